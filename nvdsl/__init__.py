@@ -1,0 +1,38 @@
+"""nvdsl: a Python-embedded kernel language for NVIDIA Hopper GPUs, built on MLIR.
+
+Write a host function with ``@mlir_func`` and kernel bodies with
+``@gpu_launch``; call it on NumPy or device arrays. The first call per
+signature traces to MLIR and compiles to PTX and a cubin; later calls launch
+the cached kernels through the CUDA driver.
+"""
+
+__version__ = "0.1.0"
+
+from .dtypes import (DType, bfloat16, bool_, float16, float32, float64, index, int8, int16, int32,
+                     int64, uint8, uint16, uint32, uint64)
+from .errors import (ArgumentError, CompileError, CudaError, InternalError, LaunchConfigError,
+                     NoDeviceError, NvdslError, TraceError, UserError)
+from .frontend.control import cond, for_range, fori, when
+from .frontend.control import print_ as print  # noqa: A001 - device-side printf, used as nvdsl.print
+from .frontend.launch import Dim3, Kernel, LaunchContext, gpu_launch
+from .frontend.memory import Array
+from .frontend.trace import Compiled, Trace, TracedFunction, mlir_func
+from .frontend.values import Value, constant, maximum, minimum, select
+from .options import Options
+from .runtime.device import device_count
+
+__all__ = [
+    "__version__",
+    # decorators and what they return
+    "mlir_func", "gpu_launch", "TracedFunction", "Kernel", "Trace", "Compiled",
+    # inside kernels
+    "LaunchContext", "Dim3", "Array", "Value", "constant", "select", "minimum", "maximum",
+    "for_range", "fori", "when", "cond", "print",
+    # dtypes
+    "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "index",
+    # configuration and errors
+    "Options", "device_count",
+    "NvdslError", "UserError", "TraceError", "ArgumentError", "LaunchConfigError", "CompileError",
+    "CudaError", "NoDeviceError", "InternalError",
+]

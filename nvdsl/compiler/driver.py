@@ -1,0 +1,259 @@
+"""From a traced MLIR module to PTX and a cubin.
+
+Stages: outline the ``gpu.launch`` bodies into a ``gpu.module`` (MLIR's
+``gpu-kernel-outlining``), read the launch plan off the host function, lower
+the kernels alone with ``gpu-lower-to-nvvm-pipeline`` to PTX, and assemble the
+PTX with ptxas. The host function is never lowered: the runtime executes the
+plan through the CUDA driver.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from mlir import ir, passmanager
+from mlir.dialects.gpu import ObjectAttr
+
+from ..errors import CompileError, InternalError, SourceLocation, UserError
+from ..options import Options
+from ..signature import LaunchSpec, ProgramPlan
+from .toolchain import find_tool
+
+
+@dataclass(frozen=True)
+class KernelResources:
+    """What ptxas reports for one kernel."""
+
+    registers: int
+    stack_frame: int
+    spill_stores: int
+    spill_loads: int
+    static_smem: int
+
+
+@dataclass
+class CompiledModule:
+    """Everything the runtime needs to load and launch a traced function's kernels."""
+
+    key: str
+    name: str
+    plan: ProgramPlan
+    ptx: str
+    cubin: bytes | None
+    resources: dict[str, KernelResources] = field(default_factory=dict)
+    ptxas_log: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+_LOC = re.compile(r'loc\("(?P<file>[^"]+)":(?P<line>\d+):\d+')
+
+
+def _source_locations(text: str) -> tuple[SourceLocation, ...]:
+    seen = []
+    for m in _LOC.finditer(text):
+        loc = SourceLocation(m.group("file"), int(m.group("line")))
+        if loc not in seen:
+            seen.append(loc)
+    return tuple(seen)
+
+
+@contextmanager
+def collect_diagnostics(context: ir.Context):
+    """Collect MLIR's diagnostics instead of letting them abort the bindings."""
+    found: list[str] = []
+
+    def handler(diagnostic) -> bool:
+        lines = [f"{diagnostic.severity.name.lower()}: {diagnostic.message} [{diagnostic.location}]"]
+        # Notes often print a whole operation; its first line says which one.
+        lines += [f"  note: {note.message.strip().splitlines()[0] if note.message.strip() else ''}"
+                  for note in diagnostic.notes]
+        found.append("\n".join(lines))
+        return True
+
+    previous = context.emit_error_diagnostics
+    context.emit_error_diagnostics = True
+    handle = context.attach_diagnostic_handler(handler)
+    try:
+        yield found
+    finally:
+        handle.detach()
+        context.emit_error_diagnostics = previous
+
+
+def run_passes(module: ir.Module, pipeline: str, stage: str) -> None:
+    """Run a pass pipeline; failure becomes a CompileError quoting MLIR and the user's lines."""
+    with collect_diagnostics(module.context) as diagnostics:
+        try:
+            passmanager.PassManager.parse(pipeline, module.context).run(module.operation)
+            failed = any(d.startswith("error") for d in diagnostics)
+        except ir.MLIRError as e:
+            diagnostics.extend(f"error: {d.message} [{d.location}]" for d in e.error_diagnostics)
+            failed = True
+    if failed:
+        text = "\n".join(diagnostics) or "(MLIR gave no message)"
+        raise CompileError(stage, text, _source_locations(text))
+
+
+def verify(module: ir.Module, stage: str) -> None:
+    with collect_diagnostics(module.context) as diagnostics:
+        try:
+            ok = module.operation.verify()
+        except ir.MLIRError as e:
+            diagnostics.extend(f"error: {d.message} [{d.location}]" for d in e.error_diagnostics)
+            ok = False
+    if not ok or any(d.startswith("error") for d in diagnostics):
+        text = "\n".join(diagnostics)
+        raise CompileError(stage, text, _source_locations(text))
+
+
+def _constant_int(value: ir.Value, what: str) -> int:
+    owner = value.owner
+    if getattr(owner, "name", None) != "arith.constant":
+        raise InternalError(f"the {what} of a launch is not a constant")
+    return ir.IntegerAttr(owner.attributes["value"]).value
+
+
+def outline(module: ir.Module) -> tuple[ir.Module, ProgramPlan]:
+    """Outline the kernels; return a module of only the gpu.modules, and the launch plan."""
+    run_passes(module, "builtin.module(gpu-kernel-outlining)", "kernel outlining")
+    kernels = ir.Module.create()
+    kernels.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
+    launches = []
+    for op in module.body.operations:
+        name = op.operation.name
+        if name == "gpu.module":
+            kernels.body.append(op.operation.clone())
+        elif name == "func.func":
+            for inner in op.regions[0].blocks[0].operations:
+                if inner.operation.name != "gpu.launch_func":
+                    continue
+                launches.append(_launch_spec(inner))
+    return kernels, ProgramPlan(tuple(launches))
+
+
+def _launch_spec(op) -> LaunchSpec:
+    kernel = str(op.attributes["kernel"])  # @module::@function
+    function = kernel.rsplit("::@", 1)[-1]
+    grid = tuple(_constant_int(v, "grid size") for v in (op.gridSizeX, op.gridSizeY, op.gridSizeZ))
+    block = tuple(_constant_int(v, "block size") for v in (op.blockSizeX, op.blockSizeY, op.blockSizeZ))
+    smem = 0 if op.dynamicSharedMemorySize is None else _constant_int(op.dynamicSharedMemorySize,
+                                                                       "shared memory size")
+    params = []
+    for operand in op.kernelOperands:
+        if not isinstance(operand, ir.BlockArgument):
+            raise UserError("a kernel uses a value computed in host code", code="host-compute",
+                            hint="compute on traced values inside the kernel body, or on Python ints "
+                                 "while tracing")
+        params.append(operand.arg_number)
+    return LaunchSpec(function, grid, block, smem, tuple(params))
+
+
+def lowering_pipeline(options: Options) -> str:
+    return ("builtin.module(gpu-lower-to-nvvm-pipeline{"
+            f"cubin-chip={options.chip} cubin-features={options.features} "
+            f"opt-level={options.opt_level} cubin-format=isa "
+            "kernel-bare-ptr-calling-convention=true})")
+
+
+def lower_to_ptx(kernels: ir.Module, options: Options) -> str:
+    """Lower the kernel module in place; return its PTX."""
+    run_passes(kernels, lowering_pipeline(options), "lowering to NVVM/PTX")
+    ptx = []
+    for op in kernels.body.operations:
+        if op.operation.name != "gpu.binary":
+            continue
+        for obj in op.attributes["objects"]:
+            data = ObjectAttr(obj).object
+            ptx.append(data.decode() if isinstance(data, bytes) else data)
+    if len(ptx) != 1:
+        raise InternalError(f"expected one PTX module, the lowering gave {len(ptx)}")
+    return ptx[0]
+
+
+_FUNC = re.compile(r"Function properties for (\S+)")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers.*?(?:(\d+) bytes smem)?$")
+
+
+def parse_ptxas_log(log: str) -> dict[str, KernelResources]:
+    """Per-kernel registers, stack, spills and static shared memory from ``ptxas -v``."""
+    resources, current, frame = {}, None, (0, 0, 0)
+    for line in log.splitlines():
+        if m := _FUNC.search(line):
+            current, frame = m.group(1), (0, 0, 0)
+        elif (m := _FRAME.search(line)) and current:
+            frame = tuple(int(g) for g in m.groups())
+        elif (m := _USED.search(line)) and current:
+            resources[current] = KernelResources(int(m.group(1)), frame[0], frame[1], frame[2],
+                                                 int(m.group(2) or 0))
+            current = None
+    return resources
+
+
+def assemble(ptx: str, options: Options, ptxas: str) -> tuple[bytes, str]:
+    """Assemble PTX with ptxas; return the cubin and ptxas' verbose log."""
+    with tempfile.TemporaryDirectory(prefix="nvdsl-") as tmp:
+        src, out = os.path.join(tmp, "kernel.ptx"), os.path.join(tmp, "kernel.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        cmd = [ptxas, f"-arch={options.chip}", f"-O{options.opt_level}", "-v", src, "-o", out]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CompileError("ptxas", _explain_ptxas(proc.stderr or proc.stdout, ptx))
+        with open(out, "rb") as f:
+            return f.read(), proc.stderr + proc.stdout
+
+
+def _explain_ptxas(message: str, ptx: str) -> str:
+    """Quote ptxas' message with the PTX lines it points at."""
+    lines = ptx.splitlines()
+    quoted = [message.strip()]
+    for m in re.finditer(r"line (\d+)", message):
+        n = int(m.group(1))
+        if 0 < n <= len(lines):
+            quoted.append(f"  PTX line {n}: {lines[n - 1].strip()}")
+    return "\n".join(quoted)
+
+
+def disassemble(cubin: bytes) -> str | None:
+    """The SASS of a cubin from nvdisasm, or None where nvdisasm is not installed."""
+    nvdisasm = find_tool("nvdisasm")
+    if nvdisasm is None:
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        proc = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CompileError("nvdisasm", proc.stderr)
+    return proc.stdout
+
+
+def compile_module(module: ir.Module, name: str, key: str, options: Options) -> tuple[CompiledModule, str]:
+    """Outline, lower and assemble a traced module (consumed in place).
+
+    Returns the compiled module and the lowered MLIR text (for dumps).
+    """
+    timings = {}
+    t0 = time.perf_counter()
+    with module.context, ir.Location.unknown():
+        kernels, plan = outline(module)
+        t1 = time.perf_counter()
+        ptx = lower_to_ptx(kernels, options)
+        lowered = str(kernels)
+    t2 = time.perf_counter()
+    timings["outline_s"], timings["lower_s"] = t1 - t0, t2 - t1
+    cubin, log = None, ""
+    ptxas = find_tool("ptxas", options.ptxas) if options.assemble_cubin else None
+    if ptxas is not None:
+        cubin, log = assemble(ptx, options, ptxas)
+        timings["ptxas_s"] = time.perf_counter() - t2
+    compiled = CompiledModule(key=key, name=name, plan=plan, ptx=ptx, cubin=cubin,
+                              resources=parse_ptxas_log(log), ptxas_log=log, timings=timings)
+    return compiled, lowered

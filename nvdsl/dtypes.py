@@ -1,0 +1,134 @@
+"""Element types: the bridge between NumPy/DLPack dtypes, MLIR types and kernel parameters.
+
+MLIR integers are signless; an nvdsl dtype carries the signedness that decides
+which operation a Python operator becomes (``//`` is ``arith.floordivsi`` on
+``int32`` but ``arith.divui`` on ``uint32``). ``index`` is a signed 64-bit
+integer used for thread ids, loop counters and memory indices.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+
+from mlir import ir
+
+
+@dataclass(frozen=True)
+class DType:
+    """An element type. ``kind`` is 'i' (signed), 'u' (unsigned), 'f' (float), 'b' (bool) or 'index'."""
+
+    name: str
+    kind: str
+    bits: int
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("i", "u", "index")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind in ("i", "index")
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    def mlir_type(self) -> ir.Type:
+        """The MLIR type; needs an active ``ir.Context``."""
+        if self.kind == "index":
+            return ir.IndexType.get()
+        if self.kind == "f":
+            return {"float16": ir.F16Type, "bfloat16": ir.BF16Type,
+                    "float32": ir.F32Type, "float64": ir.F64Type}[self.name].get()
+        return ir.IntegerType.get_signless(self.bits)
+
+    def int_range(self) -> tuple[int, int]:
+        if self.kind == "u":
+            return 0, (1 << self.bits) - 1
+        if self.kind == "b":
+            return 0, 1
+        return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+
+    def __repr__(self) -> str:
+        return f"nvdsl.{self.name}"
+
+
+bool_ = DType("bool", "b", 1)
+int8 = DType("int8", "i", 8)
+int16 = DType("int16", "i", 16)
+int32 = DType("int32", "i", 32)
+int64 = DType("int64", "i", 64)
+uint8 = DType("uint8", "u", 8)
+uint16 = DType("uint16", "u", 16)
+uint32 = DType("uint32", "u", 32)
+uint64 = DType("uint64", "u", 64)
+float16 = DType("float16", "f", 16)
+bfloat16 = DType("bfloat16", "f", 16)
+float32 = DType("float32", "f", 32)
+float64 = DType("float64", "f", 64)
+index = DType("index", "index", 64)
+
+ALL = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+       float16, bfloat16, float32, float64, index)
+BY_NAME = {d.name: d for d in ALL}
+
+# Element types an array argument may have (bool arrays are bytes in memory
+# but i1 in MLIR, so they are refused rather than silently reinterpreted).
+ARRAY_DTYPES = (int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                float16, bfloat16, float32, float64)
+
+_NUMPY_TO_DTYPE = {np.dtype(d.name): d for d in ARRAY_DTYPES if d is not bfloat16}
+# NumPy type strings of the array interface: '<f4', '|u1', ...; bfloat16 arrives via DLPack or torch.
+_TYPESTR_TO_DTYPE = {np.dtype(d.name).str: d for d in ARRAY_DTYPES if d is not bfloat16}
+_TYPESTR_TO_DTYPE["<V2"] = None  # an opaque 2-byte type is not guessed at
+
+_CTYPES = {
+    bool_: ctypes.c_uint8, int8: ctypes.c_int8, int16: ctypes.c_int16,
+    int32: ctypes.c_int32, int64: ctypes.c_int64, uint8: ctypes.c_uint8,
+    uint16: ctypes.c_uint16, uint32: ctypes.c_uint32, uint64: ctypes.c_uint64,
+    float32: ctypes.c_float, float64: ctypes.c_double, index: ctypes.c_int64,
+    float16: ctypes.c_uint16, bfloat16: ctypes.c_uint16,
+}
+
+
+def from_numpy(dtype) -> DType | None:
+    """The nvdsl dtype of a NumPy dtype, or None where there is none."""
+    return _NUMPY_TO_DTYPE.get(np.dtype(dtype))
+
+
+def from_typestr(typestr: str) -> DType | None:
+    return _TYPESTR_TO_DTYPE.get(typestr)
+
+
+def numpy_dtype(dtype: DType) -> np.dtype | None:
+    if dtype is bfloat16 or dtype is index:
+        return None
+    if dtype is bool_:
+        return np.dtype(np.bool_)
+    return np.dtype(dtype.name)
+
+
+def ctype(dtype: DType):
+    """The ctypes type a kernel parameter of this dtype is passed as."""
+    return _CTYPES[dtype]
+
+
+def to_bits(dtype: DType, value) -> int | float:
+    """A Python number as the value stored in the parameter's ctypes slot."""
+    if dtype is float16:
+        return int(np.array(value, dtype=np.float16).view(np.uint16))
+    if dtype is bfloat16:  # round to nearest even, as the hardware converts
+        bits = int(np.array(value, dtype=np.float32).view(np.uint32))
+        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF
+    return value

@@ -1,0 +1,133 @@
+"""The errors nvdsl raises.
+
+Two families, kept apart on purpose:
+
+* :class:`UserError` and its subclasses: the program or its inputs are wrong.
+  Each carries a stable ``code``, a ``hint`` saying what to do, and, where one
+  is known, the user's Python source line.
+* :class:`InternalError`: nvdsl itself is wrong; the message asks for a report.
+
+:class:`CompileError` (a pass or ptxas failed) and :class:`CudaError` (the
+driver refused a call) quote the tool's own message.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from dataclasses import dataclass
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """A line of the user's Python program."""
+
+    filename: str
+    line: int
+
+    @property
+    def text(self) -> str:
+        return linecache.getline(self.filename, self.line).strip()
+
+    def __str__(self) -> str:
+        text = self.text
+        return f"{self.filename}:{self.line}" + (f": {text}" if text else "")
+
+
+def user_location(skip_prefixes: tuple[str, ...] = ()) -> SourceLocation | None:
+    """The innermost stack frame that belongs to the user, not to nvdsl."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not (
+            filename.startswith(_PACKAGE_DIR)
+            or filename.endswith("contextlib.py")
+            or filename.startswith(skip_prefixes)
+        ):
+            return SourceLocation(filename, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+class NvdslError(Exception):
+    """Base class of every error nvdsl raises."""
+
+
+class UserError(NvdslError):
+    """The program or its inputs break a rule; ``code`` names the rule."""
+
+    def __init__(self, message: str, *, code: str, hint: str | None = None,
+                 loc: SourceLocation | None = None):
+        self.message = message
+        self.code = code
+        self.hint = hint
+        self.loc = loc
+        super().__init__(self._render())
+
+    def with_location(self, loc: SourceLocation | None) -> "UserError":
+        """The same error, pointing at ``loc``."""
+        return type(self)(self.message, code=self.code, hint=self.hint, loc=loc)
+
+    def _render(self) -> str:
+        text = f"[{self.code}] {self.message}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        if self.loc is not None:
+            text += f"\n  at {self.loc}"
+        return text
+
+
+class TraceError(UserError, TypeError):
+    """A mistake in a traced function or kernel body (types, control flow)."""
+
+
+class ArgumentError(UserError, ValueError):
+    """An argument of a call does not fit the kernel (dtype, shape, layout)."""
+
+
+class LaunchConfigError(UserError, ValueError):
+    """A grid, block or shared-memory size the hardware cannot launch."""
+
+
+class CompileError(NvdslError):
+    """A compiler stage (an MLIR pass, ptxas) failed; quotes the tool's message."""
+
+    def __init__(self, stage: str, tool_message: str,
+                 locations: tuple[SourceLocation, ...] = ()):
+        self.stage = stage
+        self.tool_message = tool_message.strip()
+        self.locations = locations
+        text = f"{stage} failed:\n{self.tool_message}"
+        for loc in locations:
+            text += f"\n  at {loc}"
+        super().__init__(text)
+
+
+class CudaError(NvdslError):
+    """A CUDA driver call failed; ``result`` is the CUresult name."""
+
+    def __init__(self, call: str, result: str, description: str = "",
+                 hint: str | None = None):
+        self.call = call
+        self.result = result
+        text = f"{call} failed with {result}"
+        if description:
+            text += f": {description}"
+        if hint:
+            text += f"\n  hint: {hint}"
+        super().__init__(text)
+
+
+class NoDeviceError(CudaError):
+    """No CUDA driver or no GPU: compiling still works, running does not."""
+
+
+class InternalError(NvdslError):
+    """A bug in nvdsl, not in the user's program."""
+
+    def __init__(self, message: str):
+        super().__init__(f"internal error in nvdsl: {message}\n"
+                         "  this is a bug in nvdsl: please report it with the code that triggered it")

@@ -1,0 +1,1 @@
+"""Frontend layer: tracing Python into MLIR. Never talks to the GPU."""

@@ -1,0 +1,87 @@
+"""The state of one trace: which MLIR module is being built and where.
+
+A :class:`TraceContext` exists while ``@mlir_func`` traces its function; the
+kernel body, values and control-flow helpers find it through :func:`current`
+(a ``contextvars.ContextVar``, so nested or concurrent traces never share it).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from contextlib import contextmanager
+
+from mlir import ir
+
+from ..errors import SourceLocation, TraceError, user_location
+
+_CURRENT: contextvars.ContextVar["TraceContext | None"] = contextvars.ContextVar(
+    "nvdsl_trace", default=None)
+
+
+class TraceContext:
+    """One function being traced into one MLIR module."""
+
+    def __init__(self, name: str, mlir_context: ir.Context, module: ir.Module):
+        self.name = name
+        self.mlir_context = mlir_context
+        self.module = module
+        self.kernel = None          # the LaunchContext of the kernel body being traced
+        self._names: set[str] = set()
+        self.deferred_errors: list[TraceError] = []
+        self.written_args: set[int] = set()
+
+    def unique_name(self, stem: str) -> str:
+        name, n = stem, 1
+        while name in self._names:
+            n += 1
+            name = f"{stem}_{n}"
+        self._names.add(name)
+        return name
+
+    def defer(self, error: TraceError) -> None:
+        """Keep an error raised where Python would swallow it (a generator's close)."""
+        self.deferred_errors.append(error)
+
+
+def current(what: str) -> TraceContext:
+    """The active trace, or a clear error naming ``what`` needed one."""
+    trace = _CURRENT.get()
+    if trace is None:
+        raise TraceError(f"{what} can only be used while an @nvdsl.mlir_func is being traced",
+                         code="outside-trace",
+                         hint="call it from inside a function decorated with @nvdsl.mlir_func",
+                         loc=user_location())
+    return trace
+
+
+def current_kernel(what: str):
+    """The kernel body being traced, or a clear error naming ``what`` needed one."""
+    trace = current(what)
+    if trace.kernel is None:
+        raise TraceError(f"{what} can only be used inside a @nvdsl.gpu_launch kernel body",
+                         code="outside-kernel",
+                         hint="host code only launches kernels; do the work inside the kernel body",
+                         loc=user_location())
+    return trace.kernel
+
+
+@contextmanager
+def activate(trace: TraceContext):
+    token = _CURRENT.set(trace)
+    try:
+        yield trace
+    finally:
+        _CURRENT.reset(token)
+
+
+def mlir_location(loc: SourceLocation | None) -> ir.Location:
+    if loc is None:
+        return ir.Location.unknown()
+    return ir.Location.file(loc.filename, loc.line, 0)
+
+
+@contextmanager
+def at_user_line():
+    """Emit the ops created in this block with the user's current Python line."""
+    with mlir_location(user_location()):
+        yield

@@ -1,0 +1,307 @@
+"""Control flow inside kernels: loops, branches, and device-side printing.
+
+Every helper closes the MLIR region it opens, even when the body raises:
+
+* ``for i in for_range(n)``: a counted loop (``scf.for``) with no carried values.
+* ``@fori(lo, hi, carry=init)``: a counted loop whose body returns the next carry;
+  the decorated name becomes the final carry (``scf.for`` with ``iter_args``).
+* ``with when(cond) as branch:`` ... ``with branch.otherwise():`` (``scf.if``).
+* ``cond(pred, then_fn, else_fn)``: a branch that yields values (``scf.if`` with results).
+
+Carries and branch results may be nested tuples, lists and dicts of Values.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import gpu, scf
+
+from .. import dtypes as dt
+from ..errors import TraceError, user_location
+from .context import at_user_line, current, current_kernel, mlir_location
+from .values import Value, _common_int, _constant, _convert, _python_number, as_value
+
+
+def _loop_bounds(start, stop, step):
+    start, stop, step = (_python_number(v) for v in (start, stop, step))
+    for name, v in (("start", start), ("stop", stop), ("step", step)):
+        if isinstance(v, Value):
+            if not v.dtype.is_int:
+                raise TraceError(f"loop {name} is a {v.dtype.name} value; loop bounds must be integers",
+                                 code="bad-loop", loc=user_location())
+        elif not isinstance(v, int) or isinstance(v, bool):
+            raise TraceError(f"loop {name}={v!r} must be a Python int or a traced integer",
+                             code="bad-loop", loc=user_location())
+    if isinstance(step, int) and step <= 0:
+        raise TraceError(f"loop step={step} must be positive", code="bad-loop", loc=user_location())
+    values = [v for v in (start, stop, step) if isinstance(v, Value)]
+    dtype = values[0].dtype if values else dt.index
+    for v in values[1:]:
+        common = _common_int(dtype, v.dtype)
+        if common is None:
+            raise TraceError(f"loop bounds mix {dtype.name} and {v.dtype.name}", code="type-mismatch",
+                             hint="convert them to one integer type with .to(...)", loc=user_location())
+        dtype = common
+    bounds = [_convert(v, dtype) if isinstance(v, Value) else _constant(v, dtype)
+              for v in (start, stop, step)]
+    return bounds, dtype
+
+
+def for_range(start, stop=None, step=1):
+    """Iterate a counted loop on the GPU: ``for i in nvdsl.for_range(lo, hi, step)``.
+
+    The body is traced once into an ``scf.for``; ``i`` is a traced integer
+    (``index`` for Python-int bounds, else the bounds' dtype; unsigned bounds
+    compare unsigned). ``break`` and ``return`` inside the body are errors.
+    To carry values across iterations use :func:`fori`.
+    """
+    current_kernel("nvdsl.for_range")
+    if stop is None:
+        start, stop = 0, start
+    with at_user_line():
+        (lo, hi, st), dtype = _loop_bounds(start, stop, step)
+        op = scf.ForOp(lo.ir, hi.ir, st.ir)
+        if not dtype.is_signed:
+            op.attributes["unsignedCmp"] = ir.UnitAttr.get()
+    loop_loc = user_location()
+    finished = False
+    try:
+        with ir.InsertionPoint(op.body):
+            yield Value(op.induction_variable, dtype)
+            with mlir_location(loop_loc):
+                scf.yield_([])
+        finished = True
+    finally:
+        if not finished:
+            # The for-statement stopped early (break, return or an exception): the
+            # loop body was traced once, so there is nothing sensible to emit.
+            current("nvdsl.for_range").defer(TraceError(
+                "the body of an nvdsl.for_range loop left early (break, return or an exception)",
+                code="bad-loop", hint="a traced loop body runs to its end; use nvdsl.when for conditions",
+                loc=loop_loc))
+
+
+def fori(start, stop, step=1, *, carry):
+    """Decorate ``def body(i, carry) -> new_carry``: a counted loop with loop-carried values.
+
+    The decorated name is bound to the carry after the last iteration::
+
+        @nvdsl.fori(0, k, carry=nvdsl.constant(0.0, nvdsl.float32))
+        def total(i, acc):
+            return acc + x[i]
+    """
+    current_kernel("nvdsl.fori")
+
+    def decorate(body):
+        leaves, tree = _flatten(carry, "fori carry")
+        with at_user_line():
+            (lo, hi, st), dtype = _loop_bounds(start, stop, step)
+            op = scf.ForOp(lo.ir, hi.ir, st.ir, [v.ir for v in leaves])
+            if not dtype.is_signed:
+                op.attributes["unsignedCmp"] = ir.UnitAttr.get()
+        with ir.InsertionPoint(op.body):
+            inner = _unflatten(tree, [Value(a, v.dtype) for a, v in zip(op.inner_iter_args, leaves)])
+            result = body(Value(op.induction_variable, dtype), inner)
+            with at_user_line():
+                new_leaves = _match(result, tree, leaves, f"the body of fori '{body.__name__}'")
+                scf.yield_([v.ir for v in new_leaves])
+        return _unflatten(tree, [Value(r, v.dtype) for r, v in zip(op.results, leaves)])
+    return decorate
+
+
+class when:
+    """``with nvdsl.when(cond) as branch:`` runs its body where ``cond`` holds (``scf.if``).
+
+    ``with branch.otherwise():`` right after adds the else side.
+    """
+
+    def __init__(self, condition):
+        current_kernel("nvdsl.when")
+        if not (isinstance(condition, Value) and condition.dtype.is_bool):
+            raise TraceError(f"nvdsl.when needs a traced bool condition, got {condition!r}",
+                             code="bad-condition",
+                             hint="compare traced values, e.g. nvdsl.when(tid < n); a Python bool "
+                                  "is known while tracing: use a plain Python 'if'",
+                             loc=user_location())
+        with at_user_line():
+            self._op = scf.IfOp(condition.ir, [], has_else=True)
+            with ir.InsertionPoint(self._op.else_block):
+                scf.yield_([])
+        self._ip = None
+
+    def __enter__(self) -> "when":
+        self._ip = ir.InsertionPoint(self._op.then_block)
+        self._ip.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if exc[0] is None:
+                with at_user_line():
+                    scf.yield_([])
+        finally:
+            self._ip.__exit__(*exc)
+
+    def otherwise(self) -> "_Otherwise":
+        """The else side of this branch, as a context manager."""
+        return _Otherwise(self._op)
+
+
+class _Otherwise:
+    def __init__(self, op):
+        self._op = op
+        self._ip = None
+
+    def __enter__(self):
+        block = self._op.else_block
+        terminator = block.operations[len(block.operations) - 1]
+        self._ip = ir.InsertionPoint(terminator)  # insert before the else side's scf.yield
+        self._ip.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._ip.__exit__(*exc)
+
+
+def cond(predicate, then_fn, else_fn):
+    """``then_fn()`` if ``predicate`` else ``else_fn()``, as traced values (``scf.if`` with results).
+
+    Both functions take no arguments and return the same structure of values
+    (Python numbers take the dtype of the other side).
+    """
+    current_kernel("nvdsl.cond")
+    if not (isinstance(predicate, Value) and predicate.dtype.is_bool):
+        raise TraceError(f"nvdsl.cond needs a traced bool predicate, got {predicate!r}",
+                         code="bad-condition", loc=user_location())
+    with at_user_line():
+        draft = scf.IfOp(predicate.ir, [], has_else=True)
+    with ir.InsertionPoint(draft.then_block):
+        then_result = then_fn()
+    with ir.InsertionPoint(draft.else_block):
+        else_result = else_fn()
+    then_leaves, tree = _flatten(then_result, "the then-branch of nvdsl.cond", allow_numbers=True)
+    else_leaves, else_tree = _flatten(else_result, "the else-branch of nvdsl.cond", allow_numbers=True)
+    if tree != else_tree:
+        raise TraceError("the branches of nvdsl.cond return different structures",
+                         code="branch-mismatch", loc=user_location())
+    with at_user_line():
+        pairs = []
+        for a, b in zip(then_leaves, else_leaves):
+            if not isinstance(a, Value) and not isinstance(b, Value):
+                raise TraceError("both branches of nvdsl.cond return a Python number at the same place; "
+                                 "its dtype is unknown", code="branch-mismatch",
+                                 hint="wrap one in nvdsl.constant(value, dtype)", loc=user_location())
+            ip_a = ir.InsertionPoint(draft.then_block)
+            ip_b = ir.InsertionPoint(draft.else_block)
+            dtype = (a if isinstance(a, Value) else b).dtype
+            with ip_a:
+                a = as_value(a, dtype, "the then-branch of nvdsl.cond")
+            with ip_b:
+                b = as_value(b, dtype, "the else-branch of nvdsl.cond")
+            pairs.append((a, b))
+        with ir.InsertionPoint(draft.then_block):
+            scf.yield_([a.ir for a, _ in pairs])
+        with ir.InsertionPoint(draft.else_block):
+            scf.yield_([b.ir for _, b in pairs])
+        final = scf.IfOp(predicate.ir, [a.ir.type for a, _ in pairs], has_else=True,
+                         ip=ir.InsertionPoint(draft))
+        for source, target in ((draft.then_block, final.then_block), (draft.else_block, final.else_block)):
+            for operation in list(source.operations):
+                operation.detach_from_parent()
+                ir.InsertionPoint(target).insert(operation)
+        draft.erase()
+    return _unflatten(tree, [Value(r, a.dtype) for r, (a, _) in zip(final.results, pairs)])
+
+
+_PRINTF_SPEC = {"i": {8: "%d", 16: "%d", 32: "%d", 64: "%lld"},
+                "u": {8: "%u", 16: "%u", 32: "%u", 64: "%llu"}}
+
+
+def print_(fmt: str, *values) -> None:
+    """Device-side printf: ``nvdsl.print("block {} thread {}", ctx.block_id.x, ctx.thread_id.x)``.
+
+    Each ``{}`` takes the next argument: a traced value (printed by its dtype)
+    or a Python object (formatted while tracing). Every thread that reaches
+    the call prints.
+    """
+    current_kernel("nvdsl.print")
+    if not isinstance(fmt, str):
+        raise TraceError("nvdsl.print needs a format string first", code="bad-print", loc=user_location())
+    pieces = fmt.split("{}")
+    if len(pieces) - 1 != len(values):
+        raise TraceError(f"the format string has {len(pieces) - 1} '{{}}' but {len(values)} values were given",
+                         code="bad-print", loc=user_location())
+    with at_user_line():
+        out, operands = pieces[0].replace("%", "%%"), []
+        for value, piece in zip(values, pieces[1:]):
+            value = _python_number(value)
+            if isinstance(value, Value):
+                spec, operand = _printf_operand(value)
+                out += spec
+                operands.append(operand)
+            else:
+                out += str(value).replace("%", "%%")
+            out += piece.replace("%", "%%")
+        gpu.printf(out + "\n", *operands)
+
+
+def _printf_operand(v: Value):
+    d = v.dtype
+    if d.is_float:
+        return "%f", _convert(v, dt.float64).ir
+    if d.is_bool:
+        return "%d", _convert(v, dt.int32).ir
+    if d.kind == "index":
+        return "%lld", _convert(v, dt.int64).ir
+    if d.bits < 32:
+        return _PRINTF_SPEC[d.kind][32], _convert(v, dt.int32 if d.is_signed else dt.uint32).ir
+    return _PRINTF_SPEC[d.kind][d.bits], v.ir
+
+
+def _flatten(tree, what: str, allow_numbers: bool = False):
+    """Leaves (Values) and a hashable structure description of a nested carry."""
+    leaves = []
+
+    def walk(node):
+        node = _python_number(node)
+        if isinstance(node, Value):
+            leaves.append(node)
+            return "*"
+        if allow_numbers and isinstance(node, (bool, int, float)):
+            leaves.append(node)
+            return "*"
+        if isinstance(node, tuple) and hasattr(node, "_fields"):
+            return (type(node), tuple(walk(x) for x in node))
+        if isinstance(node, (tuple, list)):
+            return (type(node), tuple(walk(x) for x in node))
+        if isinstance(node, dict):
+            keys = tuple(node)
+            return (dict, keys, tuple(walk(node[k]) for k in keys))
+        raise TraceError(f"{what} holds {type(node).__name__} {node!r}; only traced values and "
+                         "tuples, lists and dicts of them can be carried", code="bad-carry",
+                         hint="make numbers traced with nvdsl.constant(value, dtype)", loc=user_location())
+    return leaves, walk(tree)
+
+
+def _unflatten(tree, leaves):
+    it = iter(leaves)
+
+    def build(node):
+        if node == "*":
+            return next(it)
+        if node[0] is dict:
+            return {k: build(n) for k, n in zip(node[1], node[2])}
+        kind, children = node
+        items = [build(n) for n in children]
+        if hasattr(kind, "_fields"):
+            return kind(*items)
+        return kind(items)
+    return build(tree)
+
+
+def _match(result, tree, leaves, what: str):
+    new_leaves, new_tree = _flatten(result, what, allow_numbers=True)
+    if new_tree != tree:
+        raise TraceError(f"{what} returned a different structure than the carry it was given",
+                         code="bad-carry", loc=user_location())
+    return [as_value(n, old.dtype, what) for n, old in zip(new_leaves, leaves)]

@@ -1,0 +1,167 @@
+"""``@gpu_launch``: trace a kernel body into a ``gpu.launch``.
+
+The body is a Python function taking one argument, the :class:`LaunchContext`,
+through which it reads its thread and block coordinates and asks for shared
+memory. Arrays and scalars of the enclosing ``@mlir_func`` are used directly
+(the kernel captures them; MLIR's outliner turns them into kernel parameters).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, gpu
+
+from .. import dtypes as dt
+from ..errors import LaunchConfigError, TraceError, user_location
+from .context import current, mlir_location
+from .memory import Array, SharedMemoryPlan
+from .values import Value
+
+MAX_THREADS_PER_BLOCK = 1024
+MAX_BLOCK_DIM = (1024, 1024, 64)
+MAX_GRID_DIM = (2**31 - 1, 65535, 65535)
+
+
+@dataclass(frozen=True)
+class Dim3:
+    """Three coordinates, ``x``, ``y`` and ``z``."""
+
+    x: object
+    y: object
+    z: object
+
+    def __iter__(self):
+        return iter((self.x, self.y, self.z))
+
+
+class LaunchContext:
+    """What a kernel body sees.
+
+    Attributes:
+        thread_id, block_id: this thread's coordinates (``index`` values).
+        block_dim, grid_dim: the launch's extents as ``index`` values.
+        block, grid: the same extents as Python ints, known while tracing.
+        smem: bytes of dynamic shared memory the kernel was launched with.
+    """
+
+    def __init__(self, block: ir.Block, grid: tuple, block_shape: tuple, smem: int,
+                 shared: SharedMemoryPlan):
+        args = [Value(a, dt.index) for a in block.arguments]
+        self.block_id = Dim3(*args[0:3])
+        self.thread_id = Dim3(*args[3:6])
+        self.grid_dim = Dim3(*args[6:9])
+        self.block_dim = Dim3(*args[9:12])
+        self.grid = Dim3(*grid)
+        self.block = Dim3(*block_shape)
+        self.smem = smem
+        self._shared = shared
+
+    def sync_threads(self) -> None:
+        """Barrier for all threads of the block (``gpu.barrier``, PTX ``bar.sync 0``)."""
+        with mlir_location(user_location()):
+            gpu.barrier()
+
+    def shared_array(self, shape, dtype: dt.DType, *, align: int = 16) -> Array:
+        """A static shared-memory array (a ``memref.global`` in the workgroup space; 48 KiB at most)."""
+        with mlir_location(user_location()):
+            return self._shared.static_array(shape, dtype, align)
+
+    def dynamic_shared(self, shape, dtype: dt.DType, *, offset: int | None = None,
+                       align: int = 16) -> Array:
+        """A typed view into the dynamic shared memory (``smem=`` bytes of the launch).
+
+        Views without ``offset`` are placed one after the other, each aligned to ``align`` bytes.
+        """
+        with mlir_location(user_location()):
+            return self._shared.dynamic_view(shape, dtype, offset, align)
+
+
+def _dims(value, what: str, limits: tuple[int, int, int]) -> tuple[int, int, int]:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = (value,)
+    if not isinstance(value, (tuple, list)) or not 1 <= len(value) <= 3 or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        hint = ("grid and block sizes are fixed when the kernel is traced: compute them from "
+                "array shapes (Python ints), not from traced values") if any(
+            isinstance(v, Value) for v in (value if isinstance(value, (tuple, list)) else [value])) else None
+        raise LaunchConfigError(f"{what}={value!r} must be a Python int or a tuple of 1 to 3 ints",
+                                code="bad-launch-config", hint=hint, loc=user_location())
+    dims = tuple(value) + (1,) * (3 - len(value))
+    for axis, (d, limit) in zip("xyz", zip(dims, limits)):
+        if not 1 <= d <= limit:
+            raise LaunchConfigError(f"{what}.{axis}={d} is outside 1..{limit}",
+                                    code="bad-launch-config", loc=user_location())
+    return dims
+
+
+class Kernel:
+    """A kernel body with its launch configuration; calling it inside ``@mlir_func`` emits the launch."""
+
+    def __init__(self, body, grid, block, smem: int):
+        self.body = body
+        self.grid = _dims(grid, "grid", MAX_GRID_DIM)
+        self.block = _dims(block, "block", MAX_BLOCK_DIM)
+        threads = self.block[0] * self.block[1] * self.block[2]
+        if threads > MAX_THREADS_PER_BLOCK:
+            raise LaunchConfigError(
+                f"block={self.block} has {threads} threads; a CUDA block holds at most "
+                f"{MAX_THREADS_PER_BLOCK}", code="block-too-large",
+                hint="use more blocks (grid) and fewer threads per block", loc=user_location())
+        if not isinstance(smem, int) or isinstance(smem, bool) or smem < 0:
+            raise LaunchConfigError(f"smem={smem!r} must be a non-negative number of bytes",
+                                    code="bad-launch-config", loc=user_location())
+        self.smem = smem
+
+    def __call__(self, *args, **kwargs) -> None:
+        if args or kwargs:
+            raise TraceError(f"kernel '{self.body.__name__}' takes no arguments when launched",
+                             code="bad-kernel-call",
+                             hint="kernel bodies use the arrays and scalars of the enclosing function directly",
+                             loc=user_location())
+        trace = current(f"launching kernel '{self.body.__name__}'")
+        if trace.kernel is not None:
+            raise TraceError("a kernel cannot launch another kernel", code="nested-launch",
+                             loc=user_location())
+        name = trace.unique_name(f"{trace.name}_{self.body.__name__}")
+        with mlir_location(user_location()):
+            index = ir.IndexType.get()
+            grid = [arith.constant(index, g) for g in self.grid]
+            block = [arith.constant(index, b) for b in self.block]
+            smem = arith.constant(ir.IntegerType.get_signless(32), self.smem) if self.smem else None
+            op = gpu.LaunchOp(tuple(grid), tuple(block), dynamic_shared_memory_size=smem)
+            op.attributes["function"] = ir.FlatSymbolRefAttr.get(name)
+            # One gpu.module per traced function: one PTX module, one cubin, one load.
+            op.attributes["module"] = ir.FlatSymbolRefAttr.get(f"{trace.name}_kernels")
+        entry = op.body.blocks[0]
+        shared = SharedMemoryPlan(trace.module, entry, self.smem, name)
+        ctx = LaunchContext(entry, self.grid, self.block, self.smem, shared)
+        trace.kernel = ctx
+        try:
+            with ir.InsertionPoint(entry):
+                result = self.body(ctx)
+                if result is not None:
+                    raise TraceError(f"kernel body '{self.body.__name__}' returned a value",
+                                     code="kernel-returns",
+                                     hint="kernels write their results into arrays", loc=user_location())
+                with mlir_location(user_location()):
+                    gpu.terminator()
+        finally:
+            trace.kernel = None
+
+
+def gpu_launch(grid, block, smem: int = 0):
+    """Decorate a kernel body ``def body(ctx): ...`` traced into a ``gpu.launch``.
+
+    Args:
+        grid: blocks per grid, an int or a tuple of up to three ints.
+        block: threads per block, an int or a tuple of up to three ints (1024 threads at most).
+        smem: bytes of dynamic shared memory; above 48 KiB the runtime opts in, up to the
+            device's limit.
+
+    Call the decorated body (with no arguments) to launch it.
+    """
+    def decorate(body) -> Kernel:
+        return Kernel(body, grid, block, smem)
+    return decorate

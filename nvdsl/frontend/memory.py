@@ -1,0 +1,200 @@
+"""Arrays seen from a kernel: global-memory arguments and shared-memory views.
+
+``x[i, j]`` loads (``memref.load``) and ``x[i, j] = v`` stores
+(``memref.store``). Every index is a Python int (checked against the shape
+at trace time) or a traced integer (converted to ``index`` by its own
+signedness; not bounds-checked on the GPU). Slices are not supported.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, gpu, memref
+
+from .. import dtypes as dt
+from ..errors import TraceError, user_location
+from .context import at_user_line, current_kernel
+from .values import Value, _constant, _convert, _python_number, as_value
+
+GLOBAL = "global"
+SHARED = "shared"
+
+
+class Array:
+    """A typed, statically shaped view of GPU memory, indexable inside a kernel body.
+
+    Attributes:
+        shape: the extents, Python ints.
+        dtype: the element dtype.
+        space: ``"global"`` for kernel arguments, ``"shared"`` for shared memory.
+    """
+
+    __slots__ = ("ir", "dtype", "shape", "name", "space", "_on_write")
+
+    def __init__(self, ir_value: ir.Value, dtype: dt.DType, shape: tuple[int, ...], *,
+                 name: str, space: str, on_write=None):
+        self.ir = ir_value
+        self.dtype = dtype
+        self.shape = tuple(shape)
+        self.name = name
+        self.space = space
+        self._on_write = on_write
+
+    def __repr__(self) -> str:
+        return f"<nvdsl.Array {self.name}: {self.space} {self.dtype.name}{list(self.shape)}>"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def _indices(self, key) -> list[ir.Value]:
+        if not isinstance(key, tuple):
+            key = (key,)
+        if len(key) != len(self.shape):
+            raise TraceError(
+                f"'{self.name}' has rank {len(self.shape)} (shape {list(self.shape)}) "
+                f"but was indexed with {len(key)} index(es)",
+                code="bad-index", hint=f"give exactly {len(self.shape)} indices, e.g. "
+                f"{self.name}[{', '.join('ijkl'[d % 4] for d in range(len(self.shape)))}]",
+                loc=user_location())
+        indices = []
+        for axis, (k, extent) in enumerate(zip(key, self.shape)):
+            k = _python_number(k)
+            if isinstance(k, Value):
+                if not k.dtype.is_int:
+                    raise TraceError(f"index {axis} of '{self.name}' is a {k.dtype.name} value",
+                                     code="bad-index", hint="indices must be integers",
+                                     loc=user_location())
+                indices.append(_convert(k, dt.index).ir)
+            elif isinstance(k, int) and not isinstance(k, bool):
+                if not 0 <= k < extent:
+                    raise TraceError(f"index {k} is out of bounds for axis {axis} of "
+                                     f"'{self.name}' with extent {extent}",
+                                     code="out-of-bounds", loc=user_location())
+                indices.append(_constant(k, dt.index).ir)
+            else:
+                raise TraceError(f"index {axis} of '{self.name}' is {type(k).__name__} {k!r}",
+                                 code="bad-index",
+                                 hint="index with Python ints or traced integers; slices are not supported",
+                                 loc=user_location())
+        return indices
+
+    def __getitem__(self, key) -> Value:
+        current_kernel(f"reading '{self.name}'")
+        with at_user_line():
+            return Value(memref.load(self.ir, self._indices(key)), self.dtype)
+
+    def __setitem__(self, key, value) -> None:
+        current_kernel(f"writing '{self.name}'")
+        with at_user_line():
+            v = as_value(value, self.dtype, f"a store into '{self.name}' ({self.dtype.name})")
+            memref.store(v.ir, self.ir, self._indices(key))
+        if self._on_write is not None:
+            self._on_write()
+
+
+def memref_type(dtype: dt.DType, shape, space: str) -> ir.MemRefType:
+    memory_space = ir.Attribute.parse("#gpu.address_space<workgroup>") if space == SHARED else None
+    return ir.MemRefType.get(list(shape), dtype.mlir_type(), memory_space=memory_space)
+
+
+class SharedMemoryPlan:
+    """Owns one kernel's shared memory: static arrays and views into the dynamic buffer.
+
+    Static arrays (``memref.global`` in the workgroup space) are limited to
+    48 KiB by the hardware; dynamic views are carved, aligned, from the
+    ``smem`` bytes the kernel was launched with, and may not run past them.
+    """
+
+    STATIC_LIMIT = 48 * 1024
+
+    def __init__(self, module: ir.Module, kernel_block: ir.Block, dynamic_bytes: int,
+                 kernel_name: str):
+        self._module = module
+        self._kernel_block = kernel_block
+        self._kernel_name = kernel_name
+        self.dynamic_bytes = dynamic_bytes
+        self.static_bytes = 0
+        self._dynamic_next = 0
+        self._dynamic_base = None
+        self._count = 0
+
+    def static_array(self, shape, dtype: dt.DType, align: int) -> Array:
+        shape = _check_shape(shape, "nvdsl shared_array")
+        self._count += 1
+        name = f"__{self._kernel_name}_smem{self._count}"
+        mtype = memref_type(dtype, shape, SHARED)
+        nbytes = _nbytes(shape, dtype)
+        self.static_bytes = _align(self.static_bytes, align) + nbytes
+        if self.static_bytes > self.STATIC_LIMIT:
+            raise TraceError(f"static shared memory of this kernel reaches {self.static_bytes} bytes, "
+                             f"above the hardware's {self.STATIC_LIMIT} bytes for static arrays",
+                             code="smem-too-large",
+                             hint="use dynamic shared memory: gpu_launch(..., smem=N) and ctx.dynamic_shared",
+                             loc=user_location())
+        with ir.InsertionPoint.at_block_begin(self._module.body):
+            memref.GlobalOp(sym_name=name, type_=ir.TypeAttr.get(mtype),
+                            sym_visibility=ir.StringAttr.get("private"),
+                            alignment=align)
+        return Array(memref.get_global(mtype, name), dtype, shape, name=name, space=SHARED)
+
+    def dynamic_view(self, shape, dtype: dt.DType, offset: int | None, align: int) -> Array:
+        shape = _check_shape(shape, "ctx.dynamic_shared")
+        nbytes = _nbytes(shape, dtype)
+        if offset is None:
+            offset = _align(self._dynamic_next, align)
+        elif offset % align or offset < 0:
+            raise TraceError(f"dynamic shared view offset {offset} is not a multiple of {align} bytes",
+                             code="misaligned", loc=user_location())
+        if offset + nbytes > self.dynamic_bytes:
+            raise TraceError(f"a dynamic shared view of {nbytes} bytes at offset {offset} ends at byte "
+                             f"{offset + nbytes}, past the smem={self.dynamic_bytes} bytes given to gpu_launch",
+                             code="smem-overflow", hint=f"launch with smem >= {offset + nbytes}",
+                             loc=user_location())
+        self._dynamic_next = max(self._dynamic_next, offset + nbytes)
+        if self._dynamic_base is None:
+            byte_buffer = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
+                                            ir.IntegerType.get_signless(8),
+                                            memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))
+            # At the kernel's entry, so that views made in any nested region can use it.
+            with ir.InsertionPoint.at_block_begin(self._kernel_block):
+                self._dynamic_base = gpu.dynamic_shared_memory(byte_buffer)
+        shift = arith.constant(ir.IndexType.get(), offset)
+        view = memref.view(memref_type(dtype, shape, SHARED), self._dynamic_base, shift, [])
+        self._count += 1
+        return Array(view, dtype, shape, name=f"dynamic_shared@{offset}", space=SHARED)
+
+
+def _check_shape(shape, what: str) -> tuple[int, ...]:
+    if isinstance(shape, int):
+        shape = (shape,)
+    shape = tuple(_python_number(s) for s in shape)
+    if not shape or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
+        raise TraceError(f"{what} needs a shape of positive Python ints, got {shape!r}",
+                         code="bad-shape", loc=user_location())
+    return shape
+
+
+def _nbytes(shape, dtype: dt.DType) -> int:
+    n = dtype.itemsize
+    for s in shape:
+        n *= s
+    return n
+
+
+def _align(n: int, align: int) -> int:
+    return (n + align - 1) // align * align

@@ -1,0 +1,401 @@
+"""Traced scalar values and the Python operators they overload.
+
+Signedness is explicit: a :class:`Value` carries an nvdsl dtype, and the dtype
+decides the MLIR operation, never a guess:
+
+========  ===========================  ===========================  ===================
+operator  signed int (int*, index)     unsigned int (uint*)         float
+========  ===========================  ===========================  ===================
+``//``    ``arith.floordivsi`` (floor)  ``arith.divui``              ``floor(a / b)``
+``%``     Python modulo (sign of b)     ``arith.remui``              Python modulo
+``/``     error: use ``//``             error: use ``//``            ``arith.divf``
+``>>``    ``arith.shrsi`` (arithmetic)  ``arith.shrui`` (logical)    error
+``<``     ``slt``                       ``ult``                      ordered ``olt``
+``!=``    ``ne``                        ``ne``                       unordered ``une``
+========  ===========================  ===========================  ===================
+
+``//`` and ``%`` follow Python, so ``-7 // 2 == -4`` on the GPU too.
+
+Promotion: a Python number takes the other operand's dtype (an int that does
+not fit is an error); a Python float meets an integer value only through an
+explicit ``.to(...)``. Two values of different dtypes combine only when one is
+a wider integer of the same signedness (``int32`` with ``index`` gives
+``index``); every other mix is a :class:`~nvdsl.errors.TraceError` that names
+both dtypes. Shifts by at least the bit width give an undefined result, as in
+MLIR and PTX.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith
+from mlir.dialects import math as mlir_math
+
+from .. import dtypes as dt
+from ..errors import TraceError, user_location
+from .context import at_user_line, current_kernel
+
+
+def _error(message: str, hint: str | None = None, code: str = "type-mismatch") -> TraceError:
+    return TraceError(message, code=code, hint=hint, loc=user_location())
+
+
+def _python_number(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def constant(value, dtype: dt.DType) -> "Value":
+    """A constant of ``dtype`` inside a kernel body; the value must fit the dtype."""
+    current_kernel("nvdsl.constant")
+    with at_user_line():
+        return _constant(_python_number(value), dtype)
+
+
+def _constant(value, dtype: dt.DType) -> "Value":
+    if isinstance(value, bool) and not dtype.is_bool:
+        value = int(value)
+    if dtype.is_float:
+        if not isinstance(value, (int, float)):
+            raise _error(f"cannot make a {dtype.name} constant from {value!r}")
+        attr = ir.FloatAttr.get(dtype.mlir_type(), float(value))
+    else:
+        if not isinstance(value, (int, bool)):
+            raise _error(f"cannot make a {dtype.name} constant from {value!r}",
+                         hint="a float needs an explicit conversion, e.g. x.to(nvdsl.float32)")
+        lo, hi = dtype.int_range()
+        if not lo <= int(value) <= hi:
+            raise _error(f"the constant {value} does not fit {dtype.name} (range {lo}..{hi})",
+                         code="out-of-range")
+        value = int(value)
+        if dtype.kind == "u" and value >= 1 << (dtype.bits - 1):
+            value -= 1 << dtype.bits  # MLIR stores signless bits; keep the same bit pattern
+        attr = ir.IntegerAttr.get(dtype.mlir_type(), value)
+    return Value(arith.constant(dtype.mlir_type(), attr), dtype)
+
+
+def _convert(v: "Value", to: dt.DType) -> "Value":
+    src = v.dtype
+    if src == to:
+        return v
+    t = to.mlir_type()
+    x = v.ir
+    if to.is_bool:
+        zero = _constant(0, src)
+        return v.ne(zero)
+    if src.is_bool:
+        return Value(arith.extui(t, x) if to.is_int and to.kind != "index"
+                     else arith.index_castui(t, x) if to.kind == "index" else arith.uitofp(t, x), to)
+    if src.is_int and to.is_int:
+        if src.kind == "index" or to.kind == "index":
+            op = arith.index_cast if src.is_signed else arith.index_castui
+            return Value(op(t, x), to)
+        if to.bits > src.bits:
+            return Value((arith.extsi if src.is_signed else arith.extui)(t, x), to)
+        if to.bits < src.bits:
+            return Value(arith.trunci(t, x), to)
+        return Value(x, to)  # same width, other signedness: the same bits reinterpreted
+    if src.is_int and to.is_float:
+        if src.kind == "index":
+            x = arith.index_cast(ir.IntegerType.get_signless(64), x)
+        return Value((arith.sitofp if src.is_signed else arith.uitofp)(t, x), to)
+    if src.is_float and to.is_int:
+        if to.kind == "index":
+            i64 = ir.IntegerType.get_signless(64)
+            return Value(arith.index_cast(t, arith.fptosi(i64, x)), to)
+        return Value((arith.fptosi if to.is_signed else arith.fptoui)(t, x), to)
+    if src.is_float and to.is_float:
+        if to.bits > src.bits:
+            return Value(arith.extf(t, x), to)
+        if to.bits < src.bits or src != to:
+            if to.bits == src.bits:  # float16 <-> bfloat16 goes through float32
+                x = arith.extf(ir.F32Type.get(), x)
+            return Value(arith.truncf(t, x), to)
+    raise _error(f"no conversion from {src.name} to {to.name}")
+
+
+def _common_int(a: dt.DType, b: dt.DType) -> dt.DType | None:
+    """The wider of two integer dtypes of the same signedness, or None."""
+    if not (a.is_int and b.is_int) or a.is_signed != b.is_signed:
+        return None
+    if a.kind == "index" or b.kind == "index":
+        return dt.index
+    return a if a.bits >= b.bits else b
+
+
+def _unify(a, b, op: str) -> tuple["Value", "Value"]:
+    """Both operands as Values of one dtype, by the promotion rules above."""
+    a, b = _python_number(a), _python_number(b)
+    if isinstance(a, Value) and isinstance(b, Value):
+        if a.dtype == b.dtype:
+            return a, b
+        common = _common_int(a.dtype, b.dtype)
+        if common is None:
+            raise _error(f"cannot combine {a.dtype.name} and {b.dtype.name} with '{op}'",
+                         hint=f"convert one side explicitly, e.g. x.to(nvdsl.{b.dtype.name})")
+        return _convert(a, common), _convert(b, common)
+    value, number, value_first = (a, b, True) if isinstance(a, Value) else (b, a, False)
+    if not isinstance(number, (bool, int, float)):
+        raise _error(f"cannot combine a traced {value.dtype.name} with {type(number).__name__} "
+                     f"{number!r} using '{op}'")
+    if isinstance(number, float) and not value.dtype.is_float:
+        raise _error(f"cannot combine {value.dtype.name} with the Python float {number!r} using '{op}'",
+                     hint="convert the value explicitly first, e.g. x.to(nvdsl.float32)")
+    if value.dtype.is_bool and not isinstance(number, bool):
+        raise _error(f"cannot combine bool with the Python number {number!r} using '{op}'",
+                     hint="convert the bool first, e.g. b.to(nvdsl.int32)")
+    other = _constant(number, value.dtype)
+    return (value, other) if value_first else (other, value)
+
+
+_INT_OPS = {"+": arith.addi, "-": arith.subi, "*": arith.muli,
+            "&": arith.andi, "|": arith.ori, "^": arith.xori, "<<": arith.shli}
+_FLOAT_OPS = {"+": arith.addf, "-": arith.subf, "*": arith.mulf, "/": arith.divf}
+
+
+def _CONTRACT():
+    return ir.Attribute.parse("#arith.fastmath<contract>")
+
+
+_CMP_SIGNED = {"<": "slt", "<=": "sle", ">": "sgt", ">=": "sge", "==": "eq", "!=": "ne"}
+_CMP_UNSIGNED = {"<": "ult", "<=": "ule", ">": "ugt", ">=": "uge", "==": "eq", "!=": "ne"}
+_CMP_FLOAT = {"<": "OLT", "<=": "OLE", ">": "OGT", ">=": "OGE", "==": "OEQ", "!=": "UNE"}
+
+
+def _binary(op: str, a, b) -> "Value":
+    current_kernel(f"the operator '{op}' on traced values")
+    with at_user_line():
+        a, b = _unify(a, b, op)
+        d = a.dtype
+        if op in ("&", "|", "^"):
+            if not (d.is_int or d.is_bool):
+                raise _error(f"'{op}' needs integers or bools, not {d.name}")
+            return Value(_INT_OPS[op](a.ir, b.ir), d)
+        if op in ("<<", ">>"):
+            if not d.is_int:
+                raise _error(f"'{op}' needs integers, not {d.name}")
+            if op == "<<":
+                return Value(arith.shli(a.ir, b.ir), d)
+            return Value((arith.shrsi if d.is_signed else arith.shrui)(a.ir, b.ir), d)
+        if d.is_bool:
+            raise _error(f"'{op}' is not defined on bool values",
+                         hint="use & | ^ ~ on bools, or convert with .to(nvdsl.int32)")
+        if op == "/":
+            if not d.is_float:
+                raise _error(f"'/' on {d.name} values: true division of integers is not defined here",
+                             hint="use '//' for integer (floor) division, or convert to a float type first")
+            return Value(arith.divf(a.ir, b.ir), d)
+        if op == "//":
+            if d.is_float:
+                return Value(mlir_math.floor(arith.divf(a.ir, b.ir)), d)
+            return Value((arith.floordivsi if d.is_signed else arith.divui)(a.ir, b.ir), d)
+        if op == "%":
+            return _modulo(a, b)
+        if d.is_float:
+            # Like nvcc's default (-fmad=true): let a multiply and an add contract into an FMA.
+            return Value(_FLOAT_OPS[op](a.ir, b.ir, fastmath=_CONTRACT()), d)
+        return Value(_INT_OPS[op](a.ir, b.ir), d)
+
+
+def _modulo(a: "Value", b: "Value") -> "Value":
+    d = a.dtype
+    if d.is_int and not d.is_signed:
+        return Value(arith.remui(a.ir, b.ir), d)
+    rem = Value((arith.remf if d.is_float else arith.remsi)(a.ir, b.ir), d)
+    zero = _constant(0, d)
+    # Python's result takes the divisor's sign: fix up a non-zero remainder of the other sign.
+    needs_fix = rem.ne(zero) & (rem < zero).ne(b < zero)
+    return select(needs_fix, rem + b, rem)
+
+
+def _compare(op: str, a, b) -> "Value":
+    current_kernel(f"the comparison '{op}' on traced values")
+    with at_user_line():
+        a, b = _unify(a, b, op)
+        d = a.dtype
+        if d.is_float:
+            pred = getattr(arith.CmpFPredicate, _CMP_FLOAT[op])
+            return Value(arith.cmpf(pred, a.ir, b.ir), dt.bool_)
+        table = _CMP_SIGNED if d.is_signed else _CMP_UNSIGNED
+        pred = getattr(arith.CmpIPredicate, table[op])
+        return Value(arith.cmpi(pred, a.ir, b.ir), dt.bool_)
+
+
+def _power(base, exponent) -> "Value":
+    current_kernel("the operator '**' on traced values")
+    exponent = _python_number(exponent)
+    if isinstance(base, Value) and isinstance(exponent, int) and not isinstance(exponent, bool):
+        if exponent < 0:
+            raise _error("'**' with a negative integer exponent", hint="use 1 / x**n on floats")
+        with at_user_line():
+            result, square, n = None, base, exponent
+            while n:
+                if n & 1:
+                    result = square if result is None else result * square
+                n >>= 1
+                if n:
+                    square = square * square
+            return result if result is not None else _constant(1, base.dtype)
+    with at_user_line():
+        a, b = _unify(base, exponent, "**")
+        if not a.dtype.is_float:
+            raise _error(f"'**' on {a.dtype.name} needs a non-negative Python int exponent")
+        return Value(mlir_math.powf(a.ir, b.ir), a.dtype)
+
+
+class Value:
+    """A scalar computed on the GPU while tracing: an MLIR value plus its nvdsl dtype.
+
+    Values overload the arithmetic, bitwise and comparison operators (see the
+    module docstring for the exact MLIR operation each one becomes). A Value
+    has no Python truth value: branch with :func:`nvdsl.when` or :func:`nvdsl.cond`.
+    """
+
+    __slots__ = ("ir", "dtype")
+    __array_ufunc__ = None  # make NumPy scalars defer to our reflected operators
+
+    def __init__(self, ir_value: ir.Value, dtype: dt.DType):
+        self.ir = ir_value
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"<nvdsl.Value {self.dtype.name}>"
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise _error("a traced value has no Python truth value (it is only known on the GPU)",
+                     hint="branch with 'with nvdsl.when(cond):', pick values with nvdsl.cond or "
+                          "nvdsl.select, loop with nvdsl.for_range",
+                     code="traced-bool")
+
+    def __index__(self):
+        raise _error("a traced value cannot be used as a Python integer (it is only known on the GPU)",
+                     hint="loop with nvdsl.for_range instead of range(), index arrays with x[i] directly",
+                     code="traced-int")
+
+    __int__ = __float__ = __index__
+
+    def to(self, dtype: dt.DType) -> "Value":
+        """Convert to ``dtype``: int widening by the source's signedness, float<->int rounding toward zero."""
+        current_kernel("Value.to")
+        if not isinstance(dtype, dt.DType):
+            raise _error(f"Value.to expects an nvdsl dtype such as nvdsl.float32, got {dtype!r}")
+        with at_user_line():
+            return _convert(self, dtype)
+
+    def eq(self, other) -> "Value":
+        return _compare("==", self, other)
+
+    def ne(self, other) -> "Value":
+        return _compare("!=", self, other)
+
+    def __add__(self, o): return _binary("+", self, o)
+    def __radd__(self, o): return _binary("+", o, self)
+    def __sub__(self, o): return _binary("-", self, o)
+    def __rsub__(self, o): return _binary("-", o, self)
+    def __mul__(self, o): return _binary("*", self, o)
+    def __rmul__(self, o): return _binary("*", o, self)
+    def __truediv__(self, o): return _binary("/", self, o)
+    def __rtruediv__(self, o): return _binary("/", o, self)
+    def __floordiv__(self, o): return _binary("//", self, o)
+    def __rfloordiv__(self, o): return _binary("//", o, self)
+    def __mod__(self, o): return _binary("%", self, o)
+    def __rmod__(self, o): return _binary("%", o, self)
+    def __and__(self, o): return _binary("&", self, o)
+    def __rand__(self, o): return _binary("&", o, self)
+    def __or__(self, o): return _binary("|", self, o)
+    def __ror__(self, o): return _binary("|", o, self)
+    def __xor__(self, o): return _binary("^", self, o)
+    def __rxor__(self, o): return _binary("^", o, self)
+    def __lshift__(self, o): return _binary("<<", self, o)
+    def __rlshift__(self, o): return _binary("<<", o, self)
+    def __rshift__(self, o): return _binary(">>", self, o)
+    def __rrshift__(self, o): return _binary(">>", o, self)
+    def __pow__(self, o): return _power(self, o)
+    def __rpow__(self, o): return _power(o, self)
+    def __lt__(self, o): return _compare("<", self, o)
+    def __le__(self, o): return _compare("<=", self, o)
+    def __gt__(self, o): return _compare(">", self, o)
+    def __ge__(self, o): return _compare(">=", self, o)
+    def __eq__(self, o): return _compare("==", self, o)  # builds arith.cmp; Values hash by identity
+    def __ne__(self, o): return _compare("!=", self, o)
+
+    def __neg__(self):
+        current_kernel("unary '-' on traced values")
+        with at_user_line():
+            if self.dtype.is_float:
+                return Value(arith.negf(self.ir), self.dtype)
+            if self.dtype.kind == "u" or self.dtype.is_bool:
+                raise _error(f"unary '-' on {self.dtype.name} would wrap around",
+                             hint="convert to a signed type first, e.g. x.to(nvdsl.int32)")
+            return Value(arith.subi(_constant(0, self.dtype).ir, self.ir), self.dtype)
+
+    def __pos__(self):
+        return self
+
+    def __invert__(self):
+        current_kernel("'~' on traced values")
+        with at_user_line():
+            if self.dtype.is_float:
+                raise _error(f"'~' needs an integer or bool, not {self.dtype.name}")
+            all_ones = _constant(True if self.dtype.is_bool else self.dtype.int_range()[1], self.dtype) \
+                if self.dtype.kind == "u" or self.dtype.is_bool else _constant(-1, self.dtype)
+            return Value(arith.xori(self.ir, all_ones.ir), self.dtype)
+
+    def __abs__(self):
+        current_kernel("abs() on traced values")
+        with at_user_line():
+            if self.dtype.is_float:
+                return Value(mlir_math.absf(self.ir), self.dtype)
+            if self.dtype.kind == "u":
+                return self
+            return Value(mlir_math.absi(self.ir), self.dtype)
+
+
+def select(condition, if_true, if_false) -> Value:
+    """``if_true`` where ``condition`` holds, else ``if_false`` (``arith.select``, no branch)."""
+    current_kernel("nvdsl.select")
+    with at_user_line():
+        if not (isinstance(condition, Value) and condition.dtype.is_bool):
+            raise _error("nvdsl.select needs a traced bool condition (a comparison)")
+        a, b = _unify(if_true, if_false, "select")
+        return Value(arith.select(condition.ir, a.ir, b.ir), a.dtype)
+
+
+def minimum(a, b) -> Value:
+    """The smaller of two values (signed or unsigned by dtype; NaN-propagating for floats)."""
+    return _min_max(a, b, arith.minsi, arith.minui, arith.minimumf, "minimum")
+
+
+def maximum(a, b) -> Value:
+    """The larger of two values (signed or unsigned by dtype; NaN-propagating for floats)."""
+    return _min_max(a, b, arith.maxsi, arith.maxui, arith.maximumf, "maximum")
+
+
+def _min_max(a, b, signed, unsigned, floating, name) -> Value:
+    current_kernel(f"nvdsl.{name}")
+    with at_user_line():
+        a, b = _unify(a, b, name)
+        d = a.dtype
+        op = floating if d.is_float else signed if d.is_signed else unsigned
+        if d.is_bool:
+            raise _error(f"nvdsl.{name} is not defined on bool")
+        return Value(op(a.ir, b.ir), d)
+
+
+def as_value(x, dtype: dt.DType, what: str) -> Value:
+    """``x`` (a Value or a Python number) as a Value of exactly ``dtype``."""
+    x = _python_number(x)
+    if isinstance(x, Value):
+        if x.dtype != dtype:
+            raise _error(f"{what} expects {dtype.name}, got {x.dtype.name}",
+                         hint=f"convert explicitly with .to(nvdsl.{dtype.name})")
+        return x
+    if isinstance(x, float) and not dtype.is_float:
+        raise _error(f"{what} expects {dtype.name}, got the Python float {x!r}")
+    if not isinstance(x, (bool, int, float)):
+        raise _error(f"{what} expects a traced value or a Python number, got {type(x).__name__}")
+    return _constant(x, dtype)

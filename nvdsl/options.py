@@ -1,0 +1,131 @@
+"""Configuration: one frozen :class:`Options` object, and the only place that reads ``NVDSL_*``.
+
+Environment variables (each parsed strictly; a bad value is an error, not ignored):
+
+============================  ===============================================
+``NVDSL_DUMP_DIR``            write traced/lowered MLIR, PTX, cubin, SASS here
+``NVDSL_CACHE_DIR``           the disk compile cache (default ``~/.cache/nvdsl``)
+``NVDSL_DISK_CACHE``          ``1`` (default) or ``0``: use the disk cache
+``NVDSL_CHIP``                target chip (default ``sm_90a``)
+``NVDSL_PTX_FEATURES``        PTX features (default ``+ptx80``)
+``NVDSL_OPT_LEVEL``           0-3 (default 3)
+``NVDSL_PTXAS``               path of the ptxas to assemble cubins with
+``NVDSL_DEVICE``              CUDA device ordinal (default 0)
+============================  ===============================================
+
+Options passed to a decorator win over the environment, field by field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass
+
+from .errors import UserError
+
+_CHIP = re.compile(r"sm_\d+[a-z]?$")
+_FEATURES = re.compile(r"\+ptx\d+$")
+
+
+@dataclass(frozen=True)
+class Options:
+    """How nvdsl compiles and runs a function.
+
+    Args:
+        chip: the target GPU architecture, e.g. ``"sm_90a"`` (wgmma and setmaxnreg need the ``a``).
+        features: PTX ISA features for the NVPTX back end, e.g. ``"+ptx80"``.
+        opt_level: LLVM and ptxas optimisation level, 0 to 3.
+        assemble_cubin: assemble the PTX into a cubin with ptxas when one is found;
+            otherwise (or when False) the driver compiles the PTX at load time.
+        ptxas: path of the ptxas binary; None searches the CUDA install and NVIDIA's wheels.
+        dump_dir: when set, every compile writes its artifacts there.
+        disk_cache: keep compiled modules on disk across processes.
+        cache_dir: where the disk cache lives; None means ``~/.cache/nvdsl``.
+        device: the CUDA device ordinal kernels run on.
+    """
+
+    chip: str = "sm_90a"
+    features: str = "+ptx80"
+    opt_level: int = 3
+    assemble_cubin: bool = True
+    ptxas: str | None = None
+    dump_dir: str | None = None
+    disk_cache: bool = True
+    cache_dir: str | None = None
+    device: int = 0
+
+    def __post_init__(self):
+        if not _CHIP.match(self.chip):
+            raise UserError(f"chip={self.chip!r} is not an NVIDIA architecture name",
+                            code="bad-option", hint="use a name such as 'sm_90a'")
+        if not _FEATURES.match(self.features):
+            raise UserError(f"features={self.features!r} is not a PTX feature string",
+                            code="bad-option", hint="use a string such as '+ptx80'")
+        if self.opt_level not in (0, 1, 2, 3):
+            raise UserError(f"opt_level={self.opt_level!r} must be 0, 1, 2 or 3", code="bad-option")
+        if not isinstance(self.device, int) or self.device < 0:
+            raise UserError(f"device={self.device!r} must be a device ordinal >= 0", code="bad-option")
+
+    def replace(self, **changes) -> "Options":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def resolved_cache_dir(self) -> str:
+        return self.cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "nvdsl")
+
+    def compile_key(self) -> str:
+        """The fields that change the compiled code, for cache keys."""
+        return f"chip={self.chip};features={self.features};O={self.opt_level};cubin={self.assemble_cubin}"
+
+
+def _env_bool(name: str, raw: str) -> bool:
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise UserError(f"{name}={raw!r} is not a boolean", code="bad-env", hint="use 1 or 0")
+
+
+def _env_int(name: str, raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise UserError(f"{name}={raw!r} is not an integer", code="bad-env") from None
+
+
+_ENV_FIELDS = {
+    "NVDSL_DUMP_DIR": ("dump_dir", str),
+    "NVDSL_CACHE_DIR": ("cache_dir", str),
+    "NVDSL_DISK_CACHE": ("disk_cache", _env_bool),
+    "NVDSL_CHIP": ("chip", str),
+    "NVDSL_PTX_FEATURES": ("features", str),
+    "NVDSL_OPT_LEVEL": ("opt_level", _env_int),
+    "NVDSL_PTXAS": ("ptxas", str),
+    "NVDSL_DEVICE": ("device", _env_int),
+}
+
+
+def from_env(environ=None) -> Options:
+    """Options with every ``NVDSL_*`` variable that is set applied."""
+    environ = os.environ if environ is None else environ
+    fields = {}
+    for var, (field, parse) in _ENV_FIELDS.items():
+        raw = environ.get(var)
+        if raw is None or raw == "":
+            continue
+        fields[field] = parse(var, raw) if parse is not str else raw
+    return Options(**fields)
+
+
+def resolve(options: Options | None, **overrides) -> Options:
+    """The environment's options, then ``options``' explicit fields, then keyword overrides."""
+    base = from_env()
+    if options is not None:
+        defaults = Options()
+        explicit = {f.name: getattr(options, f.name) for f in dataclasses.fields(Options)
+                    if getattr(options, f.name) != getattr(defaults, f.name)}
+        base = dataclasses.replace(base, **explicit)
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    return dataclasses.replace(base, **overrides) if overrides else base

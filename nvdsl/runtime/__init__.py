@@ -1,0 +1,1 @@
+"""Runtime layer: the CUDA driver through cuda-python. Never traces or compiles."""

@@ -1,0 +1,216 @@
+"""Call arguments: what each one is (host array, device array, scalar) and how it reaches a kernel.
+
+* NumPy arrays live on the host: they are copied to the device for the call,
+  and copied back after it when the kernel writes them.
+* Device arrays are used in place, with no copy: anything with
+  ``__cuda_array_interface__`` (CuPy, Numba, PyTorch) or ``__dlpack__`` (JAX, ...);
+  PyTorch tensors take a faster path that reads ``data_ptr()`` directly.
+* Python ``int``, ``float`` and ``bool`` become ``int32``, ``float32`` and
+  ``bool`` scalars; NumPy scalars keep their dtype (``np.int64(n)`` for wide ints).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..errors import ArgumentError, SourceLocation
+from ..signature import ARRAY, SCALAR, ArgSpec
+
+HOST = "host"
+DEVICE = "device"
+
+_TORCH_DTYPES = {f"torch.{d.name}": d for d in dt.ARRAY_DTYPES}
+
+
+def _is_torch(value) -> bool:
+    return type(value).__module__.startswith("torch") and hasattr(value, "data_ptr")
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """A device array's address and layout, read from its producer."""
+
+    pointer: int
+    dtype: dt.DType | None
+    dtype_text: str
+    shape: tuple[int, ...]
+    contiguous: bool
+    device_ordinal: int | None
+    readonly: bool = False
+    keepalive: object = None
+
+
+def _c_contiguous(shape, strides_elems) -> bool:
+    expected = 1
+    for extent, stride in zip(reversed(shape), reversed(strides_elems)):
+        if extent != 1 and stride != expected:
+            return False
+        expected *= extent
+    return True
+
+
+def _torch_info(t) -> ArrayInfo:
+    dtype_text = str(t.dtype)
+    return ArrayInfo(t.data_ptr(), _TORCH_DTYPES.get(dtype_text), dtype_text, tuple(t.shape),
+                     t.is_contiguous(), t.get_device() if t.is_cuda else None)
+
+
+def _cai_info(value) -> ArrayInfo:
+    cai = value.__cuda_array_interface__
+    pointer, readonly = cai["data"]
+    shape = tuple(cai["shape"])
+    typestr = cai["typestr"]
+    dtype = dt.from_typestr(typestr)
+    strides = cai.get("strides")
+    contiguous = True
+    if strides is not None and dtype is not None:
+        if any(s % dtype.itemsize for s in strides):
+            contiguous = False
+        else:
+            contiguous = _c_contiguous(shape, [s // dtype.itemsize for s in strides])
+    return ArrayInfo(pointer or 0, dtype, typestr, shape, contiguous, None, bool(readonly))
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+_DL_CUDA, _DL_CUDA_MANAGED = 2, 13
+_DL_CODES = {0: "i", 1: "u", 2: "f", 4: "bf"}
+_PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
+_PyCapsule_GetPointer.restype = ctypes.c_void_p
+_PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _dlpack_info(value) -> ArrayInfo:
+    capsule = value.__dlpack__()
+    tensor = _DLTensor.from_address(_PyCapsule_GetPointer(capsule, b"dltensor"))
+    shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+    kind = _DL_CODES.get(tensor.dtype.code)
+    name = {"i": "int", "u": "uint", "f": "float", "bf": "bfloat"}.get(kind, "?") + str(tensor.dtype.bits)
+    dtype = dt.BY_NAME.get(name) if tensor.dtype.lanes == 1 else None
+    contiguous = not tensor.strides or _c_contiguous(shape, [tensor.strides[i] for i in range(tensor.ndim)])
+    on_gpu = tensor.device.device_type in (_DL_CUDA, _DL_CUDA_MANAGED)
+    return ArrayInfo((tensor.data or 0) + tensor.byte_offset, dtype, f"DLPack {name}", shape, contiguous,
+                     tensor.device.device_id if on_gpu else -1, keepalive=capsule)
+
+
+def device_array_info(value) -> ArrayInfo | None:
+    """Address and layout of a device array, or None when ``value`` is not one."""
+    if _is_torch(value):
+        return _torch_info(value)
+    if hasattr(value, "__cuda_array_interface__"):
+        return _cai_info(value)
+    if hasattr(value, "__dlpack__") and not isinstance(value, np.ndarray):
+        return _dlpack_info(value)
+    return None
+
+
+def signature_key(value):
+    """A cheap hashable key: equal keys mean the same trace (kind, dtype, shape)."""
+    t = type(value)
+    if t is np.ndarray:
+        return (t, value.dtype, value.shape)
+    if t is int or t is float or t is bool:
+        return t
+    if _is_torch(value):
+        return (t, value.dtype, value.shape, value.is_cuda)
+    if isinstance(value, np.generic):
+        return (t,)
+    info = device_array_info(value)
+    if info is not None:
+        return (t, info.dtype_text, info.shape)
+    return (t, id(value))  # unsupported: describe() rejects it with a clear error
+
+
+_PYTHON_SCALARS = {bool: dt.bool_, int: dt.int32, float: dt.float32}
+
+
+def describe(value, name: str, loc: SourceLocation | None) -> tuple[ArgSpec, str | None]:
+    """The ArgSpec of an argument, and where it lives (HOST, DEVICE, or None for scalars)."""
+    if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
+        dtype = _PYTHON_SCALARS[type(value)] if type(value) in _PYTHON_SCALARS else dt.int32
+        if dtype is dt.int32:
+            _check_int_fits(value, dtype, name, loc)
+        return ArgSpec(name, SCALAR, dtype), None
+    if isinstance(value, np.generic):
+        dtype = dt.bool_ if isinstance(value, np.bool_) else dt.from_numpy(value.dtype)
+        if dtype is None:
+            raise _bad_dtype(name, str(value.dtype), loc)
+        return ArgSpec(name, SCALAR, dtype), None
+    if isinstance(value, np.ndarray):
+        dtype = dt.from_numpy(value.dtype)
+        if dtype is None:
+            raise _bad_dtype(name, str(value.dtype), loc)
+        if value.ndim == 0:
+            raise ArgumentError(f"argument '{name}' is a 0-d array", code="bad-rank",
+                                hint="pass a scalar (e.g. x.item() or np.float32(x)) or an array of rank >= 1",
+                                loc=loc)
+        check_host_layout(value, name, loc)
+        return ArgSpec(name, ARRAY, dtype, tuple(value.shape)), HOST
+    if _is_torch(value) and not value.is_cuda:
+        raise ArgumentError(f"argument '{name}' is a PyTorch tensor on the CPU", code="bad-device",
+                            hint="pass t.numpy() (copied for the call) or t.cuda() (used in place)", loc=loc)
+    info = device_array_info(value)
+    if info is None:
+        raise ArgumentError(f"argument '{name}' is a {type(value).__name__}, which nvdsl cannot pass to a kernel",
+                            code="bad-argument",
+                            hint="pass a NumPy array, a device array (CuPy, PyTorch, anything with "
+                                 "__cuda_array_interface__ or __dlpack__), or a Python/NumPy scalar", loc=loc)
+    if info.device_ordinal == -1:
+        raise ArgumentError(f"argument '{name}' is a DLPack array that is not in GPU memory",
+                            code="bad-device", hint="convert it to a NumPy array, or move it to the GPU",
+                            loc=loc)
+    if info.dtype is None:
+        raise _bad_dtype(name, info.dtype_text, loc)
+    if not info.shape:
+        raise ArgumentError(f"argument '{name}' is a 0-d array", code="bad-rank",
+                            hint="pass a scalar or an array of rank >= 1", loc=loc)
+    check_device_layout(info, name, loc)
+    return ArgSpec(name, ARRAY, info.dtype, info.shape), DEVICE
+
+
+def _bad_dtype(name, found, loc) -> ArgumentError:
+    return ArgumentError(f"argument '{name}' has dtype {found}, which kernels cannot take",
+                         code="bad-dtype",
+                         hint="supported: " + ", ".join(d.name for d in dt.ARRAY_DTYPES) +
+                              " (bool arrays: pass them as uint8)", loc=loc)
+
+
+def _check_int_fits(value, dtype, name, loc):
+    lo, hi = dtype.int_range()
+    if not lo <= value <= hi:
+        raise ArgumentError(f"argument '{name}'={value} does not fit {dtype.name}, the type of Python ints",
+                            code="out-of-range", hint="pass np.int64(value) (or np.uint64) for a wider scalar",
+                            loc=loc)
+
+
+def check_host_layout(value: np.ndarray, name: str, loc) -> None:
+    if not value.flags.c_contiguous:
+        raise ArgumentError(f"argument '{name}' is not C-contiguous (strides {value.strides})",
+                            code="non-contiguous", hint="pass np.ascontiguousarray(x)", loc=loc)
+
+
+def check_device_layout(info: ArrayInfo, name: str, loc) -> None:
+    if not info.contiguous:
+        raise ArgumentError(f"argument '{name}' is not C-contiguous", code="non-contiguous",
+                            hint="pass x.contiguous() (PyTorch) or cupy.ascontiguousarray(x)", loc=loc)
+    if info.pointer % info.dtype.itemsize:
+        raise ArgumentError(f"argument '{name}' starts at address {info.pointer:#x}, not aligned to its "
+                            f"{info.dtype.itemsize}-byte elements", code="misaligned",
+                            hint="pass an array that starts on an element boundary (e.g. a fresh copy)",
+                            loc=loc)

@@ -1,0 +1,134 @@
+"""The CUDA device, its primary context, and checked driver calls (``cuda.bindings.driver``)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from ..errors import CudaError, NoDeviceError
+
+_NO_DEVICE_HINT = ("compiling still works without a GPU: use fn.compile(...) to get the PTX and "
+                   "cubin, or NVDSL_DUMP_DIR to write them out")
+
+
+def driver():
+    """The cuda-python driver module, or NoDeviceError when cuda-python is missing."""
+    try:
+        from cuda.bindings import driver as cu
+    except ImportError as e:
+        raise NoDeviceError("import cuda.bindings.driver", "ModuleNotFoundError", str(e),
+                            hint="pip install cuda-python; " + _NO_DEVICE_HINT) from None
+    return cu
+
+
+def result_name(result) -> str:
+    try:
+        return result.name
+    except AttributeError:
+        return f"CUresult({int(result)})"
+
+
+def check(result_tuple, call: str, error=CudaError, hint: str | None = None):
+    """Unpack a cuda-python ``(CUresult, values...)`` tuple, raising a named CudaError on failure."""
+    result = result_tuple[0]
+    if int(result) != 0:
+        cu = driver()
+        description = ""
+        try:
+            err, text = cu.cuGetErrorString(result)
+            if int(err) == 0 and text:
+                description = text.decode() if isinstance(text, bytes) else str(text)
+        except Exception:  # the description is a courtesy; the name says it all
+            pass
+        raise error(call, result_name(result), description, hint=hint)
+    if len(result_tuple) == 1:
+        return None
+    if len(result_tuple) == 2:
+        return result_tuple[1]
+    return result_tuple[1:]
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    ordinal: int
+    name: str
+    compute_capability: tuple[int, int]
+    multiprocessors: int
+    max_smem_per_block_optin: int
+    l2_bytes: int
+
+
+class Device:
+    """One GPU with its retained primary context (the one PyTorch and CuPy use too)."""
+
+    def __init__(self, ordinal: int):
+        cu = driver()
+        try:
+            init = cu.cuInit(0)
+        except Exception as e:  # libcuda.so absent: cuda-python raises instead of returning
+            raise NoDeviceError("cuInit", "CUDA_ERROR_NO_DEVICE",
+                                f"no CUDA driver could be loaded ({e})", hint=_NO_DEVICE_HINT) from None
+        check(init, "cuInit", NoDeviceError, hint=_NO_DEVICE_HINT)
+        count = check(cu.cuDeviceGetCount(), "cuDeviceGetCount", NoDeviceError, hint=_NO_DEVICE_HINT)
+        if count == 0:
+            raise NoDeviceError("cuDeviceGetCount", "CUDA_ERROR_NO_DEVICE", "the driver sees no GPU",
+                                hint=_NO_DEVICE_HINT)
+        if not 0 <= ordinal < count:
+            raise NoDeviceError("cuDeviceGet", "CUDA_ERROR_INVALID_DEVICE",
+                                f"device {ordinal} asked for, but only {count} present",
+                                hint="set Options(device=...) or NVDSL_DEVICE to an existing ordinal")
+        self.handle = check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
+        self.context = check(cu.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
+        self._thread = threading.local()
+        self.make_current()
+        attr = cu.CUdevice_attribute
+        get = lambda a: check(cu.cuDeviceGetAttribute(a, self.handle), "cuDeviceGetAttribute")
+        name = check(cu.cuDeviceGetName(256, self.handle), "cuDeviceGetName")
+        self.info = DeviceInfo(
+            ordinal=ordinal,
+            name=name.split(b"\0", 1)[0].decode(),
+            compute_capability=(get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                                get(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)),
+            multiprocessors=get(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+            max_smem_per_block_optin=get(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+            l2_bytes=get(attr.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
+        )
+
+    def make_current(self) -> None:
+        """Make the primary context current on this thread (once per thread)."""
+        if getattr(self._thread, "current", False):
+            return
+        check(driver().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        self._thread.current = True
+
+    def synchronize(self) -> None:
+        self.make_current()
+        check(driver().cuCtxSynchronize(), "cuCtxSynchronize")
+
+
+_DEVICES: dict[int, Device] = {}
+_LOCK = threading.Lock()
+
+
+def get_device(ordinal: int = 0) -> Device:
+    """The process's Device for ``ordinal``, initialising the driver on first use."""
+    device = _DEVICES.get(ordinal)
+    if device is None:
+        with _LOCK:
+            device = _DEVICES.get(ordinal)
+            if device is None:
+                device = _DEVICES[ordinal] = Device(ordinal)
+    device.make_current()
+    return device
+
+
+def device_count() -> int:
+    """How many GPUs the driver sees; 0 without a driver."""
+    try:
+        cu = driver()
+        if int(cu.cuInit(0)[0]) != 0:
+            return 0
+        err, count = cu.cuDeviceGetCount()
+        return count if int(err) == 0 else 0
+    except Exception:
+        return 0

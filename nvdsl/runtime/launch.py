@@ -1,0 +1,188 @@
+"""Loading a compiled module and running its launch plan with the driver.
+
+A :class:`LoadedProgram` is built once per traced signature. Its per-call path
+fills pre-built ``ctypes`` parameter slots in place and calls
+``cuLaunchKernel`` with the address of a pre-built pointer array, so a call on
+device arrays costs a few Python attribute reads and one driver call per kernel.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import numpy as np
+
+from .. import dtypes as dt
+from ..errors import ArgumentError, CudaError, LaunchConfigError, SourceLocation
+from ..signature import ARRAY, ArgSpec, ProgramPlan
+from .arrays import HOST, _is_torch, check_device_layout, check_host_layout, device_array_info
+from .device import Device, check, driver
+
+_DEFAULT_STATIC_SMEM_LIMIT = 48 * 1024
+_CUBIN_REJECTED = {"CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU",
+                   "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "CUDA_ERROR_INVALID_SOURCE"}
+
+
+class LaunchError(CudaError):
+    """The driver refused or failed a kernel launch."""
+
+
+def stream_handle(stream) -> int:
+    """A raw CUstream handle from None, an int, a CUstream, a torch or CuPy stream."""
+    if stream is None:
+        return 0
+    if isinstance(stream, int):
+        return stream
+    for attribute in ("cuda_stream", "ptr", "handle"):
+        handle = getattr(stream, attribute, None)
+        if isinstance(handle, int):
+            return handle
+    try:
+        return int(stream)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"stream={stream!r} is not a CUDA stream", code="bad-stream",
+                            hint="pass a torch.cuda.Stream, a CuPy stream, a cuda-python CUstream or an int handle"
+                            ) from None
+
+
+def load_module(device: Device, cubin: bytes | None, ptx: str, chip: str):
+    """Load the cubin (or, where there is none or the driver rejects it, JIT the PTX)."""
+    cu = driver()
+    major, minor = device.info.compute_capability
+    wanted = int("".join(ch for ch in chip if ch.isdigit()))
+    if wanted != major * 10 + minor:
+        raise CudaError("cuModuleLoadData", "CUDA_ERROR_NO_BINARY_FOR_GPU",
+                        f"the kernels were compiled for {chip}, but {device.info.name} is sm_{major}{minor}",
+                        hint=f"compile with Options(chip='sm_{major}{minor}') (Hopper-only features need sm_90a)")
+    if cubin is not None:
+        result = cu.cuModuleLoadData(cubin)
+        if int(result[0]) == 0:
+            return result[1]
+        if result[0].name not in _CUBIN_REJECTED:
+            check(result, "cuModuleLoadData (cubin)")
+    return check(cu.cuModuleLoadData(ptx.encode() + b"\0"), "cuModuleLoadData (PTX)")
+
+
+class LoadedProgram:
+    """A compiled plan bound to a device and to one call signature."""
+
+    def __init__(self, device: Device, plan: ProgramPlan, module, specs: tuple[ArgSpec, ...],
+                 locations: tuple[str | None, ...], written: frozenset[int], name: str):
+        cu = driver()
+        self._cu = cu
+        self._launch_kernel = cu.cuLaunchKernel
+        self.device = device
+        self.name = name
+        self.specs = specs
+        self.module = module
+        self._lock = threading.Lock()
+        self._slots = [dt.ctype(dt.uint64 if s.kind == ARRAY else s.dtype)() for s in specs]
+        self._scalar_dtypes = [None if s.kind == ARRAY else s.dtype for s in specs]
+        self._host = [i for i, where in enumerate(locations) if where == HOST]
+        self._device = [i for i, s in enumerate(specs) if s.kind == ARRAY and locations[i] != HOST]
+        self._scalars = [i for i, s in enumerate(specs) if s.kind != ARRAY]
+        self._written_host = [i for i in self._host if i in written]
+        self._written = written
+        self._launches = []
+        for launch in plan.launches:
+            func = check(cu.cuModuleGetFunction(module, launch.kernel.encode()), "cuModuleGetFunction")
+            self._prepare_shared_memory(func, launch)
+            params = (ctypes.c_void_p * max(1, len(launch.params)))(
+                *[ctypes.addressof(self._slots[i]) for i in launch.params])
+            self._launches.append((func, *launch.grid, *launch.block, launch.smem,
+                                   params, ctypes.addressof(params), launch.kernel))
+
+    def _prepare_shared_memory(self, func, launch) -> None:
+        cu = self._cu
+        attribute = cu.CUfunction_attribute
+        static = check(cu.cuFuncGetAttribute(attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, func),
+                       "cuFuncGetAttribute")
+        limit = self.device.info.max_smem_per_block_optin
+        if static + launch.smem > limit:
+            raise LaunchConfigError(
+                f"kernel '{launch.kernel}' needs {static + launch.smem} bytes of shared memory per block "
+                f"({static} static + {launch.smem} dynamic), but {self.device.info.name} allows at most "
+                f"{limit}", code="smem-too-large", hint="use smaller tiles or fewer pipeline stages")
+        if launch.smem > _DEFAULT_STATIC_SMEM_LIMIT - static:
+            check(cu.cuFuncSetAttribute(func, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                        launch.smem), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+
+    def __call__(self, args, stream: int, loc: SourceLocation | None) -> None:
+        slots = self._slots
+        with self._lock:
+            for i in self._device:
+                slots[i].value = self._device_pointer(args[i], i, loc)
+            for i in self._scalars:
+                slots[i].value = self._scalar(args[i], i, loc)
+            if self._host:
+                self._run_with_host_arrays(args, stream, loc)
+            else:
+                self._launch_all(stream)
+
+    def _device_pointer(self, value, i: int, loc) -> int:
+        if _is_torch(value):
+            if not value.is_contiguous():
+                raise ArgumentError(f"argument '{self.specs[i].name}' is not C-contiguous", code="non-contiguous",
+                                    hint="pass x.contiguous()", loc=loc)
+            device = value.get_device()
+            pointer = value.data_ptr()
+        else:
+            info = device_array_info(value)
+            check_device_layout(info, self.specs[i].name, loc)
+            device, pointer = info.device_ordinal, info.pointer
+        if device is not None and device != self.device.info.ordinal:
+            raise ArgumentError(f"argument '{self.specs[i].name}' lives on GPU {device}, but the kernel runs "
+                                f"on GPU {self.device.info.ordinal}", code="bad-device",
+                                hint="move it, or set Options(device=...)", loc=loc)
+        if pointer % self.specs[i].dtype.itemsize:
+            raise ArgumentError(f"argument '{self.specs[i].name}' is misaligned ({pointer:#x})", code="misaligned",
+                                loc=loc)
+        return pointer
+
+    def _scalar(self, value, i: int, loc):
+        dtype = self._scalar_dtypes[i]
+        if dtype.is_int:
+            lo, hi = dtype.int_range()
+            if not lo <= value <= hi:
+                raise ArgumentError(f"argument '{self.specs[i].name}'={value} does not fit {dtype.name}",
+                                    code="out-of-range", loc=loc)
+            return int(value)
+        if dtype.is_float:
+            return dt.to_bits(dtype, value) if dtype.bits == 16 else float(value)
+        return int(bool(value))
+
+    def _launch_all(self, stream: int) -> None:
+        launch_kernel = self._launch_kernel
+        for func, gx, gy, gz, bx, by, bz, smem, _params, address, kernel in self._launches:
+            result = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, stream, address, 0)[0]
+            if result:
+                check((result,), f"cuLaunchKernel({kernel})", LaunchError)
+
+    def _run_with_host_arrays(self, args, stream: int, loc) -> None:
+        cu = self._cu
+        allocations = []
+        try:
+            for i in self._host:
+                array = args[i]
+                check_host_layout(array, self.specs[i].name, loc)
+                if i in self._written and not array.flags.writeable:
+                    raise ArgumentError(f"argument '{self.specs[i].name}' is read-only, but the kernel writes it",
+                                        code="read-only", hint="pass a writeable array (e.g. a copy)", loc=loc)
+                if array.nbytes == 0:
+                    self._slots[i].value = 0
+                    continue
+                pointer = check(cu.cuMemAllocAsync(array.nbytes, stream), "cuMemAllocAsync")
+                allocations.append(pointer)
+                self._slots[i].value = int(pointer)
+                check(cu.cuMemcpyHtoDAsync(pointer, array.ctypes.data, array.nbytes, stream), "cuMemcpyHtoDAsync")
+            self._launch_all(stream)
+            for i in self._written_host:
+                array = args[i]
+                if array.nbytes:
+                    check(cu.cuMemcpyDtoHAsync(array.ctypes.data, self._slots[i].value, array.nbytes, stream),
+                          "cuMemcpyDtoHAsync")
+        finally:
+            for pointer in allocations:
+                cu.cuMemFreeAsync(pointer, stream)
+            check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize", LaunchError)

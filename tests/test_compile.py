@@ -1,0 +1,147 @@
+"""Compiling: PTX for sm_90a, cubin through ptxas, SASS, dumps, compile errors and the compile cache."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from mlir import ir
+
+import nvdsl
+from nvdsl.compiler import cache as cache_module
+from nvdsl.compiler.driver import assemble, compile_module
+from nvdsl.compiler.toolchain import find_tool
+from nvdsl.testing import sass_opcodes
+
+needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not installed")
+needs_nvdisasm = pytest.mark.skipif(find_tool("nvdisasm") is None, reason="nvdisasm not installed")
+
+
+def make_saxpy(options=None):
+    @nvdsl.mlir_func(options=options)
+    def saxpy(x, y, alpha):
+        @nvdsl.gpu_launch(grid=x.shape[0] // 128, block=128)
+        def kernel(ctx):
+            i = ctx.block_id.x * 128 + ctx.thread_id.x
+            y[i] = alpha * x[i] + y[i]
+        kernel()
+    return saxpy
+
+
+ARGS = (np.ones(1024, np.float32), np.ones(1024, np.float32), 2.0)
+
+
+@needs_ptxas
+def test_ptx_for_sm90a_assembles_without_spills():
+    compiled = make_saxpy().compile(*ARGS)
+    assert ".target sm_90a" in compiled.ptx and ".entry saxpy_kernel" in compiled.ptx
+    assert compiled.cubin is not None and compiled.cubin[:4] == b"\x7fELF"
+    resources = compiled.resources["saxpy_kernel"]
+    assert resources.spill_stores == 0 and resources.spill_loads == 0 and resources.registers > 0
+    assert [launch.kernel for launch in compiled.module.plan.launches] == ["saxpy_kernel"]
+    assert compiled.module.plan.launches[0].grid == (8, 1, 1)
+
+
+@needs_ptxas
+@needs_nvdisasm
+def test_sass_holds_the_global_memory_instructions():
+    opcodes = sass_opcodes(make_saxpy().compile(*ARGS).sass())
+    assert {"LDG", "STG", "FFMA", "EXIT"} <= opcodes
+
+
+def test_target_and_optimisation_level_are_options():
+    ptx = make_saxpy(nvdsl.Options(chip="sm_80", features="+ptx78", opt_level=2)).compile(*ARGS).ptx
+    assert ".target sm_80" in ptx and ".version 7.8" in ptx
+
+
+def test_without_ptxas_the_ptx_is_kept_for_the_driver():
+    compiled = make_saxpy(nvdsl.Options(assemble_cubin=False)).compile(*ARGS)
+    assert compiled.cubin is None and ".entry saxpy_kernel" in compiled.ptx
+
+
+@needs_ptxas
+def test_dump_dir_receives_every_artifact(tmp_path):
+    compiled = make_saxpy(nvdsl.Options(dump_dir=str(tmp_path))).compile(*ARGS)
+    kinds = set(compiled.dump_paths)
+    assert {"traced", "lowered", "ptx", "cubin", "ptxas"} <= kinds
+    if find_tool("nvdisasm"):
+        assert "sass" in kinds
+    for path in compiled.dump_paths.values():
+        assert os.path.dirname(path) == str(tmp_path) and os.path.getsize(path) > 0
+    assert "gpu.launch" in open(compiled.dump_paths["traced"]).read()
+    assert "llvm.func" in open(compiled.dump_paths["lowered"]).read() or \
+        "gpu.binary" in open(compiled.dump_paths["lowered"]).read()
+
+
+def test_a_failing_pass_quotes_mlir_and_the_users_line():
+    text = textwrap.dedent('''
+        module attributes {gpu.container_module} {
+          func.func @f(%arg0: memref<4xi64>) {
+            %c1 = arith.constant 1 : index
+            gpu.launch blocks(%a, %b, %c) in (%x = %c1, %y = %c1, %z = %c1)
+                       threads(%d, %e, %f) in (%u = %c1, %v = %c1, %w = %c1) {
+              %i = arith.constant 3 : i32
+              %k = builtin.unrealized_conversion_cast %i : i32 to i64 loc("user_kernel.py":7:3)
+              %c0 = arith.constant 0 : index
+              memref.store %k, %arg0[%c0] : memref<4xi64>
+              gpu.terminator
+            }
+            return
+          }
+        }''')
+    module = ir.Module.parse(text, ir.Context())
+    with pytest.raises(nvdsl.CompileError) as info:
+        compile_module(module, "f", "key", nvdsl.Options())
+    assert "unrealized_conversion_cast" in info.value.tool_message
+    assert any(loc.filename == "user_kernel.py" and loc.line == 7 for loc in info.value.locations)
+
+
+@needs_ptxas
+def test_a_ptxas_error_quotes_ptxas_and_the_ptx_line():
+    bad_ptx = ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k()\n{\n  bogus.instruction;\n}\n"
+    with pytest.raises(nvdsl.CompileError) as info:
+        assemble(bad_ptx, nvdsl.Options(), find_tool("ptxas"))
+    assert info.value.stage == "ptxas"
+    assert "PTX line 6: bogus.instruction;" in str(info.value)
+
+
+def test_cache_key_changes_when_it_must_and_only_then():
+    options = nvdsl.Options()
+    text = make_saxpy().trace(*ARGS).mlir
+    key = cache_module.cache_key(text, options)
+    assert key == cache_module.cache_key(make_saxpy().trace(*ARGS).mlir, options)
+    assert key != cache_module.cache_key(text, options.replace(opt_level=2))
+    assert key != cache_module.cache_key(text, options.replace(chip="sm_90"))
+    assert key != cache_module.cache_key(make_saxpy().trace(np.ones(2048, np.float32),
+                                                            np.ones(2048, np.float32), 2.0).mlir, options)
+    # Settings that do not change the code leave the key alone.
+    assert key == cache_module.cache_key(text, options.replace(dump_dir="/tmp/x", device=3, disk_cache=False))
+
+
+def test_disk_cache_is_shared_across_processes(tmp_path):
+    script = textwrap.dedent('''
+        import json, sys, numpy as np
+        sys.path.insert(0, sys.argv[1])
+        from test_compile import make_saxpy, ARGS
+        compiled = make_saxpy().compile(*ARGS)
+        print(json.dumps({"timings": compiled.module.timings, "key": compiled.module.key,
+                          "ptx": len(compiled.ptx)}))
+    ''')
+    env = dict(os.environ, NVDSL_CACHE_DIR=str(tmp_path))
+    here = os.path.dirname(__file__)
+    runs = [json.loads(subprocess.run([sys.executable, "-c", script, here], env=env, cwd=here, check=True,
+                                      capture_output=True, text=True).stdout) for _ in range(2)]
+    assert "lower_s" in runs[0]["timings"]      # the first process lowered the module
+    assert runs[1]["timings"] == {}             # the second found it on disk
+    assert runs[0]["key"] == runs[1]["key"] and runs[0]["ptx"] == runs[1]["ptx"]
+
+
+def test_a_colliding_disk_entry_is_not_trusted(tmp_path):
+    options = nvdsl.Options(cache_dir=str(tmp_path))
+    compiled = make_saxpy(options).compile(*ARGS)
+    disk = cache_module.CompileCache(str(tmp_path))
+    assert disk.get(compiled.module.key, compiled.trace.mlir) is not None
+    assert disk.get(compiled.module.key, compiled.trace.mlir + "// another module") is None
