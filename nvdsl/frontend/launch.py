@@ -64,7 +64,10 @@ class LaunchContext:
             gpu.barrier()
 
     def shared_array(self, shape, dtype: dt.DType, *, align: int = 16) -> Array:
-        """A static shared-memory array (a ``memref.global`` in the workgroup space; 48 KiB at most)."""
+        """A shared-memory array of fixed shape, placed after the ``smem`` bytes of dynamic views.
+
+        The launch's shared memory grows by its size; the total is checked against the device's limit.
+        """
         with mlir_location(user_location()):
             return self._shared.static_array(shape, dtype, align)
 
@@ -129,13 +132,14 @@ class Kernel:
             index = ir.IndexType.get()
             grid = [arith.constant(index, g) for g in self.grid]
             block = [arith.constant(index, b) for b in self.block]
-            smem = arith.constant(ir.IntegerType.get_signless(32), self.smem) if self.smem else None
+            # The size is final once the body has placed its shared arrays; it is set after tracing.
+            smem = arith.constant(ir.IntegerType.get_signless(32), self.smem)
             op = gpu.LaunchOp(tuple(grid), tuple(block), dynamic_shared_memory_size=smem)
             op.attributes["function"] = ir.FlatSymbolRefAttr.get(name)
             # One gpu.module per traced function: one PTX module, one cubin, one load.
             op.attributes["module"] = ir.FlatSymbolRefAttr.get(f"{trace.name}_kernels")
         entry = op.body.blocks[0]
-        shared = SharedMemoryPlan(trace.module, entry, self.smem, name)
+        shared = SharedMemoryPlan(entry, self.smem)
         ctx = LaunchContext(entry, self.grid, self.block, self.smem, shared)
         trace.kernel = ctx
         try:
@@ -147,6 +151,8 @@ class Kernel:
                                      hint="kernels write their results into arrays", loc=user_location())
                 with mlir_location(user_location()):
                     gpu.terminator()
+            smem.owner.attributes["value"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32),
+                                                                shared.total_bytes)
         finally:
             trace.kernel = None
 
@@ -157,8 +163,8 @@ def gpu_launch(grid, block, smem: int = 0):
     Args:
         grid: blocks per grid, an int or a tuple of up to three ints.
         block: threads per block, an int or a tuple of up to three ints (1024 threads at most).
-        smem: bytes of dynamic shared memory; above 48 KiB the runtime opts in, up to the
-            device's limit.
+        smem: bytes of dynamic shared memory for ``ctx.dynamic_shared`` views; ``ctx.shared_array``
+            adds its arrays' bytes. Above 48 KiB in all the runtime opts in, up to the device's limit.
 
     Call the decorated body (with no arguments) to launch it.
     """

@@ -113,44 +113,34 @@ def memref_type(dtype: dt.DType, shape, space: str) -> ir.MemRefType:
 
 
 class SharedMemoryPlan:
-    """Owns one kernel's shared memory: static arrays and views into the dynamic buffer.
+    """Owns one kernel's shared memory: every shared array is a typed view into one dynamic buffer.
 
-    Static arrays (``memref.global`` in the workgroup space) are limited to
-    48 KiB by the hardware; dynamic views are carved, aligned, from the
-    ``smem`` bytes the kernel was launched with, and may not run past them.
+    ``ctx.dynamic_shared`` views are placed in the first ``smem`` bytes (the
+    amount given to ``gpu_launch``), at the offsets asked for or one after
+    the other; ``ctx.shared_array`` arrays follow them. The launch's dynamic
+    shared memory size is the end of the last array, which the runtime
+    checks against the device's limit. (One buffer, because MLIR lowers the
+    dynamic buffer to a zero-sized shared variable that a static ``.shared``
+    array would overlap.)
     """
 
-    STATIC_LIMIT = 48 * 1024
-
-    def __init__(self, module: ir.Module, kernel_block: ir.Block, dynamic_bytes: int,
-                 kernel_name: str):
-        self._module = module
+    def __init__(self, kernel_block: ir.Block, dynamic_bytes: int):
         self._kernel_block = kernel_block
-        self._kernel_name = kernel_name
         self.dynamic_bytes = dynamic_bytes
         self.static_bytes = 0
         self._dynamic_next = 0
-        self._dynamic_base = None
-        self._count = 0
+        self._base = None
+
+    @property
+    def total_bytes(self) -> int:
+        """Bytes of shared memory the launch needs."""
+        return self.dynamic_bytes + self.static_bytes
 
     def static_array(self, shape, dtype: dt.DType, align: int) -> Array:
-        shape = _check_shape(shape, "nvdsl shared_array")
-        self._count += 1
-        name = f"__{self._kernel_name}_smem{self._count}"
-        mtype = memref_type(dtype, shape, SHARED)
-        nbytes = _nbytes(shape, dtype)
-        self.static_bytes = _align(self.static_bytes, align) + nbytes
-        if self.static_bytes > self.STATIC_LIMIT:
-            raise TraceError(f"static shared memory of this kernel reaches {self.static_bytes} bytes, "
-                             f"above the hardware's {self.STATIC_LIMIT} bytes for static arrays",
-                             code="smem-too-large",
-                             hint="use dynamic shared memory: gpu_launch(..., smem=N) and ctx.dynamic_shared",
-                             loc=user_location())
-        with ir.InsertionPoint.at_block_begin(self._module.body):
-            memref.GlobalOp(sym_name=name, type_=ir.TypeAttr.get(mtype),
-                            sym_visibility=ir.StringAttr.get("private"),
-                            alignment=align)
-        return Array(memref.get_global(mtype, name), dtype, shape, name=name, space=SHARED)
+        shape = _check_shape(shape, "ctx.shared_array")
+        start = _align(self.dynamic_bytes + self.static_bytes, align)
+        self.static_bytes = start + _nbytes(shape, dtype) - self.dynamic_bytes
+        return self._view(shape, dtype, start, f"shared_array@{start}")
 
     def dynamic_view(self, shape, dtype: dt.DType, offset: int | None, align: int) -> Array:
         shape = _check_shape(shape, "ctx.dynamic_shared")
@@ -166,17 +156,19 @@ class SharedMemoryPlan:
                              code="smem-overflow", hint=f"launch with smem >= {offset + nbytes}",
                              loc=user_location())
         self._dynamic_next = max(self._dynamic_next, offset + nbytes)
-        if self._dynamic_base is None:
+        return self._view(shape, dtype, offset, f"dynamic_shared@{offset}")
+
+    def _view(self, shape, dtype: dt.DType, offset: int, name: str) -> Array:
+        if self._base is None:
             byte_buffer = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
                                             ir.IntegerType.get_signless(8),
                                             memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))
             # At the kernel's entry, so that views made in any nested region can use it.
             with ir.InsertionPoint.at_block_begin(self._kernel_block):
-                self._dynamic_base = gpu.dynamic_shared_memory(byte_buffer)
+                self._base = gpu.dynamic_shared_memory(byte_buffer)
         shift = arith.constant(ir.IndexType.get(), offset)
-        view = memref.view(memref_type(dtype, shape, SHARED), self._dynamic_base, shift, [])
-        self._count += 1
-        return Array(view, dtype, shape, name=f"dynamic_shared@{offset}", space=SHARED)
+        view = memref.view(memref_type(dtype, shape, SHARED), self._base, shift, [])
+        return Array(view, dtype, shape, name=name, space=SHARED)
 
 
 def _check_shape(shape, what: str) -> tuple[int, ...]:
