@@ -19,7 +19,7 @@ from .frontend.memory import Array
 from .frontend.trace import Compiled, Trace, TracedFunction, mlir_func
 from .frontend.values import Value, constant, maximum, minimum, select
 from .options import Options
-from .runtime.device import device_count
+from .runtime.device import device_count, synchronize
 
 __all__ = [
     "__version__",
@@ -32,7 +32,7 @@ __all__ = [
     "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "index",
     # configuration and errors
-    "Options", "device_count",
+    "Options", "device_count", "synchronize",
     "NvdslError", "UserError", "TraceError", "ArgumentError", "LaunchConfigError", "CompileError",
     "CudaError", "NoDeviceError", "InternalError",
 ]

@@ -15,9 +15,17 @@ def has_gpu() -> bool:
     return device_count() > 0
 
 
+GPU_MARKS = [pytest.mark.gpu, pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU (none found)")]
+
+
 def requires_gpu(test):
-    """Mark a test as needing a GPU: ``pytest -m gpu`` selects it; without a GPU it is skipped with the reason."""
-    return pytest.mark.gpu(pytest.mark.skipif(not has_gpu(), reason="needs an NVIDIA GPU (none found)")(test))
+    """Mark a test as needing a GPU: ``pytest -m gpu`` selects it; without a GPU it is skipped with the reason.
+
+    For a whole module: ``pytestmark = nvdsl.testing.GPU_MARKS``.
+    """
+    for mark in reversed(GPU_MARKS):
+        test = mark(test)
+    return test
 
 
 def sass_opcodes(sass: str) -> set[str]:

@@ -12,3 +12,7 @@ def pytest_sessionfinish(session, exitstatus):
     # without GPU tests; that is not a failure of the project.
     if exitstatus == 5:
         session.exitstatus = 0
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from the current IR")

@@ -106,6 +106,10 @@ class TracedFunction:
             self._options = resolve(self._options_given)
         return self._options
 
+    def with_options(self, **changes) -> "TracedFunction":
+        """The same function under options with ``changes`` applied (e.g. ``dump_dir=...``)."""
+        return TracedFunction(self.fn, self.options.replace(**changes))
+
     def __call__(self, *args, stream=None, **constants):
         try:
             key = (tuple(map(signature_key, args)), tuple(constants.items()) if constants else ())

@@ -132,3 +132,8 @@ def device_count() -> int:
         return count if int(err) == 0 else 0
     except Exception:
         return 0
+
+
+def synchronize(device: int = 0) -> None:
+    """Wait until all work queued on ``device`` is done (device-side prints appear then)."""
+    get_device(device).synchronize()
