@@ -7,7 +7,7 @@ decides the MLIR operation, never a guess:
 operator  signed int (int*, index)     unsigned int (uint*)         float
 ========  ===========================  ===========================  ===================
 ``//``    ``arith.floordivsi`` (floor)  ``arith.divui``              ``floor(a / b)``
-``%``     Python modulo (sign of b)     ``arith.remui``              Python modulo
+``%``     Python modulo (sign of b)     ``arith.remui``              ``a - floor(a/b)*b``
 ``/``     error: use ``//``             error: use ``//``            ``arith.divf``
 ``>>``    ``arith.shrsi`` (arithmetic)  ``arith.shrui`` (logical)    error
 ``<``     ``slt``                       ``ult``                      ordered ``olt``
@@ -203,7 +203,11 @@ def _modulo(a: "Value", b: "Value") -> "Value":
     d = a.dtype
     if d.is_int and not d.is_signed:
         return Value(arith.remui(a.ir, b.ir), d)
-    rem = Value((arith.remf if d.is_float else arith.remsi)(a.ir, b.ir), d)
+    if d.is_float:
+        # a - floor(a / b) * b has the divisor's sign, as in Python (NVVM has no lowering for arith.remf).
+        quotient = Value(mlir_math.floor(arith.divf(a.ir, b.ir)), d)
+        return a - quotient * b
+    rem = Value(arith.remsi(a.ir, b.ir), d)
     zero = _constant(0, d)
     # Python's result takes the divisor's sign: fix up a non-zero remainder of the other sign.
     needs_fix = rem.ne(zero) & (rem < zero).ne(b < zero)
