@@ -119,7 +119,7 @@ class TracedFunction:
         try:
             if program is None:
                 program = self._load(args, constants, key)
-            program(args, stream_handle(stream), None)
+            program(args, stream_handle(stream) if stream is not None else 0)
         except UserError as e:
             if e.loc is None:
                 raise e.with_location(user_location()) from None
@@ -219,7 +219,7 @@ class TracedFunction:
         device = get_device(options.device)
         module = load_module(device, compiled.cubin, compiled.ptx, options.chip)
         program = LoadedProgram(device, compiled.module.plan, module, specs, locations,
-                                compiled.trace.written, self.name)
+                                compiled.trace.written, self.name, args)
         if key is not None:
             self._programs[key] = program
         return program

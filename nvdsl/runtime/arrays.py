@@ -120,21 +120,34 @@ def device_array_info(value) -> ArrayInfo | None:
     return None
 
 
+def _keyer(kind: type):
+    """How to key values of one Python type (chosen once per type: this runs on every call)."""
+    if kind is np.ndarray:
+        return lambda v: (np.ndarray, v.dtype, v.shape)
+    if kind in (int, float, bool):
+        return lambda v: kind
+    if issubclass(kind, np.generic):
+        return lambda v: kind
+    if kind.__module__.startswith("torch") and hasattr(kind, "data_ptr"):
+        # Where it lives is checked when the pointer is read, so CPU and GPU tensors may share a key.
+        return lambda v: (kind, v.dtype, v.shape)
+
+    def generic(v):
+        info = device_array_info(v)
+        return (kind, info.dtype_text, info.shape) if info is not None else (kind, id(v))
+    return generic
+
+
+_KEYERS: dict[type, object] = {}
+
+
 def signature_key(value):
     """A cheap hashable key: equal keys mean the same trace (kind, dtype, shape)."""
-    t = type(value)
-    if t is np.ndarray:
-        return (t, value.dtype, value.shape)
-    if t is int or t is float or t is bool:
-        return t
-    if _is_torch(value):
-        return (t, value.dtype, value.shape, value.is_cuda)
-    if isinstance(value, np.generic):
-        return (t,)
-    info = device_array_info(value)
-    if info is not None:
-        return (t, info.dtype_text, info.shape)
-    return (t, id(value))  # unsupported: describe() rejects it with a clear error
+    kind = type(value)
+    keyer = _KEYERS.get(kind)
+    if keyer is None:
+        keyer = _KEYERS[kind] = _keyer(kind)
+    return keyer(value)
 
 
 _PYTHON_SCALARS = {bool: dt.bool_, int: dt.int32, float: dt.float32}

@@ -11,12 +11,10 @@ from __future__ import annotations
 import ctypes
 import threading
 
-import numpy as np
-
 from .. import dtypes as dt
-from ..errors import ArgumentError, CudaError, LaunchConfigError, SourceLocation
+from ..errors import ArgumentError, CudaError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ProgramPlan
-from .arrays import HOST, _is_torch, check_device_layout, check_host_layout, device_array_info
+from .arrays import HOST, ArrayInfo, _is_torch, check_device_layout, check_host_layout, device_array_info
 from .device import Device, check, driver
 
 _DEFAULT_STATIC_SMEM_LIMIT = 48 * 1024
@@ -68,22 +66,22 @@ class LoadedProgram:
     """A compiled plan bound to a device and to one call signature."""
 
     def __init__(self, device: Device, plan: ProgramPlan, module, specs: tuple[ArgSpec, ...],
-                 locations: tuple[str | None, ...], written: frozenset[int], name: str):
+                 locations: tuple[str | None, ...], written: frozenset[int], name: str, sample_args):
+        """``sample_args`` are the first call's arguments: their types (part of the signature) pick the binders."""
         cu = driver()
         self._cu = cu
-        self._launch_kernel = cu.cuLaunchKernel
         self.device = device
         self.name = name
         self.specs = specs
         self.module = module
         self._lock = threading.Lock()
         self._slots = [dt.ctype(dt.uint64 if s.kind == ARRAY else s.dtype)() for s in specs]
-        self._scalar_dtypes = [None if s.kind == ARRAY else s.dtype for s in specs]
         self._host = [i for i, where in enumerate(locations) if where == HOST]
-        self._device = [i for i, s in enumerate(specs) if s.kind == ARRAY and locations[i] != HOST]
-        self._scalars = [i for i, s in enumerate(specs) if s.kind != ARRAY]
-        self._written_host = [i for i in self._host if i in written]
         self._written = written
+        self._written_host = [i for i in self._host if i in written]
+        # One small function per non-host argument fills its parameter slot on each call.
+        self._binders = [self._binder(i, spec, _is_torch(sample_args[i])) for i, spec in enumerate(specs)
+                         if locations[i] != HOST]
         self._launches = []
         for launch in plan.launches:
             func = check(cu.cuModuleGetFunction(module, launch.kernel.encode()), "cuModuleGetFunction")
@@ -108,67 +106,57 @@ class LoadedProgram:
             check(cu.cuFuncSetAttribute(func, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         launch.smem), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
 
-    def __call__(self, args, stream: int, loc: SourceLocation | None) -> None:
-        slots = self._slots
+    def _binder(self, i: int, spec: ArgSpec, is_torch: bool):
+        slot = self._slots[i]
+        if spec.kind != ARRAY:
+            return _scalar_binder(i, spec, slot)
+        name, itemsize, ordinal = spec.name, spec.dtype.itemsize, self.device.info.ordinal
+
+        def bind(args):
+            value = args[i]
+            if is_torch:
+                pointer, device = value.data_ptr(), value.get_device()
+                if device == ordinal and value.is_contiguous() and not pointer % itemsize:
+                    slot.value = pointer
+                    return
+                info = ArrayInfo(pointer, spec.dtype, str(value.dtype), tuple(value.shape),
+                                 value.is_contiguous(), device)
+            else:
+                info = device_array_info(value)
+            check_device_layout(info, name, None)
+            if info.device_ordinal not in (None, ordinal):
+                raise ArgumentError(f"argument '{name}' lives on device {info.device_ordinal}, but the kernel "
+                                    f"runs on GPU {ordinal}", code="bad-device",
+                                    hint="move it to that GPU, or set Options(device=...)")
+            slot.value = info.pointer
+        return bind
+
+    def __call__(self, args, stream: int) -> None:
         with self._lock:
-            for i in self._device:
-                slots[i].value = self._device_pointer(args[i], i, loc)
-            for i in self._scalars:
-                slots[i].value = self._scalar(args[i], i, loc)
+            for bind in self._binders:
+                bind(args)
             if self._host:
-                self._run_with_host_arrays(args, stream, loc)
+                self._run_with_host_arrays(args, stream)
             else:
                 self._launch_all(stream)
 
-    def _device_pointer(self, value, i: int, loc) -> int:
-        if _is_torch(value):
-            if not value.is_contiguous():
-                raise ArgumentError(f"argument '{self.specs[i].name}' is not C-contiguous", code="non-contiguous",
-                                    hint="pass x.contiguous()", loc=loc)
-            device = value.get_device()
-            pointer = value.data_ptr()
-        else:
-            info = device_array_info(value)
-            check_device_layout(info, self.specs[i].name, loc)
-            device, pointer = info.device_ordinal, info.pointer
-        if device is not None and device != self.device.info.ordinal:
-            raise ArgumentError(f"argument '{self.specs[i].name}' lives on GPU {device}, but the kernel runs "
-                                f"on GPU {self.device.info.ordinal}", code="bad-device",
-                                hint="move it, or set Options(device=...)", loc=loc)
-        if pointer % self.specs[i].dtype.itemsize:
-            raise ArgumentError(f"argument '{self.specs[i].name}' is misaligned ({pointer:#x})", code="misaligned",
-                                loc=loc)
-        return pointer
-
-    def _scalar(self, value, i: int, loc):
-        dtype = self._scalar_dtypes[i]
-        if dtype.is_int:
-            lo, hi = dtype.int_range()
-            if not lo <= value <= hi:
-                raise ArgumentError(f"argument '{self.specs[i].name}'={value} does not fit {dtype.name}",
-                                    code="out-of-range", loc=loc)
-            return int(value)
-        if dtype.is_float:
-            return dt.to_bits(dtype, value) if dtype.bits == 16 else float(value)
-        return int(bool(value))
-
     def _launch_all(self, stream: int) -> None:
-        launch_kernel = self._launch_kernel
+        launch_kernel = self._cu.cuLaunchKernel
         for func, gx, gy, gz, bx, by, bz, smem, _params, address, kernel in self._launches:
             result = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, stream, address, 0)[0]
             if result:
                 check((result,), f"cuLaunchKernel({kernel})", LaunchError)
 
-    def _run_with_host_arrays(self, args, stream: int, loc) -> None:
+    def _run_with_host_arrays(self, args, stream: int) -> None:
         cu = self._cu
         allocations = []
         try:
             for i in self._host:
                 array = args[i]
-                check_host_layout(array, self.specs[i].name, loc)
+                check_host_layout(array, self.specs[i].name, None)
                 if i in self._written and not array.flags.writeable:
                     raise ArgumentError(f"argument '{self.specs[i].name}' is read-only, but the kernel writes it",
-                                        code="read-only", hint="pass a writeable array (e.g. a copy)", loc=loc)
+                                        code="read-only", hint="pass a writeable array (e.g. a copy)")
                 if array.nbytes == 0:
                     self._slots[i].value = 0
                     continue
@@ -186,3 +174,26 @@ class LoadedProgram:
             for pointer in allocations:
                 cu.cuMemFreeAsync(pointer, stream)
             check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize", LaunchError)
+
+
+def _scalar_binder(i: int, spec: ArgSpec, slot):
+    dtype = spec.dtype
+    if dtype.is_int:
+        lo, hi = dtype.int_range()
+
+        def bind(args):
+            value = args[i]
+            if not lo <= value <= hi:
+                raise ArgumentError(f"argument '{spec.name}'={value} does not fit {dtype.name}",
+                                    code="out-of-range", hint="pass a NumPy scalar of a wider type")
+            slot.value = int(value)
+    elif dtype.is_float and dtype.bits == 16:
+        def bind(args):
+            slot.value = dt.to_bits(dtype, args[i])
+    elif dtype.is_float:
+        def bind(args):
+            slot.value = float(args[i])
+    else:
+        def bind(args):
+            slot.value = bool(args[i])
+    return bind
