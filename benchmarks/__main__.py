@@ -1,0 +1,70 @@
+"""``python3 -m benchmarks {gemm,attention,launch,saxpy,compile,all} [options]``: run, print, write results."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+
+from .suites import SUITES
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python3 -m benchmarks",
+        description="nvdsl's benchmarks against cuBLAS, cuDNN/FlashAttention (torch), Triton and JAX Pallas. "
+                    "Each suite writes <date>_<device>_<suite>.json/.md/.png and prints its Markdown table.",
+        epilog="suites: gemm (fp16/bf16 GEMM, TFLOP/s), attention (fp16 attention forward, TFLOP/s), "
+               "launch (host overhead per call, µs), saxpy (bandwidth, GB/s), compile (cold and disk-cached "
+               "compile time, ms); all runs them in turn.")
+    parser.add_argument("suite", choices=SUITES + ("all",), help="which suite to run")
+    parser.add_argument("--quick", action="store_true",
+                        help="a small subset (gemm: fp16, K in {1024, 4096}; attention: L=4096; compile: 1 repeat)")
+    parser.add_argument("--square", action="store_true",
+                        help="gemm: also M=N=K in {1024, 2048, 4096, 8192, 16384}")
+    parser.add_argument("--reps", type=int, default=50, help="timed repetitions per system and shape (default 50)")
+    parser.add_argument("--warmup", type=int, default=10, help="untimed warm-up calls before timing (default 10)")
+    parser.add_argument("--flush-l2", action="store_true",
+                        help="write a buffer of 2x the L2 size before each event-timed call (outside the timing)")
+    parser.add_argument("--systems", default="",
+                        help="comma-separated system names to run (default: all), e.g. cublas,triton")
+    parser.add_argument("--out-dir", default=None,
+                        help="where to write results (default: benchmarks/results/), e.g. $OUT")
+    return parser
+
+
+def run_suite(name: str, args) -> None:
+    """Run one suite, write its files, print its table and where the files went."""
+    from . import harness, report
+
+    module = importlib.import_module(f"{__package__}.suites.{name}")
+    env = harness.environment()
+    measurements = module.run(args)
+    env["nvidia_smi_end"] = harness.nvidia_smi()
+    paths, table = report.write(name, module, measurements, env, args, args.out_dir)
+    print(f"\n## {name} on {report.device_name(env) or 'unknown device'}\n\n{table}\n")
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.reps < 1 or args.warmup < 0:
+        raise SystemExit("--reps must be >= 1 and --warmup >= 0")
+    failed = []
+    for name in SUITES if args.suite == "all" else (args.suite,):
+        try:
+            run_suite(name, args)
+        except Exception:
+            if args.suite != "all":
+                raise
+            traceback.print_exc()
+            failed.append(name)
+    if failed:
+        print(f"suites that could not run: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Peer implementations the suites compare nvdsl against (imported only when a suite runs them)."""

@@ -1,0 +1,11 @@
+"""The benchmark suites. Each module ``benchmarks.suites.<name>`` defines its shapes at the top and:
+
+* ``run(args) -> list[Measurement]``: measure every selected system on every shape;
+* ``TABLE_METRIC``: the number the Markdown table shows (``"tflops"``, ``"gbps"``, ``"us"`` or ``"ms"``);
+* optionally ``PLOT`` (``{"x": param, "xlabel": str, "group": (params...), "peak": bool}``: throughput
+  against ``x`` on a log2 axis, one line per system and group, with the device's dense fp16/bf16 peak
+  when ``peak``), ``row_label(params) -> str`` and
+  ``derived_columns(row: list[Measurement]) -> dict[str, str]`` (extra table columns).
+"""
+
+SUITES = ("gemm", "attention", "launch", "saxpy", "compile")

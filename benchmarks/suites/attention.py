@@ -1,0 +1,121 @@
+"""Attention forward: ``O = softmax(Q Kᵀ) V``, fp16, non-causal, 4·B·H·L²·D FLOPs.
+
+Inputs are drawn once per shape in the (batch, seq, heads, head_dim) "BSHD"
+layout, with ``Q`` and ``K`` scaled by ``D^-1/4`` so the logits have unit
+variance; every system then computes the softmax with no further scaling (the
+Pallas kernel has no scale parameter; torch SDPA gets ``scale=1.0``), so all
+solve exactly the same problem on the same values. Layout by system:
+
+* ``sdpa-cudnn``, ``sdpa-flash``: ``torch.nn.functional.scaled_dot_product_attention``
+  restricted to one backend with ``torch.nn.attention.sdpa_kernel``; given
+  contiguous (B, H, L, D) copies (made once, outside the timing).
+* ``pallas``: JAX Pallas ``attention_mgpu.attention`` on the BSHD tensors.
+* ``NVDSL_ATTENTION``: BSHD.
+
+Outputs are checked against a float32 torch reference computed in chunks.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Callable
+
+from .. import harness
+
+BATCH, HEADS, HEAD_DIM = 4, 16, 128
+SEQ = (1024, 4096, 16384)
+QUICK_SEQ = (4096,)
+RTOL = 1e-2
+
+TABLE_METRIC = "tflops"
+PLOT = {"x": "L", "xlabel": f"sequence length L (B = {BATCH}, H = {HEADS}, D = {HEAD_DIM})", "group": ("dtype",),
+        "peak": True}
+
+# nvdsl's attention kernels register here: name -> fn(q, k, v, o) -> None on torch CUDA fp16
+# tensors of shape (B, L, H, D), writing o = softmax(q kᵀ) v (no scaling) on the current stream.
+NVDSL_ATTENTION: dict[str, Callable] = {}
+
+
+def shapes(args) -> list[dict]:
+    return [{"dtype": "fp16", "B": BATCH, "H": HEADS, "L": L, "D": HEAD_DIM} for L in
+            (QUICK_SEQ if args.quick else SEQ)]
+
+
+def row_label(p: dict) -> str:
+    return f"{p['dtype']} B={p['B']} H={p['H']} L={p['L']} D={p['D']}"
+
+
+def reference(q, k, v, *, budget_bytes: int = 1 << 30):
+    """float32 softmax(q kᵀ) v for BSHD tensors, a block of queries at a time (bounded memory)."""
+    import torch
+
+    B, L, H, D = q.shape
+    out = torch.empty((B, L, H, D), dtype=torch.float32, device=q.device)
+    rows = max(1, budget_bytes // (H * k.shape[1] * 4))
+    with harness.exact_fp32():
+        for b in range(B):
+            kb = k[b].float().transpose(0, 1)          # (H, Lk, D)
+            vb = v[b].float().transpose(0, 1)
+            for s in range(0, L, rows):
+                qb = q[b, s:s + rows].float().transpose(0, 1)   # (H, rows, D)
+                p = torch.softmax(qb @ kb.transpose(1, 2), dim=-1)
+                out[b, s:s + rows] = (p @ vb).transpose(0, 1)
+    return out
+
+
+def _operands(p: dict):
+    import torch
+
+    shape, scale = (p["B"], p["L"], p["H"], p["D"]), p["D"] ** -0.25
+    q = harness.randn(shape, torch.float16, scale=scale, seed=1)
+    k = harness.randn(shape, torch.float16, scale=scale, seed=2)
+    v = harness.randn(shape, torch.float16, seed=3)
+    bhld = lambda t: t.transpose(1, 2).contiguous()
+    return SimpleNamespace(q=q, k=k, v=v, q_t=bhld(q), k_t=bhld(k), v_t=bhld(v), ref=reference(q, k, v))
+
+
+def _sdpa(backend_name: str) -> Callable:
+    def prepare(ops, args) -> harness.Prepared:
+        import torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        backend = getattr(SDPBackend, backend_name)
+
+        def call():
+            with sdpa_kernel([backend]):
+                return torch.nn.functional.scaled_dot_product_attention(ops.q_t, ops.k_t, ops.v_t, scale=1.0)
+
+        out = call()
+        torch.cuda.synchronize()
+        check = harness.check_close(out.transpose(1, 2), ops.ref, RTOL)  # a fresh output: nothing to poison
+        return harness.Prepared(call, check, {"backend": backend_name, "layout": "BHLD contiguous"})
+    return prepare
+
+
+def _pallas(ops, args) -> harness.Prepared:
+    from ..peers import pallas
+
+    call, info = pallas.prepare_attention(ops.q, ops.k, ops.v)
+    return pallas.prepared(call, info, ops.ref, RTOL)
+
+
+def _nvdsl(fn: Callable) -> Callable:
+    def prepare(ops, args) -> harness.Prepared:
+        import torch
+
+        o = torch.empty_like(ops.q)
+        call = lambda: fn(ops.q, ops.k, ops.v, o)
+        return harness.Prepared(call, harness.checked_call(call, o, ops.ref, RTOL), {"layout": "BSHD"})
+    return prepare
+
+
+def systems() -> dict[str, Callable]:
+    found = {"sdpa-cudnn": _sdpa("CUDNN_ATTENTION"), "sdpa-flash": _sdpa("FLASH_ATTENTION"), "pallas": _pallas}
+    for name, fn in NVDSL_ATTENTION.items():
+        found[name if name.startswith("nvdsl") else f"nvdsl-{name}"] = _nvdsl(fn)
+    return found
+
+
+def run(args) -> list[harness.Measurement]:
+    return harness.run_shapes("attention", shapes(args), _operands, systems(),
+                              lambda p: 4 * p["B"] * p["H"] * p["L"] ** 2 * p["D"], args)

@@ -1,0 +1,112 @@
+"""Compile time of the saxpy kernel, cold and from the disk cache, each in a fresh process.
+
+Each repeat makes a fresh ``NVDSL_CACHE_DIR`` and runs ``WORKER`` twice in a new
+``sys.executable -c`` process: the first process finds the cache empty
+("cold"), the second finds what the first wrote ("warm disk cache"). Inside,
+after torch has set up CUDA, the worker times (``perf_counter``):
+
+* ``import nvdsl``: importing nvdsl and the kernel module;
+* ``axpy.compile()``: ``axpy.compile(x, y, 2.0)`` for one shape (trace → MLIR →
+  PTX → cubin when cold; trace and a disk-cache hit when warm);
+* ``first call → sync``: the first ``axpy(x, y, 2.0)`` on *another* shape, so
+  it is just as cold, up to ``torch.cuda.synchronize()`` (trace, compile or
+  cache hit, module load, launch, run);
+* ``second call → sync``: the same call again (in-memory cached), for scale.
+
+Rows show the median over ``REPEATS`` (``QUICK_REPEATS`` with ``--quick``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from .. import harness
+
+REPEATS = 3
+QUICK_REPEATS = 1
+N_COMPILE = 1 << 20      # the shape axpy.compile() traces
+N_CALL = 1 << 22         # the shape the first call runs (a different trace and cache entry)
+
+TABLE_METRIC = "ms"
+PHASES = (("import", "import nvdsl"), ("compile", "axpy.compile()"), ("first_call", "first call → sync"),
+          ("second_call", "second call → sync"))
+SYSTEMS = ("nvdsl cold", "nvdsl warm (disk cache)")
+
+WORKER = r"""
+import json, sys, time
+import torch
+torch.zeros(1, device="cuda"); torch.cuda.synchronize()   # CUDA context and torch set up, untimed
+t0 = time.perf_counter()
+import nvdsl
+from benchmarks import nvdsl_kernels, harness
+times = {"import": time.perf_counter() - t0}
+n_compile, n_call = int(sys.argv[1]), int(sys.argv[2])
+xc, yc = (harness.randn((n_compile,), torch.float32, seed=s) for s in (1, 2))
+x, y = (harness.randn((n_call,), torch.float32, seed=s) for s in (1, 2))
+torch.cuda.synchronize()
+t0 = time.perf_counter()
+compiled = nvdsl_kernels.axpy.compile(xc, yc, 2.0)
+times["compile"] = time.perf_counter() - t0
+for phase in ("first_call", "second_call"):
+    t0 = time.perf_counter()
+    nvdsl_kernels.axpy(x, y, 2.0)
+    torch.cuda.synchronize()
+    times[phase] = time.perf_counter() - t0
+print(json.dumps({"times_s": times, "compile_stages_s": compiled.module.timings,
+                  "cubin_bytes": len(compiled.cubin or b"")}))
+"""
+
+
+def row_label(p: dict) -> str:
+    return p["phase"]
+
+
+def _project_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def run_worker(cache_dir: str) -> dict:
+    """One fresh process with ``NVDSL_CACHE_DIR=cache_dir``; returns the JSON it printed."""
+    env = dict(os.environ, NVDSL_CACHE_DIR=cache_dir, NVDSL_DISK_CACHE="1")
+    env.pop("NVDSL_DUMP_DIR", None)  # a dump directory bypasses the cache lookup
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (_project_root(), env.get("PYTHONPATH")) if p)
+    proc = subprocess.run([sys.executable, "-c", WORKER, str(N_COMPILE), str(N_CALL)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"worker exited with {proc.returncode}: {(proc.stderr or proc.stdout)[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run(args) -> list[harness.Measurement]:
+    repeats = QUICK_REPEATS if args.quick else REPEATS
+    runs: dict[str, list[dict]] = {s: [] for s in SYSTEMS}
+    errors: dict[str, str] = {}
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory(prefix="nvdsl-bench-cache-") as cache_dir:
+            for system in SYSTEMS:  # cold first: it fills the cache the warm process reads
+                try:
+                    runs[system].append(run_worker(cache_dir))
+                except Exception as e:
+                    errors[system] = f"{type(e).__name__}: {e}"
+                    break  # a warm run after a failed cold one would not be warm
+    results = []
+    for system in SYSTEMS:
+        if not harness.selected(args, system):
+            continue
+        for key, phase in PHASES:
+            params = {"phase": phase}
+            if not runs[system]:
+                results.append(harness.Measurement.failure("compile", system, params, errors.get(system, "no run")))
+            else:
+                times_ms = [r["times_s"][key] * 1e3 for r in runs[system]]
+                results.append(harness.Measurement.from_times(
+                    "compile", system, params, times_ms, extra={
+                        "timing": "perf_counter in a fresh process",
+                        "compile_stages_s": [r["compile_stages_s"] for r in runs[system]],
+                        "error_in_some_repeat": errors.get(system)}))
+            harness.log(results[-1])
+    return results

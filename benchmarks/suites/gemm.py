@@ -1,0 +1,105 @@
+"""GEMM: ``C = A @ B`` in fp16 and bf16 with fp32 accumulation, 2·M·N·K FLOPs.
+
+Operands: ``A`` (M, K) row-major; ``B`` (K, N) row-major, also stored as its
+transpose (N, K) row-major ("K-major") for systems that want that layout;
+``C`` (M, N) row-major. Layout by system:
+
+* ``cublas``: ``torch.matmul(a, b, out=c)`` with B (K, N) row-major.
+* ``triton``: :mod:`benchmarks.peers.triton_matmul`, B (N, K) K-major.
+* ``pallas``: JAX Pallas ``hopper_matmul_mgpu``, B (K, N) row-major.
+* ``NVDSL_GEMMS``: B (K, N) unless the function has ``b_layout = "NK"``.
+
+Every output is checked against a float32 torch reference (relative Frobenius
+error below ``RTOL``, every element written) before it is timed.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Callable
+
+from .. import harness
+
+MN = 8192                                              # M = N of the K sweep
+K_SWEEP = (256, 512, 1024, 2048, 4096, 8192, 16384)
+SQUARE = (1024, 2048, 4096, 8192, 16384)               # --square: M = N = K
+QUICK_K = (1024, 4096)                                 # --quick: these K, fp16 only
+DTYPES = ("fp16", "bf16")
+RTOL = 1e-2
+
+TABLE_METRIC = "tflops"
+PLOT = {"x": "K", "xlabel": f"K (M = N = {MN}; square: M = N = K)", "group": ("dtype", "sweep"), "peak": True}
+
+# nvdsl's GEMM kernels register here: name -> fn(a, b, c) -> None on torch CUDA tensors, writing
+# c = a @ b on the current stream. b is (K, N) row-major, or (N, K) if fn.b_layout == "NK".
+# Names are shown as "nvdsl-<name>" unless they already start with "nvdsl".
+NVDSL_GEMMS: dict[str, Callable] = {}
+
+
+def shapes(args) -> list[dict]:
+    """The shapes this run measures, as the params recorded with each measurement."""
+    dtypes = ("fp16",) if args.quick else DTYPES
+    shapes = [{"dtype": d, "M": MN, "N": MN, "K": k, "sweep": f"M=N={MN}"} for d in dtypes
+              for k in (QUICK_K if args.quick else K_SWEEP)]
+    if args.square:
+        shapes += [{"dtype": d, "M": s, "N": s, "K": s, "sweep": "square"} for d in dtypes for s in SQUARE]
+    return shapes
+
+
+def row_label(p: dict) -> str:
+    return f"{p['dtype']} {p['M']}×{p['N']}×{p['K']}" + (" (square)" if p["sweep"] == "square" else "")
+
+
+def _operands(p: dict):
+    import torch
+
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[p["dtype"]]
+    a = harness.randn((p["M"], p["K"]), dtype, seed=1)
+    b = harness.randn((p["K"], p["N"]), dtype, seed=2)
+    with harness.exact_fp32():
+        ref = a.float() @ b.float()
+    c = torch.empty((p["M"], p["N"]), dtype=dtype, device="cuda")
+    return SimpleNamespace(a=a, b_kn=b, b_nk=b.t().contiguous(), c=c, ref=ref)
+
+
+def _cublas(ops, args) -> harness.Prepared:
+    import torch
+
+    call = lambda: torch.matmul(ops.a, ops.b_kn, out=ops.c)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL),
+                            {"call": "torch.matmul(a, b, out=c)", "b_layout": "KN (row-major)"})
+
+
+def _triton(ops, args) -> harness.Prepared:
+    from ..peers import triton_matmul
+
+    call, info = triton_matmul.prepare(ops.a, ops.b_nk, ops.c)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL), info)
+
+
+def _pallas(ops, args) -> harness.Prepared:
+    from ..peers import pallas
+
+    call, info = pallas.prepare_matmul(ops.a, ops.b_kn, args)
+    return pallas.prepared(call, info, ops.ref, RTOL)
+
+
+def _nvdsl(fn: Callable) -> Callable:
+    def prepare(ops, args) -> harness.Prepared:
+        layout = getattr(fn, "b_layout", "KN")
+        b = ops.b_nk if layout == "NK" else ops.b_kn
+        call = lambda: fn(ops.a, b, ops.c)
+        return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL), {"b_layout": layout})
+    return prepare
+
+
+def systems() -> dict[str, Callable]:
+    found = {"cublas": _cublas, "triton": _triton, "pallas": _pallas}
+    for name, fn in NVDSL_GEMMS.items():
+        found[name if name.startswith("nvdsl") else f"nvdsl-{name}"] = _nvdsl(fn)
+    return found
+
+
+def run(args) -> list[harness.Measurement]:
+    return harness.run_shapes("gemm", shapes(args), _operands, systems(),
+                              lambda p: 2 * p["M"] * p["N"] * p["K"], args)

@@ -1,0 +1,132 @@
+"""Host overhead per call: nvdsl's cached launch path against a bare ``cuLaunchKernel`` of the same cubin.
+
+Systems, all computing ``y = 2 x + y`` on 1-D float32 torch CUDA tensors of
+``N`` elements (small, so that the GPU is not the bottleneck):
+
+* ``nvdsl``: ``axpy(x, y, 2.0)`` from :mod:`benchmarks.nvdsl_kernels`, after its
+  first call compiled and cached it (a signature lookup, slot fills and one
+  ``cuLaunchKernel`` per call).
+* ``cuLaunchKernel``: the cubin of ``axpy.compile(x, y, 2.0)`` loaded here with
+  ``cuModuleLoadData``, its parameters in fixed ctypes slots ordered by the
+  launch plan, and ``cuLaunchKernel`` called directly on stream 0: the floor
+  for a Python caller of cuda-python.
+* ``torch.add``: ``torch.add(x, y, alpha=2, out=y)``, for reference.
+
+Each is called ``CALLS`` times back to back, ``REPEATS`` times; a row gives the
+median over repeats of the host time per call ("host": the clock stops when the
+last call returns) or of the wall time including the final synchronisation
+("wall incl. sync"). The "added overhead" column is nvdsl minus the bare launch.
+"""
+
+from __future__ import annotations
+
+from .. import harness
+
+N = 1 << 12
+# Fewer calls per repeat than the driver's queue of pending launches (about 1024): past it,
+# cuLaunchKernel blocks until the GPU drains, and the host clock measures the GPU instead.
+CALLS = 500
+REPEATS = 40
+ALPHA = 2.0
+
+TABLE_METRIC = "us"
+BARE = "cuLaunchKernel"
+
+
+def row_label(p: dict) -> str:
+    return f"n={p['n']}, {p['metric']}"
+
+
+def bare_launcher(compiled, host_args):
+    """A call that launches ``compiled``'s first kernel with ``cuLaunchKernel`` and nothing else.
+
+    The module is loaded from ``compiled.cubin`` (its PTX where nvdsl made no cubin).
+    The parameters are ctypes slots (``c_uint64`` for a tensor's ``data_ptr()``,
+    ``c_float`` for the scalar), ordered by ``plan.launches[0].params`` (for
+    each kernel parameter, the index of the host argument).
+    """
+    import ctypes
+
+    from cuda.bindings import driver as cu
+
+    def check(result, what):
+        if int(result[0]) != 0:
+            raise RuntimeError(f"{what} failed: {result[0]!r}")
+        return result[1]
+
+    launch = compiled.module.plan.launches[0]
+    # Without ptxas nvdsl makes no cubin and the driver JITs the PTX: load the same image nvdsl loads.
+    image = compiled.cubin if compiled.cubin is not None else compiled.ptx.encode() + b"\0"
+    module = check(cu.cuModuleLoadData(image), "cuModuleLoadData")
+    func = check(cu.cuModuleGetFunction(module, launch.kernel.encode()), "cuModuleGetFunction")
+    slots = [ctypes.c_float(a) if isinstance(a, float) else ctypes.c_uint64(a.data_ptr()) for a in host_args]
+    params = (ctypes.c_void_p * len(launch.params))(*[ctypes.addressof(slots[i]) for i in launch.params])
+    address = ctypes.addressof(params)
+    (gx, gy, gz), (bx, by, bz), smem = launch.grid, launch.block, launch.smem
+    launch_kernel = cu.cuLaunchKernel
+
+    def call():
+        result = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, 0, address, 0)[0]
+        if result:
+            raise RuntimeError(f"cuLaunchKernel failed: {result!r}")
+
+    call.keepalive = (module, slots, params)  # the slots must outlive every launch
+    return call
+
+
+def _builders(x, y) -> dict:
+    """System name -> a function building its call (building may fail; the failure is recorded)."""
+    import torch
+
+    def nvdsl():
+        from ..nvdsl_kernels import axpy
+        return lambda: axpy(x, y, ALPHA)
+
+    def bare():
+        from ..nvdsl_kernels import axpy
+        return bare_launcher(axpy.compile(x, y, ALPHA), (x, y, ALPHA))
+
+    return {"nvdsl": nvdsl, BARE: bare, "torch.add": lambda: (lambda: torch.add(y, x, alpha=ALPHA, out=y))}
+
+
+def run(args) -> list[harness.Measurement]:
+    import torch
+
+    harness.require_default_stream()
+    x = harness.randn((N,), torch.float32, seed=1)
+    y0 = harness.randn((N,), torch.float32, seed=2)
+    y = y0.clone()
+    ref = 2 * x.double() + y0.double()
+    rows = (("host", "host_us"), ("wall incl. sync", "wall_us"))
+    results = []
+    for name, build in _builders(x, y).items():
+        if not harness.selected(args, name):
+            continue
+        try:
+            call = build()
+            y.copy_(y0)
+            torch.cuda.synchronize()
+            call()  # nvdsl's first call compiles and caches; it is a warm-up like the others'
+            torch.cuda.synchronize()
+            check = harness.check_close(y, ref, 1e-6)
+            timing = harness.time_host(call, calls=CALLS, repeats=REPEATS)
+        except Exception as e:
+            for metric, _ in rows:
+                results.append(harness.Measurement.failure("launch", name, {"n": N, "metric": metric}, e))
+                harness.log(results[-1])
+            continue
+        for metric, attribute in rows:
+            per_call_ms = [us * 1e-3 for us in getattr(timing, attribute)]
+            results.append(harness.Measurement.from_times(
+                "launch", name, {"n": N, "metric": metric}, per_call_ms, correct=check.ok,
+                extra={"timing": "host", "calls_per_repeat": CALLS, "check": check.to_json()}))
+            harness.log(results[-1])
+    return results
+
+
+def derived_columns(row: list[harness.Measurement]) -> dict[str, str]:
+    """nvdsl's time per call minus the bare launch's, in µs."""
+    by_name = {m.system: m for m in row if m.median_ms is not None}
+    if "nvdsl" in by_name and BARE in by_name:
+        return {"added overhead (µs)": f"{(by_name['nvdsl'].median_ms - by_name[BARE].median_ms) * 1e3:.2f}"}
+    return {"added overhead (µs)": "—"}
