@@ -91,7 +91,6 @@ ARRAY_DTYPES = (int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 _NUMPY_TO_DTYPE = {np.dtype(d.name): d for d in ARRAY_DTYPES if d is not bfloat16}
 # NumPy type strings of the array interface: '<f4', '|u1', ...; bfloat16 arrives via DLPack or torch.
 _TYPESTR_TO_DTYPE = {np.dtype(d.name).str: d for d in ARRAY_DTYPES if d is not bfloat16}
-_TYPESTR_TO_DTYPE["<V2"] = None  # an opaque 2-byte type is not guessed at
 
 _CTYPES = {
     bool_: ctypes.c_uint8, int8: ctypes.c_int8, int16: ctypes.c_int16,

@@ -1,4 +1,4 @@
-"""Shared helpers for the CPU tests: trace a one-thread kernel body over given scalars."""
+"""Shared helpers for the tests: trace a one-thread kernel body; a DLPack-only array."""
 
 import nvdsl
 
@@ -14,3 +14,16 @@ def trace_body(body, *args, **constants) -> str:
         kernel()
 
     return host.trace(*args, **constants).mlir
+
+
+class DLPackOnly:
+    """A third-party array that exports only DLPack (wrapping any array that has ``__dlpack__``)."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, stream=None):
+        return self.array.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import nvdsl
+from helpers import DLPackOnly
 from nvdsl.testing import has_gpu
 
 
@@ -28,19 +29,6 @@ class ForeignDeviceArray:
                                          "strides": strides, "version": 3}
 
 
-class ForeignDLPackArray:
-    """A third-party array exporting only DLPack (here backed by host memory)."""
-
-    def __init__(self, array):
-        self._array = array
-
-    def __dlpack__(self, stream=None):
-        return self._array.__dlpack__()
-
-    def __dlpack_device__(self):
-        return self._array.__dlpack_device__()
-
-
 @pytest.mark.parametrize("x, code, words", [
     (np.ones(32, np.complex64), "bad-dtype", ["'x'", "complex64", "float32"]),
     (np.ones(32, np.bool_), "bad-dtype", ["'x'", "bool", "uint8"]),
@@ -50,7 +38,7 @@ class ForeignDLPackArray:
     (ForeignDeviceArray(0x1000, (32,), strides=(8,)), "non-contiguous", ["'x'"]),
     (ForeignDeviceArray(0x1002, (32,)), "misaligned", ["'x'", "0x1002"]),
     (ForeignDeviceArray(0x1000, (32,), typestr="<c8"), "bad-dtype", ["'x'", "<c8"]),
-    (ForeignDLPackArray(np.ones(32, np.float32)), "bad-device", ["'x'", "DLPack"]),
+    (DLPackOnly(np.ones(32, np.float32)), "bad-device", ["'x'", "DLPack"]),
 ])
 def test_bad_array_arguments(x, code, words):
     with pytest.raises(nvdsl.ArgumentError) as info:

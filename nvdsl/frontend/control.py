@@ -191,12 +191,10 @@ def cond(predicate, then_fn, else_fn):
                 raise TraceError("both branches of nvdsl.cond return a Python number at the same place; "
                                  "its dtype is unknown", code="branch-mismatch",
                                  hint="wrap one in nvdsl.constant(value, dtype)", loc=user_location())
-            ip_a = ir.InsertionPoint(draft.then_block)
-            ip_b = ir.InsertionPoint(draft.else_block)
             dtype = (a if isinstance(a, Value) else b).dtype
-            with ip_a:
+            with ir.InsertionPoint(draft.then_block):  # a Python number becomes a constant in its branch
                 a = as_value(a, dtype, "the then-branch of nvdsl.cond")
-            with ip_b:
+            with ir.InsertionPoint(draft.else_block):
                 b = as_value(b, dtype, "the else-branch of nvdsl.cond")
             pairs.append((a, b))
         with ir.InsertionPoint(draft.then_block):

@@ -345,9 +345,9 @@ class Value:
         with at_user_line():
             if self.dtype.is_float:
                 raise _error(f"'~' needs an integer or bool, not {self.dtype.name}")
-            all_ones = _constant(True if self.dtype.is_bool else self.dtype.int_range()[1], self.dtype) \
-                if self.dtype.kind == "u" or self.dtype.is_bool else _constant(-1, self.dtype)
-            return Value(arith.xori(self.ir, all_ones.ir), self.dtype)
+            # all ones: -1 for signed types, the maximum for unsigned ones, True for bool
+            all_ones = -1 if self.dtype.is_signed else True if self.dtype.is_bool else self.dtype.int_range()[1]
+            return Value(arith.xori(self.ir, _constant(all_ones, self.dtype).ir), self.dtype)
 
     def __abs__(self):
         current_kernel("abs() on traced values")
