@@ -64,6 +64,23 @@ def test_torch_tensors_are_used_in_place(dtype, alpha):
     torch.testing.assert_close(y.double(), expected, rtol=tolerance, atol=tolerance)
 
 
+def test_keyword_constants_in_any_order_hit_the_loaded_kernel():
+    traces = []
+
+    @nvdsl.mlir_func
+    def fill(x, *, value, offset):
+        traces.append((value, offset))
+
+        @nvdsl.gpu_launch(grid=1, block=x.shape[0])
+        def kernel(ctx):
+            x[ctx.thread_id.x] = value + offset
+        kernel()
+    x = np.zeros(32, np.int32)
+    fill(x, value=3, offset=4)
+    fill(x, offset=4, value=3)
+    assert traces == [(3, 4)] and (x == 7).all()
+
+
 def test_bfloat16_tensors_with_a_constant_factor():  # a bf16 scalar argument has no NumPy type
     torch = pytest.importorskip("torch")
 

@@ -112,7 +112,7 @@ class TracedFunction:
 
     def __call__(self, *args, stream=None, **constants):
         try:
-            key = (tuple(map(signature_key, args)), tuple(constants.items()) if constants else ())
+            key = (tuple(map(signature_key, args)), tuple(sorted(constants.items())) if constants else ())
             program = self._programs.get(key)
         except TypeError:  # an unhashable constant
             key, program = None, None
