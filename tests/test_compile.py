@@ -145,3 +145,33 @@ def test_a_colliding_disk_entry_is_not_trusted(tmp_path):
     disk = cache_module.CompileCache(str(tmp_path))
     assert disk.get(compiled.module.key, compiled.trace.mlir) is not None
     assert disk.get(compiled.module.key, compiled.trace.mlir + "// another module") is None
+
+
+def test_static_shared_arrays_do_not_overlap_the_dynamic_buffer():
+    """A static .shared array (memref.global, or nvgpu.mbarrier.create's) beside dynamic shared memory:
+    the dynamic buffer must be `.extern .shared`, which the hardware places after all static ones."""
+    text = textwrap.dedent('''
+        module attributes {gpu.container_module} {
+          memref.global "private" @static_buf : memref<64xf32, #gpu.address_space<workgroup>>
+          func.func @f(%arg0: memref<64xf32>) {
+            %c1 = arith.constant 1 : index
+            %c64 = arith.constant 64 : index
+            %bytes = arith.constant 256 : i32
+            gpu.launch blocks(%a, %b, %c) in (%x = %c1, %y = %c1, %z = %c1)
+                       threads(%t, %e, %f) in (%u = %c64, %v = %c1, %w = %c1) dynamic_shared_memory_size %bytes {
+              %s = memref.get_global @static_buf : memref<64xf32, #gpu.address_space<workgroup>>
+              %d = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+              %c0 = arith.constant 0 : index
+              %view = memref.view %d[%c0][] : memref<?xi8, #gpu.address_space<workgroup>>
+                                              to memref<64xf32, #gpu.address_space<workgroup>>
+              %value = memref.load %arg0[%t] : memref<64xf32>
+              memref.store %value, %s[%t] : memref<64xf32, #gpu.address_space<workgroup>>
+              memref.store %value, %view[%t] : memref<64xf32, #gpu.address_space<workgroup>>
+              gpu.terminator
+            }
+            return
+          }
+        }''')
+    compiled, _ = compile_module(ir.Module.parse(text, ir.Context()), "f", "key",
+                                 nvdsl.Options(assemble_cubin=False))
+    assert ".extern .shared .align 16 .b8 __dynamic_shmem__0[];" in compiled.ptx

@@ -155,15 +155,42 @@ def _launch_spec(op) -> LaunchSpec:
 
 
 def lowering_pipeline(options: Options) -> str:
-    return ("builtin.module(gpu-lower-to-nvvm-pipeline{"
-            f"cubin-chip={options.chip} cubin-features={options.features} "
-            f"opt-level={options.opt_level} cubin-format=isa "
-            "kernel-bare-ptr-calling-convention=true})")
+    """The kernel module to the LLVM/NVVM dialects: upstream ``gpu-lower-to-nvvm-pipeline`` less its
+    host and serialisation steps (the host side is never lowered here), with bare-pointer memrefs."""
+    return ("builtin.module(convert-nvgpu-to-nvvm,convert-vector-to-scf,convert-scf-to-cf,"
+            "convert-nvvm-to-llvm,expand-strided-metadata,"
+            f"nvvm-attach-target{{chip={options.chip} features={options.features} O={options.opt_level}}},"
+            "lower-affine,convert-arith-to-llvm,convert-index-to-llvm,canonicalize,cse,"
+            "gpu.module(convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},convert-math-to-llvm,canonicalize,cse,"
+            "reconcile-unrealized-casts))")
+
+
+SERIALIZE_TO_PTX = "builtin.module(gpu-module-to-binary{format=isa})"
+
+
+def externalize_dynamic_shared_memory(kernels: ir.Module) -> None:
+    """Give the dynamic shared memory global external linkage, as CUDA's ``extern __shared__``.
+
+    MLIR lowers ``gpu.dynamic_shared_memory`` to an *internal* zero-sized global; the NVPTX back
+    end then emits it as an ordinary ``.shared`` variable, and static shared arrays (such as
+    ``nvgpu.mbarrier.create``'s) are laid out on top of the dynamic buffer. As ``.extern .shared``
+    the dynamic buffer starts after all static shared memory, as the hardware intends.
+    """
+    external = ir.Attribute.parse("#llvm.linkage<external>")
+    for module in kernels.body.operations:
+        if module.operation.name != "gpu.module":
+            continue
+        for op in module.regions[0].blocks[0].operations:
+            if op.operation.name == "llvm.mlir.global" and \
+                    ir.StringAttr(op.attributes["sym_name"]).value.startswith("__dynamic_shmem__"):
+                op.attributes["linkage"] = external
 
 
 def lower_to_ptx(kernels: ir.Module, options: Options) -> str:
     """Lower the kernel module in place; return its PTX."""
-    run_passes(kernels, lowering_pipeline(options), "lowering to NVVM/PTX")
+    run_passes(kernels, lowering_pipeline(options), "lowering to NVVM")
+    externalize_dynamic_shared_memory(kernels)
+    run_passes(kernels, SERIALIZE_TO_PTX, "translating to PTX")
     ptx = []
     for op in kernels.body.operations:
         if op.operation.name != "gpu.binary":

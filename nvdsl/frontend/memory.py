@@ -119,9 +119,9 @@ class SharedMemoryPlan:
     amount given to ``gpu_launch``), at the offsets asked for or one after
     the other; ``ctx.shared_array`` arrays follow them. The launch's dynamic
     shared memory size is the end of the last array, which the runtime
-    checks against the device's limit. (One buffer, because MLIR lowers the
-    dynamic buffer to a zero-sized shared variable that a static ``.shared``
-    array would overlap.)
+    checks against the device's limit. One allocator owns every offset and
+    alignment, so later primitives (mbarriers, swizzled TMA tiles) plan
+    their shared memory here too.
     """
 
     def __init__(self, kernel_block: ir.Block, dynamic_bytes: int):
