@@ -18,6 +18,8 @@ from .frontend.launch import Dim3, Kernel, LaunchContext, gpu_launch
 from .frontend.memory import Array
 from .frontend.trace import Compiled, Trace, TracedFunction, mlir_func
 from .frontend.values import Value, constant, maximum, minimum, select
+from .hopper.mbarrier import Mbarrier, Mbarriers
+from .hopper.tma import TMA, fence_shared_to_async
 from .options import Options
 from .runtime.device import device_count, synchronize
 
@@ -28,6 +30,8 @@ __all__ = [
     # inside kernels
     "LaunchContext", "Dim3", "Array", "Value", "constant", "select", "minimum", "maximum",
     "for_range", "fori", "when", "cond", "print",
+    # Hopper primitives
+    "Mbarriers", "Mbarrier", "TMA", "fence_shared_to_async",
     # dtypes
     "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "index",

@@ -31,6 +31,46 @@ class ArgSpec:
 
 
 @dataclass(frozen=True)
+class TensorMapSpec:
+    """A TMA descriptor the runtime encodes for a host argument's buffer at call time.
+
+    ``box`` is the tile TMA moves, outermost dimension first (as the array's shape);
+    ``swizzle`` and ``interleave`` are in bytes (0 for none), ``l2_promotion`` in bytes
+    (0 for none), ``oob_nan`` fills out-of-bounds elements with NaN instead of zero.
+    """
+
+    arg: int
+    box: tuple[int, ...]
+    swizzle: int = 0
+    l2_promotion: int = 0
+    oob_nan: bool = False
+    interleave: int = 0
+
+    def to_json(self) -> dict:
+        return {"tensormap": {"arg": self.arg, "box": list(self.box), "swizzle": self.swizzle,
+                              "l2_promotion": self.l2_promotion, "oob_nan": self.oob_nan,
+                              "interleave": self.interleave}}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "TensorMapSpec":
+        d = dict(d["tensormap"])
+        d["box"] = tuple(d["box"])
+        return cls(**d)
+
+
+# A kernel parameter comes from a host argument (its index) or is a TMA descriptor of one.
+ParamSource = "int | TensorMapSpec"
+
+
+def _param_to_json(p):
+    return p if isinstance(p, int) else p.to_json()
+
+
+def _param_from_json(p):
+    return p if isinstance(p, int) else TensorMapSpec.from_json(p)
+
+
+@dataclass(frozen=True)
 class LaunchSpec:
     """One kernel launch: which kernel, its fixed configuration, and where its parameters come from."""
 
@@ -38,15 +78,16 @@ class LaunchSpec:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     smem: int
-    params: tuple[int, ...]   # for each kernel parameter, the index of the host argument
+    params: tuple  # of ParamSource: for each kernel parameter, its host argument or TMA descriptor
 
     def to_json(self) -> dict:
         return {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block),
-                "smem": self.smem, "params": list(self.params)}
+                "smem": self.smem, "params": [_param_to_json(p) for p in self.params]}
 
     @classmethod
     def from_json(cls, d: dict) -> "LaunchSpec":
-        return cls(d["kernel"], tuple(d["grid"]), tuple(d["block"]), d["smem"], tuple(d["params"]))
+        return cls(d["kernel"], tuple(d["grid"]), tuple(d["block"]), d["smem"],
+                   tuple(_param_from_json(p) for p in d["params"]))
 
 
 @dataclass(frozen=True)

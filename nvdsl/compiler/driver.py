@@ -22,7 +22,7 @@ from mlir.dialects.gpu import ObjectAttr
 
 from ..errors import CompileError, InternalError, SourceLocation, UserError
 from ..options import Options
-from ..signature import LaunchSpec, ProgramPlan
+from ..signature import LaunchSpec, ProgramPlan, TensorMapSpec
 from .toolchain import find_tool
 
 
@@ -146,12 +146,33 @@ def _launch_spec(op) -> LaunchSpec:
                                                                        "shared memory size")
     params = []
     for operand in op.kernelOperands:
-        if not isinstance(operand, ir.BlockArgument):
+        if isinstance(operand, ir.BlockArgument):
+            params.append(operand.arg_number)
+        elif TENSORMAP_ATTR in getattr(operand.owner, "attributes", {}):
+            params.append(_tensormap_spec(operand.owner))
+        else:
             raise UserError("a kernel uses a value computed in host code", code="host-compute",
                             hint="compute on traced values inside the kernel body, or on Python ints "
                                  "while tracing")
-        params.append(operand.arg_number)
     return LaunchSpec(function, grid, block, smem, tuple(params))
+
+
+# The host-side marker of a TMA descriptor: an unrealized cast of the array argument to a
+# pointer, carrying the descriptor's settings. The runtime encodes the descriptor for the
+# actual buffer at call time; the kernel receives it as a pointer.
+TENSORMAP_ATTR = "nvdsl.tensormap"
+
+
+def _tensormap_spec(cast) -> TensorMapSpec:
+    source = cast.operands[0]
+    if not isinstance(source, ir.BlockArgument):
+        raise InternalError("a TMA descriptor is not made from an argument of the host function")
+    settings = ir.DictAttr(cast.attributes[TENSORMAP_ATTR])
+    integer = lambda name: ir.IntegerAttr(settings[name]).value
+    return TensorMapSpec(arg=source.arg_number,
+                         box=tuple(ir.DenseI64ArrayAttr(settings["box"])),
+                         swizzle=integer("swizzle"), l2_promotion=integer("l2_promotion"),
+                         oob_nan=ir.BoolAttr(settings["oob_nan"]).value, interleave=integer("interleave"))
 
 
 def lowering_pipeline(options: Options) -> str:
@@ -166,6 +187,7 @@ def lowering_pipeline(options: Options) -> str:
 
 
 SERIALIZE_TO_PTX = "builtin.module(gpu-module-to-binary{format=isa})"
+DYNAMIC_SHARED_ALIGNMENT = 1024
 
 
 def externalize_dynamic_shared_memory(kernels: ir.Module) -> None:
@@ -177,6 +199,9 @@ def externalize_dynamic_shared_memory(kernels: ir.Module) -> None:
     the dynamic buffer starts after all static shared memory, as the hardware intends.
     """
     external = ir.Attribute.parse("#llvm.linkage<external>")
+    # Static shared memory (mbarriers) now precedes the buffer: align its start for TMA's
+    # 128-byte-swizzled tiles, which need 1024 bytes, so offsets in the buffer are absolute.
+    alignment = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), DYNAMIC_SHARED_ALIGNMENT)
     for module in kernels.body.operations:
         if module.operation.name != "gpu.module":
             continue
@@ -184,6 +209,7 @@ def externalize_dynamic_shared_memory(kernels: ir.Module) -> None:
             if op.operation.name == "llvm.mlir.global" and \
                     ir.StringAttr(op.attributes["sym_name"]).value.startswith("__dynamic_shmem__"):
                 op.attributes["linkage"] = external
+                op.attributes["alignment"] = alignment
 
 
 def lower_to_ptx(kernels: ir.Module, options: Options) -> str:

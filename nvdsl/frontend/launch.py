@@ -48,6 +48,7 @@ class LaunchContext:
 
     def __init__(self, block: ir.Block, grid: tuple, block_shape: tuple, smem: int,
                  shared: SharedMemoryPlan):
+        self.entry_block = block
         args = [Value(a, dt.index) for a in block.arguments]
         self.block_id = Dim3(*args[0:3])
         self.thread_id = Dim3(*args[3:6])

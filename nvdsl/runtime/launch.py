@@ -13,9 +13,10 @@ import threading
 
 from .. import dtypes as dt
 from ..errors import ArgumentError, CudaError, LaunchConfigError
-from ..signature import ARRAY, ArgSpec, ProgramPlan
+from ..signature import ARRAY, ArgSpec, ProgramPlan, TensorMapSpec
 from .arrays import HOST, ArrayInfo, _is_torch, check_device_layout, check_host_layout, device_array_info
 from .device import Device, check, driver
+from .tensormap import DeviceTensorMaps
 
 _DEFAULT_STATIC_SMEM_LIMIT = 48 * 1024
 _CUBIN_REJECTED = {"CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU",
@@ -82,14 +83,25 @@ class LoadedProgram:
         # One small function per non-host argument fills its parameter slot on each call.
         self._binders = [self._binder(i, spec, _is_torch(sample_args[i])) for i, spec in enumerate(specs)
                          if locations[i] != HOST]
+        # TMA descriptors: one slot each, filled after the arrays' pointers are known.
+        self._tensormaps: dict[TensorMapSpec, tuple] = {}
         self._launches = []
         for launch in plan.launches:
             func = check(cu.cuModuleGetFunction(module, launch.kernel.encode()), "cuModuleGetFunction")
             self._prepare_shared_memory(func, launch)
             params = (ctypes.c_void_p * max(1, len(launch.params)))(
-                *[ctypes.addressof(self._slots[i]) for i in launch.params])
+                *[ctypes.addressof(self._param_slot(p)) for p in launch.params])
             self._launches.append((func, *launch.grid, *launch.block, launch.smem,
                                    params, ctypes.addressof(params), launch.kernel))
+
+    def _param_slot(self, source):
+        if isinstance(source, int):
+            return self._slots[source]
+        if source not in self._tensormaps:
+            array = self.specs[source.arg]
+            self._tensormaps[source] = (ctypes.c_uint64(), self._slots[source.arg],
+                                        DeviceTensorMaps(self.device, source, array.dtype, array.shape, array.name))
+        return self._tensormaps[source][0]
 
     def _prepare_shared_memory(self, func, launch) -> None:
         cu = self._cu
@@ -141,6 +153,8 @@ class LoadedProgram:
                 self._launch_all(stream)
 
     def _launch_all(self, stream: int) -> None:
+        for slot, array_slot, maps in self._tensormaps.values():
+            slot.value = maps.pointer_for(array_slot.value)
         launch_kernel = self._cu.cuLaunchKernel
         for func, gx, gy, gz, bx, by, bz, smem, _params, address, kernel in self._launches:
             result = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, stream, address, 0)[0]

@@ -1,0 +1,151 @@
+"""``TMA``: the Tensor Memory Accelerator, moving tiles between global and shared memory.
+
+A descriptor is declared in the host function over an array argument; the
+runtime encodes it for the actual buffer at each call (``cuTensorMapEncodeTiled``)
+and passes it to the kernel, where ``load``/``store`` move one box.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import nvgpu, nvvm
+
+from .. import dtypes as dt
+from ..compiler.driver import TENSORMAP_ATTR
+from ..errors import TraceError, user_location
+from ..frontend.context import at_user_line, current, current_kernel
+from ..frontend.memory import GLOBAL, SHARED, Array
+from ..runtime.tensormap import rule_violations
+from ..signature import TensorMapSpec
+from .mbarrier import Mbarrier, _index, _predicate
+
+_SWIZZLE_NAMES = {0: "none", 32: "swizzle_32b", 64: "swizzle_64b", 128: "swizzle_128b"}
+_L2_NAMES = {0: "none", 64: "l2promo_64b", 128: "l2promo_128b", 256: "l2promo_256b"}
+_INTERLEAVE_NAMES = {0: "none", 16: "interleave_16b", 32: "interleave_32b"}
+
+
+class TMA:
+    """A TMA descriptor for ``box``-shaped tiles of ``array`` (a global-memory argument).
+
+    Args:
+        array: an array argument of the enclosing ``@mlir_func``.
+        box: the tile's extents, outermost first (like the array's shape); each at most 256.
+        swizzle: shared-memory swizzle span in bytes: 0 (none), 32, 64 or 128. The box's inner
+            row must fit in it; 128-byte-swizzled tiles need 1024-byte-aligned shared memory.
+        l2_promotion: L2 promotion size in bytes: 0 (none), 64, 128 or 256.
+        oob: what out-of-bounds elements read as: ``"zero"`` or ``"nan"``.
+        interleave: 0 (none), 16 or 32 bytes.
+
+    Declared in host code; used inside kernels with :meth:`prefetch`, :meth:`load`, :meth:`store`.
+    """
+
+    def __init__(self, array: Array, box, *, swizzle: int = 0, l2_promotion: int = 0, oob: str = "zero",
+                 interleave: int = 0):
+        trace = current("nvdsl.TMA")
+        if trace.kernel is not None:
+            raise TraceError("declare a TMA descriptor in the host function, not inside a kernel",
+                             code="bad-tma", hint="create it next to the gpu_launch and use it in the kernel",
+                             loc=user_location())
+        if not (isinstance(array, Array) and array.space == GLOBAL):
+            raise TraceError(f"nvdsl.TMA needs an array argument of the host function, got {array!r}",
+                             code="bad-tma", loc=user_location())
+        if oob not in ("zero", "nan"):
+            raise TraceError(f"oob={oob!r} must be 'zero' or 'nan'", code="bad-tma", loc=user_location())
+        box = tuple(box)
+        self.array = array
+        self.spec = TensorMapSpec(arg=-1, box=box, swizzle=swizzle, l2_promotion=l2_promotion,
+                                  oob_nan=oob == "nan", interleave=interleave)
+        problems = rule_violations(self.spec, array.dtype, array.shape)
+        if problems:
+            raise TraceError(f"TMA over '{array.name}' ({array.dtype.name}{list(array.shape)}) with box {box} "
+                             "breaks TMA's rules: " + "; ".join(problems), code="bad-tma", loc=user_location())
+        self.box = box
+        self.box_bytes = array.dtype.itemsize
+        for extent in box:
+            self.box_bytes *= extent
+        self.type = ir.Type.parse(
+            f"!nvgpu.tensormap.descriptor<tensor = memref<{'x'.join(map(str, box))}x{array.dtype.mlir_type()}, "
+            f"#gpu.address_space<workgroup>>, swizzle = {_SWIZZLE_NAMES[swizzle]}, "
+            f"l2promo = {_L2_NAMES[l2_promotion]}, oob = {oob}, interleave = {_INTERLEAVE_NAMES[interleave]}>")
+        settings = ir.DictAttr.get({
+            "box": ir.DenseI64ArrayAttr.get(list(box)),
+            "swizzle": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), swizzle),
+            "l2_promotion": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), l2_promotion),
+            "oob_nan": ir.BoolAttr.get(oob == "nan"),
+            "interleave": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), interleave),
+        })
+        with at_user_line():
+            # The host side's marker, read by the compiler into the launch plan (see TENSORMAP_ATTR).
+            self._host = ir.Operation.create("builtin.unrealized_conversion_cast",
+                                             results=[ir.Type.parse("!llvm.ptr")], operands=[array.ir],
+                                             attributes={TENSORMAP_ATTR: settings}).result
+        self._in_kernel = {}
+
+    def _descriptor(self) -> ir.Value:
+        """This descriptor inside the kernel being traced (made once per kernel, at its entry)."""
+        ctx = current_kernel("a TMA descriptor")
+        found = self._in_kernel.get(id(ctx))
+        if found is None or found[0] is not ctx:
+            with at_user_line(), ir.InsertionPoint.at_block_begin(ctx.entry_block):
+                value = ir.Operation.create("builtin.unrealized_conversion_cast", results=[self.type],
+                                            operands=[self._host]).result
+            found = self._in_kernel[id(ctx)] = (ctx, value)
+        return found[1]
+
+    def _check_tile(self, tile: Array, what: str) -> None:
+        if not (isinstance(tile, Array) and tile.space == SHARED):
+            raise TraceError(f"TMA {what} needs a shared-memory array, got {tile!r}", code="bad-tma",
+                             loc=user_location())
+        if tile.shape != self.box or tile.dtype != self.array.dtype:
+            raise TraceError(f"TMA {what}: the shared tile is {tile.dtype.name}{list(tile.shape)} but the "
+                             f"descriptor's box is {self.array.dtype.name}{list(self.box)}", code="bad-tma",
+                             loc=user_location())
+
+    def _coordinates(self, coords) -> list[ir.Value]:
+        coords = tuple(coords)
+        if len(coords) != len(self.box):
+            raise TraceError(f"TMA coordinates {coords!r} need {len(self.box)} values", code="bad-tma",
+                             loc=user_location())
+        # nvgpu takes coordinates innermost first, in elements.
+        return [_index(c, "a TMA coordinate") for c in reversed(coords)]
+
+    def prefetch(self, *, predicate=None) -> None:
+        """Bring the descriptor into the cache (``prefetch.tensormap``)."""
+        with at_user_line():
+            nvgpu.tma_prefetch_descriptor(self._descriptor(), predicate=_predicate(predicate))
+
+    def load(self, tile: Array, barrier: Mbarrier, coords, *, predicate=None) -> None:
+        """Copy the box at element ``coords`` (outermost first) into the shared ``tile``; completion
+        counts ``box_bytes`` on ``barrier`` (``cp.async.bulk.tensor...mbarrier::complete_tx::bytes``)."""
+        self._check_tile(tile, "load")
+        with at_user_line():
+            nvgpu.tma_async_load(tile.ir, barrier.group.ir, self._descriptor(), self._coordinates(coords),
+                                 barrier.index, predicate=_predicate(predicate))
+
+    def store(self, tile: Array, coords, *, predicate=None) -> None:
+        """Copy the shared ``tile`` to the box at ``coords`` and wait until the copy has read shared
+        memory (``cp.async.bulk.tensor`` global<-shared, ``commit_group``, ``wait_group.read 0``).
+
+        Writes to ``tile`` by ordinary stores must be made visible to the copy engine first: every
+        writing thread calls :func:`fence_shared_to_async` and then the block synchronises.
+        """
+        self._check_tile(tile, "store")
+        current("TMA store").written_args.add(self.array_index)
+        with at_user_line():
+            nvgpu.tma_async_store(tile.ir, self._descriptor(), self._coordinates(coords),
+                                  predicate=_predicate(predicate))
+            nvvm.cp_async_bulk_commit_group()
+            nvvm.cp_async_bulk_wait_group(0, read=True)
+
+    @property
+    def array_index(self) -> int:
+        return ir.BlockArgument(self.array.ir).arg_number
+
+
+def fence_shared_to_async() -> None:
+    """Order this thread's ordinary shared-memory writes before later TMA/wgmma reads
+    (``fence.proxy.async.shared::cta``)."""
+    current_kernel("nvdsl.fence_shared_to_async")
+    with at_user_line():
+        nvvm.fence_proxy(ir.Attribute.parse("#nvvm.proxy_kind<async.shared>"),
+                         space=ir.Attribute.parse("#nvvm.shared_space<cta>"))
