@@ -176,3 +176,10 @@ def test_static_shared_arrays_do_not_overlap_the_dynamic_buffer():
                                  nvdsl.Options(assemble_cubin=False))
     assert ".extern .shared .align 1024 .b8 __dynamic_shmem__0[];" in compiled.ptx
 
+
+
+def test_cache_key_covers_the_compilers_own_code(monkeypatch):
+    options = nvdsl.Options()
+    before = cache_module.cache_key("module", options)
+    monkeypatch.setattr(cache_module, "_compiler_source_hash", lambda: "a-changed-pipeline")
+    assert cache_module.cache_key("module", options) != before

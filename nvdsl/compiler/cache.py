@@ -8,6 +8,7 @@ collision is detected and recompiled rather than trusted.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -29,10 +30,22 @@ def _package_version(name: str) -> str:
         return "unknown"
 
 
+@functools.lru_cache(maxsize=None)
+def _compiler_source_hash() -> str:
+    """A hash of the compiler's own code: a changed pass pipeline must not hit old entries."""
+    h = hashlib.sha256()
+    directory = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(directory)):
+        if name.endswith(".py"):
+            with open(os.path.join(directory, name), "rb") as f:
+                h.update(name.encode() + b"\0" + f.read())
+    return h.hexdigest()[:16]
+
+
 def toolchain_fingerprint(options: Options) -> str:
     from .. import __version__
     ptxas = find_tool("ptxas", options.ptxas) if options.assemble_cubin else None
-    return ";".join([f"nvdsl={__version__}", f"format={_FORMAT}",
+    return ";".join([f"nvdsl={__version__}", f"compiler={_compiler_source_hash()}", f"format={_FORMAT}",
                      f"mlir={_package_version('xtc-mlir-python-bindings')}",
                      f"ptxas={tool_version(ptxas)}"])
 
