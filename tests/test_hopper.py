@@ -163,3 +163,151 @@ def test_tma_on_device_arrays_and_a_misaligned_one():
     with pytest.raises(nvdsl.ArgumentError) as info:
         copy(a, misaligned)
     assert info.value.code == "misaligned" and "TMA" in str(info.value)
+
+
+import ch3_gemm_single_tile  # noqa: E402
+
+
+def k_loop_gemm(k_total, dtype=nvdsl.float16, b_k_major=False):
+    """One CTA, C (128x128) = A (128xK) @ B, K in 64-wide steps: load, wait, multiply (no pipelining).
+
+    B is (K, 128) N-major, or with ``b_k_major`` stored transposed as (128, K).
+    """
+    m, n, kt = 128, 128, 64
+
+    @nvdsl.mlir_func
+    def gemm(a, b, c):
+        a_tma = nvdsl.TMA(a, box=(m, kt), swizzle=128)
+        b_tma = nvdsl.TMA(b, box=(n, kt) if b_k_major else (kt, 64), swizzle=128)
+        a_bytes, b_bytes = m * kt * 2, kt * n * 2
+
+        @nvdsl.gpu_launch(grid=1, block=128, smem=a_bytes + b_bytes)
+        def kernel(ctx):
+            a_tile = ctx.dynamic_shared((m, kt), dtype, align=1024)
+            b_tile = ctx.dynamic_shared((n, kt) if b_k_major else (kt, n), dtype, align=1024)
+            halves = [ctx.dynamic_shared((kt, 64), dtype, offset=a_bytes + h * kt * 64 * 2) for h in (0, 1)]
+            bar = nvdsl.Mbarriers(1)[0]
+            leader = ctx.thread_id.x.eq(0)
+            bar.init(1, predicate=leader)
+            ctx.sync_threads()
+
+            @nvdsl.fori(0, k_total // kt, carry=nvdsl.WGMMAAccumulator(m, n))
+            def acc(step, acc):
+                k0 = step * kt
+                bar.arrive(a_bytes + b_bytes, predicate=leader)
+                a_tma.load(a_tile, bar, (0, k0), predicate=leader)
+                if b_k_major:
+                    b_tma.load(b_tile, bar, (0, k0), predicate=leader)
+                else:
+                    for h in (0, 1):
+                        b_tma.load(halves[h], bar, (k0, h * 64), predicate=leader)
+                bar.try_wait(step)                    # the phase flips every step
+                acc += nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma, transposed=b_k_major)
+                ctx.sync_threads()                    # everyone is done with the tiles before the next load
+                return acc
+            acc.store(c)
+        kernel()
+    return gemm
+
+
+def test_ch3_lowers_to_wgmma_and_hgmma_without_spills():
+    a, b = np.zeros((128, 64), np.float16), np.zeros((64, 128), np.float16)
+    compiled = ch3_gemm_single_tile.gemm_tile.compile(a, b, np.zeros((128, 128), np.float32))
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in compiled.ptx
+    assert "wgmma.fence.sync.aligned" in compiled.ptx and "wgmma.wait_group.sync.aligned" in compiled.ptx
+    if compiled.cubin is not None:
+        assert compiled.resources["gemm_tile_kernel"].spill_stores == 0
+        if find_tool("nvdisasm"):
+            assert {"HGMMA", "UTMALDG", "SYNCS"} <= sass_opcodes(compiled.sass())
+
+
+def test_k_major_b_is_refused_for_now():
+    with pytest.raises(nvdsl.TraceError, match="K-major B"):
+        k_loop_gemm(128, b_k_major=True).trace(np.zeros((128, 128), np.float16), np.zeros((128, 128), np.float16),
+                                               np.zeros((128, 128), np.float32))
+
+
+def test_accumulator_carried_through_a_k_loop_compiles():
+    ptx = k_loop_gemm(256).compile(np.zeros((128, 256), np.float16), np.zeros((256, 128), np.float16),
+                                   np.zeros((128, 128), np.float32)).ptx
+    # one 64-wide K step is 2 (M) x 4 (K) instructions; LLVM may unroll the 4-step loop
+    assert ptx.count("wgmma.mma_async") % 8 == 0 and ptx.count("wgmma.mma_async") > 0
+
+
+@pytest.mark.parametrize("m, n, words", [(96, 128, "multiple of 64"), (128, 264, "between 8 and 256"),
+                                         (128, 12, "multiple of 8")])
+def test_wgmma_shapes_are_checked(m, n, words):
+    @nvdsl.mlir_func
+    def host(a):
+        @nvdsl.gpu_launch(grid=1, block=128)
+        def kernel(ctx):
+            nvdsl.WGMMAAccumulator(m, n)
+        kernel()
+    with pytest.raises(nvdsl.TraceError) as info:
+        host.trace(np.zeros(4, np.float32))
+    assert info.value.code == "bad-wgmma-shape" and words in str(info.value)
+
+
+def test_warpgroup_checks_and_register_reallocation():
+    @nvdsl.mlir_func
+    def host(a):
+        @nvdsl.gpu_launch(grid=1, block=384)
+        def kernel(ctx):
+            with nvdsl.Warpgroup(ctx, 0, register_size=40):
+                a[0] = 1.0
+            with nvdsl.Warpgroup(ctx, 128, register_size=232):
+                a[1] = 2.0
+        kernel()
+    ptx = host.compile(np.zeros(4, np.float32)).ptx
+    assert re.search(r"setmaxnreg.dec.sync.aligned.u32\s+40;", ptx)
+    assert re.search(r"setmaxnreg.inc.sync.aligned.u32\s+232;", ptx)
+
+    for block, primary, words in [(96, 0, "multiple of 128"), (256, 64, "primary_thread=64"),
+                                  (256, 256, "primary_thread=256")]:
+        @nvdsl.mlir_func
+        def bad(a):
+            @nvdsl.gpu_launch(grid=1, block=block)
+            def kernel(ctx):
+                with nvdsl.Warpgroup(ctx, primary):
+                    pass
+            kernel()
+        with pytest.raises(nvdsl.TraceError, match=words):
+            bad.trace(np.zeros(4, np.float32))
+
+
+def test_exceptions_inside_a_warpgroup_propagate():
+    @nvdsl.mlir_func
+    def host(a):
+        @nvdsl.gpu_launch(grid=1, block=128)
+        def kernel(ctx):
+            with nvdsl.Warpgroup(ctx, 0):
+                raise KeyError("from the body")
+        kernel()
+    with pytest.raises(KeyError, match="from the body"):
+        host.trace(np.zeros(4, np.float32))
+
+
+@requires_gpu
+def test_ch3_passes():
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "tutorials", "ch3_gemm_single_tile.py")],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("PASS")
+
+
+@requires_gpu
+@pytest.mark.parametrize("k_total, dtype, b_k_major", [
+    (64, "float16", False), (512, "float16", False), (512, "bfloat16", False), (4096, "float16", False)])
+def test_k_loop_gemm_matches_a_float32_reference(k_total, dtype, b_k_major):
+    torch = pytest.importorskip("torch")
+    t = getattr(torch, dtype)
+    a = torch.randn(128, k_total, device="cuda").to(t)
+    b = torch.randn(k_total, 128, device="cuda").to(t)
+    c = torch.full((128, 128), float("nan"), device="cuda")
+    gemm = k_loop_gemm(k_total, getattr(nvdsl, dtype), b_k_major)
+    gemm(a, b.t().contiguous() if b_k_major else b, c)
+    torch.cuda.synchronize()
+    reference = a.double() @ b.double()
+    assert not torch.isnan(c).any()
+    assert (torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference)).item() < 1e-3

@@ -100,12 +100,12 @@ def fori(start, stop, step=1, *, carry):
             if not dtype.is_signed:
                 op.attributes["unsignedCmp"] = ir.UnitAttr.get()
         with ir.InsertionPoint(op.body):
-            inner = _unflatten(tree, [Value(a, v.dtype) for a, v in zip(op.inner_iter_args, leaves)])
+            inner = _unflatten(tree, [v._rebuild(a) for a, v in zip(op.inner_iter_args, leaves)])
             result = body(Value(op.induction_variable, dtype), inner)
             with at_user_line():
                 new_leaves = _match(result, tree, leaves, f"the body of fori '{body.__name__}'")
                 scf.yield_([v.ir for v in new_leaves])
-        return _unflatten(tree, [Value(r, v.dtype) for r, v in zip(op.results, leaves)])
+        return _unflatten(tree, [v._rebuild(r) for r, v in zip(op.results, leaves)])
     return decorate
 
 
@@ -262,7 +262,7 @@ def _flatten(tree, what: str, allow_numbers: bool = False):
 
     def walk(node):
         node = _python_number(node)
-        if isinstance(node, Value):
+        if isinstance(node, Value) or hasattr(node, "_rebuild"):  # Values, WGMMA accumulators
             leaves.append(node)
             return "*"
         if allow_numbers and isinstance(node, (bool, int, float)):
@@ -302,4 +302,13 @@ def _match(result, tree, leaves, what: str):
     if new_tree != tree:
         raise TraceError(f"{what} returned a different structure than the carry it was given",
                          code="bad-carry", loc=user_location())
-    return [as_value(n, old.dtype, what) for n, old in zip(new_leaves, leaves)]
+    matched = []
+    for new, old in zip(new_leaves, leaves):
+        if isinstance(old, Value):
+            matched.append(as_value(new, old.dtype, what))
+        elif type(new) is type(old) and new.ir.type == old.ir.type:
+            matched.append(new)
+        else:
+            raise TraceError(f"{what} returned {new!r} where the carry holds {old!r}", code="bad-carry",
+                             loc=user_location())
+    return matched

@@ -282,6 +282,10 @@ class Value:
 
     __int__ = __float__ = __index__
 
+    def _rebuild(self, ir_value: ir.Value) -> "Value":
+        """The same kind of value over another MLIR value (loop carries, branch results)."""
+        return Value(ir_value, self.dtype)
+
     def to(self, dtype: dt.DType) -> "Value":
         """Convert to ``dtype``: int widening by the source's signedness, float<->int rounding toward zero."""
         current_kernel("Value.to")

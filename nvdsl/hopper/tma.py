@@ -10,7 +10,6 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import nvgpu, nvvm
 
-from .. import dtypes as dt
 from ..compiler.driver import TENSORMAP_ATTR
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current, current_kernel
