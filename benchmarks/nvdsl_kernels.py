@@ -1,10 +1,17 @@
-"""The nvdsl kernels of the launch, saxpy and compile suites (importing this module imports nvdsl).
+"""The nvdsl kernels the suites measure (importing this module imports nvdsl).
 
-Both compute ``y = alpha * x + y`` in place on 1-D float32 arrays; ``n`` must be
-a multiple of the elements one block handles.
+``axpy`` and ``axpy_multi`` compute ``y = alpha * x + y`` in place on 1-D float32
+arrays (launch, saxpy and compile suites); ``n`` must be a multiple of the
+elements one block handles. :func:`register_gemms` adds the tutorial GEMMs to
+the gemm suite.
 """
 
+import os
+import sys
+
 import nvdsl
+
+_TUTORIALS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tutorials")
 
 BLOCK = 256       # threads per block
 PER_THREAD = 4    # elements per thread in axpy_multi
@@ -37,3 +44,19 @@ def axpy_multi(x, y, alpha):
             y[i] = alpha * x[i] + y[i]
 
     kernel()
+
+
+def register_gemms(registry: dict) -> None:
+    """Add nvdsl's GEMM kernels to the gemm suite's registry (name -> fn(a, b, c))."""
+    if _TUTORIALS not in sys.path:
+        sys.path.insert(0, _TUTORIALS)
+    import ch4_gemm_multistage
+
+    kernels = {}
+    for dtype_name in ("float16", "bfloat16"):
+        kernels[dtype_name] = ch4_gemm_multistage.make_gemm(num_stages=4, dtype=getattr(nvdsl, dtype_name))
+
+    def ch4(a, b, c):
+        kernels[str(a.dtype).removeprefix("torch.")](a, b, c)
+    ch4.c_dtype = "fp32"
+    registry.setdefault("nvdsl-ch4", ch4)

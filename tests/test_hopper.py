@@ -311,3 +311,50 @@ def test_k_loop_gemm_matches_a_float32_reference(k_total, dtype, b_k_major):
     reference = a.double() @ b.double()
     assert not torch.isnan(c).any()
     assert (torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference)).item() < 1e-3
+
+
+import ch4_gemm_multistage  # noqa: E402
+
+
+def test_ch4_pipelines_loads_ahead_of_the_tensor_cores_without_spills():
+    gemm = ch4_gemm_multistage.make_gemm(num_stages=4)
+    compiled = gemm.compile(np.zeros((256, 1024), np.float16), np.zeros((1024, 256), np.float16),
+                            np.zeros((256, 256), np.float32))
+    launch, = compiled.module.plan.launches
+    assert launch.grid == (2, 2, 1) and launch.smem == 4 * (128 * 64 + 64 * 128) * 2
+    assert compiled.ptx.count("mbarrier.init.shared.b64") == 4
+    if compiled.cubin is not None:
+        assert compiled.resources["gemm_kernel"].spill_stores == 0
+        if find_tool("nvdisasm"):
+            assert {"HGMMA", "UTMALDG", "SYNCS"} <= sass_opcodes(compiled.sass())
+
+
+def test_ch4_refuses_shapes_it_cannot_tile():
+    with pytest.raises(ValueError, match="multiple of 256"):
+        ch4_gemm_multistage.make_gemm(num_stages=4).trace(np.zeros((128, 320), np.float16),
+                                                         np.zeros((320, 128), np.float16),
+                                                         np.zeros((128, 128), np.float32))
+
+
+@requires_gpu
+def test_ch4_passes():
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "tutorials", "ch4_gemm_multistage.py")],
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith("PASS")
+
+
+@requires_gpu
+@pytest.mark.parametrize("m, n, k, stages, dtype", [(256, 512, 512, 2, "float16"), (1024, 256, 2048, 4, "bfloat16"),
+                                                    (2048, 2048, 4096, 4, "float16")])
+def test_ch4_matches_a_float32_reference(m, n, k, stages, dtype):
+    torch = pytest.importorskip("torch")
+    t = getattr(torch, dtype)
+    a, b = torch.randn(m, k, device="cuda").to(t), torch.randn(k, n, device="cuda").to(t)
+    c = torch.full((m, n), float("nan"), device="cuda")
+    ch4_gemm_multistage.make_gemm(stages, getattr(nvdsl, dtype))(a, b, c)
+    torch.cuda.synchronize()
+    reference = a.double() @ b.double()
+    assert not torch.isnan(c).any()
+    assert (torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference)).item() < 1e-3

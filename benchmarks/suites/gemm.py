@@ -30,8 +30,9 @@ RTOL = 1e-2
 TABLE_METRIC = "tflops"
 PLOT = {"x": "K", "xlabel": f"K (M = N = {MN}; square: M = N = K)", "group": ("dtype", "sweep"), "peak": True}
 
-# nvdsl's GEMM kernels register here: name -> fn(a, b, c) -> None on torch CUDA tensors, writing
-# c = a @ b on the current stream. b is (K, N) row-major, or (N, K) if fn.b_layout == "NK".
+# nvdsl's GEMM kernels register here (benchmarks.nvdsl_kernels.register_gemms): name -> fn(a, b, c)
+# -> None on torch CUDA tensors, writing c = a @ b on the current stream. b is (K, N) row-major,
+# or (N, K) if fn.b_layout == "NK"; c has a's dtype, or float32 if fn.c_dtype == "fp32".
 # Names are shown as "nvdsl-<name>" unless they already start with "nvdsl".
 NVDSL_GEMMS: dict[str, Callable] = {}
 
@@ -86,14 +87,22 @@ def _pallas(ops, args) -> harness.Prepared:
 
 def _nvdsl(fn: Callable) -> Callable:
     def prepare(ops, args) -> harness.Prepared:
+        import torch
+
         layout = getattr(fn, "b_layout", "KN")
         b = ops.b_nk if layout == "NK" else ops.b_kn
-        call = lambda: fn(ops.a, b, ops.c)
-        return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL), {"b_layout": layout})
+        # A kernel with c_dtype = "fp32" writes an f32 C (its accumulator), as the reference is.
+        c = torch.empty_like(ops.c, dtype=torch.float32) if getattr(fn, "c_dtype", None) == "fp32" else ops.c
+        call = lambda: fn(ops.a, b, c)
+        return harness.Prepared(call, harness.checked_call(call, c, ops.ref, RTOL),
+                                {"b_layout": layout, "c_dtype": str(c.dtype)})
     return prepare
 
 
 def systems() -> dict[str, Callable]:
+    from ..nvdsl_kernels import register_gemms
+
+    register_gemms(NVDSL_GEMMS)
     found = {"cublas": _cublas, "triton": _triton, "pallas": _pallas}
     for name, fn in NVDSL_GEMMS.items():
         found[name if name.startswith("nvdsl") else f"nvdsl-{name}"] = _nvdsl(fn)

@@ -407,3 +407,13 @@ def as_value(x, dtype: dt.DType, what: str) -> Value:
     if not isinstance(x, (bool, int, float)):
         raise _error(f"{what} expects a traced value or a Python number, got {type(x).__name__}")
     return _constant(x, dtype)
+
+
+def _index_value(x, what: str) -> ir.Value:
+    """``x`` (a Python int or a traced integer of any width) as an ``index`` MLIR value."""
+    x = _python_number(x)
+    if isinstance(x, Value):
+        if not x.dtype.is_int:
+            raise _error(f"{what} must be an integer, got {x.dtype.name}")
+        return _convert(x, dt.index).ir
+    return as_value(x, dt.index, what).ir

@@ -8,7 +8,7 @@ result in the registers of the warpgroup (128 threads) that issues the product.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import nvgpu
+from mlir.dialects import memref, nvgpu
 
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
@@ -118,13 +118,25 @@ class WGMMAAccumulator:
                                         transpose_b=ir.UnitAttr.get() if product.transpose_b else None)
         return self._rebuild(value)
 
-    def store(self, destination: Array) -> None:
-        """Write the accumulator into a float32 array of its shape (``nvgpu.warpgroup.mma.store``)."""
-        if not isinstance(destination, Array) or destination.dtype != dt.float32 or \
-                destination.shape != self.shape:
-            raise TraceError(f"store_accumulator needs a float32{list(self.shape)} array, got {destination!r}",
+    def store(self, destination: Array, at=None) -> None:
+        """Write the accumulator into a float32 array (``nvgpu.warpgroup.mma.store``): the whole array,
+        which must have its shape, or with ``at=(row, col)`` the block of its shape starting there."""
+        if not isinstance(destination, Array) or destination.dtype != dt.float32 or destination.ndim != 2:
+            raise TraceError(f"WGMMAAccumulator.store needs a 2-D float32 array, got {destination!r}",
                              code="bad-wgmma", loc=user_location())
+        if at is None and destination.shape != self.shape:
+            raise TraceError(f"the accumulator is {list(self.shape)} but '{destination.name}' is "
+                             f"{list(destination.shape)}", code="bad-wgmma",
+                             hint="pass at=(row, col) to store into a block of a larger array", loc=user_location())
         if destination.space == GLOBAL:
             current("WGMMAAccumulator.store").written_args.add(ir.BlockArgument(destination.ir).arg_number)
         with at_user_line():
-            nvgpu.warpgroup_mma_store(self.ir, destination.ir)
+            target = destination.ir if at is None else _block(destination, at, self.shape)
+            nvgpu.warpgroup_mma_store(self.ir, target)
+
+
+def _block(array: Array, at, shape) -> ir.Value:
+    """The ``shape`` block of ``array`` starting at ``at`` (a ``memref.subview`` with dynamic offsets)."""
+    from ..frontend.values import _index_value
+    offsets = [_index_value(x, "a block offset") for x in at]
+    return memref.subview(array.ir, offsets, list(shape), [1, 1])
