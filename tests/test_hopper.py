@@ -2,7 +2,6 @@
 
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -16,6 +15,17 @@ from nvdsl.testing import requires_gpu, sass_opcodes
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tutorials"))
 import ch2_tma  # noqa: E402
+
+
+def assert_gemm_matches(run, a, b, c):
+    """Run ``run(a, b, c)`` on NaN-filled ``c`` and compare with a float64 product (relative error < 1e-3)."""
+    import torch
+    c.fill_(float("nan"))
+    run(a, b, c)
+    torch.cuda.synchronize()
+    reference = a.double() @ b.double()
+    assert not torch.isnan(c).any(), "some outputs were never written"
+    assert (torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference)).item() < 1e-3
 
 
 def round_trip(box, swizzle):
@@ -125,15 +135,6 @@ def test_mbarrier_misuse_is_reported():
         trace(lambda ctx: nvdsl.Mbarriers(2)[2])
     with pytest.raises(nvdsl.TraceError, match="predicate"):
         trace(lambda ctx: nvdsl.Mbarriers(1)[0].init(1, predicate=True))
-
-
-@requires_gpu
-def test_ch2_passes():
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "tutorials", "ch2_tma.py")], env=env,
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().endswith("PASS")
 
 
 @requires_gpu
@@ -288,29 +289,13 @@ def test_exceptions_inside_a_warpgroup_propagate():
 
 
 @requires_gpu
-def test_ch3_passes():
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "tutorials", "ch3_gemm_single_tile.py")],
-                            env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().endswith("PASS")
-
-
-@requires_gpu
-@pytest.mark.parametrize("k_total, dtype, b_k_major", [
-    (64, "float16", False), (512, "float16", False), (512, "bfloat16", False), (4096, "float16", False)])
-def test_k_loop_gemm_matches_a_float32_reference(k_total, dtype, b_k_major):
+@pytest.mark.parametrize("k_total, dtype", [(64, "float16"), (512, "float16"), (512, "bfloat16"), (4096, "float16")])
+def test_k_loop_gemm_matches_a_float32_reference(k_total, dtype):
     torch = pytest.importorskip("torch")
     t = getattr(torch, dtype)
     a = torch.randn(128, k_total, device="cuda").to(t)
     b = torch.randn(k_total, 128, device="cuda").to(t)
-    c = torch.full((128, 128), float("nan"), device="cuda")
-    gemm = k_loop_gemm(k_total, getattr(nvdsl, dtype), b_k_major)
-    gemm(a, b.t().contiguous() if b_k_major else b, c)
-    torch.cuda.synchronize()
-    reference = a.double() @ b.double()
-    assert not torch.isnan(c).any()
-    assert (torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference)).item() < 1e-3
+    assert_gemm_matches(k_loop_gemm(k_total, getattr(nvdsl, dtype)), a, b, torch.empty(128, 128, device="cuda"))
 
 
 import ch4_gemm_multistage  # noqa: E402
@@ -337,24 +322,11 @@ def test_ch4_refuses_shapes_it_cannot_tile():
 
 
 @requires_gpu
-def test_ch4_passes():
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "tutorials", "ch4_gemm_multistage.py")],
-                            env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().endswith("PASS")
-
-
-@requires_gpu
 @pytest.mark.parametrize("m, n, k, stages, dtype", [(256, 512, 512, 2, "float16"), (1024, 256, 2048, 4, "bfloat16"),
                                                     (2048, 2048, 4096, 4, "float16")])
 def test_ch4_matches_a_float32_reference(m, n, k, stages, dtype):
     torch = pytest.importorskip("torch")
     t = getattr(torch, dtype)
     a, b = torch.randn(m, k, device="cuda").to(t), torch.randn(k, n, device="cuda").to(t)
-    c = torch.full((m, n), float("nan"), device="cuda")
-    ch4_gemm_multistage.make_gemm(stages, getattr(nvdsl, dtype))(a, b, c)
-    torch.cuda.synchronize()
-    reference = a.double() @ b.double()
-    assert not torch.isnan(c).any()
-    assert (torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference)).item() < 1e-3
+    assert_gemm_matches(ch4_gemm_multistage.make_gemm(stages, getattr(nvdsl, dtype)), a, b,
+                        torch.empty(m, n, device="cuda"))

@@ -8,7 +8,7 @@ from mlir.dialects import nvgpu
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current_kernel
-from ..frontend.values import Value, _convert, as_value
+from ..frontend.values import Value, _index_value, as_value
 
 
 def _predicate(predicate):
@@ -18,15 +18,6 @@ def _predicate(predicate):
         raise TraceError(f"predicate must be a traced bool, got {predicate!r}", code="bad-predicate",
                          loc=user_location())
     return predicate.ir
-
-
-def _index(value, what: str) -> ir.Value:
-    if isinstance(value, Value):
-        if not value.dtype.is_int:
-            raise TraceError(f"{what} must be an integer, got {value.dtype.name}", code="type-mismatch",
-                             loc=user_location())
-        return _convert(value, dt.index).ir
-    return as_value(value, dt.index, what).ir
 
 
 class Mbarriers:
@@ -53,7 +44,7 @@ class Mbarriers:
                              loc=user_location())
         current_kernel("indexing Mbarriers")
         with at_user_line():
-            return Mbarrier(self, _index(index, "an mbarrier index"))
+            return Mbarrier(self, _index_value(index, "an mbarrier index"))
 
     def __len__(self) -> int:
         return self.count
@@ -70,7 +61,7 @@ class Mbarrier:
         """Expect ``arrivals`` arrivals per phase (``mbarrier.init.shared.b64``); usually one thread does this."""
         current_kernel("Mbarrier.init")
         with at_user_line():
-            nvgpu.mbarrier_init(self.group.ir, _index(arrivals, "the arrival count"), self.index,
+            nvgpu.mbarrier_init(self.group.ir, _index_value(arrivals, "the arrival count"), self.index,
                                 predicate=_predicate(predicate))
 
     def arrive(self, tx_bytes=None, *, predicate=None) -> None:
@@ -84,7 +75,7 @@ class Mbarrier:
                                      hint="wrap the arrive in nvdsl.when(...)", loc=user_location())
                 nvgpu.mbarrier_arrive(ir.Type.parse("!nvgpu.mbarrier.token"), self.group.ir, self.index)
             else:
-                nvgpu.mbarrier_arrive_expect_tx(self.group.ir, _index(tx_bytes, "tx_bytes"), self.index,
+                nvgpu.mbarrier_arrive_expect_tx(self.group.ir, _index_value(tx_bytes, "tx_bytes"), self.index,
                                                 predicate=_predicate(predicate))
 
     def try_wait(self, phase, *, ticks: int = 10_000_000) -> None:
@@ -97,4 +88,4 @@ class Mbarrier:
             elif isinstance(phase, int):
                 phase = bool(phase & 1)
             phase = as_value(phase, dt.bool_, "the phase parity")
-            nvgpu.mbarrier_try_wait_parity(self.group.ir, phase.ir, _index(ticks, "ticks"), self.index)
+            nvgpu.mbarrier_try_wait_parity(self.group.ir, phase.ir, _index_value(ticks, "ticks"), self.index)

@@ -16,7 +16,8 @@ from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.memory import GLOBAL, SHARED, Array
 from ..runtime.tensormap import rule_violations
 from ..signature import TensorMapSpec
-from .mbarrier import Mbarrier, _index, _predicate
+from ..frontend.values import _index_value
+from .mbarrier import Mbarrier, _predicate
 
 _SWIZZLE_NAMES = {0: "none", 32: "swizzle_32b", 64: "swizzle_64b", 128: "swizzle_128b"}
 _L2_NAMES = {0: "none", 64: "l2promo_64b", 128: "l2promo_128b", 256: "l2promo_256b"}
@@ -106,7 +107,7 @@ class TMA:
             raise TraceError(f"TMA coordinates {coords!r} need {len(self.box)} values", code="bad-tma",
                              loc=user_location())
         # nvgpu takes coordinates innermost first, in elements.
-        return [_index(c, "a TMA coordinate") for c in reversed(coords)]
+        return [_index_value(c, "a TMA coordinate") for c in reversed(coords)]
 
     def prefetch(self, *, predicate=None) -> None:
         """Bring the descriptor into the cache (``prefetch.tensormap``)."""
