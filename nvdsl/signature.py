@@ -8,6 +8,7 @@ runtime executes the plan. None of them holds MLIR objects.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Union
 
 from . import dtypes as dt
 
@@ -23,11 +24,6 @@ class ArgSpec:
     kind: str                 # ARRAY or SCALAR
     dtype: dt.DType
     shape: tuple[int, ...] = ()
-
-    def describe(self) -> str:
-        if self.kind == ARRAY:
-            return f"{self.dtype.name} array of shape {self.shape}"
-        return f"{self.dtype.name} scalar"
 
 
 @dataclass(frozen=True)
@@ -59,7 +55,7 @@ class TensorMapSpec:
 
 
 # A kernel parameter comes from a host argument (its index) or is a TMA descriptor of one.
-ParamSource = "int | TensorMapSpec"
+ParamSource = Union[int, TensorMapSpec]
 
 
 def _param_to_json(p):
@@ -78,7 +74,7 @@ class LaunchSpec:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     smem: int
-    params: tuple  # of ParamSource: for each kernel parameter, its host argument or TMA descriptor
+    params: tuple[ParamSource, ...]  # for each kernel parameter, its host argument or TMA descriptor
 
     def to_json(self) -> dict:
         return {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block),

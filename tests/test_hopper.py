@@ -330,3 +330,14 @@ def test_ch4_matches_a_float32_reference(m, n, k, stages, dtype):
     a, b = torch.randn(m, k, device="cuda").to(t), torch.randn(k, n, device="cuda").to(t)
     assert_gemm_matches(ch4_gemm_multistage.make_gemm(stages, getattr(nvdsl, dtype)), a, b,
                         torch.empty(m, n, device="cuda"))
+
+
+def test_tma_plan_entries_survive_the_disk_cache(tmp_path):
+    """A second process reads the plan from disk: its TMA descriptors must come back intact."""
+    from nvdsl.compiler.cache import CompileCache
+    options = nvdsl.Options(cache_dir=str(tmp_path))
+    a = np.zeros((256, 192), np.float16)
+    compiled = ch2_tma.double_by_tiles.with_options(**vars(options)).compile(a, a.copy())
+    from_disk = CompileCache(str(tmp_path)).get(compiled.module.key, compiled.trace.mlir)
+    assert from_disk is not None and from_disk.plan == compiled.module.plan
+    assert isinstance(from_disk.plan.launches[0].params[0], TensorMapSpec)

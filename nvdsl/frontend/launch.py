@@ -15,7 +15,7 @@ from mlir.dialects import arith, gpu
 
 from .. import dtypes as dt
 from ..errors import LaunchConfigError, TraceError, user_location
-from .context import current, mlir_location
+from .context import at_user_line, current, mlir_location
 from .memory import Array, SharedMemoryPlan
 from .values import Value
 
@@ -61,7 +61,7 @@ class LaunchContext:
 
     def sync_threads(self) -> None:
         """Barrier for all threads of the block (``gpu.barrier``, PTX ``bar.sync 0``)."""
-        with mlir_location(user_location()):
+        with at_user_line():
             gpu.barrier()
 
     def shared_array(self, shape, dtype: dt.DType, *, align: int = 16) -> Array:
@@ -69,7 +69,7 @@ class LaunchContext:
 
         The launch's shared memory grows by its size; the total is checked against the device's limit.
         """
-        with mlir_location(user_location()):
+        with at_user_line():
             return self._shared.static_array(shape, dtype, align)
 
     def dynamic_shared(self, shape, dtype: dt.DType, *, offset: int | None = None,
@@ -78,7 +78,7 @@ class LaunchContext:
 
         Views without ``offset`` are placed one after the other, each aligned to ``align`` bytes.
         """
-        with mlir_location(user_location()):
+        with at_user_line():
             return self._shared.dynamic_view(shape, dtype, offset, align)
 
 
