@@ -23,6 +23,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a small subset (gemm: fp16, K in {1024, 4096}; attention: L=4096; compile: 1 repeat)")
     parser.add_argument("--square", action="store_true",
                         help="gemm: also M=N=K in {1024, 2048, 4096, 8192, 16384}")
+    parser.add_argument("--k", default="",
+                        help="gemm: comma-separated K values to sweep instead of the default (M = N = 8192)")
+    parser.add_argument("--dtypes", default="",
+                        help="gemm: comma-separated dtypes (fp16, bf16) instead of the default")
     parser.add_argument("--reps", type=int, default=50, help="timed repetitions per system and shape (default 50)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed warm-up calls before timing (default 10)")
     parser.add_argument("--flush-l2", action="store_true",

@@ -60,3 +60,11 @@ def register_gemms(registry: dict) -> None:
         kernels[str(a.dtype).removeprefix("torch.")](a, b, c)
     ch4.c_dtype = "fp32"
     registry.setdefault("nvdsl-ch4", ch4)
+
+    import ch5_gemm_warp_specialized
+    ch5_kernels = {name: ch5_gemm_warp_specialized.make_gemm(num_stages=4, dtype=getattr(nvdsl, name))
+                   for name in ("float16", "bfloat16")}
+
+    def ch5(a, b, c):
+        ch5_kernels[str(a.dtype).removeprefix("torch.")](a, b, c)
+    registry.setdefault("nvdsl-ch5", ch5)

@@ -21,7 +21,7 @@ from .frontend.values import Value, constant, maximum, minimum, select
 from .hopper.mbarrier import Mbarrier, Mbarriers
 from .hopper.tma import TMA, fence_shared_to_async
 from .hopper.warpgroup import Warpgroup
-from .hopper.wgmma import WGMMAAccumulator, WGMMAMatrix
+from .hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_wait
 from .options import Options
 from .runtime.device import device_count, synchronize
 
@@ -34,6 +34,7 @@ __all__ = [
     "for_range", "fori", "when", "cond", "print",
     # Hopper primitives
     "Mbarriers", "Mbarrier", "TMA", "fence_shared_to_async", "Warpgroup", "WGMMAMatrix", "WGMMAAccumulator",
+    "wgmma_wait",
     # dtypes
     "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "index",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, gpu
+from mlir.dialects import arith, gpu, nvvm
 
 from .. import dtypes as dt
 from ..errors import LaunchConfigError, TraceError, user_location
@@ -40,7 +40,8 @@ class LaunchContext:
     """What a kernel body sees.
 
     Attributes:
-        thread_id, block_id: this thread's coordinates (``index`` values).
+        thread_id, block_id: this thread's coordinates (``index`` values); ``linear_thread_id``
+            is the thread's index in the block.
         block_dim, grid_dim: the launch's extents as ``index`` values.
         block, grid: the same extents as Python ints, known while tracing.
         smem: bytes of dynamic shared memory the kernel was launched with.
@@ -59,10 +60,35 @@ class LaunchContext:
         self.smem = smem
         self._shared = shared
 
-    def sync_threads(self) -> None:
-        """Barrier for all threads of the block (``gpu.barrier``, PTX ``bar.sync 0``)."""
+    @property
+    def linear_thread_id(self) -> Value:
+        """This thread's index in the block, x fastest (an ``index`` value)."""
+        t, b = self.thread_id, self.block
+        if b.y == 1 and b.z == 1:
+            return t.x
         with at_user_line():
-            gpu.barrier()
+            return t.x + t.y * b.x + t.z * (b.x * b.y)
+
+    def sync_threads(self, threads: int | None = None, *, barrier: int = 9) -> None:
+        """Barrier for all threads of the block (``gpu.barrier``, PTX ``bar.sync 0``), or, with
+        ``threads``, for that many threads (a multiple of 32) meeting at named barrier ``barrier``
+        (``bar.sync barrier, threads``). Named barriers 1 to 8 belong to ``Warpgroup.sync`` of
+        warpgroups 0 to 7; use 9 to 15 for other groups of warps.
+        """
+        if threads is None:
+            with at_user_line():
+                gpu.barrier()
+            return
+        total = self.block.x * self.block.y * self.block.z
+        if not (isinstance(threads, int) and 0 < threads <= total and threads % 32 == 0):
+            raise TraceError(f"sync_threads(threads={threads!r}) needs a multiple of 32 up to the block's "
+                             f"{total} threads", code="bad-barrier", loc=user_location())
+        if not (isinstance(barrier, int) and 1 <= barrier <= 15):
+            raise TraceError(f"barrier={barrier!r} must be a named barrier id in 1..15 (0 is the whole block's)",
+                             code="bad-barrier", loc=user_location())
+        i32 = ir.IntegerType.get_signless(32)
+        with at_user_line():
+            nvvm.BarrierOp(None, barrierId=arith.constant(i32, barrier), numberOfThreads=arith.constant(i32, threads))
 
     def shared_array(self, shape, dtype: dt.DType, *, align: int = 16) -> Array:
         """A shared-memory array of fixed shape, placed after the ``smem`` bytes of dynamic views.

@@ -29,16 +29,20 @@ class Array:
         space: ``"global"`` for kernel arguments, ``"shared"`` for shared memory.
     """
 
-    __slots__ = ("ir", "dtype", "shape", "name", "space", "_on_write")
+    __slots__ = ("ir", "dtype", "shape", "name", "space", "_on_write", "_plan", "offset")
 
     def __init__(self, ir_value: ir.Value, dtype: dt.DType, shape: tuple[int, ...], *,
-                 name: str, space: str, on_write=None):
+                 name: str, space: str, on_write=None, plan: "SharedMemoryPlan | None" = None,
+                 offset: int | None = None):
         self.ir = ir_value
         self.dtype = dtype
         self.shape = tuple(shape)
         self.name = name
         self.space = space
         self._on_write = on_write
+        self._plan = plan
+        #: For shared arrays, the byte offset in the kernel's shared memory buffer (else None).
+        self.offset = offset
 
     def __repr__(self) -> str:
         return f"<nvdsl.Array {self.name}: {self.space} {self.dtype.name}{list(self.shape)}>"
@@ -60,6 +64,27 @@ class Array:
 
     def __len__(self) -> int:
         return self.shape[0]
+
+    def view(self, shape, dtype: dt.DType | None = None, *, offset: int = 0) -> "Array":
+        """Another typed view of this shared array's bytes, starting ``offset`` bytes in.
+
+        For example the TMA boxes that make up a tile: ``tile.view((64, 64), offset=h * 64 * 64 * 2)``.
+        """
+        if self.space != SHARED:
+            raise TraceError(f"'{self.name}' is a {self.space} array; only shared arrays have views",
+                             code="bad-view", loc=user_location())
+        current_kernel(f"a view of '{self.name}'")
+        dtype = self.dtype if dtype is None else dtype
+        shape = _check_shape(shape, f"'{self.name}'.view")
+        nbytes = _nbytes(shape, dtype)
+        if not (isinstance(offset, int) and 0 <= offset and offset + nbytes <= self.nbytes):
+            raise TraceError(f"a view of {nbytes} bytes at offset {offset!r} does not fit in '{self.name}' "
+                             f"({self.nbytes} bytes)", code="bad-view", loc=user_location())
+        if offset % dtype.itemsize:
+            raise TraceError(f"view offset {offset} is not a multiple of {dtype.name}'s {dtype.itemsize} bytes",
+                             code="misaligned", loc=user_location())
+        with at_user_line():
+            return self._plan._view(shape, dtype, self.offset + offset, f"{self.name}+{offset}")
 
     def _indices(self, key) -> list[ir.Value]:
         if not isinstance(key, tuple):
@@ -168,7 +193,7 @@ class SharedMemoryPlan:
                 self._base = gpu.dynamic_shared_memory(byte_buffer)
         shift = arith.constant(ir.IndexType.get(), offset)
         view = memref.view(memref_type(dtype, shape, SHARED), self._base, shift, [])
-        return Array(view, dtype, shape, name=name, space=SHARED)
+        return Array(view, dtype, shape, name=name, space=SHARED, plan=self, offset=offset)
 
 
 def _check_shape(shape, what: str) -> tuple[int, ...]:

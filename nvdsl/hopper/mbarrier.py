@@ -73,7 +73,7 @@ class Mbarrier:
                 if predicate is not None:
                     raise TraceError("a predicate is only supported with tx_bytes", code="bad-predicate",
                                      hint="wrap the arrive in nvdsl.when(...)", loc=user_location())
-                nvgpu.mbarrier_arrive(ir.Type.parse("!nvgpu.mbarrier.token"), self.group.ir, self.index)
+                nvgpu.mbarrier_arrive(self.group.ir, self.index)
             else:
                 nvgpu.mbarrier_arrive_expect_tx(self.group.ir, _index_value(tx_bytes, "tx_bytes"), self.index,
                                                 predicate=_predicate(predicate))

@@ -23,6 +23,9 @@ class Warpgroup:
             block's even share (65536 registers / threads), else a decrease: lower it for producer
             warpgroups and raise it for consumers, so that the register file goes where the math is.
 
+    Inside the body, ``wg.thread_index`` is the thread's index within the warpgroup (0..127) and
+    ``wg.sync()`` synchronises the warpgroup's threads alone.
+
     Exceptions raised in the body propagate.
     """
 
@@ -43,11 +46,26 @@ class Warpgroup:
         self.ctx, self.primary_thread, self.register_size = ctx, primary_thread, register_size
         self.increase = (register_size or 0) > REGISTER_FILE // threads
         self._branch = None
+        self.thread_index = None
+
+    @property
+    def index(self) -> int:
+        """Which warpgroup of the block this is (``primary_thread // 128``)."""
+        return self.primary_thread // WARPGROUP_THREADS
+
+    def sync(self) -> None:
+        """Wait until all 128 threads of this warpgroup reach here (``bar.sync``, a named barrier of its own)."""
+        if self.thread_index is None:
+            raise TraceError("Warpgroup.sync() is for inside the warpgroup's `with` body", code="bad-warpgroup",
+                             loc=user_location())
+        # Barrier 0 is the block's __syncthreads; warpgroup i uses barrier i + 1.
+        self.ctx.sync_threads(WARPGROUP_THREADS, barrier=self.index + 1)
 
     def __enter__(self) -> "Warpgroup":
         ctx = self.ctx
-        thread = ctx.thread_id.x + ctx.thread_id.y * ctx.block.x + ctx.thread_id.z * (ctx.block.x * ctx.block.y)
-        self._branch = when((thread // WARPGROUP_THREADS).eq(self.primary_thread // WARPGROUP_THREADS))
+        thread = ctx.linear_thread_id
+        self.thread_index = thread % WARPGROUP_THREADS
+        self._branch = when((thread // WARPGROUP_THREADS).eq(self.index))
         self._branch.__enter__()
         if self.register_size is not None:
             action = nvvm.SetMaxRegisterAction.increase if self.increase else nvvm.SetMaxRegisterAction.decrease
@@ -57,4 +75,5 @@ class Warpgroup:
 
     def __exit__(self, *exc) -> bool:
         self._branch.__exit__(*exc)
+        self.thread_index = None
         return False  # never swallow an exception raised in the body

@@ -8,12 +8,13 @@ result in the registers of the warpgroup (128 threads) that issues the product.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import memref, nvgpu
+from mlir.dialects import arith, llvm, memref, nvgpu, nvvm, vector
 
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.memory import GLOBAL, SHARED, Array
+from ..frontend.values import Value, _index_value
 from .tma import TMA
 
 _INPUT_DTYPES = (dt.float16, dt.bfloat16)
@@ -79,8 +80,11 @@ class WGMMAAccumulator:
     """An (m, n) float32 accumulator held in the registers of the issuing warpgroup.
 
     ``acc += a @ b`` issues ``nvgpu.warpgroup.mma`` (``wgmma.mma_async`` instructions, fenced,
-    committed and waited for: the product is complete when the statement ends); ``acc.store(array)`` writes it to shared or global memory.
-    M must be a multiple of 64, N a multiple of 8 up to 256, K a multiple of 16.
+    committed and waited for: the product is complete when the statement ends).
+    ``acc.accumulate(a @ b, in_flight=1)`` returns while that product still runs, so a pipeline can
+    release the tiles of the previous product while the tensor cores work on this one.
+    ``acc.store(array)`` writes the result to shared or global memory, converting to the array's
+    element type. M must be a multiple of 64, N a multiple of 8 up to 256, K a multiple of 16.
     The accumulator can be carried through ``nvdsl.fori``.
     """
 
@@ -103,8 +107,21 @@ class WGMMAAccumulator:
         return WGMMAAccumulator(*self.shape, _value=value)
 
     def __iadd__(self, product: _Product) -> "WGMMAAccumulator":
+        self.accumulate(product)
+        return self
+
+    def accumulate(self, product: _Product, *, in_flight: int = 0) -> None:
+        """Issue ``self += product`` as one wgmma group, then wait until at most ``in_flight`` of the
+        warpgroup's groups still run (``wgmma.commit_group``; ``wgmma.wait_group in_flight``).
+
+        With ``in_flight=1`` this product may still be reading its tiles on return, but every earlier
+        one is complete. Reading the accumulator (``store``) waits for all groups first.
+        """
         if not isinstance(product, _Product):
             raise TraceError("an accumulator adds A @ B products of WGMMAMatrix operands", code="bad-wgmma",
+                             loc=user_location())
+        if not (isinstance(in_flight, int) and 0 <= in_flight <= 7):
+            raise TraceError(f"in_flight={in_flight!r} must be a Python int in 0..7", code="bad-wgmma",
                              loc=user_location())
         (m, k), (k2, n) = product.a.shape, product.b.shape
         if (m, n) != self.shape or k != k2 or k % 16:
@@ -112,18 +129,24 @@ class WGMMAAccumulator:
                              f"an accumulator of {list(self.shape)} with K a multiple of 16",
                              code="bad-wgmma-shape", loc=user_location())
         with at_user_line():
-            # wait_group=0: the product is complete when the statement ends, so the tiles may be
-            # overwritten right after (nvgpu's default leaves one group in flight).
-            value = nvgpu.warpgroup_mma(self.type, product.a.ir, product.b.ir, self.ir, wait_group=0,
-                                        transpose_b=ir.UnitAttr.get() if product.transpose_b else None)
-        return self._rebuild(value)
+            self.ir = nvgpu.warpgroup_mma(self.type, product.a.ir, product.b.ir, self.ir, wait_group=in_flight,
+                                          transpose_b=ir.UnitAttr.get() if product.transpose_b else None)
 
-    def store(self, destination: Array, at=None) -> None:
-        """Write the accumulator into a float32 array (``nvgpu.warpgroup.mma.store``): the whole array,
-        which must have its shape, or with ``at=(row, col)`` the block of its shape starting there."""
-        if not isinstance(destination, Array) or destination.dtype != dt.float32 or destination.ndim != 2:
-            raise TraceError(f"WGMMAAccumulator.store needs a 2-D float32 array, got {destination!r}",
-                             code="bad-wgmma", loc=user_location())
+    def store(self, destination: Array, at=None, *, tma: TMA | None = None) -> None:
+        """Write the accumulator into ``destination``, converted to its element type (float32, float16
+        or bfloat16), after waiting for every wgmma group of the warpgroup.
+
+        Args:
+            destination: a 2-D global or shared array of the accumulator's shape, or larger with ``at``.
+            at: ``(row, col)`` of the block of ``destination`` to write.
+            tma: lay the (shared) destination out as this descriptor's boxes, so that ``tma.store``
+                can copy them out: column blocks one box wide, each swizzled as the descriptor says.
+                Give each box to ``tma.store`` as ``destination.view(tma.box, offset=i * box_bytes)``.
+        """
+        if not isinstance(destination, Array) or destination.ndim != 2 or \
+                destination.dtype not in (dt.float32,) + _INPUT_DTYPES:
+            raise TraceError(f"WGMMAAccumulator.store needs a 2-D float32, float16 or bfloat16 array, "
+                             f"got {destination!r}", code="bad-wgmma", loc=user_location())
         if at is None and destination.shape != self.shape:
             raise TraceError(f"the accumulator is {list(self.shape)} but '{destination.name}' is "
                              f"{list(destination.shape)}", code="bad-wgmma",
@@ -131,12 +154,119 @@ class WGMMAAccumulator:
         if destination.space == GLOBAL:
             current("WGMMAAccumulator.store").written_args.add(ir.BlockArgument(destination.ir).arg_number)
         with at_user_line():
-            target = destination.ir if at is None else _block(destination, at, self.shape)
-            nvgpu.warpgroup_mma_store(self.ir, target)
+            wgmma_wait(0)
+            if tma is not None:
+                _BoxLayout(destination, tma, self.shape, at).store(self)
+            elif destination.dtype == dt.float32:
+                target = destination.ir if at is None else _block(destination, at, self.shape)
+                nvgpu.warpgroup_mma_store(self.ir, target)
+            else:
+                _RowMajor(destination, at).store(self)
+
+    def _fragments(self):
+        """Per pair of adjacent accumulator values a thread holds: (struct position of the first,
+        row, column), the row and column as (constant part, this thread's part) to add.
+
+        wgmma's m64nNk16 f32 layout: thread t of the warpgroup holds, for each 8-column block q and
+        h in (0, 1), the values at row 16*(t//32) + (t%32)//4 + 8*h, columns 8*q + 2*(t%4) + (0, 1).
+        """
+        ctx = current_kernel("WGMMAAccumulator.store")
+        thread = ctx.linear_thread_id % 128
+        row_part = (thread // 32) * 16 + (thread % 32) // 4
+        col_part = (thread % 4) * 2
+        m, n = self.shape
+        for chunk in range(m // 64):
+            for q in range(n // 8):
+                for h in (0, 1):
+                    yield (chunk, 4 * q + 2 * h), (64 * chunk + 8 * h, row_part), (8 * q, col_part)
+
+    def _struct(self) -> ir.Value:
+        """The accumulator as the LLVM struct nvgpu lowers it to: one struct of N/2 f32 per 64 rows."""
+        m, n = self.shape
+        inner = "struct<(" + ", ".join(["f32"] * (n // 2)) + ")>"
+        struct_type = ir.Type.parse(f"!llvm.struct<({', '.join([inner] * (m // 64))})>")
+        return ir.Operation.create("builtin.unrealized_conversion_cast", results=[struct_type],
+                                   operands=[self.ir]).result
+
+
+class _AccumulatorWriter:
+    """Writes an accumulator pair by pair (two adjacent columns as one 4-byte or 8-byte store)."""
+
+    def __init__(self, dtype: dt.DType):
+        self.dtype = dtype
+
+    def store(self, acc: WGMMAAccumulator) -> None:
+        f32 = ir.F32Type.get()
+        struct = acc._struct()
+        pair_type = ir.VectorType.get([2], self.dtype.mlir_type())
+        for (chunk, i), row, col in acc._fragments():
+            values = [llvm.extractvalue(f32, struct, [chunk, i + j]) for j in (0, 1)]
+            pair = vector.from_elements(ir.VectorType.get([2], f32), values)
+            if self.dtype != dt.float32:
+                pair = arith.truncf(pair_type, pair)
+            self.write(pair, row, col)
+
+
+class _RowMajor(_AccumulatorWriter):
+    def __init__(self, destination: Array, at):
+        super().__init__(destination.dtype)
+        self.destination = destination
+        self.at = [Value(_index_value(x, "a block offset"), dt.index) for x in (at or (0, 0))]
+
+    def write(self, pair, row, col) -> None:
+        r = self.at[0] + row[1] + row[0]
+        c = self.at[1] + col[1] + col[0]
+        vector.store(pair, self.destination.ir, [r.ir, c.ir], alignment=2 * self.dtype.itemsize)
+
+
+class _BoxLayout(_AccumulatorWriter):
+    """A shared tile laid out as a TMA descriptor's boxes: column blocks one box wide, each box's
+    16-byte chunks swizzled within every ``swizzle``-byte row span (TMA's layout: address bits
+    4.. XOR bits 7.., over as many bits as the swizzle has 16-byte chunks)."""
+
+    def __init__(self, destination: Array, tma: TMA, shape, at):
+        super().__init__(destination.dtype)
+        if not isinstance(tma, TMA):
+            raise TraceError(f"tma= needs an nvdsl.TMA, got {tma!r}", code="bad-wgmma", loc=user_location())
+        rows, cols = destination.shape
+        box = tma.box
+        if destination.space != SHARED or at is not None or len(box) != 2 or box[0] != rows or \
+                cols % box[1] or (box[1] * destination.dtype.itemsize) % 16 or \
+                tma.array.dtype != destination.dtype or tuple(shape) != destination.shape:
+            raise TraceError(f"store(..., tma=) needs a shared {tma.array.dtype.name} tile of the accumulator's "
+                             f"shape {list(shape)} made of whole boxes {list(box)} of that descriptor side by "
+                             f"side, got {destination!r}", code="bad-wgmma", loc=user_location())
+        span = 8 * tma.spec.swizzle  # the swizzle pattern repeats every 8 rows of `swizzle` bytes
+        if span and destination.offset % span:
+            raise TraceError(f"'{destination.name}' starts at shared byte {destination.offset}; a "
+                             f"{tma.spec.swizzle}-byte swizzled tile must start on a multiple of {span}",
+                             code="misaligned", hint=f"allocate it with align={max(span, 128)}", loc=user_location())
+        self.item = destination.dtype.itemsize
+        self.box_bytes = rows * box[1] * self.item
+        self.box_cols, self.row_bytes = box[1], box[1] * self.item
+        self.swizzle_mask = tma.spec.swizzle // 16 - 1
+        self.flat = destination.view((destination.size,))
+
+    def write(self, pair, row, col) -> None:
+        col_const, col_thread = col
+        box, col_in_box = divmod(col_const, self.box_cols)  # the thread's part stays inside an 8-column block
+        offset = (row[1] + row[0]) * self.row_bytes + col_thread * self.item + \
+            (box * self.box_bytes + col_in_box * self.item)
+        if self.swizzle_mask:
+            offset = offset ^ (((offset >> 7) & self.swizzle_mask) << 4)
+        index = offset >> (self.item.bit_length() - 1)  # itemsize is a power of two
+        vector.store(pair, self.flat.ir, [index.ir], alignment=2 * self.item)
+
+
+def wgmma_wait(in_flight: int = 0) -> None:
+    """Wait until at most ``in_flight`` of this warpgroup's wgmma groups are still running
+    (``wgmma.wait_group.sync.aligned``)."""
+    current_kernel("nvdsl.wgmma_wait")
+    with at_user_line():
+        nvvm.wgmma_wait_group_sync_aligned(in_flight)
 
 
 def _block(array: Array, at, shape) -> ir.Value:
     """The ``shape`` block of ``array`` starting at ``at`` (a ``memref.subview`` with dynamic offsets)."""
-    from ..frontend.values import _index_value
     offsets = [_index_value(x, "a block offset") for x in at]
     return memref.subview(array.ir, offsets, list(shape), [1, 1])
