@@ -8,8 +8,8 @@ the cached kernels through the CUDA driver.
 
 __version__ = "0.1.0"
 
-from .dtypes import (DType, bfloat16, bool_, float16, float32, float64, index, int8, int16, int32,
-                     int64, uint8, uint16, uint32, uint64)
+from .dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16, float32, float64, index,
+                     int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from .errors import (ArgumentError, CompileError, CudaError, InternalError, LaunchConfigError,
                      NoDeviceError, NvdslError, TraceError, UserError)
 from .frontend.control import cond, for_range, fori, when
@@ -19,7 +19,7 @@ from .frontend.memory import Array
 from .frontend.trace import Compiled, Trace, TracedFunction, mlir_func
 from .frontend.values import Value, constant, maximum, minimum, select
 from .hopper.mbarrier import Mbarrier, Mbarriers
-from .hopper.tma import TMA, fence_shared_to_async
+from .hopper.tma import TMA, fence_shared_to_async, tma_store_wait
 from .hopper.warpgroup import Warpgroup
 from .hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_wait
 from .options import Options
@@ -34,10 +34,10 @@ __all__ = [
     "for_range", "fori", "when", "cond", "print",
     # Hopper primitives
     "Mbarriers", "Mbarrier", "TMA", "fence_shared_to_async", "Warpgroup", "WGMMAMatrix", "WGMMAAccumulator",
-    "wgmma_wait",
+    "wgmma_wait", "tma_store_wait",
     # dtypes
     "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float16", "bfloat16", "float32", "float64", "index",
+    "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "index",
     # configuration and errors
     "Options", "device_count", "synchronize",
     "NvdslError", "UserError", "TraceError", "ArgumentError", "LaunchConfigError", "CompileError",

@@ -4,6 +4,10 @@ MLIR integers are signless; an nvdsl dtype carries the signedness that decides
 which operation a Python operator becomes (``//`` is ``arith.floordivsi`` on
 ``int32`` but ``arith.divui`` on ``uint32``). ``index`` is a signed 64-bit
 integer used for thread ids, loop counters and memory indices.
+
+``float8_e4m3fn`` and ``float8_e5m2`` (torch's names; MLIR ``f8E4M3FN`` and
+``f8E5M2``) have no NumPy dtype: such arrays come as torch tensors or through
+DLPack, and kernels move them as bytes (TMA) rather than compute on them.
 """
 
 from __future__ import annotations
@@ -49,8 +53,9 @@ class DType:
         if self.kind == "index":
             return ir.IndexType.get()
         if self.kind == "f":
-            return {"float16": ir.F16Type, "bfloat16": ir.BF16Type,
-                    "float32": ir.F32Type, "float64": ir.F64Type}[self.name].get()
+            return {"float16": ir.F16Type, "bfloat16": ir.BF16Type, "float32": ir.F32Type,
+                    "float64": ir.F64Type, "float8_e4m3fn": ir.Float8E4M3FNType,
+                    "float8_e5m2": ir.Float8E5M2Type}[self.name].get()
         return ir.IntegerType.get_signless(self.bits)
 
     def int_range(self) -> tuple[int, int]:
@@ -77,20 +82,26 @@ float16 = DType("float16", "f", 16)
 bfloat16 = DType("bfloat16", "f", 16)
 float32 = DType("float32", "f", 32)
 float64 = DType("float64", "f", 64)
+float8_e4m3fn = DType("float8_e4m3fn", "f", 8)   # 4 exponent bits, 3 mantissa bits, no infinities
+float8_e5m2 = DType("float8_e5m2", "f", 8)       # 5 exponent bits, 2 mantissa bits, IEEE-like
 index = DType("index", "index", 64)
 
 ALL = (bool_, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-       float16, bfloat16, float32, float64, index)
+       float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2, index)
 BY_NAME = {d.name: d for d in ALL}
 
 # Element types an array argument may have (bool arrays are bytes in memory
 # but i1 in MLIR, so they are refused rather than silently reinterpreted).
 ARRAY_DTYPES = (int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                float16, bfloat16, float32, float64)
+                float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2)
+FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2)
+# Element types NumPy lacks: they arrive only via DLPack or torch, never from a NumPy array
+# (nor from an ml_dtypes one, whose bytes NumPy cannot vouch for).
+NOT_IN_NUMPY = (bfloat16, float8_e4m3fn, float8_e5m2)
 
-_NUMPY_TO_DTYPE = {np.dtype(d.name): d for d in ARRAY_DTYPES if d is not bfloat16}
-# NumPy type strings of the array interface: '<f4', '|u1', ...; bfloat16 arrives via DLPack or torch.
-_TYPESTR_TO_DTYPE = {np.dtype(d.name).str: d for d in ARRAY_DTYPES if d is not bfloat16}
+_NUMPY_TO_DTYPE = {np.dtype(d.name): d for d in ARRAY_DTYPES if d not in NOT_IN_NUMPY}
+# NumPy type strings of the array interface: '<f4', '|u1', ...
+_TYPESTR_TO_DTYPE = {np.dtype(d.name).str: d for d in ARRAY_DTYPES if d not in NOT_IN_NUMPY}
 
 _CTYPES = {
     bool_: ctypes.c_uint8, int8: ctypes.c_int8, int16: ctypes.c_int16,
@@ -111,7 +122,7 @@ def from_typestr(typestr: str) -> DType | None:
 
 
 def numpy_dtype(dtype: DType) -> np.dtype | None:
-    if dtype is bfloat16 or dtype is index:
+    if dtype in NOT_IN_NUMPY or dtype is index:
         return None
     if dtype is bool_:
         return np.dtype(np.bool_)

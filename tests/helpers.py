@@ -27,3 +27,33 @@ class DLPackOnly:
 
     def __dlpack_device__(self):
         return self.array.__dlpack_device__()
+
+
+class FakeDLPackDeviceArray:
+    """A DLPack export claiming a GPU array at a made-up address: enough to trace and compile, never to launch.
+
+    ``code`` and ``bits`` are the DLPack dtype (e.g. 10 and 8 for ``kDLFloat8_e4m3fn``), so dtypes that
+    NumPy lacks can be described without a framework that has them.
+    """
+
+    _NAME = b"dltensor"
+
+    def __init__(self, shape, code: int, bits: int, pointer: int = 0x7F0000000000):
+        import ctypes
+        from nvdsl.runtime import arrays
+        self._shape = (ctypes.c_int64 * len(shape))(*shape)
+        managed = self._managed = (ctypes.c_byte * (ctypes.sizeof(arrays._DLTensor) + 16))()
+        tensor = arrays._DLTensor.from_buffer(managed)   # DLManagedTensor starts with its DLTensor
+        tensor.data, tensor.ndim, tensor.shape, tensor.strides = pointer, len(shape), self._shape, None
+        tensor.device.device_type, tensor.device.device_id = 2, 0         # kDLCUDA, GPU 0
+        tensor.dtype.code, tensor.dtype.bits, tensor.dtype.lanes = code, bits, 1
+        new_capsule = ctypes.pythonapi.PyCapsule_New
+        new_capsule.restype, new_capsule.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p,
+                                                                       ctypes.c_void_p]
+        self._new_capsule = lambda: new_capsule(ctypes.addressof(managed), self._NAME, None)
+
+    def __dlpack__(self, stream=None):
+        return self._new_capsule()
+
+    def __dlpack_device__(self):
+        return (2, 0)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import nvdsl
-from helpers import DLPackOnly
+from helpers import DLPackOnly, FakeDLPackDeviceArray
 from nvdsl.testing import has_gpu
 
 
@@ -109,3 +109,45 @@ def test_driver_errors_are_decoded_to_their_names():
         check((cu.CUresult.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,), "cuLaunchKernel(k)")
     assert info.value.result == "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"
     assert "cuLaunchKernel(k) failed with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" in str(info.value)
+
+
+def test_float8_arrays_come_from_torch_or_dlpack_never_from_numpy():
+    from mlir import ir
+
+    from helpers import FakeDLPackDeviceArray
+    from nvdsl import dtypes as dt
+    from nvdsl.runtime.arrays import _TORCH_DTYPES, DEVICE, describe
+    with ir.Context():
+        assert [str(d.mlir_type()) for d in (dt.float8_e4m3fn, dt.float8_e5m2)] == ["f8E4M3FN", "f8E5M2"]
+    assert dt.float8_e4m3fn.itemsize == dt.float8_e5m2.itemsize == 1
+    assert _TORCH_DTYPES["torch.float8_e4m3fn"] is dt.float8_e4m3fn
+    assert _TORCH_DTYPES["torch.float8_e5m2"] is dt.float8_e5m2
+    for code, dtype in ((10, dt.float8_e4m3fn), (12, dt.float8_e5m2)):   # DLPack's kDLFloat8_* codes
+        spec, where = describe(FakeDLPackDeviceArray((4, 16), code, 8), "x", None)
+        assert (spec.dtype, spec.shape, where) == (dtype, (4, 16), DEVICE)
+    # NumPy has no float8: its bytes stay uint8, and nothing NumPy-typed maps to a float8 dtype.
+    assert describe(np.zeros(16, np.uint8), "x", None)[0].dtype is dt.uint8
+    assert all(dt.numpy_dtype(d) is None for d in (dt.float8_e4m3fn, dt.float8_e5m2))
+    assert dt.from_typestr("|u1") is dt.uint8 and dt.from_typestr("|V1") is None
+
+
+@pytest.mark.parametrize("x, words", [
+    (FakeDLPackDeviceArray((4, 16), 10, 16), ["'x'", "DLPack type code 10 of 16 bits"]),
+    (FakeDLPackDeviceArray((4, 16), 11, 8), ["'x'", "DLPack type code 11 of 8 bits"]),  # float8_e4m3fnuz
+    (ForeignDeviceArray(0x1000, (32,), typestr="|V1"), ["'x'", "|V1"]),         # an opaque byte is not fp8
+])
+def test_unknown_float8_flavours_are_refused(x, words):
+    with pytest.raises(nvdsl.ArgumentError) as info:
+        scale(x, np.zeros(32, np.float32), 2.0)
+    assert info.value.code == "bad-dtype"
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_ml_dtypes_float8_numpy_arrays_are_refused_with_the_way_out():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    with pytest.raises(nvdsl.ArgumentError) as info:
+        scale(np.zeros(32, ml_dtypes.float8_e4m3fn), np.zeros(32, np.float32), 2.0)
+    assert info.value.code == "bad-dtype"
+    for word in ("'x'", "NumPy array of float8_e4m3fn", "torch.float8_e4m3fn", "x.view(np.uint8)"):
+        assert word in str(info.value)

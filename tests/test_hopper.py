@@ -1,14 +1,20 @@
 """Hopper primitives: Mbarriers and TMA. IR/PTX/SASS checks and misuse errors on CPU; round trips on the GPU."""
 
+import json
 import os
 import re
+import subprocess
 import sys
+import textwrap
+import warnings
 
 import numpy as np
 import pytest
 
 import nvdsl
+from helpers import FakeDLPackDeviceArray
 from nvdsl.compiler.toolchain import find_tool
+from nvdsl.dtypes import float8_e4m3fn, float8_e5m2
 from nvdsl.signature import TensorMapSpec
 from nvdsl.testing import requires_gpu, sass_opcodes
 
@@ -28,26 +34,33 @@ def assert_gemm_matches(run, a, b, c):
     assert (torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference)).item() < 1e-3
 
 
-def round_trip(box, swizzle):
-    """A kernel that TMA-loads box tiles of ``a`` into shared memory and TMA-stores them into ``out``."""
-    tile_bytes = box[0] * box[1] * 2
+def round_trip(box, swizzle, dtype=nvdsl.float16, timeout_ns=None):
+    """A kernel that TMA-loads box tiles of ``a`` into shared memory and TMA-stores them into ``out``.
+
+    One block per box of the innermost 3 dimensions (the innermost on grid x); for ranks 4 and 5 the outer
+    coordinates stay 0. The arrays' extents are multiples of the box.
+    """
+    tile_bytes = int(np.prod(box)) * dtype.itemsize
 
     @nvdsl.mlir_func
     def copy(a, out):
         load = nvdsl.TMA(a, box=box, swizzle=swizzle)
         store = nvdsl.TMA(out, box=box, swizzle=swizzle)
 
-        @nvdsl.gpu_launch(grid=(a.shape[1] // box[1], a.shape[0] // box[0]), block=128, smem=tile_bytes)
+        tiled = range(max(0, len(box) - 3), len(box))
+
+        @nvdsl.gpu_launch(grid=tuple(a.shape[d] // box[d] for d in reversed(tiled)), block=128, smem=tile_bytes)
         def kernel(ctx):
-            tile = ctx.dynamic_shared(box, nvdsl.float16, align=1024)
+            tile = ctx.dynamic_shared(box, dtype, align=1024)
             bar = nvdsl.Mbarriers(1)[0]
             leader = ctx.thread_id.x.eq(0)
             bar.init(1, predicate=leader)
             ctx.sync_threads()
-            coords = (ctx.block_id.y * box[0], ctx.block_id.x * box[1])
+            blocks = [0] * (len(box) - len(tiled)) + list(ctx.block_id)[:len(tiled)][::-1]  # outermost first
+            coords = tuple(b * extent for b, extent in zip(blocks, box))
             bar.arrive(tile_bytes, predicate=leader)
             load.load(tile, bar, coords, predicate=leader)
-            bar.try_wait(0)
+            bar.try_wait(0, timeout_ns=timeout_ns)
             store.store(tile, coords, predicate=leader)
         kernel()
     return copy
@@ -164,6 +177,229 @@ def test_tma_on_device_arrays_and_a_misaligned_one():
     with pytest.raises(nvdsl.ArgumentError) as info:
         copy(a, misaligned)
     assert info.value.code == "misaligned" and "TMA" in str(info.value)
+
+
+# --- bounded mbarrier waits -------------------------------------------------------------------------
+
+def stuck_wait(timeout_ns, phase=0):
+    """Two blocks of 32 threads waiting for ``phase`` of barrier 1, on which nobody arrives."""
+    @nvdsl.mlir_func
+    def stuck(out):
+        @nvdsl.gpu_launch(grid=2, block=32)
+        def kernel(ctx):
+            bar = nvdsl.Mbarriers(2)[1]
+            bar.init(1, predicate=ctx.thread_id.x.eq(0))
+            ctx.sync_threads()
+            bar.try_wait(phase, timeout_ns=timeout_ns)
+            out[ctx.block_id.x * 32 + ctx.thread_id.x] = 1
+        kernel()
+    return stuck
+
+
+def test_a_bounded_wait_polls_try_wait_and_traps_with_a_report():
+    compiled = stuck_wait(2_000_000).compile(np.zeros(64, np.int32))
+    ptx = compiled.ptx
+    assert "mbarrier.try_wait.parity.shared.b64" in ptx and "%globaltimer" in ptx
+    assert "trap;" in ptx and "vprintf" in ptx
+    assert "LAB_WAIT" not in ptx                     # not the unbounded loop of nvgpu's lowering
+    report = re.search(r'gpu.printf "([^"]*)"', compiled.trace.mlir).group(1)
+    assert report.startswith("nvdsl: mbarrier wait timed out after 2000000 ns at " + __file__)
+    assert "bar.try_wait(phase, timeout_ns=timeout_ns)" in report    # the Python line, with its text
+    assert "barrier %lld of Mbarriers(2) never completed phase parity %d" in report
+    if find_tool("ptxas"):
+        assert compiled.cubin is not None and compiled.resources["stuck_kernel"].spill_stores == 0
+        if find_tool("nvdisasm"):
+            assert {"SYNCS", "BPT"} <= sass_opcodes(compiled.sass())   # BPT.TRAP
+
+
+def test_an_unbounded_wait_stays_the_plain_loop():
+    ptx = round_trip((64, 64), 128).compile(*[np.zeros((128, 128), np.float16)] * 2).ptx
+    assert "LAB_WAIT" in ptx and "%globaltimer" not in ptx and "trap;" not in ptx
+
+
+def test_a_traced_phase_and_ticks_work_with_a_timeout():
+    @nvdsl.mlir_func
+    def host(out, phase):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def kernel(ctx):
+            bar = nvdsl.Mbarriers(1)[0]
+            bar.try_wait(phase, ticks=ctx.thread_id.x * 1000, timeout_ns=10**9)
+            out[ctx.thread_id.x] = 1
+        kernel()
+    ptx = host.compile(np.zeros(32, np.int32), np.int64(3)).ptx
+    assert "mbarrier.try_wait.parity.shared.b64" in ptx and "trap;" in ptx
+
+
+@pytest.mark.parametrize("timeout_ns", [0, -5, 1.5, True, "1s", 1 << 63])
+def test_bad_timeouts_are_reported(timeout_ns):
+    with pytest.raises(nvdsl.TraceError) as info:
+        stuck_wait(timeout_ns).trace(np.zeros(64, np.int32))
+    assert info.value.code == "bad-timeout" and "timeout_ns" in str(info.value)
+    assert info.value.loc.filename == __file__
+
+
+def test_a_dead_kernel_error_says_the_context_is_lost():
+    from cuda.bindings import driver as cu
+
+    from nvdsl.runtime.device import check
+    with pytest.raises(nvdsl.CudaError) as info:
+        check((cu.CUresult.CUDA_ERROR_LAUNCH_FAILED,), "cuStreamSynchronize")
+    assert "timeout_ns" in str(info.value) and "restart the process" in str(info.value)
+
+
+_STUCK_SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    import numpy as np
+    sys.path[:0] = [sys.argv[1], os.path.dirname(sys.argv[1])]
+    from test_hopper import stuck_wait
+    import nvdsl
+    out = np.zeros(64, np.int32)
+    try:
+        stuck_wait(int(sys.argv[2]))(out)
+        outcome = {"error": None}
+    except nvdsl.CudaError as e:
+        outcome = {"error": type(e).__name__, "result": e.result, "message": str(e)}
+    print("OUTCOME " + json.dumps(outcome), flush=True)
+""")
+
+
+@requires_gpu
+def test_a_wait_that_never_completes_fails_with_a_cuda_error_instead_of_hanging():
+    # A trap leaves the CUDA context unusable, so the kernel runs in a process of its own.
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        run = subprocess.run([sys.executable, "-c", _STUCK_SCRIPT, here, str(5_000_000)], cwd=here,
+                             capture_output=True, text=True, timeout=300)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the bounded wait hung; output so far:\n{e.stdout}\n{e.stderr}")
+    lines = [line for line in run.stdout.splitlines() if line.startswith("OUTCOME ")]
+    assert lines, f"the child died without an outcome (rc {run.returncode}):\n{run.stdout}\n{run.stderr}"
+    outcome = json.loads(lines[-1][len("OUTCOME "):])
+    assert outcome["error"] is not None, "the kernel finished although nobody arrived on the barrier"
+    from nvdsl.runtime.device import _KERNEL_DIED
+    assert outcome["result"] in _KERNEL_DIED, outcome     # a trap: LAUNCH_FAILED or ILLEGAL_INSTRUCTION
+    assert "restart the process" in outcome["message"]
+    reports = [line for line in run.stdout.splitlines() if "mbarrier wait timed out" in line]
+    if reports:
+        assert "barrier 1 of Mbarriers(2) never completed phase parity 0" in reports[0], reports[0]
+    else:  # the driver may drop a trapped kernel's printf buffer; the error above is what is promised
+        warnings.warn("the trapped kernel's report did not reach stdout")
+
+
+@requires_gpu
+def test_a_bounded_wait_that_completes_changes_nothing():
+    a = np.random.default_rng(4).standard_normal((256, 128)).astype(np.float16)
+    out = np.zeros_like(a)
+    round_trip((64, 64), 128, timeout_ns=10**9)(a, out)
+    np.testing.assert_array_equal(out, a)
+    out = np.zeros(64, np.int32)
+    stuck_wait(10**9, phase=1)(out)       # a fresh barrier's "preceding phase" (parity 1) counts as complete
+    assert (out == 1).all()
+
+
+# --- TMA of every rank, batched 3-D boxes ------------------------------------------------------------
+
+@pytest.mark.parametrize("shape, box, swizzle", [
+    ((512,), (64,), 0), ((256, 128), (64, 64), 128), ((3, 128, 64), (1, 64, 64), 128),
+    ((2, 3, 64, 64), (1, 1, 64, 32), 64), ((2, 2, 2, 32, 64), (1, 1, 2, 16, 64), 128)])
+def test_tma_of_every_rank_lowers_to_bulk_tensor_copies_of_that_rank(shape, box, swizzle):
+    a = np.zeros(shape, np.float16)
+    compiled = round_trip(box, swizzle).compile(a, a.copy())
+    rank = len(shape)
+    assert f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes" in compiled.ptx
+    assert f"cp.async.bulk.tensor.{rank}d.global.shared::cta" in compiled.ptx
+    launch, = compiled.module.plan.launches
+    assert launch.params[0] == TensorMapSpec(arg=1, box=box, swizzle=swizzle)
+    if find_tool("ptxas"):
+        assert compiled.cubin is not None
+
+
+def test_tma_3d_coordinates_reach_nvgpu_innermost_first():
+    @nvdsl.mlir_func
+    def host(a):
+        tma = nvdsl.TMA(a, box=(1, 64, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=128, smem=64 * 64 * 2)
+        def kernel(ctx):
+            tile = ctx.dynamic_shared((1, 64, 64), nvdsl.float16, align=1024)
+            bar = nvdsl.Mbarriers(1)[0]
+            tma.load(tile, bar, (2, 64, 0))           # batch 2, row 64, column 0
+        kernel()
+    mlir = host.trace(np.zeros((3, 128, 64), np.float16)).mlir
+    constants = dict(re.findall(r"(%c\w*) = arith.constant (\d+) : index", mlir))
+    coords = re.search(r"nvgpu.tma.async.load %\w+\[([^\]]*)\]", mlir).group(1).split(", ")
+    assert [int(constants[c]) for c in coords] == [0, 64, 2]
+
+
+@requires_gpu
+@pytest.mark.parametrize("box, swizzle", [((1, 64, 64), 128), ((3, 16, 32), 64), ((3, 32, 64), 0)])
+def test_tma_3d_boxes_load_then_store_is_the_identity(box, swizzle):
+    a = np.random.default_rng(6).standard_normal((3, 128, 64)).astype(np.float16)
+    out = np.zeros_like(a)
+    round_trip(box, swizzle)(a, out)
+    np.testing.assert_array_equal(out, a)
+
+
+# --- float8 through TMA ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype, dl_code, mlir_name", [(float8_e4m3fn, 10, "f8E4M3FN"), (float8_e5m2, 12, "f8E5M2")])
+def test_float8_arrays_trace_and_move_by_tma(dtype, dl_code, mlir_name):
+    a = FakeDLPackDeviceArray((128, 256), dl_code, 8)
+    out = FakeDLPackDeviceArray((128, 256), dl_code, 8, pointer=0x7F0000100000)
+    compiled = round_trip((64, 128), 128, dtype).compile(a, out)
+    assert [s.dtype for s in compiled.trace.specs] == [dtype, dtype]
+    assert f"memref<64x128x{mlir_name}, #gpu.address_space<workgroup>>" in compiled.trace.mlir
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in compiled.ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in compiled.ptx
+    assert "mbarrier.arrive.expect_tx.shared.b64" in compiled.ptx
+    if find_tool("ptxas"):
+        assert compiled.cubin is not None
+
+
+def test_float8_tma_rules_count_one_byte_elements_and_refuse_nan_fill():
+    from nvdsl.runtime.tensormap import _DATA_TYPES, rule_violations
+    assert _DATA_TYPES[float8_e4m3fn] == _DATA_TYPES[float8_e5m2] == "UINT8"
+    assert rule_violations(TensorMapSpec(arg=0, box=(64, 128), swizzle=128), float8_e4m3fn, (128, 256)) == []
+    assert "wider than the 64-byte swizzle span" in " ".join(
+        rule_violations(TensorMapSpec(arg=0, box=(64, 128), swizzle=64), float8_e4m3fn, (128, 256)))
+
+    @nvdsl.mlir_func
+    def host(a):
+        nvdsl.TMA(a, box=(64, 128), oob="nan")
+    with pytest.raises(nvdsl.TraceError) as info:
+        host.trace(FakeDLPackDeviceArray((128, 256), 10, 8))
+    assert info.value.code == "bad-tma" and "oob='nan'" in str(info.value)
+
+
+@requires_gpu
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2"])
+def test_float8_tensors_round_trip_through_tma_bit_for_bit(name):
+    torch = pytest.importorskip("torch")
+    if not hasattr(torch, name):
+        pytest.skip(f"this torch has no {name}")
+    bits = torch.randint(0, 256, (128, 256), dtype=torch.uint8, device="cuda")
+    a = bits.view(getattr(torch, name))       # every byte pattern, NaNs included
+    out = torch.zeros_like(bits).view(a.dtype)
+    round_trip((64, 128), 128, getattr(nvdsl.dtypes, name))(a, out)
+    torch.cuda.synchronize()
+    assert torch.equal(out.view(torch.uint8), bits)
+
+
+@requires_gpu
+def test_float8_dlpack_arrays_round_trip_through_tma():
+    torch = pytest.importorskip("torch")
+    from helpers import DLPackOnly
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("this torch has no float8_e4m3fn")
+    bits = torch.randint(0, 256, (128, 256), dtype=torch.uint8, device="cuda")
+    a, out = bits.view(torch.float8_e4m3fn), torch.zeros_like(bits).view(torch.float8_e4m3fn)
+    try:
+        a.__dlpack__()
+    except Exception as e:  # older torch exports no float8 through DLPack
+        pytest.skip(f"torch cannot export float8 through DLPack: {e}")
+    round_trip((64, 128), 128, float8_e4m3fn)(DLPackOnly(a), DLPackOnly(out))
+    torch.cuda.synchronize()
+    assert torch.equal(out.view(torch.uint8), bits)
 
 
 import ch3_gemm_single_tile  # noqa: E402

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import nvgpu
+from mlir.dialects import arith, llvm, nvgpu, nvvm, scf
 
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current_kernel
-from ..frontend.values import Value, _index_value, as_value
+from ..frontend.control import print_, when
+from ..frontend.values import Value, _convert, _index_value, as_value
 
 
 def _predicate(predicate):
@@ -78,14 +79,61 @@ class Mbarrier:
                 nvgpu.mbarrier_arrive_expect_tx(self.group.ir, _index_value(tx_bytes, "tx_bytes"), self.index,
                                                 predicate=_predicate(predicate))
 
-    def try_wait(self, phase, *, ticks: int = 10_000_000) -> None:
+    def try_wait(self, phase, *, ticks: int = 10_000_000, timeout_ns: int | None = None) -> None:
         """Wait until the barrier's ``phase`` (parity 0 or 1) completes (``mbarrier.try_wait.parity``,
-        retried in a loop; each try suspends for at most ``ticks`` nanoseconds)."""
-        current_kernel("Mbarrier.try_wait")
+        retried in a loop; each try suspends for at most ``ticks`` nanoseconds).
+
+        By default the wait has no bound: a phase that never completes hangs the kernel. With
+        ``timeout_ns`` (a positive Python int) the loop reads ``%globaltimer``; a thread still waiting
+        after ``timeout_ns`` nanoseconds prints a report (``vprintf``: the Python line, the barrier
+        index, the expected phase parity, its block and thread) and executes ``trap;``, so the launch
+        fails with a :class:`~nvdsl.CudaError` instead of hanging. Meant for finding deadlocks; a
+        trapped kernel leaves the CUDA context unusable for the rest of the process.
+        """
+        ctx = current_kernel("Mbarrier.try_wait")
+        if timeout_ns is not None and (not isinstance(timeout_ns, int) or isinstance(timeout_ns, bool)
+                                       or not 0 < timeout_ns < 1 << 63):
+            raise TraceError(f"timeout_ns={timeout_ns!r} must be a positive Python int (nanoseconds)",
+                             code="bad-timeout", hint="e.g. timeout_ns=1_000_000_000 for one second; "
+                             "leave it out for an unbounded wait", loc=user_location())
         with at_user_line():
-            if isinstance(phase, Value) and phase.dtype.is_int:
-                phase = (phase & 1).ne(0)
-            elif isinstance(phase, int):
-                phase = bool(phase & 1)
-            phase = as_value(phase, dt.bool_, "the phase parity")
-            nvgpu.mbarrier_try_wait_parity(self.group.ir, phase.ir, _index_value(ticks, "ticks"), self.index)
+            parity = _parity(phase)
+            if timeout_ns is None:
+                nvgpu.mbarrier_try_wait_parity(self.group.ir, parity.ir, _index_value(ticks, "ticks"), self.index)
+            else:
+                self._bounded_wait(ctx, parity, ticks, timeout_ns)
+
+    def _bounded_wait(self, ctx, parity: Value, ticks, timeout_ns: int) -> None:
+        """The loop of :meth:`try_wait` with a deadline: one ``mbarrier.try_wait.parity`` per round,
+        then ``%globaltimer`` against the deadline, and ``trap;`` past it."""
+        where = user_location()
+        i1, i32, i64 = (ir.IntegerType.get_signless(bits) for bits in (1, 32, 64))
+        if isinstance(ticks, int):  # a single try never suspends past the deadline
+            hint = as_value(min(ticks, timeout_ns), dt.uint32, "ticks").ir
+        else:
+            hint = arith.index_castui(i32, _index_value(ticks, "ticks"))
+        address = llvm.inttoptr(ir.Type.parse("!llvm.ptr<3>"), nvgpu.mbarrier_get(i64, self.group.ir, self.index))
+        expected = _convert(parity, dt.int32).ir
+        start = nvvm.read_ptx_sreg_globaltimer(i64)
+        loop = scf.WhileOp([], [])
+        with ir.InsertionPoint(loop.before.blocks.append()):
+            done = nvvm.MBarrierTryWaitOp(i1, address, expected, ticks=hint).result
+            scf.condition(arith.xori(done, arith.constant(i1, 1)), [])
+        with ir.InsertionPoint(loop.after.blocks.append()):
+            elapsed = Value(arith.subi(nvvm.read_ptx_sreg_globaltimer(i64), start), dt.uint64)
+            with when(elapsed > timeout_ns):
+                print_("nvdsl: mbarrier wait timed out after {} ns at {}: barrier {} of {} never completed "
+                       "phase parity {} (block ({}, {}, {}), thread ({}, {}, {}))", timeout_ns,
+                       where if where is not None else "an unknown line", Value(self.index, dt.index),
+                       f"Mbarriers({self.group.count})", parity, *ctx.block_id, *ctx.thread_id)
+                llvm.intr_trap()
+            scf.yield_([])
+
+
+def _parity(phase) -> Value:
+    """A phase (a Python int or bool, or a traced integer or bool) as its parity, a traced bool."""
+    if isinstance(phase, Value) and phase.dtype.is_int:
+        return (phase & 1).ne(0)
+    if isinstance(phase, int):
+        phase = bool(phase & 1)
+    return as_value(phase, dt.bool_, "the phase parity")

@@ -7,6 +7,9 @@
   PyTorch tensors take a faster path that reads ``data_ptr()`` directly.
 * Python ``int``, ``float`` and ``bool`` become ``int32``, ``float32`` and
   ``bool`` scalars; NumPy scalars keep their dtype (``np.int64(n)`` for wide ints).
+* ``bfloat16`` and ``float8_*`` arrays have no NumPy dtype: they come as torch
+  tensors or DLPack device arrays; a NumPy array (ml_dtypes included) never
+  passes as one.
 """
 
 from __future__ import annotations
@@ -91,6 +94,8 @@ class _DLTensor(ctypes.Structure):
 
 _DL_CUDA, _DL_CUDA_MANAGED = 2, 13
 _DL_CODES = {0: "i", 1: "u", 2: "f", 4: "bf"}
+# DLPack 1.1's float8 codes (kDLFloat8_e4m3fn, kDLFloat8_e5m2): the code names the format, bits are 8.
+_DL_FLOAT8 = {10: dt.float8_e4m3fn, 12: dt.float8_e5m2}
 _PyCapsule_GetPointer = ctypes.pythonapi.PyCapsule_GetPointer
 _PyCapsule_GetPointer.restype = ctypes.c_void_p
 _PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
@@ -100,8 +105,13 @@ def _dlpack_info(value) -> ArrayInfo:
     capsule = value.__dlpack__()
     tensor = _DLTensor.from_address(_PyCapsule_GetPointer(capsule, b"dltensor"))
     shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
-    kind = _DL_CODES.get(tensor.dtype.code)
-    name = {"i": "int", "u": "uint", "f": "float", "bf": "bfloat"}.get(kind, "?") + str(tensor.dtype.bits)
+    code, bits = tensor.dtype.code, tensor.dtype.bits
+    if code in _DL_FLOAT8 and bits == 8:
+        name = _DL_FLOAT8[code].name
+    elif code in _DL_CODES:
+        name = {"i": "int", "u": "uint", "f": "float", "bf": "bfloat"}[_DL_CODES[code]] + str(bits)
+    else:
+        name = f"type code {code} of {bits} bits"
     dtype = dt.BY_NAME.get(name) if tensor.dtype.lanes == 1 else None
     contiguous = not tensor.strides or _c_contiguous(shape, [tensor.strides[i] for i in range(tensor.ndim)])
     on_gpu = tensor.device.device_type in (_DL_CUDA, _DL_CUDA_MANAGED)
@@ -167,6 +177,11 @@ def describe(value, name: str, loc: SourceLocation | None) -> tuple[ArgSpec, str
         return ArgSpec(name, SCALAR, dtype), None
     if isinstance(value, np.ndarray):
         dtype = dt.from_numpy(value.dtype)
+        if dtype is None and value.dtype.name in {d.name for d in dt.NOT_IN_NUMPY}:  # ml_dtypes' types
+            raise ArgumentError(f"argument '{name}' is a NumPy array of {value.dtype.name}; nvdsl takes "
+                                f"{value.dtype.name} arrays only from torch or DLPack, never from NumPy",
+                                code="bad-dtype", hint=f"pass a torch.{value.dtype.name} tensor on the GPU, or "
+                                f"x.view(np.uint{value.dtype.itemsize * 8}) to move the raw bits", loc=loc)
         if dtype is None:
             raise _bad_dtype(name, str(value.dtype), loc)
         if value.ndim == 0:
@@ -201,7 +216,8 @@ def _bad_dtype(name, found, loc) -> ArgumentError:
     return ArgumentError(f"argument '{name}' has dtype {found}, which kernels cannot take",
                          code="bad-dtype",
                          hint="supported: " + ", ".join(d.name for d in dt.ARRAY_DTYPES) +
-                              " (bool arrays: pass them as uint8)", loc=loc)
+                              " (bool arrays: pass them as uint8; bfloat16 and float8 arrays: as torch "
+                              "tensors or DLPack device arrays, since NumPy has no such dtype)", loc=loc)
 
 
 def _check_int_fits(value, dtype, name, loc):

@@ -9,6 +9,13 @@ from ..errors import CudaError, NoDeviceError
 
 _NO_DEVICE_HINT = ("compiling still works without a GPU: use fn.compile(...) to get the PTX and "
                    "cubin, or NVDSL_DUMP_DIR to write them out")
+# Errors of a kernel that died on the GPU: they stick to the context, so every later call fails too.
+_KERNEL_DIED = {"CUDA_ERROR_LAUNCH_FAILED", "CUDA_ERROR_ILLEGAL_INSTRUCTION", "CUDA_ERROR_ILLEGAL_ADDRESS",
+                "CUDA_ERROR_MISALIGNED_ADDRESS", "CUDA_ERROR_INVALID_ADDRESS_SPACE", "CUDA_ERROR_INVALID_PC",
+                "CUDA_ERROR_HARDWARE_STACK_ERROR", "CUDA_ERROR_ASSERT"}
+_KERNEL_DIED_HINT = ("a kernel stopped on the GPU: it trapped (an Mbarrier.try_wait(timeout_ns=...) that "
+                     "timed out prints its report first) or faulted (compute-sanitizer locates it); the CUDA "
+                     "context is now unusable, so restart the process")
 
 
 def driver():
@@ -40,7 +47,10 @@ def check(result_tuple, call: str, error=CudaError, hint: str | None = None):
                 description = text.decode() if isinstance(text, bytes) else str(text)
         except Exception:  # the description is a courtesy; the name says it all
             pass
-        raise error(call, result_name(result), description, hint=hint)
+        name = result_name(result)
+        if hint is None and name in _KERNEL_DIED:
+            hint = _KERNEL_DIED_HINT
+        raise error(call, name, description, hint=hint)
     if len(result_tuple) == 1:
         return None
     if len(result_tuple) == 2:

@@ -25,7 +25,10 @@ _DATA_TYPES = {
     dt.float16: "FLOAT16", dt.bfloat16: "BFLOAT16", dt.float32: "FLOAT32", dt.float64: "FLOAT64",
     dt.int32: "INT32", dt.int64: "INT64", dt.uint8: "UINT8", dt.uint16: "UINT16", dt.uint32: "UINT32",
     dt.uint64: "UINT64", dt.int8: "UINT8", dt.int16: "UINT16",  # TMA copies bits: signedness is moot
+    # cuTensorMapEncodeTiled has no float8 type; TMA moves them as bytes (zero fill reads 0.0 out of bounds).
+    dt.float8_e4m3fn: "UINT8", dt.float8_e5m2: "UINT8",
 }
+_FLOAT_DATA_TYPES = ("FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64")
 
 
 def rule_violations(spec: TensorMapSpec, dtype: dt.DType, shape: tuple[int, ...]) -> list[str]:
@@ -47,6 +50,9 @@ def rule_violations(spec: TensorMapSpec, dtype: dt.DType, shape: tuple[int, ...]
         problems.append(f"swizzle={spec.swizzle} must be one of {SWIZZLE_BYTES} bytes")
     if spec.interleave not in INTERLEAVE_BYTES:
         problems.append(f"interleave={spec.interleave} must be one of {INTERLEAVE_BYTES} bytes")
+    if spec.oob_nan and _DATA_TYPES.get(dtype) not in _FLOAT_DATA_TYPES:
+        problems.append(f"oob='nan' needs a float16, bfloat16, float32 or float64 array; TMA moves "
+                        f"{dtype.name} as plain bits and can only fill zeros out of bounds")
     if spec.l2_promotion not in L2_PROMOTION_BYTES:
         problems.append(f"l2_promotion={spec.l2_promotion} must be one of {L2_PROMOTION_BYTES} bytes")
     if spec.interleave == 0:
