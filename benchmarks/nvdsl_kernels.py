@@ -68,3 +68,6 @@ def register_gemms(registry: dict) -> None:
     def ch5(a, b, c):
         ch5_kernels[str(a.dtype).removeprefix("torch.")](a, b, c)
     registry.setdefault("nvdsl-ch5", ch5)
+
+    from nvdsl.kernels.gemm import gemm
+    registry.setdefault("nvdsl-gemm", gemm)

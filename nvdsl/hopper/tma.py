@@ -122,12 +122,15 @@ class TMA:
             nvgpu.tma_async_load(tile.ir, barrier.group.ir, self._descriptor(), self._coordinates(coords),
                                  barrier.index, predicate=_predicate(predicate))
 
-    def store(self, tile: Array, coords, *, predicate=None) -> None:
+    def store(self, tile: Array, coords, *, predicate=None, wait: bool = True) -> None:
         """Copy the shared ``tile`` to the box at ``coords`` and wait until the copy has read shared
         memory (``cp.async.bulk.tensor`` global<-shared, ``commit_group``, ``wait_group.read 0``).
 
+        With ``wait=False`` the copy runs on: call :func:`tma_store_wait` (from the same thread)
+        before writing ``tile`` again, and before the kernel ends.
+
         Writes to ``tile`` by ordinary stores must be made visible to the copy engine first: every
-        writing thread calls :func:`fence_shared_to_async` and then the block synchronises.
+        writing thread calls :func:`fence_shared_to_async` and then the threads synchronise.
         """
         self._check_tile(tile, "store")
         current("TMA store").written_args.add(self.array_index)
@@ -135,11 +138,22 @@ class TMA:
             nvgpu.tma_async_store(tile.ir, self._descriptor(), self._coordinates(coords),
                                   predicate=_predicate(predicate))
             nvvm.cp_async_bulk_commit_group()
-            nvvm.cp_async_bulk_wait_group(0, read=True)
+            if wait:
+                nvvm.cp_async_bulk_wait_group(0, read=True)
 
     @property
     def array_index(self) -> int:
         return ir.BlockArgument(self.array.ir).arg_number
+
+
+def tma_store_wait(pending: int = 0) -> None:
+    """Wait until at most ``pending`` of this thread's TMA store groups still read shared memory
+    (``cp.async.bulk.wait_group.read``); their tiles may be overwritten after it."""
+    current_kernel("nvdsl.tma_store_wait")
+    if not (isinstance(pending, int) and 0 <= pending <= 7):
+        raise TraceError(f"pending={pending!r} must be a Python int in 0..7", code="bad-tma", loc=user_location())
+    with at_user_line():
+        nvvm.cp_async_bulk_wait_group(pending, read=True)
 
 
 def fence_shared_to_async() -> None:

@@ -132,6 +132,20 @@ class WGMMAAccumulator:
             self.ir = nvgpu.warpgroup_mma(self.type, product.a.ir, product.b.ir, self.ir, wait_group=in_flight,
                                           transpose_b=ir.UnitAttr.get() if product.transpose_b else None)
 
+    def __getitem__(self, key) -> "_AccumulatorColumns":
+        """``acc[:, start:stop]``: some of the accumulator's columns (multiples of 8), to ``store``
+        a wide accumulator through a smaller staging tile."""
+        rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (None, None)
+        n = self.shape[1]
+        if not (isinstance(rows, slice) and rows == slice(None) and isinstance(cols, slice) and cols.step is None):
+            raise TraceError("index an accumulator as acc[:, start:stop] (all rows, a range of columns)",
+                             code="bad-wgmma", loc=user_location())
+        start, stop, _ = cols.indices(n)
+        if start % 8 or stop % 8 or stop <= start:
+            raise TraceError(f"accumulator columns {start}:{stop} must be a non-empty range with multiples of 8",
+                             code="bad-wgmma", loc=user_location())
+        return _AccumulatorColumns(self, start, stop)
+
     def store(self, destination: Array, at=None, *, tma: TMA | None = None) -> None:
         """Write the accumulator into ``destination``, converted to its element type (float32, float16
         or bfloat16), after waiting for every wgmma group of the warpgroup.
@@ -143,29 +157,12 @@ class WGMMAAccumulator:
                 can copy them out: column blocks one box wide, each swizzled as the descriptor says.
                 Give each box to ``tma.store`` as ``destination.view(tma.box, offset=i * box_bytes)``.
         """
-        if not isinstance(destination, Array) or destination.ndim != 2 or \
-                destination.dtype not in (dt.float32,) + _INPUT_DTYPES:
-            raise TraceError(f"WGMMAAccumulator.store needs a 2-D float32, float16 or bfloat16 array, "
-                             f"got {destination!r}", code="bad-wgmma", loc=user_location())
-        if at is None and destination.shape != self.shape:
-            raise TraceError(f"the accumulator is {list(self.shape)} but '{destination.name}' is "
-                             f"{list(destination.shape)}", code="bad-wgmma",
-                             hint="pass at=(row, col) to store into a block of a larger array", loc=user_location())
-        if destination.space == GLOBAL:
-            current("WGMMAAccumulator.store").written_args.add(ir.BlockArgument(destination.ir).arg_number)
-        with at_user_line():
-            wgmma_wait(0)
-            if tma is not None:
-                _BoxLayout(destination, tma, self.shape, at).store(self)
-            elif destination.dtype == dt.float32:
-                target = destination.ir if at is None else _block(destination, at, self.shape)
-                nvgpu.warpgroup_mma_store(self.ir, target)
-            else:
-                _RowMajor(destination, at).store(self)
+        _AccumulatorColumns(self, 0, self.shape[1]).store(destination, at, tma=tma)
 
-    def _fragments(self):
-        """Per pair of adjacent accumulator values a thread holds: (struct position of the first,
-        row, column), the row and column as (constant part, this thread's part) to add.
+    def _fragments(self, columns: tuple[int, int]):
+        """Per pair of adjacent accumulator values a thread holds in ``columns`` (start, stop):
+        (struct position of the first, row, column), the row and column (relative to ``start``)
+        as (constant part, this thread's part) to add.
 
         wgmma's m64nNk16 f32 layout: thread t of the warpgroup holds, for each 8-column block q and
         h in (0, 1), the values at row 16*(t//32) + (t%32)//4 + 8*h, columns 8*q + 2*(t%4) + (0, 1).
@@ -174,11 +171,11 @@ class WGMMAAccumulator:
         thread = ctx.linear_thread_id % 128
         row_part = (thread // 32) * 16 + (thread % 32) // 4
         col_part = (thread % 4) * 2
-        m, n = self.shape
-        for chunk in range(m // 64):
-            for q in range(n // 8):
+        start, stop = columns
+        for chunk in range(self.shape[0] // 64):
+            for q in range(start // 8, stop // 8):
                 for h in (0, 1):
-                    yield (chunk, 4 * q + 2 * h), (64 * chunk + 8 * h, row_part), (8 * q, col_part)
+                    yield (chunk, 4 * q + 2 * h), (64 * chunk + 8 * h, row_part), (8 * q - start, col_part)
 
     def _struct(self) -> ir.Value:
         """The accumulator as the LLVM struct nvgpu lowers it to: one struct of N/2 f32 per 64 rows."""
@@ -189,17 +186,47 @@ class WGMMAAccumulator:
                                    operands=[self.ir]).result
 
 
+class _AccumulatorColumns:
+    """Columns ``start:stop`` of an accumulator (``acc[:, start:stop]``), to store."""
+
+    def __init__(self, acc: WGMMAAccumulator, start: int, stop: int):
+        self.acc, self.columns = acc, (start, stop)
+        self.shape = (acc.shape[0], stop - start)
+
+    def store(self, destination: Array, at=None, *, tma: TMA | None = None) -> None:
+        """As :meth:`WGMMAAccumulator.store`, for these columns."""
+        if not isinstance(destination, Array) or destination.ndim != 2 or \
+                destination.dtype not in (dt.float32,) + _INPUT_DTYPES:
+            raise TraceError(f"WGMMAAccumulator.store needs a 2-D float32, float16 or bfloat16 array, "
+                             f"got {destination!r}", code="bad-wgmma", loc=user_location())
+        if at is None and destination.shape != self.shape:
+            raise TraceError(f"the accumulator block is {list(self.shape)} but '{destination.name}' is "
+                             f"{list(destination.shape)}", code="bad-wgmma",
+                             hint="pass at=(row, col) to store into a block of a larger array", loc=user_location())
+        if destination.space == GLOBAL:
+            current("WGMMAAccumulator.store").written_args.add(ir.BlockArgument(destination.ir).arg_number)
+        with at_user_line():
+            wgmma_wait(0)
+            if tma is not None:
+                _BoxLayout(destination, tma, self.shape, at).store(self.acc, self.columns)
+            elif destination.dtype == dt.float32 and self.shape == self.acc.shape:
+                target = destination.ir if at is None else _block(destination, at, self.shape)
+                nvgpu.warpgroup_mma_store(self.acc.ir, target)
+            else:
+                _RowMajor(destination, at).store(self.acc, self.columns)
+
+
 class _AccumulatorWriter:
     """Writes an accumulator pair by pair (two adjacent columns as one 4-byte or 8-byte store)."""
 
     def __init__(self, dtype: dt.DType):
         self.dtype = dtype
 
-    def store(self, acc: WGMMAAccumulator) -> None:
+    def store(self, acc: WGMMAAccumulator, columns: tuple[int, int]) -> None:
         f32 = ir.F32Type.get()
         struct = acc._struct()
         pair_type = ir.VectorType.get([2], self.dtype.mlir_type())
-        for (chunk, i), row, col in acc._fragments():
+        for (chunk, i), row, col in acc._fragments(columns):
             values = [llvm.extractvalue(f32, struct, [chunk, i + j]) for j in (0, 1)]
             pair = vector.from_elements(ir.VectorType.get([2], f32), values)
             if self.dtype != dt.float32:

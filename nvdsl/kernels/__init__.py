@@ -1,0 +1,1 @@
+"""Kernels written in nvdsl, ready to call (see each module)."""
