@@ -458,10 +458,29 @@ def test_ch3_lowers_to_wgmma_and_hgmma_without_spills():
             assert {"HGMMA", "UTMALDG", "SYNCS"} <= sass_opcodes(compiled.sass())
 
 
-def test_k_major_b_is_refused_for_now():
-    with pytest.raises(nvdsl.TraceError, match="K-major B"):
-        k_loop_gemm(128, b_k_major=True).trace(np.zeros((128, 128), np.float16), np.zeros((128, 128), np.float16),
-                                               np.zeros((128, 128), np.float32))
+def test_k_major_b_is_issued_without_the_transpose_flag():
+    ptx = k_loop_gemm(128, b_k_major=True).compile(np.zeros((128, 128), np.float16), np.zeros((128, 128), np.float16),
+                                                   np.zeros((128, 128), np.float32)).ptx
+    # operands: ..., scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b
+    flags = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16 \{[^}]*\}, %rd\d+, %rd\d+, "
+                       r"p, 1,\s+1, (\d),\s+(\d);", ptx)
+    assert flags and set(flags) == {("0", "0")}
+    n_major = k_loop_gemm(128).compile(np.zeros((128, 128), np.float16), np.zeros((128, 128), np.float16),
+                                       np.zeros((128, 128), np.float32)).ptx
+    assert re.search(r"p, 1,\s+1, 0,\s+1;", n_major)
+
+
+def test_k_major_tiles_wider_than_the_swizzle_are_refused():
+    @nvdsl.mlir_func
+    def host(b):
+        b_tma = nvdsl.TMA(b, box=(64, 32), swizzle=64)
+
+        @nvdsl.gpu_launch(grid=1, block=128, smem=64 * 64 * 2)
+        def kernel(ctx):
+            nvdsl.WGMMAMatrix(ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024), b_tma, transposed=True)
+        kernel()
+    with pytest.raises(nvdsl.TraceError, match="wider than the 64-byte swizzle"):
+        host.trace(np.zeros((64, 64), np.float16))
 
 
 def test_accumulator_carried_through_a_k_loop_compiles():
@@ -532,6 +551,19 @@ def test_k_loop_gemm_matches_a_float32_reference(k_total, dtype):
     a = torch.randn(128, k_total, device="cuda").to(t)
     b = torch.randn(k_total, 128, device="cuda").to(t)
     assert_gemm_matches(k_loop_gemm(k_total, getattr(nvdsl, dtype)), a, b, torch.empty(128, 128, device="cuda"))
+
+
+@requires_gpu
+@pytest.mark.parametrize("k_total, dtype", [(64, "float16"), (512, "float16"), (1024, "bfloat16")])
+def test_k_major_b_gemm_matches_a_float32_reference(k_total, dtype):
+    """B stored (N, K), as a linear layer's weight: C = A @ B.T."""
+    torch = pytest.importorskip("torch")
+    t = getattr(torch, dtype)
+    a = torch.randn(128, k_total, device="cuda").to(t)
+    b_nk = torch.randn(128, k_total, device="cuda").to(t)
+    c = torch.empty(128, 128, device="cuda")
+    gemm = k_loop_gemm(k_total, getattr(nvdsl, dtype), b_k_major=True)
+    assert_gemm_matches(lambda a, b, c: gemm(a, b_nk, c), a, b_nk.t(), c)
 
 
 import ch4_gemm_multistage  # noqa: E402

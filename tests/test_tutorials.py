@@ -65,7 +65,8 @@ def test_ch0_prints_every_thread_id(tmp_path):
 
 
 @requires_gpu
-@pytest.mark.parametrize("name", ["ch1_saxpy", "ch2_tma", "ch3_gemm_single_tile", "ch4_gemm_multistage"])
+@pytest.mark.parametrize("name", ["ch1_saxpy", "ch2_tma", "ch3_gemm_single_tile", "ch4_gemm_multistage",
+                                  "ch5_gemm_warp_specialized"])
 def test_chapter_checks_itself_and_passes(name, tmp_path):
     result = run_chapter(name, tmp_path)
     assert result.returncode == 0, result.stderr

@@ -28,9 +28,10 @@ class WGMMAMatrix:
     """An operand of ``wgmma`` in shared memory: ``tile`` as loaded by ``tma`` (its swizzle sets the layout).
 
     The matrix is ``tile`` itself, or with ``transposed=True`` the tile's transpose. ``A`` (M, K)
-    is an (M, K) tile, K contiguous; ``B`` (K, N) is a (K, N) tile, N contiguous ("N-major").
-    (``transposed=True`` operands, i.e. K-major B, are refused for now: nvgpu's verifier wants B
-    declared (K, N).)
+    is an (M, K) tile, K contiguous. ``B`` (K, N) is either a (K, N) tile, N contiguous
+    ("N-major", as ``b`` of ``a @ b`` row-major), or ``transposed=True`` of an (N, K) tile, K
+    contiguous ("K-major", as the weight of a linear layer); a K-major tile's rows must fit in
+    one swizzle span (K * 2 bytes <= swizzle).
     """
 
     def __init__(self, tile: Array, tma: TMA, *, transposed: bool = False):
@@ -45,6 +46,10 @@ class WGMMAMatrix:
             raise TraceError("WGMMAMatrix needs the (swizzled) TMA descriptor that loads its tile",
                              code="bad-wgmma", hint="declare the TMA with swizzle=128 (or 64, 32)",
                              loc=user_location())
+        if transposed and tile.shape[1] * tile.dtype.itemsize > tma.spec.swizzle:
+            raise TraceError(f"a transposed (K-major) tile's rows are {tile.shape[1]} values, wider than the "
+                             f"{tma.spec.swizzle}-byte swizzle span", code="bad-wgmma-shape",
+                             hint="use a K extent of 64 (128-byte swizzle) per tile", loc=user_location())
         self.tile, self.tma, self.transposed = tile, tma, transposed
         self.shape = tile.shape[::-1] if transposed else tile.shape
         self.dtype = tile.dtype
@@ -66,11 +71,12 @@ class _Product:
         if a.dtype != b.dtype:
             raise TraceError(f"A is {a.dtype.name} but B is {b.dtype.name}", code="bad-wgmma",
                              loc=user_location())
-        if a.transposed or b.transposed:
-            raise TraceError("A must be an (M, K) tile and B a (K, N) tile; K-major B (an (N, K) tile) and "
-                             "transposed A are not supported yet", code="bad-wgmma",
-                             hint="load B as (K, N) boxes, as in tutorials/ch3_gemm_single_tile.py",
-                             loc=user_location())
+        if a.transposed:
+            raise TraceError("A must be an (M, K) tile, K contiguous; a transposed A is not supported",
+                             code="bad-wgmma", hint="load A as (M, K) boxes", loc=user_location())
+        if a.tile.shape[1] * a.dtype.itemsize > a.tma.spec.swizzle and b.transposed:
+            raise TraceError(f"with a K-major B, A's rows ({a.tile.shape[1]} values) must fit in its "
+                             f"{a.tma.spec.swizzle}-byte swizzle span", code="bad-wgmma-shape", loc=user_location())
         self.a, self.b = a, b
         # wgmma reads B K-major unless told to transpose: an N-major (K, N) tile needs the flag.
         self.transpose_b = not b.transposed
@@ -129,8 +135,43 @@ class WGMMAAccumulator:
                              f"an accumulator of {list(self.shape)} with K a multiple of 16",
                              code="bad-wgmma-shape", loc=user_location())
         with at_user_line():
-            self.ir = nvgpu.warpgroup_mma(self.type, product.a.ir, product.b.ir, self.ir, wait_group=in_flight,
-                                          transpose_b=ir.UnitAttr.get() if product.transpose_b else None)
+            if product.transpose_b:
+                self.ir = nvgpu.warpgroup_mma(self.type, product.a.ir, product.b.ir, self.ir, wait_group=in_flight,
+                                              transpose_b=ir.UnitAttr.get())
+            else:
+                self._issue_k_major_b(product, in_flight)
+
+    def _issue_k_major_b(self, product: _Product, in_flight: int) -> None:
+        """``nvgpu.warpgroup.mma`` steps B's descriptor as for an N-major tile only, so a K-major B
+        is issued here as ``nvvm.wgmma.mma_async`` instructions: one per 64 rows of A and 16 of K,
+        each descriptor advanced to its sub-tile (start address in 16-byte units)."""
+        m, n = self.shape
+        k = product.a.shape[1]
+        item = product.a.dtype.itemsize
+        i64 = ir.IntegerType.get_signless(64)
+        as_i64 = lambda d: ir.Operation.create("builtin.unrealized_conversion_cast", results=[i64],
+                                               operands=[d]).result
+        a_desc, b_desc = as_i64(product.a.ir), as_i64(product.b.ir)
+        step = lambda desc, offset: desc if not offset else arith.addi(desc, arith.constant(i64, offset >> 4))
+        wgmma_type = {dt.float16: "f16", dt.bfloat16: "bf16"}[product.a.dtype]
+        attr = ir.Attribute.parse
+        struct = self._struct()
+        chunk_type = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * (n // 2)) + ")>")
+        nvvm.wgmma_fence_aligned()
+        for chunk in range(m // 64):
+            value = llvm.extractvalue(chunk_type, struct, [chunk])
+            for kk in range(k // 16):
+                value = nvvm.wgmma_mma_async(
+                    chunk_type, value, step(a_desc, (chunk * 64 * k + kk * 16) * item), step(b_desc, kk * 16 * item),
+                    attr(f"#nvvm.shape<m = 64, n = {n}, k = 16>"), attr(f"#nvvm.wgmma_type<{wgmma_type}>"),
+                    attr(f"#nvvm.wgmma_type<{wgmma_type}>"), attr("#nvvm.wgmma_type<f32>"),
+                    attr("#nvvm.wgmma_scale_out<one>"), attr("#nvvm.wgmma_scale_in<one>"),
+                    attr("#nvvm.wgmma_scale_in<one>"), attr("#nvvm.mma_layout<row>"), attr("#nvvm.mma_layout<col>"))
+            struct = llvm.insertvalue(struct, value, [chunk])
+        nvvm.wgmma_commit_group_sync_aligned()
+        nvvm.wgmma_wait_group_sync_aligned(in_flight)
+        self.ir = ir.Operation.create("builtin.unrealized_conversion_cast", results=[self.type],
+                                      operands=[struct]).result
 
     def __getitem__(self, key) -> "_AccumulatorColumns":
         """``acc[:, start:stop]``: some of the accumulator's columns (multiples of 8), to ``store``
@@ -154,8 +195,9 @@ class WGMMAAccumulator:
             destination: a 2-D global or shared array of the accumulator's shape, or larger with ``at``.
             at: ``(row, col)`` of the block of ``destination`` to write.
             tma: lay the (shared) destination out as this descriptor's boxes, so that ``tma.store``
-                can copy them out: column blocks one box wide, each swizzled as the descriptor says.
-                Give each box to ``tma.store`` as ``destination.view(tma.box, offset=i * box_bytes)``.
+                can copy them out: the boxes one after the other, row of boxes by row of boxes, each
+                swizzled as the descriptor says. Give box ``i`` to ``tma.store`` as
+                ``destination.view(tma.box, offset=i * box_bytes)``.
         """
         _AccumulatorColumns(self, 0, self.shape[1]).store(destination, at, tma=tma)
 
@@ -247,9 +289,10 @@ class _RowMajor(_AccumulatorWriter):
 
 
 class _BoxLayout(_AccumulatorWriter):
-    """A shared tile laid out as a TMA descriptor's boxes: column blocks one box wide, each box's
-    16-byte chunks swizzled within every ``swizzle``-byte row span (TMA's layout: address bits
-    4.. XOR bits 7.., over as many bits as the swizzle has 16-byte chunks)."""
+    """A shared tile laid out as a TMA descriptor's boxes, one after the other in row-major order
+    of boxes (for one box row: column blocks one box wide), each box's 16-byte chunks swizzled
+    within every ``swizzle``-byte row span (TMA's layout: address bits 4.. XOR bits 7.., over as
+    many bits as the swizzle has 16-byte chunks)."""
 
     def __init__(self, destination: Array, tma: TMA, shape, at):
         super().__init__(destination.dtype)
@@ -257,27 +300,33 @@ class _BoxLayout(_AccumulatorWriter):
             raise TraceError(f"tma= needs an nvdsl.TMA, got {tma!r}", code="bad-wgmma", loc=user_location())
         rows, cols = destination.shape
         box = tma.box
-        if destination.space != SHARED or at is not None or len(box) != 2 or box[0] != rows or \
+        if destination.space != SHARED or at is not None or len(box) != 2 or box[0] % 64 or rows % box[0] or \
                 cols % box[1] or (box[1] * destination.dtype.itemsize) % 16 or \
                 tma.array.dtype != destination.dtype or tuple(shape) != destination.shape:
             raise TraceError(f"store(..., tma=) needs a shared {tma.array.dtype.name} tile of the accumulator's "
-                             f"shape {list(shape)} made of whole boxes {list(box)} of that descriptor side by "
-                             f"side, got {destination!r}", code="bad-wgmma", loc=user_location())
+                             f"shape {list(shape)}, made of whole boxes {list(box)} of that descriptor (box rows a "
+                             f"multiple of 64), got {destination!r}", code="bad-wgmma", loc=user_location())
         span = 8 * tma.spec.swizzle  # the swizzle pattern repeats every 8 rows of `swizzle` bytes
         if span and destination.offset % span:
             raise TraceError(f"'{destination.name}' starts at shared byte {destination.offset}; a "
                              f"{tma.spec.swizzle}-byte swizzled tile must start on a multiple of {span}",
                              code="misaligned", hint=f"allocate it with align={max(span, 128)}", loc=user_location())
         self.item = destination.dtype.itemsize
-        self.box_bytes = rows * box[1] * self.item
-        self.box_cols, self.row_bytes = box[1], box[1] * self.item
+        self.box_rows, self.box_cols = box
+        self.boxes_per_row = cols // self.box_cols
+        self.box_bytes = self.box_rows * self.box_cols * self.item
+        self.row_bytes = self.box_cols * self.item
         self.swizzle_mask = tma.spec.swizzle // 16 - 1
         self.flat = destination.view((destination.size,))
 
     def write(self, pair, row, col) -> None:
-        col_const, col_thread = col
-        box, col_in_box = divmod(col_const, self.box_cols)  # the thread's part stays inside an 8-column block
-        offset = (row[1] + row[0]) * self.row_bytes + col_thread * self.item + \
+        # The thread's parts stay inside one 64-row chunk and one 8-column block, so which box a
+        # pair lands in is known while tracing.
+        (row_const, row_thread), (col_const, col_thread) = row, col
+        box_row, row_in_box = divmod(row_const - row_const % 64, self.box_rows)
+        box_col, col_in_box = divmod(col_const, self.box_cols)
+        box = box_row * self.boxes_per_row + box_col
+        offset = (row_thread + (row_in_box + row_const % 64)) * self.row_bytes + col_thread * self.item + \
             (box * self.box_bytes + col_in_box * self.item)
         if self.swizzle_mask:
             offset = offset ^ (((offset >> 7) & self.swizzle_mask) << 4)

@@ -1,0 +1,234 @@
+"""Warp-specialized GEMMs (tutorial chapter 5, nvdsl.kernels.gemm) and the primitives they added:
+asynchronous wgmma, converting accumulator stores, shared views, named barriers, TMA stores left running."""
+
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+import nvdsl
+from nvdsl.compiler.toolchain import find_tool
+from nvdsl.kernels.gemm import make_gemm as make_persistent_gemm
+from nvdsl.testing import requires_gpu, sass_opcodes
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tutorials"))
+import ch5_gemm_warp_specialized as ch5  # noqa: E402
+
+STAGE_BYTES = (128 * 64 + 64 * 256) * 2
+
+
+def zeros(m, n, k, c_dtype=np.float16):
+    return np.zeros((m, k), np.float16), np.zeros((k, n), np.float16), np.zeros((m, n), c_dtype)
+
+
+def assert_fast_kernel_shape(compiled):
+    """What a warp-specialized Hopper GEMM needs in its PTX and SASS."""
+    ptx = compiled.ptx
+    assert re.search(r"setmaxnreg.dec.sync.aligned.u32\s+40;", ptx)
+    assert re.search(r"setmaxnreg.inc.sync.aligned.u32\s+232;", ptx)
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in ptx
+    assert re.search(r"wgmma.wait_group.sync.aligned\s+1;", ptx)           # one product stays in flight
+    assert re.search(r"bar.sync\s+[23], 128;", ptx)                    # a consumer warpgroup's own barrier
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx          # the TMA-store epilogue
+    if compiled.cubin is not None:
+        resources = compiled.resources["gemm_kernel"]
+        assert resources.spill_stores == 0 and resources.spill_loads == 0
+        assert resources.registers <= 168                              # 384 threads fit the register file
+        if find_tool("nvdisasm"):
+            assert {"HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG"} <= sass_opcodes(compiled.sass())
+
+
+def test_ch5_specializes_warpgroups_without_spills():
+    compiled = ch5.make_gemm(num_stages=4).compile(*zeros(256, 512, 1024))
+    assert_fast_kernel_shape(compiled)
+    launch, = compiled.module.plan.launches
+    assert launch.grid == (2 * 2, 1, 1) and launch.block == (384, 1, 1) and launch.smem == 4 * STAGE_BYTES
+    assert compiled.ptx.count("mbarrier.init.shared.b64") == 8
+    assert re.search(r"bar.sync\s+9, 256;", compiled.ptx)             # both consumers leave the stages
+
+
+def test_persistent_gemm_keeps_one_block_per_sm_and_stages_its_epilogue():
+    compiled = make_persistent_gemm(num_stages=4, sm_count=132).compile(*zeros(8192, 8192, 1024))
+    assert_fast_kernel_shape(compiled)
+    launch, = compiled.module.plan.launches
+    assert launch.grid == (132, 1, 1) and launch.smem == 4 * STAGE_BYTES + 2 * 16 * 1024
+    few_tiles, = make_persistent_gemm(sm_count=132).compile(*zeros(256, 512, 256)).module.plan.launches
+    assert few_tiles.grid == (4, 1, 1)
+    # stores run on while the next tile is computed; each block waits for them before reusing staging
+    assert re.search(r"cp.async.bulk.wait_group.read\s+0;", compiled.ptx)
+
+
+@pytest.mark.parametrize("make", [ch5.make_gemm, make_persistent_gemm])
+def test_gemms_refuse_shapes_they_cannot_tile(make):
+    with pytest.raises(ValueError, match="N=384 of 256"):
+        make(num_stages=4).trace(*zeros(128, 384, 256))
+    with pytest.raises(ValueError, match="K=320 of 256"):
+        make(num_stages=4).trace(*zeros(128, 256, 320))
+
+
+def test_gemm_wrapper_names_the_dtype_it_needs():
+    from nvdsl.kernels.gemm import gemm
+    with pytest.raises(nvdsl.ArgumentError, match="float16 or bfloat16"):
+        gemm(np.zeros((128, 64), np.float32), np.zeros((64, 256), np.float32), np.zeros((128, 256), np.float32))
+
+
+def single_tile(store, c_shape=(128, 128), c_dtype=nvdsl.float16):
+    """C = A (128x64) @ B (64x128) in one CTA; ``store(ctx, acc, c, c_tma)`` writes C."""
+    m, n, k, half = 128, 128, 64, 64
+
+    @nvdsl.mlir_func
+    def gemm(a, b, c):
+        a_tma = nvdsl.TMA(a, box=(m, k), swizzle=128)
+        b_tma = nvdsl.TMA(b, box=(k, half), swizzle=128)
+        c_tma = nvdsl.TMA(c, box=(64, 128 // c.dtype.itemsize), swizzle=128)
+        a_bytes, b_bytes = m * k * 2, k * n * 2
+
+        @nvdsl.gpu_launch(grid=1, block=128, smem=a_bytes + b_bytes + m * n * 4)
+        def kernel(ctx):
+            a_tile = ctx.dynamic_shared((m, k), nvdsl.float16, align=1024)
+            b_tile = ctx.dynamic_shared((k, n), nvdsl.float16, align=1024)
+            loaded = nvdsl.Mbarriers(1)[0]
+            leader = ctx.thread_id.x.eq(0)
+            loaded.init(1, predicate=leader)
+            ctx.sync_threads()
+            loaded.arrive(a_bytes + b_bytes, predicate=leader)
+            a_tma.load(a_tile, loaded, (0, 0), predicate=leader)
+            for h in (0, 1):
+                b_tma.load(b_tile.view((k, half), offset=h * k * half * 2), loaded, (0, h * half), predicate=leader)
+            loaded.try_wait(0)
+            acc = nvdsl.WGMMAAccumulator(m, n)
+            acc.accumulate(nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma), in_flight=1)
+            store(ctx, acc, c, c_tma)
+        kernel()
+    return gemm
+
+
+def store_row_major(ctx, acc, c, c_tma):
+    acc.store(c, at=(0, 64))
+
+
+def store_column_slices(ctx, acc, c, c_tma):
+    for first in (0, 64):
+        acc[:, first:first + 64].store(c, at=(0, 64 + first))
+
+
+def store_through_tma_boxes(ctx, acc, c, c_tma):
+    cols = 128 // c.dtype.itemsize
+    staging = ctx.dynamic_shared((128, 128), c.dtype, offset=(128 * 64 + 64 * 128) * 2, align=1024)
+    acc.store(staging, tma=c_tma)
+    nvdsl.fence_shared_to_async()
+    ctx.sync_threads()
+    for half in (0, 1):                        # the two 64-row halves of the staging tile, box by box
+        for j in range(128 // cols):
+            box = staging.view((64, cols), offset=half * 64 * 128 * c.dtype.itemsize + j * 64 * cols * c.dtype.itemsize)
+            c_tma.store(box, (half * 64, j * cols), predicate=ctx.thread_id.x.eq(0), wait=False)
+    nvdsl.tma_store_wait(0)
+
+
+def test_accumulator_stores_convert_and_lay_out_tma_boxes():
+    a, b = np.zeros((128, 64), np.float16), np.zeros((64, 128), np.float16)
+    ptx = single_tile(store_row_major).compile(a, b, np.zeros((128, 256), np.float16)).ptx
+    assert "cvt.rn.f16x2.f32" in ptx and "st.global.b32" in ptx
+    # the wait before reading the accumulator
+    assert re.search(r"wgmma.wait_group.sync.aligned\s+1;.*wgmma.wait_group.sync.aligned\s+0;", ptx, re.S)
+    ptx = single_tile(store_column_slices).compile(a, b, np.zeros((128, 256), np.float32)).ptx
+    assert "st.global.v2.b32" in ptx                   # a pair of float32 columns, one 8-byte store
+    ptx = single_tile(store_through_tma_boxes).compile(a, b, np.zeros((128, 128), np.float16)).ptx
+    assert "st.shared.b32" in ptx and "cp.async.bulk.tensor.2d.global.shared::cta" in ptx
+
+
+def test_accumulator_and_view_misuse_is_reported():
+    a, b, c = np.zeros((128, 64), np.float16), np.zeros((64, 128), np.float16), np.zeros((128, 128), np.float16)
+
+    def fails(store, code, words, c=c):
+        with pytest.raises(nvdsl.TraceError) as info:
+            single_tile(store).trace(a, b, c)
+        assert info.value.code == code and words in str(info.value), str(info.value)
+
+    fails(lambda ctx, acc, c, t: acc.accumulate(acc, in_flight=1), "bad-wgmma", "A @ B products")
+    fails(lambda ctx, acc, c, t: acc[0:64, :], "bad-wgmma", "acc[:, start:stop]")
+    fails(lambda ctx, acc, c, t: acc[:, 4:12], "bad-wgmma", "multiples of 8")
+    fails(lambda ctx, acc, c, t: acc[:, 0:64].store(c), "bad-wgmma", "block is [128, 64]")
+    fails(lambda ctx, acc, c, t: acc.store(ctx.dynamic_shared((128, 128), nvdsl.int32)), "bad-wgmma", "float32, float16")
+    fails(lambda ctx, acc, c, t: acc.store(ctx.dynamic_shared((128, 128), nvdsl.float16, offset=32768 + 256), tma=t),
+          "misaligned", "multiple of 1024")
+    fails(lambda ctx, acc, c, t: acc.store(c, tma=t), "bad-wgmma", "shared")
+    fails(lambda ctx, acc, c, t: c.view((4, 4)), "bad-view", "only shared arrays")
+    fails(lambda ctx, acc, c, t: ctx.dynamic_shared((8, 8), nvdsl.float16).view((16, 8)), "bad-view", "does not fit")
+    fails(lambda ctx, acc, c, t: ctx.dynamic_shared((8, 8), nvdsl.float16).view((2,), nvdsl.float32, offset=2),
+          "misaligned", "multiple of float32")
+    fails(lambda ctx, acc, c, t: ctx.sync_threads(100), "bad-barrier", "multiple of 32")
+    fails(lambda ctx, acc, c, t: ctx.sync_threads(64, barrier=0), "bad-barrier", "1..15")
+    fails(lambda ctx, acc, c, t: nvdsl.tma_store_wait(9), "bad-tma", "0..7")
+    fails(lambda ctx, acc, c, t: nvdsl.Warpgroup(ctx, 0).sync(), "bad-warpgroup", "inside")
+
+    @nvdsl.mlir_func
+    def in_flight(a):
+        @nvdsl.gpu_launch(grid=1, block=128)
+        def kernel(ctx):
+            acc = nvdsl.WGMMAAccumulator(64, 64)
+            acc.accumulate(None, in_flight=8)
+        kernel()
+    with pytest.raises(nvdsl.TraceError, match="A @ B"):
+        in_flight.trace(np.zeros(4, np.float32))
+
+
+# --- on the GPU ----------------------------------------------------------------------------------
+
+def check_gemm(gemm, m, n, k, in_dtype, out_dtype):
+    """Run ``gemm`` on random inputs (C filled with NaN first) against a float32 product of the same inputs."""
+    torch = pytest.importorskip("torch")
+    a = torch.randn(m, k, device="cuda").to(getattr(torch, in_dtype))
+    b = torch.randn(k, n, device="cuda").to(getattr(torch, in_dtype))
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=getattr(torch, out_dtype))
+    gemm(a, b, c)
+    torch.cuda.synchronize()
+    reference = a.float() @ b.float()
+    assert not torch.isnan(c).any(), "some outputs were never written"
+    error = (torch.linalg.norm(c.float() - reference) / torch.linalg.norm(reference)).item()
+    # rounding C to its type dominates: 2^-11 relative for float16, 2^-8 for bfloat16
+    assert error < {"float32": 1e-4, "float16": 1e-3, "bfloat16": 4e-3}[out_dtype], error
+
+
+@requires_gpu
+@pytest.mark.parametrize("store, c_shape, c_dtype", [
+    (store_row_major, (128, 256), "float16"), (store_row_major, (128, 256), "bfloat16"),
+    (store_column_slices, (128, 256), "float32"), (store_through_tma_boxes, (128, 128), "float16"),
+    (store_through_tma_boxes, (128, 128), "float32")])
+def test_accumulator_stores_write_the_product(store, c_shape, c_dtype):
+    torch = pytest.importorskip("torch")
+    a = torch.randn(128, 64, device="cuda").half()
+    b = torch.randn(64, 128, device="cuda").half()
+    c = torch.full(c_shape, float("nan"), device="cuda", dtype=getattr(torch, c_dtype))
+    single_tile(store)(a, b, c)
+    torch.cuda.synchronize()
+    expected = (a.float() @ b.float()).to(c.dtype).float()
+    block = c[:, 64:192] if c_shape[1] > 128 else c                     # the block at=(0, 64)
+    assert torch.allclose(block.float(), expected, rtol=1e-2, atol=1e-2)
+    if c_shape[1] > 128:
+        assert torch.isnan(c[:, :64].float()).all() and torch.isnan(c[:, 192:].float()).all(), \
+            "columns outside the block were written"
+
+
+@requires_gpu
+@pytest.mark.parametrize("m, n, k, stages, in_dtype, out_dtype", [
+    (128, 256, 256, 4, "float16", "float32"), (384, 768, 512, 4, "bfloat16", "bfloat16"),
+    (1024, 2048, 768, 3, "float16", "float16"), (256, 512, 128, 2, "float16", "float16"),
+    (640, 256, 8192, 4, "bfloat16", "float32"), (8192, 8192, 1024, 4, "float16", "float16")])
+def test_ch5_matches_a_float32_reference(m, n, k, stages, in_dtype, out_dtype):
+    check_gemm(ch5.make_gemm(num_stages=stages, dtype=getattr(nvdsl, in_dtype)), m, n, k, in_dtype, out_dtype)
+
+
+@requires_gpu
+@pytest.mark.parametrize("m, n, k, stages, sm_count, in_dtype, out_dtype", [
+    (128, 256, 256, 4, None, "float16", "float32"),        # one tile
+    (4096, 4096, 256, 4, None, "float16", "float16"),      # more tiles than SMs
+    (1024, 1024, 768, 3, 3, "bfloat16", "bfloat16"),       # many tiles per block: phases run across tiles
+    (2048, 512, 4096, 4, 5, "float16", "float32"),
+    (8192, 8192, 1024, 4, None, "float16", "float16")])
+def test_persistent_gemm_matches_a_float32_reference(m, n, k, stages, sm_count, in_dtype, out_dtype):
+    gemm = make_persistent_gemm(num_stages=stages, dtype=getattr(nvdsl, in_dtype), sm_count=sm_count)
+    check_gemm(gemm, m, n, k, in_dtype, out_dtype)
