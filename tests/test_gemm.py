@@ -165,15 +165,8 @@ def test_accumulator_and_view_misuse_is_reported():
     fails(lambda ctx, acc, c, t: nvdsl.tma_store_wait(9), "bad-tma", "0..7")
     fails(lambda ctx, acc, c, t: nvdsl.Warpgroup(ctx, 0).sync(), "bad-warpgroup", "inside")
 
-    @nvdsl.mlir_func
-    def in_flight(a):
-        @nvdsl.gpu_launch(grid=1, block=128)
-        def kernel(ctx):
-            acc = nvdsl.WGMMAAccumulator(64, 64)
-            acc.accumulate(None, in_flight=8)
-        kernel()
-    with pytest.raises(nvdsl.TraceError, match="A @ B"):
-        in_flight.trace(np.zeros(4, np.float32))
+    fails(lambda ctx, acc, c, t: acc.accumulate(None, in_flight=8), "bad-wgmma", "in_flight=8")
+    fails(lambda ctx, acc, c, t: nvdsl.wgmma_wait(-1), "bad-wgmma", "in_flight=-1")
 
 
 # --- on the GPU ----------------------------------------------------------------------------------

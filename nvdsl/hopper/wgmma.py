@@ -113,7 +113,7 @@ class WGMMAAccumulator:
         return WGMMAAccumulator(*self.shape, _value=value)
 
     def __iadd__(self, product: _Product) -> "WGMMAAccumulator":
-        self.accumulate(product)
+        self.accumulate(product)  # in place: the accumulator now names the new registers
         return self
 
     def accumulate(self, product: _Product, *, in_flight: int = 0) -> None:
@@ -123,11 +123,9 @@ class WGMMAAccumulator:
         With ``in_flight=1`` this product may still be reading its tiles on return, but every earlier
         one is complete. Reading the accumulator (``store``) waits for all groups first.
         """
+        _check_in_flight(in_flight)
         if not isinstance(product, _Product):
             raise TraceError("an accumulator adds A @ B products of WGMMAMatrix operands", code="bad-wgmma",
-                             loc=user_location())
-        if not (isinstance(in_flight, int) and 0 <= in_flight <= 7):
-            raise TraceError(f"in_flight={in_flight!r} must be a Python int in 0..7", code="bad-wgmma",
                              loc=user_location())
         (m, k), (k2, n) = product.a.shape, product.b.shape
         if (m, n) != self.shape or k != k2 or k % 16:
@@ -338,8 +336,15 @@ def wgmma_wait(in_flight: int = 0) -> None:
     """Wait until at most ``in_flight`` of this warpgroup's wgmma groups are still running
     (``wgmma.wait_group.sync.aligned``)."""
     current_kernel("nvdsl.wgmma_wait")
+    _check_in_flight(in_flight)
     with at_user_line():
         nvvm.wgmma_wait_group_sync_aligned(in_flight)
+
+
+def _check_in_flight(in_flight) -> None:
+    if not (isinstance(in_flight, int) and not isinstance(in_flight, bool) and 0 <= in_flight <= 7):
+        raise TraceError(f"in_flight={in_flight!r} must be a Python int in 0..7", code="bad-wgmma",
+                         loc=user_location())
 
 
 def _block(array: Array, at, shape) -> ir.Value:
