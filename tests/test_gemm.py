@@ -152,7 +152,8 @@ def test_accumulator_and_view_misuse_is_reported():
     fails(lambda ctx, acc, c, t: acc[0:64, :], "bad-wgmma", "acc[:, start:stop]")
     fails(lambda ctx, acc, c, t: acc[:, 4:12], "bad-wgmma", "multiples of 8")
     fails(lambda ctx, acc, c, t: acc[:, 0:64].store(c), "bad-wgmma", "block is [128, 64]")
-    fails(lambda ctx, acc, c, t: acc.store(ctx.dynamic_shared((128, 128), nvdsl.int32)), "bad-wgmma", "float32, float16")
+    fails(lambda ctx, acc, c, t: acc.store(ctx.dynamic_shared((128, 128), nvdsl.int32)), "bad-wgmma",
+          "float32, float16")
     fails(lambda ctx, acc, c, t: acc.store(ctx.dynamic_shared((128, 128), nvdsl.float16, offset=32768 + 256), tma=t),
           "misaligned", "multiple of 1024")
     fails(lambda ctx, acc, c, t: acc.store(c, tma=t), "bad-wgmma", "shared")

@@ -91,7 +91,8 @@ def make_gemm(*, num_stages: int = 4, dtype=nvdsl.float16, group_m: int = 8, sm_
                 tile, tiles_in_group = ctx.block_id.x + it * grid, group_m * n_tiles
                 first_m = tile // tiles_in_group * group_m
                 rows_in_group = nvdsl.minimum(m_tiles - first_m, group_m)
-                return (first_m + tile % tiles_in_group % rows_in_group) * BM, tile % tiles_in_group // rows_in_group * BN
+                in_group = tile % tiles_in_group
+                return (first_m + in_group % rows_in_group) * BM, in_group // rows_in_group * BN
 
             with nvdsl.Warpgroup(ctx, 0, register_size=40) as producer:
                 loader = producer.thread_index.eq(0)
