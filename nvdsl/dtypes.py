@@ -94,7 +94,6 @@ BY_NAME = {d.name: d for d in ALL}
 # but i1 in MLIR, so they are refused rather than silently reinterpreted).
 ARRAY_DTYPES = (int8, int16, int32, int64, uint8, uint16, uint32, uint64,
                 float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2)
-FLOAT8_DTYPES = (float8_e4m3fn, float8_e5m2)
 # Element types NumPy lacks: they arrive only via DLPack or torch, never from a NumPy array
 # (nor from an ml_dtypes one, whose bytes NumPy cannot vouch for).
 NOT_IN_NUMPY = (bfloat16, float8_e4m3fn, float8_e5m2)

@@ -2,6 +2,8 @@
 
 import tempfile
 
+import numpy as np
+
 import nvdsl
 
 
@@ -19,3 +21,19 @@ def run_or_compile(fn, args, verify, **constants) -> None:
     for kind, path in sorted(compiled.dump_paths.items()):
         print(f"  {kind:8s} {path}")
     print("Running and checking the results needs an NVIDIA Hopper GPU (sm_90a).")
+
+
+def run_gemm(gemm, m: int, n: int, k: int, c_dtype, max_relative_error: float) -> None:
+    """``run_or_compile`` a GEMM on random float16 A (m, k) and B (k, n) into a ``c_dtype`` C, checked
+    against the float32 product by relative Frobenius error."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), c_dtype)
+
+    def verify():
+        expected = a.astype(np.float32) @ b.astype(np.float32)
+        error = np.linalg.norm(c.astype(np.float32) - expected) / np.linalg.norm(expected)
+        assert error < max_relative_error, f"relative error {error}"
+
+    run_or_compile(gemm, (a, b, c), verify)

@@ -46,7 +46,9 @@ class WGMMAMatrix:
             raise TraceError("WGMMAMatrix needs the (swizzled) TMA descriptor that loads its tile",
                              code="bad-wgmma", hint="declare the TMA with swizzle=128 (or 64, 32)",
                              loc=user_location())
-        if transposed and tile.shape[1] * tile.dtype.itemsize > tma.spec.swizzle:
+        # wgmma's descriptors step K inside one swizzle span: a K-major operand's rows must fit in it.
+        self.rows_fit_swizzle = tile.shape[1] * tile.dtype.itemsize <= tma.spec.swizzle
+        if transposed and not self.rows_fit_swizzle:
             raise TraceError(f"a transposed (K-major) tile's rows are {tile.shape[1]} values, wider than the "
                              f"{tma.spec.swizzle}-byte swizzle span", code="bad-wgmma-shape",
                              hint="use a K extent of 64 (128-byte swizzle) per tile", loc=user_location())
@@ -74,7 +76,7 @@ class _Product:
         if a.transposed:
             raise TraceError("A must be an (M, K) tile, K contiguous; a transposed A is not supported",
                              code="bad-wgmma", hint="load A as (M, K) boxes", loc=user_location())
-        if a.tile.shape[1] * a.dtype.itemsize > a.tma.spec.swizzle and b.transposed:
+        if b.transposed and not a.rows_fit_swizzle:
             raise TraceError(f"with a K-major B, A's rows ({a.tile.shape[1]} values) must fit in its "
                              f"{a.tma.spec.swizzle}-byte swizzle span", code="bad-wgmma-shape", loc=user_location())
         self.a, self.b = a, b
@@ -154,7 +156,7 @@ class WGMMAAccumulator:
         wgmma_type = {dt.float16: "f16", dt.bfloat16: "bf16"}[product.a.dtype]
         attr = ir.Attribute.parse
         struct = self._struct()
-        chunk_type = ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * (n // 2)) + ")>")
+        chunk_type = _chunk_type(n)
         nvvm.wgmma_fence_aligned()
         for chunk in range(m // 64):
             value = llvm.extractvalue(chunk_type, struct, [chunk])
@@ -220,8 +222,7 @@ class WGMMAAccumulator:
     def _struct(self) -> ir.Value:
         """The accumulator as the LLVM struct nvgpu lowers it to: one struct of N/2 f32 per 64 rows."""
         m, n = self.shape
-        inner = "struct<(" + ", ".join(["f32"] * (n // 2)) + ")>"
-        struct_type = ir.Type.parse(f"!llvm.struct<({', '.join([inner] * (m // 64))})>")
+        struct_type = ir.Type.parse(f"!llvm.struct<({', '.join([str(_chunk_type(n))] * (m // 64))})>")
         return ir.Operation.create("builtin.unrealized_conversion_cast", results=[struct_type],
                                    operands=[self.ir]).result
 
@@ -339,6 +340,11 @@ def wgmma_wait(in_flight: int = 0) -> None:
     _check_in_flight(in_flight)
     with at_user_line():
         nvvm.wgmma_wait_group_sync_aligned(in_flight)
+
+
+def _chunk_type(n: int) -> ir.Type:
+    """The registers of 64 accumulator rows per thread, as nvgpu lowers them: N/2 f32 in a struct."""
+    return ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * (n // 2)) + ")>")
 
 
 def _check_in_flight(in_flight) -> None:
