@@ -11,6 +11,7 @@ Environment variables (each parsed strictly; a bad value is an error, not ignore
 ``NVDSL_OPT_LEVEL``           0-3 (default 3)
 ``NVDSL_PTXAS``               path of the ptxas to assemble cubins with
 ``NVDSL_DEVICE``              CUDA device ordinal (default 0)
+``NVDSL_DEBUG``               ``1``: compile kernels with device-side checks
 ============================  ===============================================
 
 Options passed to a decorator win over the environment, field by field.
@@ -44,6 +45,8 @@ class Options:
         disk_cache: keep compiled modules on disk across processes.
         cache_dir: where the disk cache lives; None means ``~/.cache/nvdsl``.
         device: the CUDA device ordinal kernels run on.
+        debug: compile kernels with device-side checks that report the Python line of a misuse
+            instead of corrupting memory or hanging (slower; part of the compile cache key).
     """
 
     chip: str = "sm_90a"
@@ -55,6 +58,7 @@ class Options:
     disk_cache: bool = True
     cache_dir: str | None = None
     device: int = 0
+    debug: bool = False
 
     def __post_init__(self):
         if not _CHIP.match(self.chip):
@@ -77,7 +81,8 @@ class Options:
 
     def compile_key(self) -> str:
         """The fields that change the compiled code, for cache keys."""
-        return f"chip={self.chip};features={self.features};O={self.opt_level};cubin={self.assemble_cubin}"
+        return (f"chip={self.chip};features={self.features};O={self.opt_level};cubin={self.assemble_cubin};"
+                f"debug={self.debug}")
 
 
 def _env_bool(name: str, raw: str) -> bool:
@@ -104,6 +109,7 @@ _ENV_FIELDS = {
     "NVDSL_OPT_LEVEL": ("opt_level", _env_int),
     "NVDSL_PTXAS": ("ptxas", str),
     "NVDSL_DEVICE": ("device", _env_int),
+    "NVDSL_DEBUG": ("debug", _env_bool),
 }
 
 

@@ -3,7 +3,7 @@ import tempfile
 
 # Each test session gets its own disk cache, so tests never see another run's entries.
 os.environ.setdefault("NVDSL_CACHE_DIR", tempfile.mkdtemp(prefix="nvdsl-test-cache-"))
-for variable in ("NVDSL_DUMP_DIR", "NVDSL_CHIP", "NVDSL_OPT_LEVEL", "NVDSL_PTX_FEATURES", "NVDSL_DEVICE"):
+for variable in ("NVDSL_DUMP_DIR", "NVDSL_CHIP", "NVDSL_OPT_LEVEL", "NVDSL_PTX_FEATURES", "NVDSL_DEVICE", "NVDSL_DEBUG"):
     os.environ.pop(variable, None)
 
 
