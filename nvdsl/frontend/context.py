@@ -21,8 +21,9 @@ _CURRENT: contextvars.ContextVar["TraceContext | None"] = contextvars.ContextVar
 class TraceContext:
     """One function being traced into one MLIR module."""
 
-    def __init__(self, name: str, mlir_context: ir.Context, module: ir.Module):
+    def __init__(self, name: str, mlir_context: ir.Context, module: ir.Module, options=None):
         self.name = name
+        self.options = options      # the Options the function is compiled under (debug checks read it)
         self.mlir_context = mlir_context
         self.module = module
         self.kernel = None          # the LaunchContext of the kernel body being traced

@@ -177,7 +177,7 @@ class TracedFunction:
             with ir.InsertionPoint(module.body):
                 function = func.FuncOp(self.name, ir.FunctionType.get(types, []))
             entry = function.add_entry_block()
-            trace = TraceContext(self.name, context, module)
+            trace = TraceContext(self.name, context, module, self.options)
             wrapped = []
             for i, (spec, arg) in enumerate(zip(specs, entry.arguments)):
                 if spec.kind == ARRAY:
