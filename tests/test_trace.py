@@ -240,3 +240,18 @@ def test_launching_outside_a_trace_is_an_error():
     with pytest.raises(nvdsl.TraceError) as info:
         kernel()
     assert info.value.code == "outside-trace"
+
+
+def test_an_error_inside_a_loop_body_leaves_no_insertion_point_behind():
+    from mlir import ir
+
+    def body(ctx, x):
+        for i in nvdsl.for_range(4):
+            x[i] = "one"                                  # a TraceError while the loop's body is open
+    with pytest.raises(nvdsl.TraceError) as info:
+        trace_body(body, np.zeros(4, np.float32))
+    assert info.value.code == "type-mismatch"             # the traceback keeps the loop's frame alive
+    with ir.Context():
+        with pytest.raises(ValueError):                   # nothing left on this thread's insertion-point stack
+            ir.InsertionPoint.current
+    trace_body(lambda ctx, x: x.__setitem__(0, 1.0), np.zeros(4, np.float32))

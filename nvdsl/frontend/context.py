@@ -30,6 +30,17 @@ class TraceContext:
         self._names: set[str] = set()
         self.deferred_errors: list[TraceError] = []
         self.written_args: set[int] = set()
+        self.open_loops: list = []  # weak references to the for_range loops being traced, innermost last
+
+    def close_open_loops(self, depth: int = 0) -> None:
+        """Close the ``for_range`` loops opened beyond the first ``depth``, innermost first (when user code
+        raised inside them), so that each leaves its MLIR insertion point in order."""
+        while len(self.open_loops) > depth:
+            loop = self.open_loops[-1]()
+            if loop is None:
+                self.open_loops.pop()
+            else:
+                loop.close()
 
     def unique_name(self, stem: str) -> str:
         name, n = stem, 1

@@ -13,6 +13,8 @@ Carries and branch results may be nested tuples, lists and dicts of Values.
 
 from __future__ import annotations
 
+import weakref
+
 from mlir import ir
 from mlir.dialects import gpu, scf
 
@@ -63,7 +65,16 @@ def for_range(start, stop=None, step=1):
         op = scf.ForOp(lo.ir, hi.ir, st.ir)
         if not dtype.is_signed:
             op.attributes["unsignedCmp"] = ir.UnitAttr.get()
-    loop_loc = user_location()
+    trace = current("nvdsl.for_range")
+    loop = _loop_body(op, dtype, user_location(), trace)
+    # A body that raises leaves this generator suspended inside the loop's insertion point; the trace
+    # closes it (see TraceContext.close_open_loops) before it unwinds past that insertion point. A weak
+    # reference, so that a `break` still closes it at once.
+    trace.open_loops.append(weakref.ref(loop))
+    return loop
+
+
+def _loop_body(op, dtype, loop_loc, trace):
     finished = False
     try:
         with ir.InsertionPoint(op.body):
@@ -72,10 +83,11 @@ def for_range(start, stop=None, step=1):
                 scf.yield_([])
         finished = True
     finally:
+        trace.open_loops.pop()
         if not finished:
             # The for-statement stopped early (break, return or an exception): the
             # loop body was traced once, so there is nothing sensible to emit.
-            current("nvdsl.for_range").defer(TraceError(
+            trace.defer(TraceError(
                 "the body of an nvdsl.for_range loop left early (break, return or an exception)",
                 code="bad-loop", hint="a traced loop body runs to its end; use nvdsl.when for conditions",
                 loc=loop_loc))

@@ -169,9 +169,14 @@ class Kernel:
         shared = SharedMemoryPlan(entry, self.smem)
         ctx = LaunchContext(entry, self.grid, self.block, self.smem, shared)
         trace.kernel = ctx
+        open_loops = len(trace.open_loops)
         try:
             with ir.InsertionPoint(entry):
-                result = self.body(ctx)
+                try:
+                    result = self.body(ctx)
+                except BaseException:
+                    trace.close_open_loops(open_loops)
+                    raise
                 if result is not None:
                     raise TraceError(f"kernel body '{self.body.__name__}' returned a value",
                                      code="kernel-returns",

@@ -186,7 +186,11 @@ class TracedFunction:
                 else:
                     wrapped.append(Value(arg, spec.dtype))
             with activate(trace), ir.InsertionPoint(entry):
-                result = self.fn(*wrapped, **constants)
+                try:
+                    result = self.fn(*wrapped, **constants)
+                except BaseException:
+                    trace.close_open_loops()
+                    raise
                 if trace.deferred_errors:
                     raise trace.deferred_errors[0]
                 if result is not None:
