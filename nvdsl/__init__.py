@@ -18,6 +18,7 @@ from .frontend.launch import Dim3, Kernel, LaunchContext, gpu_launch
 from .frontend.memory import Array
 from .frontend.trace import Compiled, Trace, TracedFunction, mlir_func
 from .frontend.values import Value, constant, maximum, minimum, select
+from .hopper.aref import Aref
 from .hopper.mbarrier import Mbarrier, Mbarriers
 from .hopper.tma import TMA, fence_shared_to_async, tma_store_wait
 from .hopper.warpgroup import Warpgroup
@@ -33,7 +34,7 @@ __all__ = [
     "LaunchContext", "Dim3", "Array", "Value", "constant", "select", "minimum", "maximum",
     "for_range", "fori", "when", "cond", "print",
     # Hopper primitives
-    "Mbarriers", "Mbarrier", "TMA", "fence_shared_to_async", "Warpgroup", "WGMMAMatrix", "WGMMAAccumulator",
+    "Aref", "Mbarriers", "Mbarrier", "TMA", "fence_shared_to_async", "Warpgroup", "WGMMAMatrix", "WGMMAAccumulator",
     "wgmma_wait", "tma_store_wait",
     # dtypes
     "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

@@ -1,4 +1,4 @@
-"""Chapter 5: a warp-specialized GEMM, where one warpgroup loads and two multiply.
+"""Chapter 5: a warp-specialized GEMM, where one warpgroup loads and two multiply, handing tiles over an aref.
 
 In chapter 4 the same threads issued the TMA loads and the wgmma
 instructions, so every step paid for both. Here the block has three
@@ -12,27 +12,34 @@ warpgroups (384 threads), each with one job:
   registers per thread. They take the registers the producer freed:
   ``register_size=232`` (``setmaxnreg.inc``).
 
-They hand shared-memory stages to each other through two mbarriers per stage.
-``full[s]`` completes when the stage's TMA bytes have landed; ``empty[s]``
-completes when both consumers have finished reading it. The producer waits
-on ``empty`` before refilling a stage, and a consumer waits on ``full``
-before multiplying. Each use of a stage flips its barriers' phase, so the
-wait parity is the use count modulo 2. On its first pass the producer waits
-on parity 1, which a fresh barrier counts as already complete.
+They hand tiles to each other through an **asynchronous reference**
+(``nvdsl.Aref``): a ring of ``num_stages`` shared-memory slots, each holding
+one A tile and one B tile. The producer calls ``ring.put(...)`` with the two
+TMA copies that fill a slot; a consumer reads one with ``with ring.get() as
+(a, b):``. Chapter 4 did this by hand with two mbarriers per stage, a wait
+parity flipped on every pass, an expected byte count and a shared-memory
+offset per stage. The ring keeps all of that: it places the slots, counts the
+bytes its copies deliver, counts the consumer warpgroups that read it, and
+keeps each role's position (slot and phase) in registers, so the loop is a
+plain loop over K and K need not be a multiple of the number of stages.
 
-A consumer issues each product with ``acc.accumulate(a @ b, in_flight=1)``.
-That call returns while the product still runs, and only after the previous
-one has finished, which is the moment that previous stage can be released.
-So the tensor cores always have the next product queued.
+A consumer issues each product with ``acc.accumulate(a @ b, in_flight=1)``:
+that call returns while the product still runs, so the tensor cores always
+have the next product queued. The ring sees that one product is still in
+flight when the ``with`` block ends, so it gives back the *previous* slot,
+whose product has finished, and keeps this one until the next product (or
+the epilogue's wait) retires it. A slot is never released while a wgmma may
+still read it, and a ring too shallow for the products in flight is refused
+while tracing.
 
-The epilogue converts the accumulator to C's type and writes it into shared
-memory in the layout of C's TMA boxes. It reuses the stages, once both
-consumers are done with them. One TMA store per box then writes C. Blocks
-walk the tiles of C in groups of ``group_m`` tile rows, so that blocks
-running together share their A and B tiles in L2.
+The epilogue converts the accumulator to C's type, 64 columns at a time, into
+a small staging tile laid out as C's TMA boxes, and stores each slice with
+TMA while the next is converted. Blocks walk the tiles of C in groups of
+``group_m`` tile rows, so that blocks running together share their A and B
+tiles in L2. TMA reads past the edges of A and B as zeros and clips the
+stores of C, so M, N and K need not be multiples of the tile.
 
 Run it: ``python3 tutorials/ch5_gemm_warp_specialized.py``.
-M must be a multiple of 128, N of 256, and K of ``64 * num_stages``.
 """
 
 import numpy as np
@@ -44,47 +51,34 @@ BM, BN, BK = 128, 256, 64
 BOX = 64                        # TMA boxes are 64 x 64 f16: one 128-byte swizzle row wide
 CONSUMERS = 2                   # consumer warpgroups, BM // CONSUMERS rows each
 ROWS = BM // CONSUMERS
+STAGING_BYTES = 8 * 1024        # per consumer: one 64 x 64 box of C at a time
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
 
 
 def make_gemm(num_stages: int = 4, dtype=nvdsl.float16, group_m: int = 8):
-    """C = A @ B (C float16, bfloat16 or float32; accumulated in float32) with ``num_stages`` stages."""
-    box_bytes = BOX * BK * 2
-    a_bytes, b_bytes = BM * BK * 2, BK * BN * 2
-    stage_bytes = a_bytes + b_bytes
+    """C = A @ B (C float16, bfloat16 or float32; accumulated in float32) with ``num_stages`` ring slots."""
 
     @nvdsl.mlir_func
     def gemm(a, b, c):
         m, k_total = a.shape
         n = b.shape[1]
-        if m % BM or n % BN or k_total % (BK * num_stages):
-            raise ValueError(f"M={m} must be a multiple of {BM}, N={n} of {BN}, K={k_total} of {BK * num_stages}")
         a_tma = nvdsl.TMA(a, box=(ROWS, BK), swizzle=128)
         b_tma = nvdsl.TMA(b, box=(BK, BOX), swizzle=128)
-        c_box = (ROWS, 128 // c.dtype.itemsize)           # one 128-byte swizzle row of C per box row
+        c_box = (ROWS, 128 // c.dtype.itemsize)            # one 128-byte swizzle row of C per box row
         c_tma = nvdsl.TMA(c, box=c_box, swizzle=128)
-        steps, m_tiles, n_tiles = k_total // BK, m // BM, n // BN
-        epilogue_bytes = CONSUMERS * ROWS * BN * c.dtype.itemsize
-        if epilogue_bytes > num_stages * stage_bytes:
-            raise ValueError(f"the epilogue needs {epilogue_bytes} bytes; use more stages")
+        steps, m_tiles, n_tiles = cdiv(k_total, BK), cdiv(m, BM), cdiv(n, BN)
+        slice_cols = STAGING_BYTES // (ROWS * c.dtype.itemsize)
 
-        @nvdsl.gpu_launch(grid=m_tiles * n_tiles, block=(1 + CONSUMERS) * 128, smem=num_stages * stage_bytes)
+        @nvdsl.gpu_launch(grid=m_tiles * n_tiles, block=(1 + CONSUMERS) * 128)
         def kernel(ctx):
-            # Stage s: the A tile (the rows of consumer 0, then of consumer 1), then the B tile, BOX-wide boxes.
-            stages = [ctx.dynamic_shared(stage_bytes, nvdsl.uint8, offset=s * stage_bytes, align=1024)
-                      for s in range(num_stages)]
-            a_tiles = [[st.view((ROWS, BK), dtype, offset=i * box_bytes) for i in range(CONSUMERS)]
-                       for st in stages]
-            b_tiles = [st.view((BK, BN), dtype, offset=a_bytes) for st in stages]
-            b_boxes = [[st.view((BK, BOX), dtype, offset=a_bytes + j * box_bytes) for j in range(BN // BOX)]
-                       for st in stages]
-            full, empty = nvdsl.Mbarriers(num_stages), nvdsl.Mbarriers(num_stages)
+            ring = nvdsl.Aref(ctx, [((BM, BK), dtype), ((BK, BN), dtype)], depth=num_stages, name="ab")
+            staging = [ctx.shared_array((ROWS, slice_cols), c.dtype, align=1024) for _ in range(CONSUMERS)]
             with nvdsl.when(ctx.thread_id.x.eq(0)):
-                for s in range(num_stages):
-                    full[s].init(1)
-                    empty[s].init(CONSUMERS)
                 for tma in (a_tma, b_tma, c_tma):
                     tma.prefetch()
-            ctx.sync_threads()
 
             # The block's tile of C, in L2-friendly order: blocks go down group_m tile rows, then right.
             tile, tiles_in_group = ctx.block_id.x, group_m * n_tiles
@@ -93,44 +87,29 @@ def make_gemm(num_stages: int = 4, dtype=nvdsl.float16, group_m: int = 8):
             row0 = (first_m + tile % tiles_in_group % rows_in_group) * BM
             col0 = tile % tiles_in_group // rows_in_group * BN
 
-            with nvdsl.Warpgroup(ctx, 0, register_size=40) as producer:
-                loader = producer.thread_index.eq(0)
-                for group in nvdsl.for_range(steps // num_stages):
-                    for s in range(num_stages):
-                        k0 = (group * num_stages + s) * BK
-                        empty[s].try_wait(group + 1)             # the consumers freed this stage
-                        full[s].arrive(stage_bytes, predicate=loader)
-                        for i in range(CONSUMERS):
-                            a_tma.load(a_tiles[s][i], full[s], (row0 + i * ROWS, k0), predicate=loader)
-                        for j in range(BN // BOX):
-                            b_tma.load(b_boxes[s][j], full[s], (k0, col0 + j * BOX), predicate=loader)
+            with nvdsl.Warpgroup(ctx, 0, register_size=40):
+                for k in nvdsl.for_range(steps):
+                    ring.put((a_tma, (row0, k * BK)), (b_tma, (k * BK, col0)))
 
             for i in range(CONSUMERS):
                 with nvdsl.Warpgroup(ctx, 128 * (1 + i), register_size=232) as consumer:
-                    releaser = consumer.thread_index.eq(0)
-
-                    @nvdsl.fori(0, steps // num_stages, carry=nvdsl.WGMMAAccumulator(ROWS, BN))
-                    def acc(group, acc):
-                        for s in range(num_stages):
-                            full[s].try_wait(group)
-                            a_op = nvdsl.WGMMAMatrix(a_tiles[s][i], a_tma)
-                            acc.accumulate(a_op @ nvdsl.WGMMAMatrix(b_tiles[s], b_tma), in_flight=1)
-                            # The previous step's product is complete: give its stage back.
-                            with nvdsl.when(releaser if s else releaser & (group > 0)):
-                                empty[(s - 1) % num_stages].arrive()
+                    @nvdsl.fori(0, steps, carry=nvdsl.WGMMAAccumulator(ROWS, BN))
+                    def acc(k, acc):
+                        with ring.get() as (a_tile, b_tile):
+                            my_rows = a_tile.view((ROWS, BK), offset=i * ROWS * BK * dtype.itemsize)
+                            acc.accumulate(nvdsl.WGMMAMatrix(my_rows, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma),
+                                           in_flight=1)
                         return acc
 
-                    nvdsl.wgmma_wait(0)
-                    ctx.sync_threads(CONSUMERS * 128)            # both consumers are done with every stage
-                    staging = ctx.dynamic_shared((ROWS, BN), c.dtype, offset=i * (epilogue_bytes // CONSUMERS),
-                                                 align=1024)
-                    acc.store(staging, tma=c_tma)
-                    nvdsl.fence_shared_to_async()
-                    consumer.sync()
-                    box_bytes_c = ROWS * c_box[1] * c.dtype.itemsize
-                    for j in range(BN // c_box[1]):
-                        c_tma.store(staging.view(c_box, offset=j * box_bytes_c),
-                                    (row0 + i * ROWS, col0 + j * c_box[1]), predicate=releaser)
+                    leader = consumer.thread_index.eq(0)
+                    for first in range(0, BN, slice_cols):
+                        nvdsl.tma_store_wait(0)                  # the last slice's copy has read the staging tile
+                        consumer.sync()
+                        acc[:, first:first + slice_cols].store(staging[i], tma=c_tma)
+                        nvdsl.fence_shared_to_async()
+                        consumer.sync()
+                        c_tma.store(staging[i], (row0 + i * ROWS, col0 + first), predicate=leader, wait=False)
+                    nvdsl.tma_store_wait(0)
 
         kernel()
 

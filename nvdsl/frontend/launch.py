@@ -59,6 +59,33 @@ class LaunchContext:
         self.block = Dim3(*block_shape)
         self.smem = smem
         self._shared = shared
+        #: The ``nvdsl.Warpgroup`` whose body is being traced (None outside any).
+        self.warpgroup = None
+        #: wgmma groups committed so far in the trace, and how many may still run after the last wait.
+        self.wgmma_committed = 0
+        self.wgmma_in_flight = 0
+        self._wgmma_listeners = []
+        self._finishers = []
+
+    @property
+    def shared(self) -> SharedMemoryPlan:
+        """The kernel's shared-memory allocator (for primitives that place their own buffers)."""
+        return self._shared
+
+    def on_finish(self, finisher) -> None:
+        """Call ``finisher()`` once the whole body is traced (e.g. to fix a count derived from later code)."""
+        self._finishers.append(finisher)
+
+    def on_wgmma_wait(self, listener) -> None:
+        """Call ``listener(in_flight)`` after every wgmma wait this kernel emits."""
+        self._wgmma_listeners.append(listener)
+
+    def note_wgmma(self, committed: int, in_flight: int) -> None:
+        """Record that ``committed`` wgmma groups were committed and then at most ``in_flight`` left running."""
+        self.wgmma_committed += committed
+        self.wgmma_in_flight = in_flight
+        for listener in self._wgmma_listeners:
+            listener(in_flight)
 
     @property
     def linear_thread_id(self) -> Value:
@@ -181,6 +208,8 @@ class Kernel:
                     raise TraceError(f"kernel body '{self.body.__name__}' returned a value",
                                      code="kernel-returns",
                                      hint="kernels write their results into arrays", loc=user_location())
+                for finish in ctx._finishers:
+                    finish()
                 with mlir_location(user_location()):
                     gpu.terminator()
             smem.owner.attributes["value"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32),

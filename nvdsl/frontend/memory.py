@@ -12,6 +12,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref
 
 from .. import dtypes as dt
+from ..compiler.driver import DYNAMIC_SHARED_ALIGNMENT
 from ..errors import TraceError, user_location
 from .context import at_user_line, current_kernel
 from .values import Value, _constant, _convert, _python_number, as_value
@@ -29,11 +30,11 @@ class Array:
         space: ``"global"`` for kernel arguments, ``"shared"`` for shared memory.
     """
 
-    __slots__ = ("ir", "dtype", "shape", "name", "space", "_on_write", "_plan", "offset")
+    __slots__ = ("ir", "dtype", "shape", "name", "space", "_on_write", "_plan", "offset", "alignment", "lease")
 
     def __init__(self, ir_value: ir.Value, dtype: dt.DType, shape: tuple[int, ...], *,
                  name: str, space: str, on_write=None, plan: "SharedMemoryPlan | None" = None,
-                 offset: int | None = None):
+                 offset: "int | Value | None" = None, alignment: int | None = None, lease=None):
         self.ir = ir_value
         self.dtype = dtype
         self.shape = tuple(shape)
@@ -41,8 +42,13 @@ class Array:
         self.space = space
         self._on_write = on_write
         self._plan = plan
-        #: For shared arrays, the byte offset in the kernel's shared memory buffer (else None).
+        #: For shared arrays, the byte offset in the kernel's shared memory buffer (else None): a Python
+        #: int, or a traced index for a view whose place is only known on the GPU (a ring slot).
         self.offset = offset
+        #: For shared arrays, a power of two that divides ``offset`` on every run.
+        self.alignment = alignment if alignment is not None or offset is None else _low_bit(offset)
+        #: For a view of an asynchronous ring's slot, the lease it is valid under (see ``nvdsl.Aref``).
+        self.lease = lease
 
     def __repr__(self) -> str:
         return f"<nvdsl.Array {self.name}: {self.space} {self.dtype.name}{list(self.shape)}>"
@@ -83,8 +89,18 @@ class Array:
         if offset % dtype.itemsize:
             raise TraceError(f"view offset {offset} is not a multiple of {dtype.name}'s {dtype.itemsize} bytes",
                              code="misaligned", loc=user_location())
+        self.check_lease("a view of")
         with at_user_line():
-            return self._plan._view(shape, dtype, self.offset + offset, f"{self.name}+{offset}")
+            start = self.offset + offset if offset else self.offset
+            return self._plan._view(shape, dtype, start, f"{self.name}+{offset}",
+                                    alignment=min(self.alignment, _low_bit(offset)), lease=self.lease)
+
+    def check_lease(self, what: str) -> None:
+        """A ring slot's view may only be used while its slot is held (see ``nvdsl.Aref.get``)."""
+        if self.lease is not None and not self.lease.active:
+            raise TraceError(f"{what} '{self.name}' after its ring slot was released", code="slot-released",
+                             hint=f"use the tiles of `with {self.lease.ring_name}.get() as tiles:` inside that "
+                                  "`with` block only", loc=user_location())
 
     def _indices(self, key) -> list[ir.Value]:
         if not isinstance(key, tuple):
@@ -120,11 +136,17 @@ class Array:
 
     def __getitem__(self, key) -> Value:
         current_kernel(f"reading '{self.name}'")
+        if self.lease is not None:
+            self.check_lease("reading")
+            self.lease.read_by_threads = True
         with at_user_line():
             return Value(memref.load(self.ir, self._indices(key)), self.dtype)
 
     def __setitem__(self, key, value) -> None:
         current_kernel(f"writing '{self.name}'")
+        if self.lease is not None:
+            raise TraceError(f"'{self.name}' is a slot of an asynchronous ring, which only its producer's "
+                             "copies write", code="slot-write", loc=user_location())
         with at_user_line():
             v = as_value(value, self.dtype, f"a store into '{self.name}' ({self.dtype.name})")
             memref.store(v.ir, self.ir, self._indices(key))
@@ -163,8 +185,7 @@ class SharedMemoryPlan:
 
     def static_array(self, shape, dtype: dt.DType, align: int) -> Array:
         shape = _check_shape(shape, "ctx.shared_array")
-        start = _align(self.dynamic_bytes + self.static_bytes, align)
-        self.static_bytes = start + _nbytes(shape, dtype) - self.dynamic_bytes
+        start = self.place(_nbytes(shape, dtype), align)
         return self._view(shape, dtype, start, f"shared_array@{start}")
 
     def dynamic_view(self, shape, dtype: dt.DType, offset: int | None, align: int) -> Array:
@@ -183,7 +204,14 @@ class SharedMemoryPlan:
         self._dynamic_next = max(self._dynamic_next, offset + nbytes)
         return self._view(shape, dtype, offset, f"dynamic_shared@{offset}")
 
-    def _view(self, shape, dtype: dt.DType, offset: int, name: str) -> Array:
+    def place(self, nbytes: int, align: int) -> int:
+        """Reserve ``nbytes`` after everything placed so far, aligned to ``align``; the byte offset."""
+        start = _align(self.dynamic_bytes + self.static_bytes, align)
+        self.static_bytes = start + nbytes - self.dynamic_bytes
+        return start
+
+    def _view(self, shape, dtype: dt.DType, offset: "int | Value", name: str, *, alignment: int | None = None,
+              lease=None) -> Array:
         if self._base is None:
             byte_buffer = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
                                             ir.IntegerType.get_signless(8),
@@ -191,9 +219,10 @@ class SharedMemoryPlan:
             # At the kernel's entry, so that views made in any nested region can use it.
             with ir.InsertionPoint.at_block_begin(self._kernel_block):
                 self._base = gpu.dynamic_shared_memory(byte_buffer)
-        shift = arith.constant(ir.IndexType.get(), offset)
+        shift = offset.ir if isinstance(offset, Value) else arith.constant(ir.IndexType.get(), offset)
         view = memref.view(memref_type(dtype, shape, SHARED), self._base, shift, [])
-        return Array(view, dtype, shape, name=name, space=SHARED, plan=self, offset=offset)
+        return Array(view, dtype, shape, name=name, space=SHARED, plan=self, offset=offset, alignment=alignment,
+                     lease=lease)
 
 
 def _check_shape(shape, what: str) -> tuple[int, ...]:
@@ -215,3 +244,8 @@ def _nbytes(shape, dtype: dt.DType) -> int:
 
 def _align(n: int, align: int) -> int:
     return (n + align - 1) // align * align
+
+
+def _low_bit(offset: int) -> int:
+    """The largest power of two (up to the shared buffer's own alignment) that divides ``offset``."""
+    return DYNAMIC_SHARED_ALIGNMENT if offset % DYNAMIC_SHARED_ALIGNMENT == 0 else offset & -offset

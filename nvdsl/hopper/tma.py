@@ -92,20 +92,62 @@ class TMA:
             found = self._in_kernel[id(ctx)] = (ctx, value)
         return found[1]
 
-    def _check_tile(self, tile: Array, what: str) -> None:
+    def boxes(self, tile_shape) -> list[tuple[int, tuple[int, ...]]]:
+        """How a shared tile of ``tile_shape`` is made of this descriptor's boxes: per box, its byte offset in
+        the tile and its element offset per coordinate (outermost first), or an error if it is not made of them.
+
+        A tile of several boxes holds them one after the other, in row-major order of boxes. Leading box
+        extents of 1 (a batch coordinate) need no tile axis.
+        """
+        tile_shape, box = tuple(tile_shape), self.box
+        extra = len(box) - len(tile_shape)
+        inner = box[extra:] if extra >= 0 else ()
+        if extra < 0 or any(b != 1 for b in box[:extra]) or any(t % b for t, b in zip(tile_shape, inner)):
+            raise TraceError(f"a tile of shape {list(tile_shape)} is not made of whole TMA boxes {list(box)}",
+                             code="bad-tma", hint="make each tile extent a multiple of the box's", loc=user_location())
+        counts = [t // b for t, b in zip(tile_shape, inner)]
+        result = []
+        for number in range(self.box_bytes and _product(counts)):
+            position, rest = [], number
+            for count in reversed(counts):
+                rest, i = divmod(rest, count)
+                position.append(i)
+            position.reverse()
+            deltas = (0,) * extra + tuple(i * b for i, b in zip(position, inner))
+            result.append((number * self.box_bytes, deltas))
+        return result
+
+    def _check_tile(self, tile: Array, what: str) -> list[tuple[int, tuple[int, ...]]]:
         if not (isinstance(tile, Array) and tile.space == SHARED):
             raise TraceError(f"TMA {what} needs a shared-memory array, got {tile!r}", code="bad-tma",
                              loc=user_location())
-        if tile.shape != self.box or tile.dtype != self.array.dtype:
+        if tile.dtype != self.array.dtype:
             raise TraceError(f"TMA {what}: the shared tile is {tile.dtype.name}{list(tile.shape)} but the "
                              f"descriptor's box is {self.array.dtype.name}{list(self.box)}", code="bad-tma",
                              loc=user_location())
+        tile.check_lease(f"TMA {what} of")
+        span = 8 * self.spec.swizzle                  # the swizzle pattern repeats every 8 rows of `swizzle` bytes
+        if span and tile.alignment < span:
+            raise TraceError(f"'{tile.name}' starts at a shared byte offset aligned to {tile.alignment} bytes; a "
+                             f"{self.spec.swizzle}-byte swizzled TMA tile must start on a multiple of {span}",
+                             code="misaligned", hint=f"allocate it with align={span}", loc=user_location())
+        return self.boxes(tile.shape)
 
-    def _coordinates(self, coords) -> list[ir.Value]:
+    def _box_views(self, tile: Array, what: str):
+        """(view of one box in ``tile``, the box's coordinate offsets) for every box of the tile."""
+        boxes = self._check_tile(tile, what)
+        if len(boxes) == 1:
+            return [(tile, boxes[0][1])]
+        flat_box = tuple(b for b in self.box[len(self.box) - tile.ndim:])
+        return [(tile.view(flat_box, offset=offset), deltas) for offset, deltas in boxes]
+
+    def _coordinates(self, coords, deltas=None) -> list[ir.Value]:
         coords = tuple(coords)
         if len(coords) != len(self.box):
             raise TraceError(f"TMA coordinates {coords!r} need {len(self.box)} values", code="bad-tma",
                              loc=user_location())
+        if deltas is not None:
+            coords = tuple(c + d if d else c for c, d in zip(coords, deltas))
         # nvgpu takes coordinates innermost first, in elements.
         return [_index_value(c, "a TMA coordinate") for c in reversed(coords)]
 
@@ -116,15 +158,21 @@ class TMA:
 
     def load(self, tile: Array, barrier: Mbarrier, coords, *, predicate=None) -> None:
         """Copy the box at element ``coords`` (outermost first) into the shared ``tile``; completion
-        counts ``box_bytes`` on ``barrier`` (``cp.async.bulk.tensor...mbarrier::complete_tx::bytes``)."""
-        self._check_tile(tile, "load")
+        counts ``box_bytes`` on ``barrier`` (``cp.async.bulk.tensor...mbarrier::complete_tx::bytes``).
+
+        A tile made of several boxes (see :meth:`boxes`) is loaded box by box; completion then counts
+        the tile's bytes.
+        """
+        views = self._box_views(tile, "load")
         with at_user_line():
-            nvgpu.tma_async_load(tile.ir, barrier.group.ir, self._descriptor(), self._coordinates(coords),
-                                 barrier.index, predicate=_predicate(predicate))
+            for view, deltas in views:
+                nvgpu.tma_async_load(view.ir, barrier.group.ir, self._descriptor(), self._coordinates(coords, deltas),
+                                     barrier.index, predicate=_predicate(predicate))
 
     def store(self, tile: Array, coords, *, predicate=None, wait: bool = True) -> None:
         """Copy the shared ``tile`` to the box at ``coords`` and wait until the copy has read shared
         memory (``cp.async.bulk.tensor`` global<-shared, ``commit_group``, ``wait_group.read 0``).
+        A tile of several boxes is stored box by box, in one commit group.
 
         With ``wait=False`` the copy runs on: call :func:`tma_store_wait` (from the same thread)
         before writing ``tile`` again, and before the kernel ends.
@@ -132,11 +180,12 @@ class TMA:
         Writes to ``tile`` by ordinary stores must be made visible to the copy engine first: every
         writing thread calls :func:`fence_shared_to_async` and then the threads synchronise.
         """
-        self._check_tile(tile, "store")
+        views = self._box_views(tile, "store")
         current("TMA store").written_args.add(self.array_index)
         with at_user_line():
-            nvgpu.tma_async_store(tile.ir, self._descriptor(), self._coordinates(coords),
-                                  predicate=_predicate(predicate))
+            for view, deltas in views:
+                nvgpu.tma_async_store(view.ir, self._descriptor(), self._coordinates(coords, deltas),
+                                      predicate=_predicate(predicate))
             nvvm.cp_async_bulk_commit_group()
             if wait:
                 nvvm.cp_async_bulk_wait_group(0, read=True)
@@ -144,6 +193,13 @@ class TMA:
     @property
     def array_index(self) -> int:
         return ir.BlockArgument(self.array.ir).arg_number
+
+
+def _product(values) -> int:
+    n = 1
+    for v in values:
+        n *= v
+    return n
 
 
 def tma_store_wait(pending: int = 0) -> None:

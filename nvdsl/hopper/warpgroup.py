@@ -65,8 +65,12 @@ class Warpgroup:
         ctx = self.ctx
         thread = ctx.linear_thread_id
         self.thread_index = thread % WARPGROUP_THREADS
+        if ctx.warpgroup is not None:
+            raise TraceError(f"a Warpgroup body inside warpgroup {ctx.warpgroup.index}'s body", code="bad-warpgroup",
+                             hint="warpgroup bodies are siblings, one per role", loc=user_location())
         self._branch = when((thread // WARPGROUP_THREADS).eq(self.index))
         self._branch.__enter__()
+        ctx.warpgroup = self
         if self.register_size is not None:
             action = nvvm.SetMaxRegisterAction.increase if self.increase else nvvm.SetMaxRegisterAction.decrease
             with at_user_line():
@@ -74,6 +78,7 @@ class Warpgroup:
         return self
 
     def __exit__(self, *exc) -> bool:
+        self.ctx.warpgroup = None
         self._branch.__exit__(*exc)
         self.thread_index = None
         return False  # never swallow an exception raised in the body

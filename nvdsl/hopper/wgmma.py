@@ -52,6 +52,7 @@ class WGMMAMatrix:
             raise TraceError(f"a transposed (K-major) tile's rows are {tile.shape[1]} values, wider than the "
                              f"{tma.spec.swizzle}-byte swizzle span", code="bad-wgmma-shape",
                              hint="use a K extent of 64 (128-byte swizzle) per tile", loc=user_location())
+        tile.check_lease("a WGMMAMatrix of")
         self.tile, self.tma, self.transposed = tile, tma, transposed
         self.shape = tile.shape[::-1] if transposed else tile.shape
         self.dtype = tile.dtype
@@ -140,6 +141,7 @@ class WGMMAAccumulator:
                                               transpose_b=ir.UnitAttr.get())
             else:
                 self._issue_k_major_b(product, in_flight)
+        current_kernel("WGMMAAccumulator.accumulate").note_wgmma(committed=1, in_flight=in_flight)
 
     def _issue_k_major_b(self, product: _Product, in_flight: int) -> None:
         """``nvgpu.warpgroup.mma`` steps B's descriptor as for an N-major tile only, so a K-major B
@@ -306,9 +308,9 @@ class _BoxLayout(_AccumulatorWriter):
                              f"shape {list(shape)}, made of whole boxes {list(box)} of that descriptor (box rows a "
                              f"multiple of 64), got {destination!r}", code="bad-wgmma", loc=user_location())
         span = 8 * tma.spec.swizzle  # the swizzle pattern repeats every 8 rows of `swizzle` bytes
-        if span and destination.offset % span:
-            raise TraceError(f"'{destination.name}' starts at shared byte {destination.offset}; a "
-                             f"{tma.spec.swizzle}-byte swizzled tile must start on a multiple of {span}",
+        if span and destination.alignment < span:
+            raise TraceError(f"'{destination.name}' starts at a shared byte offset aligned to {destination.alignment} "
+                             f"bytes; a {tma.spec.swizzle}-byte swizzled tile must start on a multiple of {span}",
                              code="misaligned", hint=f"allocate it with align={max(span, 128)}", loc=user_location())
         self.item = destination.dtype.itemsize
         self.box_rows, self.box_cols = box
@@ -336,10 +338,11 @@ class _BoxLayout(_AccumulatorWriter):
 def wgmma_wait(in_flight: int = 0) -> None:
     """Wait until at most ``in_flight`` of this warpgroup's wgmma groups are still running
     (``wgmma.wait_group.sync.aligned``)."""
-    current_kernel("nvdsl.wgmma_wait")
+    ctx = current_kernel("nvdsl.wgmma_wait")
     _check_in_flight(in_flight)
     with at_user_line():
         nvvm.wgmma_wait_group_sync_aligned(in_flight)
+    ctx.note_wgmma(committed=0, in_flight=min(in_flight, ctx.wgmma_in_flight))
 
 
 def _chunk_type(n: int) -> ir.Type:
