@@ -12,7 +12,7 @@ from nvdsl.testing import requires_gpu
 TILE = (16, 32)                      # float32: one 128-byte row per tile row
 
 
-def row_sums(*, depth=3, blocks=None, consumers=1, read=None):
+def row_sums(*, depth=3, blocks=None, consumers=1, read=None, single_role=False):
     """Partial row sums of X (R, K) float32 through a ring of (16, 32) tiles read by ordinary loads.
 
     A producer warpgroup puts the tiles of a 16-row block, K/32 of them; each of ``consumers`` warpgroups
@@ -29,10 +29,28 @@ def row_sums(*, depth=3, blocks=None, consumers=1, read=None):
         grid = blocks or row_blocks
         x_tma = nvdsl.TMA(x, box=TILE)
 
-        @nvdsl.gpu_launch(grid=grid, block=128 * (1 + consumers))
+        @nvdsl.gpu_launch(grid=grid, block=128 * (consumers if single_role else 1 + consumers))
         def kernel(ctx):
             ring = seen["ring"] = nvdsl.Aref(ctx, [(TILE, nvdsl.float32)], depth=depth, name="x")
             mine = (row_blocks - 1 - ctx.block_id.x) // grid + 1
+            if single_role:          # one role both fills and reads: loads run `depth` tiles ahead of reads
+                thread = ctx.linear_thread_id % 128
+                row, part = thread // 8, thread % 8
+                for it in nvdsl.for_range(mine):
+                    block_row = (ctx.block_id.x + it * grid) * TILE[0]
+                    for k in range(min(depth, steps)):
+                        ring.put((x_tma, (block_row, k * TILE[1])))
+
+                    @nvdsl.fori(0, steps, carry=nvdsl.constant(0.0, nvdsl.float32))
+                    def total(k, total):
+                        with ring.get() as (tile,):
+                            for j in range(4):
+                                total = total + tile[row, part * 4 + j]
+                        with nvdsl.when(k + depth < steps):
+                            ring.put((x_tma, (block_row, (k + depth) * TILE[1])))
+                        return total
+                    out[ctx.linear_thread_id // 128, block_row + row, part] = total
+                return
             with nvdsl.Warpgroup(ctx, 0, register_size=40):
                 for it in nvdsl.for_range(mine):
                     block_row = (ctx.block_id.x + it * grid) * TILE[0]
@@ -77,6 +95,12 @@ def test_ring_places_its_slots_and_derives_counts_and_bytes():
     assert sorted(set(init_counts)) == ["1", "2"]                    # full: the producer; empty: 2 warpgroups
     assert "mbarrier.arrive.expect_tx.shared.b64" in ptx
     assert compiled.resources["kernel_fn_kernel"].stack_frame == 0   # positions stay in registers
+
+
+def test_one_role_can_fill_and_read_a_ring():
+    fn, seen = row_sums(depth=2, consumers=2, single_role=True)
+    fn.compile(*zeros(consumers=2))
+    assert seen["ring"].describe().endswith("empty: 2 arrival(s); producer the block; consumers the block")
 
 
 def test_slots_read_by_threads_are_released_after_a_warpgroup_barrier():
@@ -217,12 +241,15 @@ def test_slot_tiles_are_valid_only_while_held():
     (3, 64, 7 * 32, None, 1),        # 7 tiles through 3 slots: the trip count is no multiple of the depth
     (2, 160, 5 * 32, 3, 2),          # persistent: 10 row blocks over 3 blocks; two consumer warpgroups
     (4, 32, 1 * 32, None, 1),        # a one-trip loop
-    (5, 96, 9 * 32, 2, 3)])
+    (5, 96, 9 * 32, 2, 3),
+    (2, 64, 7 * 32, None, -1),       # one role of one warpgroup fills and reads
+    (3, 96, 4 * 32, 2, -2)])         # one role of two warpgroups, persistent
 def test_rings_hand_every_tile_to_every_consumer(depth, rows, k, blocks, consumers):
+    single_role, consumers = consumers < 0, abs(consumers)
     rng = np.random.default_rng(depth * 100 + rows)
     x = rng.standard_normal((rows, k)).astype(np.float32)
     out = np.full((consumers, rows, 8), np.nan, np.float32)
-    fn, _ = row_sums(depth=depth, blocks=blocks, consumers=consumers)
+    fn, _ = row_sums(depth=depth, blocks=blocks, consumers=consumers, single_role=single_role)
     fn(x, out)
     expected = x.reshape(rows, k // 32, 8, 4).sum(axis=(1, 3))
     for c in range(consumers):

@@ -89,11 +89,17 @@ class _Role:
         return self.ctx.block.x * self.ctx.block.y * self.ctx.block.z // WARPGROUP_THREADS
 
     def leader(self) -> Value:
-        """The thread that arrives and issues copies for its warpgroup (for the block: for each warpgroup)."""
+        """The thread that releases slots for its warpgroup (for the block: one per warpgroup)."""
         if self.warpgroup is not None:
             return self.warpgroup.thread_index.eq(0)
         thread = self.ctx.linear_thread_id
         return (thread % WARPGROUP_THREADS).eq(0) if self.whole_warpgroups else thread.eq(0)
+
+    def issuer(self) -> Value:
+        """The one thread of the role that arms a slot's barrier and issues its copies."""
+        if self.warpgroup is not None:
+            return self.warpgroup.thread_index.eq(0)
+        return self.ctx.linear_thread_id.eq(0)
 
     def sync(self) -> None:
         """Wait for every thread of the role (all threads then have finished their earlier reads)."""
@@ -264,7 +270,7 @@ class Aref:
         with at_user_line():
             slot, phase = position.slot, position.phase
             self.empty[slot].try_wait(phase ^ 1)
-            issuer = role.leader()
+            issuer = role.issuer()
             self.full[slot].arrive(self.transaction_bytes, predicate=issuer)
             lease = _Lease(self.name)
             for (tma, coords), view in zip(copies, self._slot_views(slot, lease)):
