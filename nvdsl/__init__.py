@@ -10,8 +10,8 @@ __version__ = "0.1.0"
 
 from .dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16, float32, float64, index,
                      int8, int16, int32, int64, uint8, uint16, uint32, uint64)
-from .errors import (ArgumentError, CompileError, CudaError, InternalError, LaunchConfigError,
-                     NoDeviceError, NvdslError, TraceError, UserError)
+from .errors import (ArgumentError, CompileError, CudaError, InternalError, LaunchConfigError, MappingError,
+                     NoDeviceError, NvdslError, TaskError, TraceError, UserError)
 from .frontend.control import cond, for_range, fori, when
 from .frontend.control import print_ as print  # noqa: A001 - device-side printf, used as nvdsl.print
 from .frontend.launch import Dim3, Kernel, LaunchContext, gpu_launch
@@ -41,6 +41,7 @@ __all__ = [
     "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "index",
     # configuration and errors
     "Options", "device_count", "synchronize",
-    "NvdslError", "UserError", "TraceError", "ArgumentError", "LaunchConfigError", "CompileError",
+    "NvdslError", "UserError", "TraceError", "ArgumentError", "LaunchConfigError", "TaskError", "MappingError",
+    "CompileError",
     "CudaError", "NoDeviceError", "InternalError",
 ]

@@ -92,6 +92,15 @@ class LaunchConfigError(UserError, ValueError):
     """A grid, block or shared-memory size the hardware cannot launch."""
 
 
+class TaskError(UserError, TypeError):
+    """A mistake in a tile program of the task layer (privileges, shapes, loops)."""
+
+
+class MappingError(UserError, ValueError):
+    """A mapping the task layer cannot honour (memory, registers, depths, tile shapes); it names both
+    numbers and is raised before anything is traced."""
+
+
 class CompileError(NvdslError):
     """A compiler stage (an MLIR pass, ptxas) failed; quotes the tool's message."""
 

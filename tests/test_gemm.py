@@ -10,7 +10,7 @@ import pytest
 
 import nvdsl
 from nvdsl.compiler.toolchain import find_tool
-from nvdsl.kernels.gemm import make_gemm as make_persistent_gemm
+import nvdsl.kernels.gemm as library
 from nvdsl.testing import requires_gpu, sass_opcodes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -24,7 +24,7 @@ def zeros(m, n, k, c_dtype=np.float16):
     return np.zeros((m, k), np.float16), np.zeros((k, n), np.float16), np.zeros((m, n), c_dtype)
 
 
-def assert_fast_kernel_shape(compiled):
+def assert_fast_kernel_shape(compiled, kernel="gemm_kernel"):
     """What a warp-specialized Hopper GEMM needs in its PTX and SASS."""
     ptx = compiled.ptx
     assert re.search(r"setmaxnreg.dec.sync.aligned.u32\s+40;", ptx)
@@ -34,7 +34,7 @@ def assert_fast_kernel_shape(compiled):
     assert re.search(r"bar.sync\s+[23], 128;", ptx)                    # a consumer warpgroup's own barrier
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx          # the TMA-store epilogue
     if compiled.cubin is not None:
-        resources = compiled.resources["gemm_kernel"]
+        resources = compiled.resources[kernel]
         assert resources.spill_stores == 0 and resources.spill_loads == 0
         assert resources.registers <= 168                              # 384 threads fit the register file
         if find_tool("nvdisasm"):
@@ -59,28 +59,26 @@ def test_ch5_tiles_ragged_shapes_and_any_k():
         ch5.make_gemm(num_stages=4).trace(*zeros(200, 300, 320))
 
 
-def test_persistent_gemm_keeps_one_block_per_sm_and_stages_its_epilogue():
-    compiled = make_persistent_gemm(num_stages=4, sm_count=132).compile(*zeros(8192, 8192, 1024))
-    assert_fast_kernel_shape(compiled)
+def test_library_gemm_is_generated_persistent_and_stages_its_epilogue():
+    a, b, c = zeros(8192, 8192, 1024)
+    kernel = library._kernel(library.matmul, library.MAPPING.replace(sm_count=132))
+    compiled = kernel.compile(c, a, b)
+    assert_fast_kernel_shape(compiled, "matmul_kernel")
     launch, = compiled.module.plan.launches
     assert launch.grid == (132, 1, 1) and launch.smem == 4 * STAGE_BYTES + 2 * 16 * 1024
-    few_tiles, = make_persistent_gemm(sm_count=132).compile(*zeros(256, 512, 256)).module.plan.launches
-    assert few_tiles.grid == (4, 1, 1)
     # stores run on while the next tile is computed; each block waits for them before reusing staging
     assert re.search(r"cp.async.bulk.wait_group.read\s+0;", compiled.ptx)
+    a, b, c = zeros(256, 512, 256)
+    few_tiles, = kernel.compile(c, a, b).module.plan.launches
+    assert few_tiles.grid == (4, 1, 1)
 
 
-def test_persistent_gemm_refuses_shapes_it_cannot_tile():
-    with pytest.raises(ValueError, match="N=384 of 256"):
-        make_persistent_gemm(num_stages=4).trace(*zeros(128, 384, 256))
-    with pytest.raises(ValueError, match="K=320 of 256"):
-        make_persistent_gemm(num_stages=4).trace(*zeros(128, 256, 320))
-
-
-def test_gemm_wrapper_names_the_dtype_it_needs():
-    from nvdsl.kernels.gemm import gemm
-    with pytest.raises(nvdsl.ArgumentError, match="float16 or bfloat16"):
-        gemm(np.zeros((128, 64), np.float32), np.zeros((64, 256), np.float32), np.zeros((128, 256), np.float32))
+def test_library_gemm_names_what_it_needs():
+    with pytest.raises(nvdsl.TaskError, match="float16 or bfloat16"):
+        library.gemm(np.zeros((128, 64), np.float32), np.zeros((64, 256), np.float32),
+                     np.zeros((128, 256), np.float32))
+    with pytest.raises(nvdsl.ArgumentError, match="b_layout"):
+        library.gemm(*zeros(128, 256, 64), b_layout="MN")
 
 
 def single_tile(store, c_shape=(128, 128), c_dtype=nvdsl.float16):
@@ -227,12 +225,13 @@ def test_ch5_matches_a_float32_reference(m, n, k, stages, in_dtype, out_dtype):
 
 
 @requires_gpu
-@pytest.mark.parametrize("m, n, k, stages, sm_count, in_dtype, out_dtype", [
-    (128, 256, 256, 4, None, "float16", "float32"),        # one tile
-    (4096, 4096, 256, 4, None, "float16", "float16"),      # more tiles than SMs
-    (1024, 1024, 768, 3, 3, "bfloat16", "bfloat16"),       # many tiles per block: phases run across tiles
-    (2048, 512, 4096, 4, 5, "float16", "float32"),
-    (8192, 8192, 1024, 4, None, "float16", "float16")])
-def test_persistent_gemm_matches_a_float32_reference(m, n, k, stages, sm_count, in_dtype, out_dtype):
-    gemm = make_persistent_gemm(num_stages=stages, dtype=getattr(nvdsl, in_dtype), sm_count=sm_count)
-    check_gemm(gemm, m, n, k, in_dtype, out_dtype)
+@pytest.mark.parametrize("m, n, k, sm_count, in_dtype, out_dtype", [
+    (128, 256, 256, None, "float16", "float32"),        # one tile
+    (4096, 4096, 256, None, "float16", "float16"),      # more tiles than SMs
+    (1024, 1024, 768, 3, "bfloat16", "bfloat16"),       # many tiles per block: ring positions run across tiles
+    (2048, 512, 4096, 5, "float16", "float32"),
+    (1000, 1000, 1000, 7, "float16", "float16"),        # ragged M, N and K
+    (8192, 8192, 1024, None, "float16", "float16")])
+def test_library_gemm_matches_a_float32_reference(m, n, k, sm_count, in_dtype, out_dtype):
+    mapping = library.MAPPING.replace(sm_count=sm_count)
+    check_gemm(lambda a, b, c: library.gemm(a, b, c, mapping=mapping), m, n, k, in_dtype, out_dtype)

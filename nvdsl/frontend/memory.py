@@ -196,12 +196,7 @@ class SharedMemoryPlan:
         elif offset % align or offset < 0:
             raise TraceError(f"dynamic shared view offset {offset} is not a multiple of {align} bytes",
                              code="misaligned", loc=user_location())
-        if offset + nbytes > self.dynamic_bytes:
-            raise TraceError(f"a dynamic shared view of {nbytes} bytes at offset {offset} ends at byte "
-                             f"{offset + nbytes}, past the smem={self.dynamic_bytes} bytes given to gpu_launch",
-                             code="smem-overflow", hint=f"launch with smem >= {offset + nbytes}",
-                             loc=user_location())
-        self._dynamic_next = max(self._dynamic_next, offset + nbytes)
+        self.reserve(offset, nbytes, 1, "a dynamic shared view")
         return self._view(shape, dtype, offset, f"dynamic_shared@{offset}")
 
     def place(self, nbytes: int, align: int) -> int:
@@ -209,6 +204,18 @@ class SharedMemoryPlan:
         start = _align(self.dynamic_bytes + self.static_bytes, align)
         self.static_bytes = start + nbytes - self.dynamic_bytes
         return start
+
+    def reserve(self, offset: int, nbytes: int, align: int, what: str) -> int:
+        """Claim ``nbytes`` at ``offset`` of the dynamic bytes given to the launch (``smem=``); the offset."""
+        if not isinstance(offset, int) or offset < 0 or offset % align:
+            raise TraceError(f"{what} at byte {offset!r} of shared memory: the offset must be a multiple of {align}",
+                             code="misaligned", loc=user_location())
+        if offset + nbytes > self.dynamic_bytes:
+            raise TraceError(f"{what} needs bytes {offset}..{offset + nbytes}, past the smem={self.dynamic_bytes} "
+                             "bytes given to gpu_launch", code="smem-overflow",
+                             hint=f"launch with smem >= {offset + nbytes}", loc=user_location())
+        self._dynamic_next = max(self._dynamic_next, offset + nbytes)
+        return offset
 
     def _view(self, shape, dtype: dt.DType, offset: "int | Value", name: str, *, alignment: int | None = None,
               lease=None) -> Array:

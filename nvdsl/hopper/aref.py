@@ -164,6 +164,9 @@ class Aref:
         tiles: the tiles of one slot, each ``(shape, dtype)``.
         depth: the number of slots (pipeline stages), at least 2.
         name: what reports call the ring.
+        at: place the slots at this byte offset of the launch's dynamic shared memory (``smem=``), a
+            multiple of 1024, instead of after everything placed so far (for a planner that lets buffers
+            with disjoint lifetimes share memory).
 
     Producer side: ``ring.put((a_tma, a_coords), (b_tma, b_coords))`` fills the next slot, one TMA copy
     per tile (a tile may be made of several of the descriptor's boxes). Consumer side::
@@ -176,7 +179,7 @@ class Aref:
     outside any, the whole block; the ring counts its consumer warpgroups itself.
     """
 
-    def __init__(self, ctx, tiles, *, depth: int, name: str = "ring"):
+    def __init__(self, ctx, tiles, *, depth: int, name: str = "ring", at: int | None = None):
         current_kernel("nvdsl.Aref")
         self._loc = user_location()
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 2:
@@ -204,7 +207,10 @@ class Aref:
         #: The bytes the producer's copies deliver into one slot (the ``full`` barrier's expected transactions).
         self.transaction_bytes = sum(t.nbytes for t in self.tiles)
         with at_user_line():
-            self.base = ctx.shared.place(depth * self.slot_bytes, TILE_ALIGNMENT)
+            if at is None:
+                self.base = ctx.shared.place(depth * self.slot_bytes, TILE_ALIGNMENT)
+            else:
+                self.base = ctx.shared.reserve(at, depth * self.slot_bytes, TILE_ALIGNMENT, f"Aref '{name}'")
             self.full, self.empty = Mbarriers(depth), Mbarriers(depth)
             index = ir.IndexType.get()
             self._empty_count = arith.constant(index, 1)     # fixed once the consumers are known

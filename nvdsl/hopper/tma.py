@@ -117,6 +117,24 @@ class TMA:
             result.append((number * self.box_bytes, deltas))
         return result
 
+    def matrix_descriptor(self) -> ir.Value:
+        """This descriptor typed by its 2-D matrix box (leading box extents of 1 dropped), for wgmma.
+
+        MLIR lowers ``nvgpu.warpgroup.generate.descriptor`` from the descriptor's *type*, taking the
+        leading-dimension byte offset from the box's first extent; a batched box (1, rows, cols) would give
+        1 instead of ``rows``. The value is the same descriptor.
+        """
+        box = self.box
+        while len(box) > 2 and box[0] == 1:
+            box = box[1:]
+        if box == self.box:
+            return self._descriptor()
+        matrix_type = ir.Type.parse(str(self.type).replace(
+            "memref<" + "x".join(map(str, self.box)), "memref<" + "x".join(map(str, box)), 1))
+        with at_user_line():
+            return ir.Operation.create("builtin.unrealized_conversion_cast", results=[matrix_type],
+                                       operands=[self._descriptor()]).result
+
     def _check_tile(self, tile: Array, what: str) -> list[tuple[int, tuple[int, ...]]]:
         if not (isinstance(tile, Array) and tile.space == SHARED):
             raise TraceError(f"TMA {what} needs a shared-memory array, got {tile!r}", code="bad-tma",
@@ -136,10 +154,10 @@ class TMA:
     def _box_views(self, tile: Array, what: str):
         """(view of one box in ``tile``, the box's coordinate offsets) for every box of the tile."""
         boxes = self._check_tile(tile, what)
-        if len(boxes) == 1:
+        if len(boxes) == 1 and tile.shape == self.box:
             return [(tile, boxes[0][1])]
-        flat_box = tuple(b for b in self.box[len(self.box) - tile.ndim:])
-        return [(tile.view(flat_box, offset=offset), deltas) for offset, deltas in boxes]
+        # each box as a view of the descriptor's full rank (nvgpu wants the ranks to match)
+        return [(tile.view(self.box, offset=offset), deltas) for offset, deltas in boxes]
 
     def _coordinates(self, coords, deltas=None) -> list[ir.Value]:
         coords = tuple(coords)

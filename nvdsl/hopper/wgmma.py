@@ -59,7 +59,7 @@ class WGMMAMatrix:
         descriptor_type = ir.Type.parse(
             f"!nvgpu.warpgroup.descriptor<tensor = {_memref_text(tile.shape, tile.dtype)}>")
         with at_user_line():
-            self.ir = nvgpu.warpgroup_generate_descriptor(descriptor_type, tile.ir, tma._descriptor())
+            self.ir = nvgpu.warpgroup_generate_descriptor(descriptor_type, tile.ir, tma.matrix_descriptor())
 
     def __matmul__(self, other: "WGMMAMatrix") -> "_Product":
         return _Product(self, other)
@@ -301,6 +301,8 @@ class _BoxLayout(_AccumulatorWriter):
             raise TraceError(f"tma= needs an nvdsl.TMA, got {tma!r}", code="bad-wgmma", loc=user_location())
         rows, cols = destination.shape
         box = tma.box
+        while len(box) > 2 and box[0] == 1:      # a batch coordinate: the box is one matrix deep
+            box = box[1:]
         if destination.space != SHARED or at is not None or len(box) != 2 or box[0] % 64 or rows % box[0] or \
                 cols % box[1] or (box[1] * destination.dtype.itemsize) % 16 or \
                 tma.array.dtype != destination.dtype or tuple(shape) != destination.shape:

@@ -1,0 +1,131 @@
+"""``nt.build``: a tile program and a mapping become a callable kernel, compiled per call signature.
+
+The passes run in this order, each a pure function whose output :meth:`TaskKernel.passes` prints:
+tracing the program into events, dependence analysis with copy insertion, copy elimination, the check
+of parallel writes, then scheduling (roles and rings, the consumers' split, pipelining, shared-memory
+allocation, the epilogue, persistence). Emission turns the schedule into nvdsl primitives inside an
+``@nvdsl.mlir_func``, which compiles and caches it like any hand-written kernel.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from ..errors import user_location
+from ..frontend.trace import TracedFunction
+from ..runtime.arrays import describe
+from ..signature import ARRAY
+from . import analysis, ir
+from .emit import emit
+from .mapping import Mapping
+from .program import Task, trace_program
+from .schedule import Schedule, build_schedule, explain
+
+DEFAULT_SMS = 132                  # H100 SXM / H200 SXM, when no GPU is present to ask
+
+
+def _sm_count() -> int:
+    from ..errors import NoDeviceError
+    from ..runtime.device import get_device
+    try:
+        return get_device().info.multiprocessors
+    except NoDeviceError:
+        return DEFAULT_SMS
+
+
+class TaskKernel:
+    """A built tile program: call it on arrays like an ``@nvdsl.mlir_func`` (the first call per signature
+    plans, traces and compiles); ``explain(*arrays)`` prints how it was mapped."""
+
+    def __init__(self, entry: Task, mapping: Mapping | None):
+        if not isinstance(entry, Task):
+            from ..errors import TaskError
+            raise TaskError(f"nt.build needs an @nt.task function, got {entry!r}", code="bad-launch",
+                            loc=user_location())
+        self.entry = entry
+        self.mapping = mapping if mapping is not None else Mapping()
+        if not isinstance(self.mapping, Mapping):
+            from ..errors import MappingError
+            raise MappingError(f"mapping={mapping!r} must be an nt.Mapping", code="bad-mapping", loc=user_location())
+        self._sm_count = self.mapping.sm_count
+
+        def host(*arrays):
+            specs = [(a.name, a.shape, a.dtype) for a in arrays]
+            schedule = self._plan(specs)
+            emit(schedule, dict(zip(entry.parameters, arrays)))
+
+        host.__name__ = entry.name
+        host.__qualname__ = entry.name
+        host.__signature__ = inspect.Signature(
+            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in entry.parameters])
+        host.__code__ = host.__code__.replace(co_firstlineno=entry.fn.__code__.co_firstlineno,
+                                              co_filename=entry.fn.__code__.co_filename)
+        self._function = TracedFunction(host, None)
+
+    @property
+    def sm_count(self) -> int:
+        if self._sm_count is None:
+            self._sm_count = _sm_count()
+        return self._sm_count
+
+    def __call__(self, *arrays, stream=None):
+        self._function(*arrays, stream=stream)
+
+    def _specs(self, arrays) -> list:
+        loc = user_location()
+        specs = []
+        for name, value in zip(self.entry.parameters, arrays):
+            spec, _ = describe(value, name, loc)
+            if spec.kind != ARRAY:
+                from ..errors import ArgumentError
+                raise ArgumentError(f"'{name}' of task '{self.entry.name}' must be an array, got {value!r}",
+                                    code="bad-call", loc=loc)
+            specs.append((name, spec.shape, spec.dtype))
+        return specs
+
+    def _stages(self, specs) -> dict:
+        traced = trace_program(self.entry, specs, self.mapping.tile_values())
+        unused = set(self.mapping.tile_values()) - traced.used_tunables
+        if unused:
+            from ..errors import MappingError
+            raise MappingError(f"the mapping sets tunables {sorted(unused)} that task '{self.entry.name}' never asks "
+                               "for", code="bad-mapping", hint="check the names given to nt.tunable",
+                               loc=user_location())
+        copies = analysis.insert_copies(traced.program, self.mapping)
+        eliminated = analysis.eliminate_copies(copies)
+        analysis.check_parallel_writes(eliminated)
+        schedule = build_schedule(eliminated, self.mapping, self.sm_count)
+        return {"traced": traced.program, "copies": copies, "eliminated": eliminated, "schedule": schedule}
+
+    def _plan(self, specs) -> Schedule:
+        return self._stages(specs)["schedule"]
+
+    def plan(self, *arrays) -> Schedule:
+        """The schedule for these arguments' shapes and dtypes (nothing is traced or compiled)."""
+        return self._plan(self._specs(arrays))
+
+    def passes(self, *arrays) -> dict[str, str]:
+        """Each pass's output as text, in order: traced, copies, eliminated, schedule."""
+        stages = self._stages(self._specs(arrays))
+        return {name: (explain(value) if isinstance(value, Schedule) else ir.format_program(value))
+                for name, value in stages.items()}
+
+    def explain(self, *arrays) -> str:
+        """How the program is mapped for these arguments: roles, rings, the shared-memory map, the schedule."""
+        return explain(self.plan(*arrays))
+
+    def trace(self, *arrays):
+        return self._function.trace(*arrays)
+
+    def compile(self, *arrays):
+        return self._function.compile(*arrays)
+
+    def with_mapping(self, mapping: Mapping) -> "TaskKernel":
+        """The same program under another mapping."""
+        return TaskKernel(self.entry, mapping)
+
+
+def build(entry: Task, mapping: Mapping | None = None) -> TaskKernel:
+    """Build the tile program whose entry task is ``entry`` under ``mapping`` (None: derived defaults)."""
+    return TaskKernel(entry, mapping)
+

@@ -1,0 +1,296 @@
+"""The task layer's event IR: small frozen records that every pass reads and returns anew.
+
+A :class:`Program` is what tracing a tile program gives (see ``program.py``): loops (``prange`` and
+``srange``) around operations (fill, copy, mma, elementwise map, reduction). Every operation is an
+*event* in Cypress's sense: it has an id and the ids of the events it must follow (``deps``), which
+dependence analysis fills in. Regions of tensors are addressed by affine expressions of the loop
+variables, so a pass can tell which tile an operation touches in any iteration.
+
+Everything here prints as text (:func:`format_program`); the golden tests compare that text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .. import dtypes as dt
+from ..errors import SourceLocation
+
+# Memories a tensor can live in (Cypress): NONE is never materialized whole at that level.
+GLOBAL, SHARED, REGISTER, NONE = "global", "shared", "register", "none"
+MEMORIES = (GLOBAL, SHARED, REGISTER, NONE)
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``const + sum(coefficient * variable)`` over loop variables: a tile's origin along one axis."""
+
+    terms: tuple[tuple[str, int], ...] = ()
+    const: int = 0
+
+    @staticmethod
+    def of(value) -> "Affine":
+        if isinstance(value, Affine):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return Affine((), value)
+        raise TypeError(f"{value!r} is not an affine index")
+
+    @staticmethod
+    def var(name: str) -> "Affine":
+        return Affine(((name, 1),), 0)
+
+    def coefficient(self, name: str) -> int:
+        return dict(self.terms).get(name, 0)
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return tuple(v for v, _ in self.terms)
+
+    def __add__(self, other) -> "Affine":
+        other = Affine.of(other)
+        merged = dict(self.terms)
+        for v, c in other.terms:
+            merged[v] = merged.get(v, 0) + c
+        return Affine(tuple(sorted((v, c) for v, c in merged.items() if c)), self.const + other.const)
+
+    __radd__ = __add__
+
+    def __mul__(self, factor) -> "Affine":
+        if not isinstance(factor, int) or isinstance(factor, bool):
+            raise TypeError("an affine index can only be scaled by a Python int")
+        return Affine(tuple((v, c * factor) for v, c in self.terms if c * factor), self.const * factor)
+
+    __rmul__ = __mul__
+
+    def __str__(self) -> str:
+        parts = [v if c == 1 else f"{v}*{c}" for v, c in self.terms]
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return "+".join(parts)
+
+
+@dataclass(frozen=True)
+class Region:
+    """A box of a tensor: ``shape`` elements from ``origin`` (one affine index per axis of the tensor).
+
+    ``transposed`` marks a 2-D box used as its transpose (a K-major matrix operand).
+    """
+
+    tensor: str
+    origin: tuple[Affine, ...]
+    shape: tuple[int, ...]
+    transposed: bool = False
+
+    @property
+    def matrix_shape(self) -> tuple[int, ...]:
+        """The shape without leading axes of extent 1 (a batch index), transposed if marked."""
+        shape = list(self.shape)
+        while len(shape) > 2 and shape[0] == 1:
+            shape.pop(0)
+        return tuple(shape[::-1]) if self.transposed else tuple(shape)
+
+    def __str__(self) -> str:
+        axes = ", ".join(f"{o}:+{s}" for o, s in zip(self.origin, self.shape))
+        return f"{self.tensor}[{axes}]" + (".T" if self.transposed else "")
+
+
+@dataclass(frozen=True)
+class TensorDecl:
+    """A tensor of the program: an argument (in GLOBAL memory) or a local tile (memory from the mapping)."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: dt.DType
+    memory: str
+    privilege: str = ""          # arguments: "read", "write" or "reduce"
+
+    def __str__(self) -> str:
+        text = f"{self.name}: {self.dtype.name}{list(self.shape)} {self.memory}"
+        return text + (f" ({self.privilege})" if self.privilege else "")
+
+
+@dataclass(frozen=True)
+class Broadcast:
+    """A vector operand of an elementwise map, repeated along ``axis`` of the result (0: a row vector
+    repeated down the rows, 1: a column vector repeated across the columns). ``tensor`` is a local's
+    name, or before copy insertion an argument's Region."""
+
+    tensor: object
+    axis: int
+
+    def __str__(self) -> str:
+        return f"{self.tensor}[None, :]" if self.axis == 0 else f"{self.tensor}[:, None]"
+
+
+# An operand: a local tensor's name, a Region of an argument, a Broadcast, or a Python number.
+Operand = object
+
+
+def _operand_text(x) -> str:
+    return repr(x) if isinstance(x, float) else str(x)
+
+
+@dataclass(frozen=True)
+class Op:
+    """An event: one operation with its id, the events it must follow, and the user's line."""
+
+    id: int
+    deps: frozenset = field(default=frozenset(), kw_only=True)
+    loc: SourceLocation | None = field(default=None, kw_only=True, compare=False)
+
+    def reads(self) -> tuple:
+        return ()
+
+    def writes(self) -> tuple:
+        return ()
+
+    def _deps_text(self) -> str:
+        return " {" + ", ".join(f"e{d}" for d in sorted(self.deps)) + "}" if self.deps else ""
+
+
+@dataclass(frozen=True)
+class Fill(Op):
+    target: str
+    value: float
+
+    def writes(self):
+        return (self.target,)
+
+    def __str__(self):
+        return f"e{self.id} = fill {self.target} {self.value!r}{self._deps_text()}"
+
+
+@dataclass(frozen=True)
+class Copy(Op):
+    """Move a tile: from an argument's region into a local tensor, or from a local tensor into one."""
+
+    source: Operand
+    target: Operand
+
+    def reads(self):
+        return (self.source,)
+
+    def writes(self):
+        return (self.target,)
+
+    def __str__(self):
+        return f"e{self.id} = copy {self.source} -> {self.target}{self._deps_text()}"
+
+
+@dataclass(frozen=True)
+class Mma(Op):
+    """``acc += a @ b`` on the tensor cores; ``transpose_b``: ``b`` holds B's transpose (K-major B)."""
+
+    acc: str
+    a: Operand
+    b: Operand
+    transpose_b: bool = False
+
+    def reads(self):
+        return (self.acc, self.a, self.b)
+
+    def writes(self):
+        return (self.acc,)
+
+    def __str__(self):
+        b = f"{self.b}.T" if self.transpose_b and not isinstance(self.b, Region) else str(self.b)
+        return f"e{self.id} = mma {self.acc} += {self.a} @ {b}{self._deps_text()}"
+
+
+@dataclass(frozen=True)
+class Map(Op):
+    """``out = fn(*inputs)`` elementwise (inputs: tensors, broadcast vectors, numbers); ``fn`` names the
+    function (add, sub, mul, div, maximum, minimum, relu, gelu, silu, exp2, cast)."""
+
+    out: str
+    fn: str
+    inputs: tuple
+
+    def reads(self):
+        return tuple(x for x in self.inputs if not isinstance(x, (int, float)))
+
+    def writes(self):
+        return (self.out,)
+
+    def __str__(self):
+        args = ", ".join(_operand_text(x) for x in self.inputs)
+        return f"e{self.id} = {self.out} = {self.fn}({args}){self._deps_text()}"
+
+
+@dataclass(frozen=True)
+class Reduce(Op):
+    """``out (+)= fn(input, axis)``: a sum or max along one axis, accumulated into ``out`` when ``into``."""
+
+    out: str
+    fn: str
+    input: Operand
+    axis: int
+    into: bool = False
+
+    def reads(self):
+        return (self.input,) + ((self.out,) if self.into else ())
+
+    def writes(self):
+        return (self.out,)
+
+    def __str__(self):
+        verb = "+=" if self.into else "="
+        return f"e{self.id} = {self.out} {verb} {self.fn}({self.input}, axis={self.axis}){self._deps_text()}"
+
+
+@dataclass(frozen=True)
+class Loop:
+    """``prange`` (parallel: iterations must not write the same data) or ``srange`` (in order) over ``vars``."""
+
+    kind: str
+    vars: tuple[str, ...]
+    extents: tuple[int, ...]
+    body: tuple
+    loc: SourceLocation | None = field(default=None, compare=False)
+
+    def __str__(self):
+        return f"{self.kind} " + ", ".join(f"{v} < {e}" for v, e in zip(self.vars, self.extents))
+
+
+@dataclass(frozen=True)
+class Program:
+    """A traced tile program: its tensors (arguments first) and its body."""
+
+    name: str
+    tensors: tuple[TensorDecl, ...]
+    body: tuple
+
+    def tensor(self, name: str) -> TensorDecl:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def with_body(self, body, tensors=None) -> "Program":
+        return replace(self, body=tuple(body), tensors=self.tensors if tensors is None else tuple(tensors))
+
+
+def walk(body, loops=()):
+    """Every operation of ``body`` with the loops around it, outermost first."""
+    for node in body:
+        if isinstance(node, Loop):
+            yield from walk(node.body, loops + (node,))
+        else:
+            yield node, loops
+
+
+def format_program(program: Program) -> str:
+    lines = [f"program {program.name}"]
+    for t in program.tensors:
+        lines.append(f"  tensor {t}")
+
+    def emit(body, indent):
+        for node in body:
+            if isinstance(node, Loop):
+                lines.append(" " * indent + str(node))
+                emit(node.body, indent + 2)
+            else:
+                lines.append(" " * indent + str(node))
+    emit(program.body, 2)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,165 @@
+"""The mapping: how a tile program runs on a Hopper GPU, kept apart from what it computes.
+
+A :class:`Mapping` is frozen, printable, hashable (it keys the compile cache) and changes speed, never
+results. Every field has a default derived from the program, so the simplest user writes none; a field
+the compiler cannot honour is refused with a :class:`~nvdsl.errors.MappingError` naming both numbers,
+before anything is traced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..errors import MappingError, user_location
+from .ir import MEMORIES
+
+HOST, BLOCK, WARPGROUP = "host", "block", "warpgroup"
+LEVELS = (HOST, BLOCK, WARPGROUP)
+COOPERATIVE, PINGPONG = "cooperative", "pingpong"
+RASTERS = ("grouped", "snake", "row")
+
+SMEM_LIMIT = 227 * 1024          # bytes of shared memory one block may use on H100/H200
+REGISTER_FILE = 65536            # 32-bit registers per SM
+MAX_THREAD_REGISTERS = 256       # setmaxnreg's ceiling (and a multiple of 8 from 24)
+
+
+def _frozen_items(value, what: str) -> tuple:
+    if value is None:
+        return ()
+    if isinstance(value, dict):
+        return tuple(sorted(value.items()))
+    if isinstance(value, tuple) and all(isinstance(v, tuple) and len(v) == 2 for v in value):
+        return tuple(sorted(value))
+    raise MappingError(f"{what}={value!r} must be a dict", code="bad-mapping", loc=user_location())
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """How a tile program is mapped onto the GPU.
+
+    Args:
+        tiles: values of the program's tunables (``nt.tunable``), e.g. ``{"BM": 128, "BN": 256, "BK": 64}``.
+        levels: processor level per task name: ``"host"``, ``"block"`` or ``"warpgroup"``.
+        memory: memory per tensor name: ``"global"``, ``"shared"``, ``"register"`` or ``"none"`` (never
+            materialized whole: the consumer warpgroups each hold their rows).
+        pipeline: slots of the ring that feeds the sequential loop (None: as many as shared memory holds, up to 8).
+        mma_in_flight: wgmma products left running while the next is issued (P); ``pipeline >= P + 1``.
+        warp_specialize: a producer warpgroup issues the loads and consumer warpgroups compute; off, the
+            consumer warpgroups issue their own loads ahead (a multistage pipeline in one role).
+        consumers: consumer warpgroups per block.
+        schedule: ``"cooperative"`` (the consumers split each tile's rows) or ``"pingpong"`` (each consumer
+            takes whole tiles in turn, so one's epilogue overlaps the other's products).
+        persistent: one block per SM, looping over tiles (else one block per tile).
+        raster: tile order for persistent blocks: ``"grouped"`` (``group`` tile rows at a time, for L2),
+            ``"snake"`` or ``"row"``.
+        group: tile rows per group for the grouped order.
+        registers: registers per thread per role, e.g. ``{"producer": 40, "consumer": 232}`` (None: derived).
+        smem_limit: the bound on shared memory per block, in bytes.
+        sm_count: blocks of a persistent grid (None: the GPU's SM count).
+    """
+
+    tiles: tuple = ()
+    levels: tuple = ()
+    memory: tuple = ()
+    pipeline: int | None = None
+    mma_in_flight: int = 1
+    warp_specialize: bool = True
+    consumers: int = 2
+    schedule: str = COOPERATIVE
+    persistent: bool = True
+    raster: str = "grouped"
+    group: int = 8
+    registers: tuple = ()
+    smem_limit: int = SMEM_LIMIT
+    sm_count: int | None = None
+
+    def __post_init__(self):
+        for name in ("tiles", "levels", "memory", "registers"):
+            object.__setattr__(self, name, _frozen_items(getattr(self, name), name))
+        for name, value in self.tiles:
+            _positive_int(f"tiles['{name}']", value)
+        for name, value in self.levels:
+            if value not in LEVELS:
+                raise _bad(f"levels['{name}']={value!r} must be one of {LEVELS}")
+        for name, value in self.memory:
+            if value not in MEMORIES:
+                raise _bad(f"memory['{name}']={value!r} must be one of {MEMORIES}")
+        if self.pipeline is not None:
+            _positive_int("pipeline", self.pipeline)
+            if self.pipeline < 2:
+                raise _bad(f"pipeline={self.pipeline}: a ring needs at least 2 slots to overlap loads with math")
+        if not isinstance(self.mma_in_flight, int) or not 0 <= self.mma_in_flight <= 7:
+            raise _bad(f"mma_in_flight={self.mma_in_flight!r} must be an int in 0..7 (wgmma.wait_group's range)")
+        if self.pipeline is not None and self.pipeline < self.mma_in_flight + 1:
+            raise _bad(f"pipeline={self.pipeline} slots cannot feed mma_in_flight={self.mma_in_flight} products: a "
+                       f"slot is released only once its product retires, so pipeline must be >= "
+                       f"{self.mma_in_flight + 1}", code="mapping-depth")
+        _positive_int("consumers", self.consumers)
+        if self.schedule not in (COOPERATIVE, PINGPONG):
+            raise _bad(f"schedule={self.schedule!r} must be 'cooperative' or 'pingpong'")
+        if self.raster not in RASTERS:
+            raise _bad(f"raster={self.raster!r} must be one of {RASTERS}")
+        _positive_int("group", self.group)
+        _positive_int("smem_limit", self.smem_limit)
+        if self.smem_limit > SMEM_LIMIT:
+            raise _bad(f"smem_limit={self.smem_limit} exceeds the {SMEM_LIMIT} bytes a Hopper block can use",
+                       code="mapping-smem")
+        if self.sm_count is not None:
+            _positive_int("sm_count", self.sm_count)
+        for role, value in self.registers:
+            if role not in ("producer", "consumer"):
+                raise _bad(f"registers['{role}']: the roles are 'producer' and 'consumer'")
+            if not isinstance(value, int) or value % 8 or not 24 <= value <= MAX_THREAD_REGISTERS:
+                raise _bad(f"registers['{role}']={value!r} must be a multiple of 8 in 24..{MAX_THREAD_REGISTERS} "
+                           "(setmaxnreg)", code="mapping-registers")
+
+    def tile_values(self) -> dict:
+        return dict(self.tiles)
+
+    def memory_of(self, tensor: str, default: str) -> str:
+        return dict(self.memory).get(tensor, default)
+
+    def replace(self, **changes) -> "Mapping":
+        return dataclasses.replace(self, **changes)
+
+    def __str__(self) -> str:
+        parts = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, tuple):
+                value = "{" + ", ".join(f"{k}: {v}" for k, v in value) + "}"
+            parts.append(f"{f.name}={value}")
+        return "Mapping(" + ", ".join(parts) + ")"
+
+
+def _bad(message: str, code: str = "bad-mapping") -> MappingError:
+    return MappingError(message, code=code, loc=user_location())
+
+
+def _positive_int(what: str, value) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise _bad(f"{what}={value!r} must be a positive int")
+
+
+def derive_registers(mapping: Mapping, producer_roles: int) -> dict:
+    """Registers per thread for each role: the producer's from the mapping (default 40), the consumers'
+    an even share of what is left of the register file, rounded down to a multiple of 8."""
+    given = dict(mapping.registers)
+    if not producer_roles:
+        per_thread = min(MAX_THREAD_REGISTERS, REGISTER_FILE // (128 * mapping.consumers)) // 8 * 8
+        return {"consumer": given.get("consumer", per_thread)}
+    producer = given.get("producer", 40)
+    share = (REGISTER_FILE // 128 - producer) // mapping.consumers
+    consumer = given.get("consumer", min(MAX_THREAD_REGISTERS, share) // 8 * 8)
+    return {"producer": producer, "consumer": consumer}
+
+
+def check_registers(mapping: Mapping, registers: dict, producer_roles: int) -> None:
+    """The register budgets of all roles must fit the register file."""
+    total = 128 * (registers.get("producer", 0) * producer_roles + registers["consumer"] * mapping.consumers)
+    if total > REGISTER_FILE:
+        raise MappingError(f"the roles' registers add up to {total} per block ({registers} per thread), more than "
+                           f"the {REGISTER_FILE} of the register file", code="mapping-registers",
+                           hint="lower registers['consumer'] or use fewer consumer warpgroups", loc=user_location())
+

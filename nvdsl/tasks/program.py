@@ -1,0 +1,535 @@
+"""Tile programs: tasks over tensors with declared privileges, partitions, ``prange``/``srange`` and leaf
+tile math, traced into the event IR of ``ir.py``.
+
+A tile program says *what* is computed, tile by tile, and nothing of *how*: no barrier, phase, offset,
+thread index or role. The mapping (``mapping.py``) says how; the passes (``passes.py``) derive the rest.
+
+    @nt.task(reads=("A", "B"), writes=("C",))
+    def gemm(C, A, B):
+        BM, BN, BK = nt.tunable("BM"), nt.tunable("BN"), nt.tunable("BK")
+        Ct, At, Bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(B, (BK, BN))
+        for i, j in nt.prange(*Ct.grid):
+            acc = nt.zeros((BM, BN), nt.float32, name="acc")
+            for k in nt.srange(At.grid[1]):
+                acc += At[i, k] @ Bt[k, j]
+            Ct[i, j] = acc.astype(C.dtype)
+
+Privileges: a task may read every tensor it names in ``reads``, ``reduces`` or ``writes``; accumulate
+into (``+=``) those in ``reduces`` or ``writes``; and overwrite those in ``writes``. A task launched
+with :func:`launch` gets at most the privileges its caller holds on each argument.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+from dataclasses import dataclass
+
+from .. import dtypes as dt
+from ..errors import TaskError, user_location
+from . import ir
+from .ir import Affine, Broadcast, Region
+
+_LEVELS = {"read": 0, "reduce": 1, "write": 2}
+_TRACE: contextvars.ContextVar["_Trace | None"] = contextvars.ContextVar("nvdsl_task_trace", default=None)
+
+
+def _error(message: str, code: str, hint: str | None = None) -> TaskError:
+    return TaskError(message, code=code, hint=hint, loc=user_location())
+
+
+class _Trace:
+    """The state of one program being traced: the tensors seen, the bodies being recorded, fresh names."""
+
+    def __init__(self, name: str, tunables: dict):
+        self.name = name
+        self.tunables = dict(tunables)
+        self.used_tunables: set[str] = set()
+        self.tensors: dict[str, ir.TensorDecl] = {}
+        self.bodies: list[list] = [[]]
+        self.counters: dict[str, int] = {}
+        self.next_id = 0
+        self.loop_depth = {"prange": 0, "srange": 0}
+
+    def fresh(self, stem: str) -> str:
+        n = self.counters.get(stem, 0)
+        self.counters[stem] = n + 1
+        name = stem if n == 0 and stem not in self.tensors else f"{stem}{n}"
+        while name in self.tensors:
+            n += 1
+            name = f"{stem}{n}"
+            self.counters[stem] = n + 1
+        return name
+
+    def add(self, op_type, **fields):
+        op = op_type(self.next_id, loc=user_location(), **fields)
+        self.next_id += 1
+        self.bodies[-1].append(op)
+        return op
+
+    def declare(self, decl: ir.TensorDecl) -> None:
+        self.tensors[decl.name] = decl
+
+
+def _current(what: str) -> _Trace:
+    trace = _TRACE.get()
+    if trace is None:
+        raise _error(f"{what} belongs inside a task being built (nvdsl.tasks.build)", code="outside-task",
+                     hint="call it in the body of an @nt.task function")
+    return trace
+
+
+# --- values a task body handles ----------------------------------------------------------------------------
+
+class Tensor:
+    """A task's tensor argument: ``shape`` and ``dtype`` are known while building."""
+
+    def __init__(self, name: str, shape, dtype: dt.DType, privilege: str):
+        self.name, self.shape, self.dtype, self._privilege = name, tuple(shape), dtype, privilege
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def region(self) -> "TileRef":
+        return TileRef(self, tuple(Affine.of(0) for _ in self.shape), self.shape, self._privilege)
+
+    def __repr__(self):
+        return f"<task tensor {self.name}: {self.dtype.name}{list(self.shape)}>"
+
+    def _with_privilege(self, privilege: str) -> "Tensor":
+        return Tensor(self.name, self.shape, self.dtype, privilege)
+
+
+class TileRef:
+    """A tile of a tensor argument (from a partition): read it in tile math, or assign to it (``t[...] = v``)."""
+
+    def __init__(self, tensor: Tensor, origin, shape, privilege: str, transposed: bool = False):
+        self.tensor, self.origin, self.shape = tensor, tuple(origin), tuple(shape)
+        self._privilege, self.transposed = privilege, transposed
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.tensor.dtype
+
+    @property
+    def region(self) -> Region:
+        return Region(self.tensor.name, self.origin, self.shape, self.transposed)
+
+    @property
+    def T(self) -> "TileRef":
+        """The tile read as its transpose (a K-major operand: ``A @ Bt[j, k].T`` with B stored (N, K))."""
+        if len(self.region.matrix_shape) != 2:
+            raise _error(f"only a matrix tile can be transposed, not {self.region}", code="bad-tile")
+        return TileRef(self.tensor, self.origin, self.shape, self._privilege, not self.transposed)
+
+    def __matmul__(self, other) -> "_Product":
+        return _Product(self, other)
+
+    def sum(self, axis: int) -> "Local":
+        """The sum along ``axis`` (a vector tile, float32)."""
+        return _reduce("sum", self, axis)
+
+    def max(self, axis: int) -> "Local":
+        return _reduce("max", self, axis)
+
+    def __getitem__(self, key) -> Broadcast:
+        return _broadcast(self, key)
+
+    def __setitem__(self, key, value) -> None:
+        if key is not Ellipsis:
+            raise _error("assign a whole tile: t[...] = value", code="bad-tile")
+        _store(self, value)
+
+    def _operand(self):
+        _check_privilege(self, "read", "read")
+        return self.region
+
+    def __repr__(self):
+        return f"<tile {self.region}>"
+
+
+class Partition:
+    """A tensor (or tile) cut into tiles of ``tile`` (``None``: the whole extent); ``p[i, j]`` is one tile.
+
+    ``grid`` is the number of tiles along each axis (a ragged last tile counts: TMA reads past the edge
+    as zeros and clips writes).
+    """
+
+    def __init__(self, base: TileRef, tile):
+        self.base = base
+        self.tile = tuple(base.shape[a] if t is None else t for a, t in enumerate(tile))
+        self.grid = tuple(-(-s // t) for s, t in zip(base.shape, self.tile))
+
+    def __getitem__(self, index) -> TileRef:
+        index = index if isinstance(index, tuple) else (index,)
+        if len(index) != len(self.tile):
+            raise _error(f"a tile of a {len(self.tile)}-D partition needs {len(self.tile)} indices, got {len(index)}",
+                         code="bad-tile")
+        try:
+            origin = tuple(o + Affine.of(x) * t for o, x, t in zip(self.base.origin, index, self.tile))
+        except TypeError:
+            raise _error(f"tile indices {index!r} must be Python ints or loop variables (times ints)",
+                         code="bad-tile") from None
+        for axis, (x, g) in enumerate(zip(index, self.grid)):
+            if isinstance(x, int) and not 0 <= x < g:
+                raise _error(f"tile index {x} is outside 0..{g - 1} along axis {axis}", code="bad-tile")
+        return TileRef(self.base.tensor, origin, self.tile, self.base._privilege)
+
+    def __setitem__(self, index, value) -> None:
+        _store(self[index], value)
+
+
+def blocks(tensor, tile) -> Partition:
+    """Partition ``tensor`` (a task argument or a tile of one) into tiles of shape ``tile``."""
+    _current("nt.blocks")
+    base = tensor.region() if isinstance(tensor, Tensor) else tensor
+    if not isinstance(base, TileRef):
+        raise _error(f"nt.blocks partitions a task's tensor argument or a tile of one, got {tensor!r}",
+                     code="bad-tile")
+    tile = tuple(tile)
+    if len(tile) != len(base.shape) or not all(t is None or (isinstance(t, int) and t > 0) for t in tile):
+        raise _error(f"tile={tile!r} needs {len(base.shape)} positive ints (or None for a whole axis)",
+                     code="bad-tile")
+    return Partition(base, tile)
+
+
+class _Product:
+    def __init__(self, a, b):
+        if not isinstance(a, (TileRef, Local)) or not isinstance(b, (TileRef, Local)):
+            raise _error("'@' multiplies tiles (of a partition, or computed)", code="bad-tile")
+        self.a, self.b = a, b
+
+
+class Local:
+    """A tile computed by the program (e.g. an accumulator); where it lives is the mapping's choice."""
+
+    def __init__(self, name: str, shape, dtype: dt.DType, privilege: str = "write"):
+        self.name, self.shape, self.dtype, self._privilege = name, tuple(shape), dtype, privilege
+
+    def __repr__(self):
+        return f"<tile {self.name}: {self.dtype.name}{list(self.shape)}>"
+
+    def _operand(self):
+        return self.name
+
+    def __iadd__(self, other) -> "Local":
+        trace = _current("'+=' on a tile")
+        _check_privilege(self, "reduce", "accumulate into")
+        if isinstance(other, _Product):
+            a, b = other.a, other.b
+            a_shape, b_shape = _matrix(a), _matrix(b)
+            if len(self.shape) != 2 or a_shape[1] != b_shape[0] or (a_shape[0], b_shape[1]) != self.shape:
+                raise _error(f"{self.name} {list(self.shape)} += {_describe(a)} @ {_describe(b)}: the shapes do "
+                             f"not make a product of {list(self.shape)}", code="bad-shape")
+            if isinstance(a, TileRef) and a.transposed:
+                raise _error(f"the A operand {a.region} cannot be transposed: wgmma reads A with K contiguous",
+                             code="bad-tile", hint="store A as (M, K)")
+            trace.add(ir.Mma, acc=self.name, a=a._operand(), b=b._operand(),
+                      transpose_b=isinstance(b, TileRef) and b.transposed)
+            return self
+        value = _as_operand(other, self.shape)
+        trace.add(ir.Map, out=self.name, fn="add", inputs=(self.name, value))
+        return self
+
+    def _binary(self, fn: str, other, reverse=False) -> "Local":
+        inputs = (_as_operand(other, self.shape), self.name) if reverse else (self.name, _as_operand(other, self.shape))
+        return _map(fn, inputs, self.shape, self.dtype)
+
+    def __add__(self, o): return self._binary("add", o)
+    def __radd__(self, o): return self._binary("add", o, True)
+    def __sub__(self, o): return self._binary("sub", o)
+    def __rsub__(self, o): return self._binary("sub", o, True)
+    def __mul__(self, o): return self._binary("mul", o)
+    def __rmul__(self, o): return self._binary("mul", o, True)
+    def __truediv__(self, o): return self._binary("div", o)
+
+    def astype(self, dtype: dt.DType) -> "Local":
+        """The tile converted to ``dtype``."""
+        if not isinstance(dtype, dt.DType):
+            raise _error(f"astype needs an nvdsl dtype, got {dtype!r}", code="bad-dtype")
+        return _map("cast", (self.name,), self.shape, dtype)
+
+    def sum(self, axis: int) -> "Local":
+        return _reduce("sum", self, axis)
+
+    def max(self, axis: int) -> "Local":
+        return _reduce("max", self, axis)
+
+    def __getitem__(self, key) -> Broadcast:
+        return _broadcast(self, key)
+
+
+def _matrix(x) -> tuple[int, ...]:
+    return x.region.matrix_shape if isinstance(x, TileRef) else x.shape
+
+
+def _describe(x) -> str:
+    return str(x.region) if isinstance(x, TileRef) else f"{x.name}{list(x.shape)}"
+
+
+def _check_privilege(value, needed: str, verb: str) -> None:
+    held = value._privilege
+    if _LEVELS[held] < _LEVELS[needed]:
+        name = value.tensor.name if isinstance(value, TileRef) else value.name
+        raise _error(f"the task may only {_VERBS[held]} '{name}', not {verb} it", code="privilege",
+                     hint=f"declare '{name}' in the task's {_DECLARE[needed]}")
+
+
+_VERBS = {"read": "read", "reduce": "read and accumulate into", "write": "read and write"}
+_DECLARE = {"read": "reads", "reduce": "reduces (or writes)", "write": "writes"}
+
+
+def _broadcast(value, key) -> "_BroadcastOperand":
+    if len(value.shape) != 1 or key not in ((None, slice(None)), (slice(None), None)):
+        raise _error("broadcast a vector tile as v[None, :] (a row, repeated down) or v[:, None] (a column)",
+                     code="bad-tile")
+    return _BroadcastOperand(value._operand(), 0 if key[0] is None else 1, value.shape[0])
+
+
+@dataclass(frozen=True)
+class _BroadcastOperand:
+    source: object               # a local's name or an argument's Region
+    axis: int
+    length: int
+
+
+def _as_operand(x, shape):
+    """An elementwise operand for a result of ``shape``: a number, a tile of that shape, or a broadcast vector."""
+    if isinstance(x, bool) or not isinstance(x, (int, float, Local, TileRef, _BroadcastOperand)):
+        raise _error(f"tile math combines tiles, broadcast vectors and Python numbers, not {x!r}", code="bad-tile")
+    if isinstance(x, (int, float)):
+        return float(x)
+    if isinstance(x, _BroadcastOperand):
+        along = shape[1] if x.axis == 0 else shape[0]
+        if len(shape) != 2 or x.length != along:
+            raise _error(f"a vector of {x.length} broadcast {'down the rows' if x.axis == 0 else 'across the columns'}"
+                         f" does not fit a tile of {list(shape)}", code="bad-shape")
+        return Broadcast(x.source, x.axis)
+    x_shape = x.region.matrix_shape if isinstance(x, TileRef) else x.shape
+    if tuple(x_shape) != tuple(shape):
+        raise _error(f"elementwise operands must have one shape: {list(x_shape)} and {list(shape)}", code="bad-shape")
+    return x._operand()
+
+
+def _map(fn: str, inputs, shape, dtype: dt.DType) -> Local:
+    trace = _current(f"tile math ({fn})")
+    out = Local(trace.fresh("t"), shape, dtype)
+    trace.declare(ir.TensorDecl(out.name, out.shape, dtype, ir.REGISTER))
+    trace.add(ir.Map, out=out.name, fn=fn, inputs=tuple(inputs))
+    return out
+
+
+def _reduce(fn: str, value, axis: int) -> Local:
+    trace = _current(f"a {fn} along an axis")
+    shape = value.region.matrix_shape if isinstance(value, TileRef) else value.shape
+    if len(shape) != 2 or axis not in (0, 1):
+        raise _error(f"{fn}(axis={axis!r}) reduces a matrix tile along axis 0 or 1", code="bad-tile")
+    out = Local(trace.fresh(fn), (shape[1 - axis],), dt.float32)
+    trace.declare(ir.TensorDecl(out.name, out.shape, dt.float32, ir.REGISTER))
+    trace.add(ir.Reduce, out=out.name, fn=fn, input=value._operand(), axis=axis)
+    return out
+
+
+def _store(tile: TileRef, value) -> None:
+    trace = _current("assigning a tile")
+    _check_privilege(tile, "write", "write")
+    if not isinstance(value, Local):
+        raise _error(f"assign a computed tile to {tile.region}, got {value!r}", code="bad-tile")
+    if value.shape != tile.region.matrix_shape:
+        raise _error(f"a {list(value.shape)} tile cannot be stored into {tile.region}", code="bad-shape")
+    if value.dtype != tile.dtype:
+        raise _error(f"storing a {value.dtype.name} tile into {tile.tensor.name} ({tile.dtype.name})", code="bad-dtype",
+                     hint=f"convert it first: value.astype({tile.tensor.name}.dtype)")
+    trace.add(ir.Copy, source=value.name, target=tile.region)
+
+
+# --- building blocks of a task body ---------------------------------------------------------------------
+
+def zeros(shape, dtype: dt.DType = dt.float32, *, name: str = "acc") -> Local:
+    """A tile of zeros (an accumulator), of ``shape`` and ``dtype``."""
+    trace = _current("nt.zeros")
+    shape = tuple(shape)
+    if not shape or not all(isinstance(s, int) and s > 0 for s in shape):
+        raise _error(f"nt.zeros needs a shape of positive ints, got {shape!r}", code="bad-shape")
+    tile = Local(trace.fresh(name), shape, dtype)
+    trace.declare(ir.TensorDecl(tile.name, shape, dtype, ir.REGISTER))
+    trace.add(ir.Fill, target=tile.name, value=0.0)
+    return tile
+
+
+def tunable(name: str, default: int | None = None) -> int:
+    """The mapping's value for the tunable ``name`` (a tile size), or ``default`` where the mapping has none."""
+    trace = _current("nt.tunable")
+    trace.used_tunables.add(name)
+    if name in trace.tunables:
+        return trace.tunables[name]
+    if default is None:
+        raise _error(f"the mapping gives no value for the tunable '{name}', and the program gives no default",
+                     code="missing-tunable", hint=f"add it to the mapping: tiles={{'{name}': ...}}")
+    trace.tunables[name] = default
+    return default
+
+
+def cdiv(a: int, b: int) -> int:
+    """``ceil(a / b)`` for Python ints."""
+    return -(-a // b)
+
+
+def _loop(kind: str, extents):
+    trace = _current(f"nt.{kind}")
+    loc = user_location()
+    extents = tuple(extents)
+    if not extents or not all(isinstance(e, int) and not isinstance(e, bool) and e > 0 for e in extents):
+        raise _error(f"nt.{kind} needs positive Python ints (tile counts), got {extents!r}", code="bad-loop")
+    stem = {"prange": "p", "srange": "k"}[kind]
+    names = []
+    for _ in extents:
+        names.append(f"{stem}{trace.loop_depth[kind]}")
+        trace.loop_depth[kind] += 1
+    trace.bodies.append([])
+    finished = False
+    try:
+        variables = tuple(Affine.var(n) for n in names)
+        yield variables if len(variables) > 1 else variables[0]
+        finished = True
+    finally:
+        body = trace.bodies.pop()
+        for _ in extents:
+            trace.loop_depth[kind] -= 1
+        if finished:
+            trace.bodies[-1].append(ir.Loop(kind, tuple(names), extents, tuple(body), loc))
+
+
+def prange(*extents):
+    """A parallel loop over tiles: ``for i, j in nt.prange(m_tiles, n_tiles):``. Its iterations may run in
+    any order or at once, so they must not write the same data."""
+    return _loop("prange", extents)
+
+
+def srange(extent: int):
+    """A sequential loop: ``for k in nt.srange(k_tiles):`` runs its iterations in order."""
+    return _loop("srange", (extent,))
+
+
+# --- tasks ------------------------------------------------------------------------------------------------
+
+class Task:
+    """A function over tensors with declared privileges; build the entry task with ``nt.build``."""
+
+    def __init__(self, fn, privileges: dict[str, str]):
+        self.fn = fn
+        self.name = fn.__name__
+        self.privileges = privileges
+        self.parameters = tuple(inspect.signature(fn).parameters)
+        unknown = set(privileges) - set(self.parameters)
+        if unknown:
+            raise TaskError(f"task '{self.name}' declares privileges for {sorted(unknown)}, which are not its "
+                            "parameters", code="privilege", loc=user_location())
+
+    def __call__(self, *args, **kwargs):
+        raise TaskError(f"task '{self.name}' is not called directly", code="bad-launch",
+                        hint="inside a task use nt.launch(task, ...); build an entry task with nt.build(task)",
+                        loc=user_location())
+
+    def __repr__(self):
+        return f"<nvdsl task {self.name}>"
+
+
+def task(fn=None, *, reads=(), writes=(), reduces=()):
+    """Declare a task: ``@nt.task(reads=("A", "B"), writes=("C",))``; tensor parameters need a privilege."""
+    def declare(f):
+        privileges = {}
+        for level, names in (("read", reads), ("reduce", reduces), ("write", writes)):
+            for name in ((names,) if isinstance(names, str) else names):
+                privileges[name] = level
+        return Task(f, privileges)
+    return declare(fn) if fn is not None else declare
+
+
+def launch(t: Task, *args) -> None:
+    """Run task ``t`` on these arguments (tensors, tiles, computed tiles or Python values) as part of this one.
+
+    The launched task holds the privileges it declares, which must not exceed what the caller holds.
+    """
+    _current("nt.launch")
+    if not isinstance(t, Task):
+        raise _error(f"nt.launch needs a task, got {t!r}", code="bad-launch")
+    if len(args) != len(t.parameters):
+        raise _error(f"task '{t.name}' takes {len(t.parameters)} arguments, got {len(args)}", code="bad-launch")
+    bound = []
+    for name, arg in zip(t.parameters, args):
+        if isinstance(arg, (Tensor, TileRef, Local)):
+            wanted = t.privileges.get(name)
+            if wanted is None:
+                raise _error(f"task '{t.name}' declares no privilege for its tensor parameter '{name}'",
+                             code="privilege", hint="list it in reads=, reduces= or writes=")
+            if _LEVELS[arg._privilege] < _LEVELS[wanted]:
+                raise _error(f"task '{t.name}' asks to {wanted} its '{name}', but the caller may only "
+                             f"{_VERBS[arg._privilege]} it", code="privilege")
+            arg = _narrow(arg, wanted)
+        bound.append(arg)
+    t.fn(*bound)
+
+
+def _narrow(arg, privilege: str):
+    if isinstance(arg, Tensor):
+        return arg._with_privilege(privilege)
+    if isinstance(arg, TileRef):
+        return TileRef(arg.tensor, arg.origin, arg.shape, privilege, arg.transposed)
+    return Local(arg.name, arg.shape, arg.dtype, privilege)
+
+
+@dataclass(frozen=True)
+class TraceResult:
+    program: ir.Program
+    used_tunables: frozenset
+
+
+def trace_program(entry: Task, arguments: list[tuple[str, tuple, dt.DType]], tunables: dict) -> TraceResult:
+    """Run ``entry`` on tensors named and shaped as ``arguments`` and record its events."""
+    if not isinstance(entry, Task):
+        raise TaskError(f"nt.build needs an @nt.task function, got {entry!r}", code="bad-launch", loc=user_location())
+    if len(arguments) != len(entry.parameters):
+        raise TaskError(f"task '{entry.name}' takes {len(entry.parameters)} tensors, got {len(arguments)}",
+                        code="bad-launch", loc=user_location())
+    trace = _Trace(entry.name, tunables)
+    tensors = []
+    for param, (_, shape, dtype) in zip(entry.parameters, arguments):
+        privilege = entry.privileges.get(param)
+        if privilege is None:
+            raise TaskError(f"the entry task '{entry.name}' declares no privilege for '{param}'", code="privilege",
+                            hint="list every tensor parameter in reads=, reduces= or writes=", loc=user_location())
+        tensors.append(Tensor(param, shape, dtype, privilege))
+        trace.declare(ir.TensorDecl(param, tuple(shape), dtype, ir.GLOBAL, privilege))
+    token = _TRACE.set(trace)
+    try:
+        entry.fn(*tensors)
+    finally:
+        _TRACE.reset(token)
+    program = ir.Program(entry.name, tuple(trace.tensors.values()), tuple(trace.bodies[0]))
+    return TraceResult(program, frozenset(trace.used_tunables))
+
+
+# --- elementwise functions on tiles ----------------------------------------------------------------------
+
+def _unary(fn: str):
+    def apply(x):
+        if not isinstance(x, (Local, TileRef)):
+            raise _error(f"nt.{fn} applies to tiles, got {x!r}", code="bad-tile")
+        dtype = x.dtype
+        return _map(fn, (x._operand(),), _matrix(x) if isinstance(x, TileRef) else x.shape, dtype)
+    apply.__name__ = fn
+    apply.__doc__ = f"``{fn}`` of every element of a tile."
+    return apply
+
+
+relu, gelu, silu, exp2 = (_unary(f) for f in ("relu", "gelu", "silu", "exp2"))
+
+
+def maximum(a, b) -> Local:
+    """The larger of two tiles (or a tile and a number), elementwise."""
+    base = a if isinstance(a, Local) else b
+    if not isinstance(base, Local):
+        raise _error("nt.maximum needs at least one computed tile", code="bad-tile")
+    return _map("maximum", (_as_operand(a, base.shape), _as_operand(b, base.shape)), base.shape, base.dtype)

@@ -1,0 +1,475 @@
+"""Passes that place a tile program on the GPU: roles and rings, the consumers' split, pipelining,
+shared-memory allocation, the epilogue, persistence. Their product is a :class:`Schedule`, which
+``emit.py`` turns into calls of the primitives and :func:`explain` prints.
+
+The programs scheduled here have the shape of the GEMM family: one ``prange`` over output tiles whose
+body has operations before (the prologue), at most one ``srange`` loop, and operations after it (the
+epilogue). Anything else is refused with a :class:`~nvdsl.errors.TaskError` saying what is not supported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .. import dtypes as dt
+from ..errors import MappingError, TaskError, user_location
+from . import ir
+from .analysis import operand_name
+from .ir import REGISTER, SHARED, Broadcast, Copy, Fill, Loop, Map, Mma, Program, Reduce, Region
+from .mapping import BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers
+
+TILE_ALIGNMENT = 1024                 # ring tiles and staging buffers: 128-byte swizzled TMA tiles
+STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the output in slices of this size
+MAX_DEPTH = 8
+OVERHEAD_REGISTERS = 40               # a consumer's registers besides its accumulators (addresses, loop state)
+MMA_ROWS = 64                         # wgmma's M
+
+
+@dataclass(frozen=True)
+class RingTile:
+    """One tile of a ring's slot: the local it fills, the argument region it is copied from, its TMA box."""
+
+    local: str
+    source: Region
+    dtype: dt.DType
+    box: tuple[int, ...]
+    swizzle: int
+    offset: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.source.shape
+
+    @property
+    def nbytes(self) -> int:
+        n = self.dtype.itemsize
+        for s in self.source.shape:
+            n *= s
+        return n
+
+
+@dataclass(frozen=True)
+class RingPlan:
+    """A ring between the producer and the consumers: ``per`` is "step" (once per srange iteration) or
+    "tile" (once per output tile)."""
+
+    name: str
+    per: str
+    depth: int
+    tiles: tuple[RingTile, ...]
+    slot_bytes: int
+    producer: str
+    consumers: tuple[str, ...]
+    offset: int = 0
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A region of shared memory with the phases it is live in (0: main loop, 1: epilogue)."""
+
+    name: str
+    nbytes: int
+    lifetime: tuple[int, int]
+    offset: int = 0
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StorePlan:
+    """An epilogue store: a local tile to an argument region, through a staging tile and TMA."""
+
+    source: str
+    target: Region
+    dtype: dt.DType
+    box: tuple[int, ...]
+    slice_columns: int
+    staging: tuple[str, ...]          # one buffer per consumer
+
+
+@dataclass(frozen=True)
+class Schedule:
+    program: Program
+    mapping: Mapping
+    levels: tuple
+    tile_vars: tuple[str, ...]
+    tile_extents: tuple[int, ...]
+    split: frozenset                    # tensors whose rows the cooperative consumers share out
+    rows: int                           # rows of those tensors per consumer
+    consumers: int
+    warp_specialized: bool
+    registers: tuple
+    rings: tuple[RingPlan, ...]
+    prologue: tuple
+    main: Loop | None
+    epilogue: tuple
+    in_flight: int
+    lookahead: int
+    stores: tuple[StorePlan, ...]
+    buffers: tuple[Buffer, ...]
+    smem_bytes: int
+    grid: int
+    tiles_per_block: str
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return (("producer",) if self.warp_specialized else ()) + tuple(f"consumer{c}" for c in range(self.consumers))
+
+    @property
+    def block_threads(self) -> int:
+        return 128 * len(self.roles)
+
+    def ring(self, per: str, consumer: int = 0) -> RingPlan | None:
+        """The ring filled once per ``per`` ("step" or "tile") that ``consumer`` reads (ping-pong consumers
+        each have their own)."""
+        for r in self.rings:
+            if r.per == per and (len(r.consumers) > 1 or r.consumers == (f"consumer{consumer}",)):
+                return r
+        return None
+
+
+def _refuse(message: str, hint: str | None = None, loc=None) -> TaskError:
+    return TaskError(message, code="unsupported-program", hint=hint, loc=loc or user_location())
+
+
+def _shape_of(program: Program):
+    """(prange loop, prologue ops, srange loop or None, epilogue ops), or a refusal."""
+    body = program.body
+    if len(body) != 1 or not isinstance(body[0], Loop) or body[0].kind != "prange":
+        raise _refuse("a task program is scheduled as one prange over output tiles at its top level; this one "
+                      "has " + ", ".join(type(n).__name__ for n in body),
+                      hint="wrap the work in `for i, j in nt.prange(...)`")
+    tiles = body[0]
+    if len(tiles.vars) > 3:
+        raise _refuse(f"a prange over {len(tiles.vars)} axes: the task layer schedules at most 3 (batch, rows, "
+                      "columns)", loc=tiles.loc)
+    prologue, main, epilogue = [], None, []
+    for node in tiles.body:
+        if isinstance(node, Loop):
+            if node.kind != "srange" or main is not None or any(isinstance(n, Loop) for n in node.body):
+                raise _refuse("inside the prange, the task layer schedules one srange loop without nested loops",
+                              loc=node.loc)
+            main = node
+        elif main is None:
+            prologue.append(node)
+        else:
+            epilogue.append(node)
+    return tiles, tuple(prologue), main, tuple(epilogue)
+
+
+def _derive_levels(program: Program, mapping: Mapping) -> tuple:
+    """Processor level per task: the program's task runs its prange on the host (one tile per block), its
+    tile body on the block, and its matrix products on warpgroups."""
+    levels = {program.name: HOST}
+    for name, level in mapping.levels:
+        if name != program.name:
+            raise MappingError(f"levels['{name}']: the program has no task '{name}' left after launches are "
+                               f"inlined; its task is '{program.name}'", code="bad-mapping", loc=user_location())
+        if level != HOST:
+            raise MappingError(f"levels['{name}']={level!r}: task '{name}' holds the prange over output tiles, "
+                               "which only the host can launch (one tile per block)", code="mapping-level",
+                               loc=user_location())
+    return ((program.name, HOST), ("tile body", BLOCK), ("mma", WARPGROUP))
+
+
+def _loads(ops) -> list[Copy]:
+    return [op for op in ops if isinstance(op, Copy) and isinstance(op.source, Region) and isinstance(op.target, str)]
+
+
+def _tensor(program: Program, name: str) -> ir.TensorDecl:
+    return program.tensor(name)
+
+
+def _split_tensors(program: Program, ops, schedule: str) -> frozenset:
+    """The tensors whose rows cooperative consumers share out: every accumulator, and what follows its rows."""
+    if schedule == PINGPONG:
+        return frozenset()
+    split = set()
+    whole = set()
+    for op in ops:
+        if isinstance(op, Mma):
+            split.update((op.acc, operand_name(op.a)))
+            whole.add(operand_name(op.b))
+    changed = True
+    while changed:
+        changed = False
+        for op in ops:
+            new = set()
+            if isinstance(op, Map):
+                full = [x for x in op.inputs if isinstance(x, str)]
+                columns = [x.tensor for x in op.inputs if isinstance(x, Broadcast) and x.axis == 1]
+                if op.out in split or any(x in split for x in full + columns):
+                    new.update([op.out] + full + columns)
+            elif isinstance(op, Reduce) and op.axis == 1:
+                if op.out in split or operand_name(op.input) in split:
+                    new.update((op.out, operand_name(op.input)))
+            elif isinstance(op, Reduce) and op.axis == 0 and operand_name(op.input) in split:
+                raise _refuse(f"{op}: a sum down the columns of a tile whose rows the consumer warpgroups share out "
+                              "needs the warpgroups to combine their parts", loc=op.loc,
+                              hint="map with consumers=1 or schedule='pingpong'")
+            if not new <= split:
+                split |= new
+                changed = True
+    both = split & whole
+    if both:
+        raise _refuse(f"{sorted(both)} would be both split by rows among the consumers (as an accumulator's rows or "
+                      "an A operand) and needed whole (as a B operand)")
+    return frozenset(split)
+
+
+def _box(tile_shape, dtype: dt.DType, rows: int) -> tuple[tuple[int, ...], int]:
+    """The TMA box and swizzle for a tile: a 128-byte (or narrower) swizzle span wide, ``rows`` tall."""
+    item = dtype.itemsize
+    inner = tile_shape[-1]
+    inner_bytes = min(128, inner * item)
+    if inner_bytes not in (32, 64, 128):
+        raise MappingError(f"a tile whose rows are {inner} {dtype.name} values ({inner * item} bytes) cannot be "
+                           "laid out for the tensor cores: rows of 32, 64 or at least 128 bytes are needed",
+                           code="mapping-tile", loc=user_location())
+    box_inner = inner_bytes // item
+    box = tuple(1 for _ in tile_shape[:-2]) + (min(rows, 256), box_inner)
+    return box, inner_bytes
+
+
+def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedule:
+    """Place ``program`` (after copy insertion and elimination) on the GPU as ``mapping`` says."""
+    levels = _derive_levels(program, mapping)
+    tiles, prologue, main, epilogue = _shape_of(program)
+    main_ops = main.body if main is not None else ()
+    all_ops = prologue + tuple(main_ops) + epilogue
+    consumers = mapping.consumers
+    pingpong = mapping.schedule == PINGPONG
+    if pingpong and consumers != 2:
+        raise MappingError(f"schedule='pingpong' alternates tiles between 2 consumer warpgroups, not {consumers}",
+                           code="bad-mapping", loc=user_location())
+    split = _split_tensors(program, all_ops, mapping.schedule)
+
+    # The consumers' rows: every accumulator has the tile's rows; cooperative consumers take an equal share.
+    accumulators = [op for op in all_ops if isinstance(op, Fill)]
+    mmas = [op for op in all_ops if isinstance(op, Mma)]
+    tile_rows = {_tensor(program, op.acc).shape[0] for op in mmas} or {_tensor(program, f.target).shape[0]
+                                                                       for f in accumulators} or {MMA_ROWS}
+    if len(tile_rows) != 1:
+        raise _refuse(f"the accumulators have different row counts {sorted(tile_rows)}")
+    tile_rows = tile_rows.pop()
+    share = 1 if pingpong else consumers
+    if tile_rows % (share * MMA_ROWS):
+        raise MappingError(f"a tile of {tile_rows} rows cannot be shared by {share} consumer warpgroup(s) in multiples "
+                           f"of wgmma's {MMA_ROWS} rows", code="mapping-tile",
+                           hint=f"use a row tile that is a multiple of {share * MMA_ROWS}, or fewer consumers",
+                           loc=user_location())
+    rows = tile_rows // share
+    for op in mmas:
+        for operand in (op.a, op.b):
+            t = _tensor(program, operand_name(operand))
+            if t.dtype not in (dt.float16, dt.bfloat16):
+                raise TaskError(f"{op}: '{operand_name(operand)}' is {t.dtype.name}; the tensor cores multiply "
+                                "float16 or bfloat16 tiles here", code="bad-dtype", loc=op.loc)
+        m, n = _tensor(program, op.acc).shape
+        k = _tensor(program, operand_name(op.a)).shape[-1]
+        item = _tensor(program, operand_name(op.a)).dtype.itemsize
+        if n % 8 or n > 256 or k % 16:
+            raise MappingError(f"a product {m}x{n}x{k} does not fit wgmma: N must be a multiple of 8 up to 256 and K "
+                               "a multiple of 16", code="mapping-tile", loc=op.loc)
+        if op.transpose_b and k * item > 128:
+            raise MappingError(f"a K-major B tile with K={k} ({k * item} bytes per row) is wider than the 128-byte "
+                               "swizzle span wgmma steps within", code="mapping-tile",
+                               hint=f"use a K tile of {128 // item}", loc=op.loc)
+
+    # Registers: the accumulators of one consumer, against its budget.
+    ws = mapping.warp_specialize
+    registers = derive_registers(mapping, 1 if ws else 0)
+    check_registers(mapping, registers, 1 if ws else 0)
+    needed = OVERHEAD_REGISTERS
+    for name in {op.acc for op in mmas} | {f.target for f in accumulators}:
+        t = _tensor(program, name)
+        per_consumer_rows = rows if name in split or pingpong else t.shape[0]
+        elements = per_consumer_rows * (t.shape[1] if len(t.shape) > 1 else 1)
+        needed += -(-elements // 128)
+    if needed > registers["consumer"]:
+        raise MappingError(f"each consumer thread needs about {needed} registers for its accumulators, but the "
+                           f"consumer budget is {registers['consumer']}", code="mapping-registers",
+                           hint="use smaller tiles, more consumers, or schedule='cooperative'", loc=user_location())
+
+    # Roles and rings: every copy from an argument into shared memory is a load; the producer issues them
+    # (or the consumers, without warp specialization), and those of one loop body share one ring.
+    producer = "producer" if ws else "consumers"
+    consumer_roles = tuple(f"consumer{c}" for c in range(consumers))
+    for op in _loads(epilogue):
+        raise _refuse(f"{op}: loads after the srange loop are not scheduled yet", loc=op.loc)
+    rings = []
+    for per, ops in (("tile", prologue), ("step", main_ops)):
+        loads = [op for op in _loads(ops) if _tensor(program, op.target).memory == SHARED]
+        if not loads:
+            continue
+        offset, tiles_ = 0, []
+        for op in loads:
+            local = _tensor(program, op.target)
+            box_rows = rows if op.target in split else local.shape[-2]
+            box, swizzle = _box(local.shape, local.dtype, box_rows)
+            tiles_.append(RingTile(op.target, op.source, local.dtype, box, swizzle, offset))
+            offset += -(-tiles_[-1].nbytes // TILE_ALIGNMENT) * TILE_ALIGNMENT
+        rings.append(RingPlan(f"ring_{per}", per, 2, tuple(tiles_), offset, producer, consumer_roles))
+
+    # Epilogue stores: through a staging tile per consumer, a slice of columns at a time, with TMA.
+    stores = []
+    for op in epilogue:
+        if isinstance(op, Copy) and isinstance(op.target, Region):
+            local = _tensor(program, op.source)
+            out_rows = rows if op.source in split or pingpong else local.shape[0]
+            box, _ = _box(op.target.shape, local.dtype, out_rows)
+            columns = local.shape[-1]
+            slice_columns = max(box[-1], min(columns, STAGING_BYTES // (out_rows * local.dtype.itemsize)) // box[-1] *
+                                box[-1])
+            while columns % slice_columns:
+                slice_columns -= box[-1]
+            names = tuple(f"staging_{op.source}_{c}" for c in range(consumers))
+            stores.append(StorePlan(op.source, op.target, local.dtype, box, slice_columns, names))
+
+    # Pipelining: slots of the main ring, products in flight, and (one role) how far loads run ahead. Without
+    # a pipeline depth in the mapping, the ring gets as many slots as the shared-memory bound allows.
+    in_flight = mapping.mma_in_flight if any(isinstance(op, Mma) for op in main_ops) else 0
+    live_across = mapping.persistent or pingpong
+    if pingpong:
+        rings = [replace(r, name=f"{r.name}{c}", consumers=(f"consumer{c}",)) for r in rings for c in range(2)]
+    if mapping.pipeline is not None:
+        depths = [mapping.pipeline]
+    else:
+        depths = list(range(MAX_DEPTH, max(in_flight + 1, 4 if pingpong else 2) - 1, -1))
+    for depth in depths:
+        if depth < in_flight + 1:
+            raise MappingError(f"pipeline={depth} slots cannot feed mma_in_flight={in_flight}: pipeline must be >= "
+                               f"{in_flight + 1}", code="mapping-depth", loc=user_location())
+        if pingpong and depth < 4:
+            raise MappingError(f"pipeline={depth}: ping-pong gives each consumer its own ring of pipeline // 2 slots, "
+                               "so it needs pipeline >= 4", code="mapping-depth", loc=user_location())
+        sized = [replace(r, depth=depth // 2 if pingpong else depth) if r.per == "step" else r for r in rings]
+        try:
+            buffers, smem_bytes = _allocate(_buffers(sized, stores, consumers, live_across), mapping)
+        except MappingError:
+            if depth == depths[-1]:
+                raise
+            continue
+        rings = sized
+        break
+    offsets = {b.name: b.offset for b in buffers}
+    rings = [replace(r, offset=offsets[r.name]) for r in rings]
+    step = next((r for r in rings if r.per == "step"), None)
+    lookahead = 0 if ws or step is None else step.depth - in_flight
+
+    # Persistence: one block per SM walking the tiles in the raster order, or one block per tile.
+    total = 1
+    for e in tiles.extents:
+        total *= e
+    per_block = 2 if pingpong else 1
+    if mapping.persistent:
+        grid = max(1, min(-(-total // per_block), sm_count))
+        order = f"{mapping.raster} order, every {grid}th tile" + (f" (groups of {mapping.group} tile rows)"
+                                                                   if mapping.raster == "grouped" else "")
+    else:
+        grid = -(-total // per_block)
+        order = "one block per tile" if per_block == 1 else "one block per pair of tiles"
+    notes = []
+    if any(b.aliases for b in buffers):
+        notes.append("the epilogue's staging tiles reuse the ring's memory once every consumer has left the main loop")
+    return Schedule(program, mapping, levels, tiles.vars, tiles.extents, split, rows, consumers, ws,
+                    tuple(sorted(registers.items())), tuple(rings), prologue, main, epilogue, in_flight, lookahead,
+                    tuple(stores), tuple(buffers), smem_bytes, grid, order, tuple(notes))
+
+
+def _buffers(rings, stores, consumers: int, live_across: bool) -> list[Buffer]:
+    """The shared buffers and their lifetimes: rings live through the main loop (the whole kernel when the
+    producer loads the next tile during an epilogue: persistent or ping-pong); staging tiles in the epilogue."""
+    out = []
+    for r in rings:
+        out.append(Buffer(r.name, r.depth * r.slot_bytes, (0, 2) if live_across or r.per == "tile" else (0, 1)))
+    for s in stores:
+        rows = s.box[-2]
+        nbytes = -(-rows * s.slice_columns * s.dtype.itemsize // TILE_ALIGNMENT) * TILE_ALIGNMENT
+        for name in s.staging:
+            out.append(Buffer(name, nbytes, (1, 2)))
+    return out
+
+
+def _allocate(buffers: list[Buffer], mapping: Mapping) -> tuple[list[Buffer], int]:
+    """First fit, largest first, 1024-byte aligned; buffers share bytes only when their lifetimes are disjoint."""
+    placed: list[Buffer] = []
+    for b in sorted(buffers, key=lambda b: (-b.nbytes, b.name)):
+        offset = 0
+        while True:
+            clash = [p for p in placed if p.offset < offset + b.nbytes and offset < p.offset + p.nbytes and
+                     p.lifetime[0] < b.lifetime[1] and b.lifetime[0] < p.lifetime[1]]
+            if not clash:
+                break
+            offset = -(-max(p.offset + p.nbytes for p in clash) // TILE_ALIGNMENT) * TILE_ALIGNMENT
+        aliases = tuple(p.name for p in placed if p.offset < offset + b.nbytes and offset < p.offset + p.nbytes)
+        placed.append(replace(b, offset=offset, aliases=aliases))
+    total = max((b.offset + b.nbytes for b in placed), default=0)
+    if total > mapping.smem_limit:
+        listing = ", ".join(f"{b.name} {b.nbytes} B" for b in sorted(placed, key=lambda b: b.offset))
+        raise MappingError(f"the schedule needs {total} bytes of shared memory ({listing}), more than the mapping's "
+                           f"bound of {mapping.smem_limit}", code="mapping-smem",
+                           hint="use fewer pipeline slots or smaller tiles", loc=user_location())
+    return sorted(placed, key=lambda b: (b.offset, b.name)), total
+
+
+def explain(schedule: Schedule) -> str:
+    """The schedule as text: mapping, roles, rings, shared-memory map, and each role's program."""
+    s, m = schedule, schedule.mapping
+    lines = [f"task program '{s.program.name}' under {m}"]
+    lines.append("levels: " + ", ".join(f"{name} -> {level}" for name, level in s.levels))
+    extents = " x ".join(map(str, s.tile_extents))
+    lines.append(f"grid: {s.grid} block(s) of {s.block_threads} threads over {extents} tiles ({s.tiles_per_block})")
+    regs = dict(s.registers)
+    roles = []
+    if s.warp_specialized:
+        roles.append(f"producer = warpgroup 0 ({regs['producer']} registers): issues every load")
+    first = 1 if s.warp_specialized else 0
+    share = "whole tiles in turn" if m.schedule == PINGPONG else (f"rows {s.rows}*c .. +{s.rows} of each tile"
+                                                                     if s.consumers > 1 else "whole tiles")
+    roles.append(f"consumers = warpgroups {first}..{first + s.consumers - 1} ({regs['consumer']} registers): "
+                 f"{share}" + ("" if s.warp_specialized else "; they also issue the loads, "
+                               f"{s.lookahead} step(s) ahead"))
+    lines.append("roles: " + "; ".join(roles))
+    for r in s.rings:
+        tiles = ", ".join(f"{t.local} {t.dtype.name}{list(t.shape)} from {t.source} (box {list(t.box)}, swizzle "
+                          f"{t.swizzle})" for t in r.tiles)
+        empty = len(r.consumers)
+        lines.append(f"ring {r.name}: {r.depth} slots x {r.slot_bytes} B, once per {r.per}; full: 1 arrival + "
+                     f"{sum(t.nbytes for t in r.tiles)} B; empty: {empty} arrival(s); {r.producer} -> "
+                     f"{', '.join(r.consumers)}; tiles: {tiles}")
+    lines.append(f"shared memory: {s.smem_bytes} of {m.smem_limit} B")
+    for b in s.buffers:
+        phases = {(0, 1): "main loop", (1, 2): "epilogue", (0, 2): "whole kernel"}[b.lifetime]
+        alias = f", reuses {', '.join(b.aliases)}" if b.aliases else ""
+        lines.append(f"  [{b.offset:6d}, {b.offset + b.nbytes:6d}) {b.name} ({phases}{alias})")
+    lines.append("schedule:")
+    if s.warp_specialized:
+        lines.append("  producer: for each tile:")
+        for r in s.rings:
+            loop = f" for {s.main.vars[0]} < {s.main.extents[0]}:" if r.per == "step" else ""
+            lines.append(f"    {loop.strip() + ' ' if loop else ''}put {r.name} <- " +
+                         ", ".join(str(t.source) for t in r.tiles))
+    lines.append("  consumer c: for each of its tiles:")
+    for op in s.prologue:
+        lines.append(f"    {op}")
+    if s.main is not None:
+        ring = s.ring("step")
+        lines.append(f"    for {s.main.vars[0]} < {s.main.extents[0]}:" +
+                     (f" (loads run {s.lookahead} step(s) ahead)" if s.lookahead else ""))
+        if ring is not None:
+            lines.append(f"      get {ring.name}: " + ", ".join(t.local for t in ring.tiles))
+        for op in s.main.body:
+            if ring is not None and op in _loads(s.main.body):
+                continue
+            lines.append(f"        {op}" + (f"  [{s.in_flight} product(s) left in flight]" if isinstance(op, Mma) else ""))
+        if ring is not None:
+            lines.append("      release: each slot once the products reading it retired")
+    for op in s.epilogue:
+        lines.append(f"    {op}")
+    for st in s.stores:
+        lines.append(f"    store {st.source} -> {st.target}: {st.slice_columns} columns at a time through "
+                     f"{', '.join(st.staging)}, TMA box {list(st.box)}")
+    for note in s.notes:
+        lines.append(f"note: {note}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,289 @@
+"""The task layer: tile programs traced into events, each pass's output (golden text), mappings refused with
+named errors before tracing, generated kernels that compile like hand-written ones, and (on the GPU) one
+program giving the same numbers under many mappings."""
+
+import os
+
+import numpy as np
+import pytest
+
+import nvdsl
+import nvdsl.tasks as nt
+from nvdsl.kernels.gemm import MAPPING, batched_matmul, matmul, matmul_nk
+from nvdsl.testing import requires_gpu, sass_opcodes
+from nvdsl.compiler.toolchain import find_tool
+
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
+f16 = np.float16
+
+
+def gemm_args(m, n, k, c_dtype=f16, b_layout="KN"):
+    b = np.zeros((k, n) if b_layout == "KN" else (n, k), f16)
+    return np.zeros((m, n), c_dtype), np.zeros((m, k), f16), b
+
+
+@nt.task(reads=("A", "B1", "B2"), writes=("C",))
+def dual_gemm(C, A, B1, B2):
+    """C = silu(A @ B1) * (A @ B2): two products sharing A's tile (the gated MLP)."""
+    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 128), nt.tunable("BK", 64)
+    Ct, At = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK))
+    B1t, B2t = nt.blocks(B1, (BK, BN)), nt.blocks(B2, (BK, BN))
+    for i, j in nt.prange(*Ct.grid):
+        gate, up = nt.zeros((BM, BN), nt.float32, name="gate"), nt.zeros((BM, BN), nt.float32, name="up")
+        for k in nt.srange(At.grid[1]):
+            gate += At[i, k] @ B1t[k, j]
+            up += At[i, k] @ B2t[k, j]
+        Ct[i, j] = (nt.silu(gate) * up).astype(C.dtype)
+
+
+def golden(name: str, text: str, request) -> None:
+    path = os.path.join(GOLDEN, name)
+    if request.config.getoption("--update-golden") or not os.path.exists(path):
+        with open(path, "w") as f:
+            f.write(text)
+    with open(path) as f:
+        assert text == f.read(), f"{name} changed; rerun with --update-golden if intended"
+
+
+SCHEDULES = {
+    "tasks_gemm": (matmul, MAPPING.replace(sm_count=132), gemm_args(1000, 2040, 520)),
+    "tasks_gemm_multistage": (matmul, nt.Mapping(warp_specialize=False, persistent=False, pipeline=3),
+                              gemm_args(512, 512, 1024)),
+    "tasks_gemm_pingpong": (matmul_nk, nt.Mapping(tiles={"BN": 128}, schedule="pingpong", sm_count=132),
+                            gemm_args(4096, 4096, 4096, b_layout="NK")),
+    "tasks_batched": (batched_matmul, MAPPING.replace(sm_count=132),
+                      (np.zeros((3, 512, 768), f16), np.zeros((3, 512, 256), f16), np.zeros((3, 256, 768), f16))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULES))
+def test_schedules_are_explained(name, request):
+    program, mapping, args = SCHEDULES[name]
+    golden(f"{name}.schedule.txt", nt.build(program, mapping).explain(*args), request)
+
+
+def test_each_pass_of_the_gemm_prints_its_events(request):
+    passes = nt.build(matmul, MAPPING.replace(sm_count=132)).passes(*gemm_args(1000, 2040, 520))
+    assert list(passes) == ["traced", "copies", "eliminated", "schedule"]
+    for stage in ("traced", "copies"):
+        golden(f"tasks_gemm.{stage}.txt", passes[stage], request)
+    # copies carry the loop-carried WAR edge the ring's `empty` barrier will implement
+    assert "e1 = copy A[p0*128:+128, k0*64:+64] -> A_s0 {e3}" in passes["copies"]
+
+
+def test_sibling_copies_of_one_tile_are_merged(request):
+    args = (np.zeros((512, 512), f16), np.zeros((512, 256), f16), np.zeros((256, 512), f16),
+            np.zeros((256, 512), f16))
+    passes = nt.build(dual_gemm).passes(*args)
+    assert passes["copies"].count("copy A[") == 2 and passes["eliminated"].count("copy A[") == 1
+    golden("tasks_dual_gemm.eliminated.txt", passes["eliminated"], request)
+    assert "A_s0 float16[128, 64]" in passes["schedule"] and "A_s1" not in passes["schedule"]
+
+
+def test_default_mapping_derives_the_pipeline_from_shared_memory():
+    schedule = nt.build(matmul).plan(*gemm_args(4096, 4096, 4096))
+    ring, = schedule.rings
+    assert ring.depth == 4 and schedule.smem_bytes <= 227 * 1024       # 4 x 48 KiB + 2 x 16 KiB staging
+    assert dict(schedule.registers) == {"producer": 40, "consumer": 232}
+    wide = nt.build(matmul, nt.Mapping(tiles={"BN": 128}, persistent=False)).plan(*gemm_args(4096, 4096, 4096))
+    assert wide.rings[0].depth == 7                                    # 32 KiB slots; staging reuses the ring
+
+
+# --- refusals: named errors with both numbers, before anything is traced --------------------------------
+
+def refused(program, mapping, args, code, *words):
+    kernel = nt.build(program, mapping)
+    with pytest.raises((nvdsl.MappingError, nvdsl.TaskError)) as info:
+        kernel.plan(*args)
+    error = info.value
+    assert error.code == code, str(error)
+    for word in words:
+        assert word in str(error), str(error)
+    return error
+
+
+def test_infeasible_mappings_are_refused_with_both_numbers():
+    args = gemm_args(1024, 1024, 1024)
+    error = refused(matmul, nt.Mapping(pipeline=6), args, "mapping-smem", "needs 327680 bytes", "bound of 232448")
+    assert error.loc is not None and error.loc.filename == __file__
+    refused(matmul, nt.Mapping(smem_limit=150 * 1024, pipeline=3), args, "mapping-smem", "153600")
+    refused(matmul, nt.Mapping(schedule="pingpong"), args, "mapping-registers", "about 296 registers",
+            "budget is 232")
+    refused(matmul, nt.Mapping(registers={"consumer": 256}), args, "mapping-registers", "70656", "65536")
+    refused(matmul, nt.Mapping(tiles={"BM": 96}), args, "mapping-tile", "96 rows", "2 consumer")
+    refused(matmul, nt.Mapping(tiles={"BN": 384}), args, "mapping-tile", "N must be a multiple of 8 up to 256")
+    refused(matmul_nk, nt.Mapping(tiles={"BK": 128}), gemm_args(1024, 1024, 1024, b_layout="NK"), "mapping-tile",
+            "K=128", "256 bytes per row")
+    refused(matmul, nt.Mapping(memory={"A": "register"}), args, "mapping-memory", "shared memory")
+    refused(matmul, nt.Mapping(memory={"acc": "shared"}), args, "mapping-memory", "'acc'")
+    refused(matmul, nt.Mapping(tiles={"BX": 1}), args, "bad-mapping", "['BX']")
+    refused(matmul, nt.Mapping(schedule="pingpong", consumers=3, tiles={"BN": 128}), args, "bad-mapping", "not 3")
+
+
+@pytest.mark.parametrize("fields, code, words", [
+    (dict(pipeline=2, mma_in_flight=2), "mapping-depth", "pipeline must be >= 3"),
+    (dict(pipeline=1), "bad-mapping", "at least 2 slots"),
+    (dict(schedule="fast"), "bad-mapping", "'cooperative' or 'pingpong'"),
+    (dict(registers={"consumer": 300}), "mapping-registers", "24..256"),
+    (dict(memory={"A": "texture"}), "bad-mapping", "one of"),
+    (dict(smem_limit=300_000), "mapping-smem", "232448"),
+])
+def test_mapping_fields_are_checked_when_made(fields, code, words):
+    with pytest.raises(nvdsl.MappingError) as info:
+        nt.Mapping(**fields)
+    assert info.value.code == code and words in str(info.value), str(info.value)
+
+
+def test_program_mistakes_are_named():
+    @nt.task(reads=("A", "B", "C"))
+    def writes_a_read_tensor(C, A, B):
+        Ct = nt.blocks(C, (128, 256))
+        for i, j in nt.prange(*Ct.grid):
+            acc = nt.zeros((128, 256), nt.float32)
+            Ct[i, j] = acc.astype(C.dtype)
+    refused(writes_a_read_tensor, None, gemm_args(256, 256, 64), "privilege", "may only read 'C'")
+
+    @nt.task(reads=("A", "B"), writes=("C",))
+    def aliasing(C, A, B):
+        Ct = nt.blocks(C, (128, 256))
+        for i, j in nt.prange(*Ct.grid):
+            acc = nt.zeros((128, 256), nt.float32)
+            Ct[i, 0] = acc.astype(C.dtype)
+    refused(aliasing, None, gemm_args(256, 512, 64), "aliasing-write", "over p1 (< 2)")
+
+    @nt.task(reads=("A", "B"), writes=("C",))
+    def mismatched(C, A, B):
+        Ct, At, Bt = nt.blocks(C, (128, 256)), nt.blocks(A, (128, 64)), nt.blocks(B, (32, 256))
+        for i, j in nt.prange(*Ct.grid):
+            acc = nt.zeros((128, 256), nt.float32)
+            acc += At[i, 0] @ Bt[0, j]
+    refused(mismatched, None, gemm_args(256, 256, 64), "bad-shape", "do not make a product")
+
+    @nt.task(reads=("A", "B"), writes=("C",))
+    def no_tunable(C, A, B):
+        nt.tunable("BM")
+    refused(no_tunable, None, gemm_args(256, 256, 64), "missing-tunable", "'BM'")
+
+    @nt.task(reads=("A",), writes=("C",))
+    def undeclared(C, A, B):
+        pass
+    refused(undeclared, None, gemm_args(256, 256, 64), "privilege", "'B'")
+
+    @nt.task(reads=("X",), reduces=("acc",))
+    def child(acc, X):
+        acc += X @ X
+
+    @nt.task(reads=("A", "B"), writes=("C",))
+    def launches_beyond_its_privilege(C, A, B):
+        nt.launch(child, A.region(), A.region())
+    refused(launches_beyond_its_privilege, None, gemm_args(128, 128, 128), "privilege", "may only read")
+
+
+def test_launched_tasks_become_part_of_the_program(request):
+    @nt.task(reads=("A", "B"), reduces=("acc",))
+    def mma(acc, A, B):
+        acc += A @ B
+
+    @nt.task(reads=("A", "B"), writes=("C",))
+    def gemm(C, A, B):
+        Ct, At, Bt = nt.blocks(C, (128, 256)), nt.blocks(A, (128, 64)), nt.blocks(B, (64, 256))
+        for i, j in nt.prange(*Ct.grid):
+            acc = nt.zeros((128, 256), nt.float32)
+            for k in nt.srange(At.grid[1]):
+                nt.launch(mma, acc, At[i, k], Bt[k, j])
+            Ct[i, j] = acc.astype(C.dtype)
+
+    args = gemm_args(1000, 2040, 520)
+    mine = nt.build(gemm, nt.Mapping(sm_count=132)).passes(*args)["copies"]
+    library = nt.build(matmul, nt.Mapping(sm_count=132)).passes(*args)["copies"]
+    assert mine.replace("program gemm", "program matmul") == library
+
+
+# --- generated kernels compile like hand-written ones ------------------------------------------------------
+
+MAPPINGS = {
+    "ws-4": MAPPING,
+    "ws-2-stages": MAPPING.replace(pipeline=2),
+    "ws-3-stages": MAPPING.replace(pipeline=3),
+    "multistage": nt.Mapping(warp_specialize=False, pipeline=4),
+    "multistage-5": nt.Mapping(warp_specialize=False, pipeline=5, tiles={"BN": 128}),
+    "one-consumer": nt.Mapping(consumers=1, tiles={"BN": 128}),
+    "pingpong": nt.Mapping(schedule="pingpong", tiles={"BN": 128}),
+    "not-persistent": MAPPING.replace(persistent=False),
+    "not-persistent-2": nt.Mapping(persistent=False, pipeline=2, consumers=1, tiles={"BN": 128}),
+    "tile-256x128": nt.Mapping(tiles={"BM": 256, "BN": 128}),
+    "tile-128x128": nt.Mapping(tiles={"BN": 128}, pipeline=5),
+    "snake": MAPPING.replace(raster="snake"),
+    "row-order": MAPPING.replace(raster="row", group=1),
+    "two-in-flight": MAPPING.replace(mma_in_flight=2, pipeline=4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MAPPINGS))
+def test_every_mapping_compiles_without_spills(name):
+    compiled = nt.build(matmul, MAPPINGS[name]).compile(*gemm_args(1000, 2040, 520))
+    resources = compiled.resources["matmul_kernel"]
+    assert resources.spill_stores == 0 and resources.spill_loads == 0 and resources.stack_frame == 0
+    if find_tool("nvdisasm"):
+        assert {"HGMMA", "UTMALDG", "UTMASTG", "SYNCS"} <= sass_opcodes(compiled.sass())
+
+
+# --- on the GPU: mapping changes speed, never results -----------------------------------------------------
+
+def _random(torch, shape, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.randn(*shape, device="cuda", generator=g).to(dtype)
+
+
+@requires_gpu
+@pytest.mark.parametrize("m, n, k", [(1000, 1000, 1000), (2048, 1536, 4160)])
+def test_one_program_gives_the_same_numbers_under_every_mapping(m, n, k):
+    torch = pytest.importorskip("torch")
+    a, b = _random(torch, (m, k), torch.float16, 1), _random(torch, (k, n), torch.float16, 2)
+    reference = a.float() @ b.float()
+    results = {}
+    for name, mapping in MAPPINGS.items():
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float32)
+        nt.build(matmul, mapping)(c, a, b)
+        torch.cuda.synchronize()
+        assert not torch.isnan(c).any(), f"{name}: some outputs were never written"
+        error = ((c - reference).norm() / reference.norm()).item()
+        assert error < 1e-5, f"{name}: relative error {error}"
+        results[name] = c
+    first = results["ws-4"]
+    for name, c in results.items():
+        assert torch.equal(c, first), f"{name} differs from ws-4 by {(c - first).abs().max().item()}"
+
+
+@requires_gpu
+@pytest.mark.parametrize("program, batch, m, n, k, dtype, c_dtype", [
+    (matmul_nk, None, 1000, 1000, 1000, "float16", "float16"),
+    (matmul_nk, None, 512, 768, 64, "bfloat16", "float32"),
+    (batched_matmul, 3, 500, 760, 1000, "float16", "float16"),
+    (batched_matmul, 8, 256, 512, 256, "bfloat16", "bfloat16")])
+def test_k_major_and_batched_products_match_a_float32_reference(program, batch, m, n, k, dtype, c_dtype):
+    torch = pytest.importorskip("torch")
+    lead = (batch,) if batch else ()
+    a = _random(torch, lead + (m, k), getattr(torch, dtype), 3)
+    b = _random(torch, (n, k) if program is matmul_nk else lead + (k, n), getattr(torch, dtype), 4)
+    c = torch.full(lead + (m, n), float("nan"), device="cuda", dtype=getattr(torch, c_dtype))
+    nt.build(program, MAPPING)(c, a, b)
+    torch.cuda.synchronize()
+    reference = a.float() @ (b.float().T if program is matmul_nk else b.float())
+    assert not torch.isnan(c).any()
+    error = ((c.float() - reference).norm() / reference.norm()).item()
+    assert error < {"float32": 1e-5, "float16": 1e-3, "bfloat16": 4e-3}[c_dtype], error
+
+
+def test_batched_operands_get_the_wgmma_descriptors_of_their_matrices():
+    """MLIR derives wgmma's leading-dimension offset from the TMA box's first extent: a batched box (1, 64, 64)
+    must describe its operand as the (64, 64) matrix it is, not as a single row."""
+    import re
+
+    def descriptor_constants(program, *args):
+        ptx = nt.build(program, MAPPING).compile(*args).ptx
+        return sorted(set(re.findall(r"\b(46116\d{14})\b", ptx)))     # 64-bit words with the 128B-swizzle bits
+    flat = descriptor_constants(matmul, *gemm_args(512, 768, 256))
+    batched = descriptor_constants(batched_matmul, np.zeros((3, 512, 768), f16), np.zeros((3, 512, 256), f16),
+                                   np.zeros((3, 256, 768), f16))
+    assert flat and batched == flat
