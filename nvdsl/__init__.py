@@ -15,6 +15,7 @@ from .errors import (ArgumentError, CompileError, CudaError, InternalError, Laun
 from .frontend.control import cond, for_range, fori, when
 from .frontend.control import print_ as print  # noqa: A001 - device-side printf, used as nvdsl.print
 from .frontend.launch import Dim3, Kernel, LaunchContext, gpu_launch
+from .frontend.math import abs, erf, exp, exp2, log, log2, rsqrt, sqrt, tanh, where  # noqa: A004
 from .frontend.memory import Array
 from .frontend.trace import Compiled, Trace, TracedFunction, mlir_func
 from .frontend.values import Value, constant, maximum, minimum, select
@@ -33,6 +34,8 @@ __all__ = [
     # inside kernels
     "LaunchContext", "Dim3", "Array", "Value", "constant", "select", "minimum", "maximum",
     "for_range", "fori", "when", "cond", "print",
+    # math on traced floats and register tiles
+    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf", "abs", "where",
     # Hopper primitives
     "Aref", "Mbarriers", "Mbarrier", "TMA", "fence_shared_to_async", "Warpgroup", "WGMMAMatrix", "WGMMAAccumulator",
     "wgmma_wait", "tma_store_wait",
