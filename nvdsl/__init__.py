@@ -21,9 +21,12 @@ from .frontend.trace import Compiled, Trace, TracedFunction, mlir_func
 from .frontend.values import Value, constant, maximum, minimum, select
 from .hopper.aref import Aref
 from .hopper.mbarrier import Mbarrier, Mbarriers
+from .hopper.tile import ColumnVector, RegisterTile, RowVector
 from .hopper.tma import TMA, fence_shared_to_async, tma_store_wait
 from .hopper.warpgroup import Warpgroup
 from .hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_wait
+from . import layouts
+from .layouts import FragmentLayout, Layout
 from .options import Options
 from .runtime.device import device_count, synchronize
 
@@ -39,6 +42,8 @@ __all__ = [
     # Hopper primitives
     "Aref", "Mbarriers", "Mbarrier", "TMA", "fence_shared_to_async", "Warpgroup", "WGMMAMatrix", "WGMMAAccumulator",
     "wgmma_wait", "tma_store_wait",
+    # register tiles and their layouts
+    "RegisterTile", "RowVector", "ColumnVector", "layouts", "Layout", "FragmentLayout",
     # dtypes
     "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "index",

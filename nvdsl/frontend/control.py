@@ -274,7 +274,7 @@ def _flatten(tree, what: str, allow_numbers: bool = False):
 
     def walk(node):
         node = _python_number(node)
-        if isinstance(node, Value) or hasattr(node, "_rebuild"):  # Values, WGMMA accumulators
+        if isinstance(node, Value) or hasattr(node, "_rebuild"):  # Values, register tiles and vectors
             leaves.append(node)
             return "*"
         if allow_numbers and isinstance(node, (bool, int, float)):
@@ -318,7 +318,8 @@ def _match(result, tree, leaves, what: str):
     for new, old in zip(new_leaves, leaves):
         if isinstance(old, Value):
             matched.append(as_value(new, old.dtype, what))
-        elif type(new) is type(old) and new.ir.type == old.ir.type:
+        elif type(new) is type(old) and new.ir.type == old.ir.type and \
+                getattr(new, "layout", None) == getattr(old, "layout", None):  # register tiles: one layout
             matched.append(new)
         else:
             raise TraceError(f"{what} returned {new!r} where the carry holds {old!r}", code="bad-carry",
