@@ -251,6 +251,15 @@ def _as_layout(x) -> Layout:
     raise TypeError(f"expected a Layout or an int, got {x!r}")
 
 
+def _by_mode(operation, a: Layout, tiler: tuple) -> Layout:
+    """``operation`` applied to each mode of ``a`` with its entry of ``tiler`` (None keeps the mode)."""
+    modes = a.modes()
+    if len(tiler) > len(modes):
+        raise ValueError(f"a tiler of {len(tiler)} modes for a layout of rank {len(modes)}")
+    return make_layout(*[operation(m, t) if t is not None else m for m, t in zip(modes, tiler)],
+                       *modes[len(tiler):])
+
+
 def composition(a: Layout, b) -> Layout:
     """``a ∘ b``: the layout ``i -> a(b(i))`` with the shape of ``b``.
 
@@ -258,11 +267,7 @@ def composition(a: Layout, b) -> Layout:
     modes of ``a`` one by one (a tiler; missing or ``None`` entries keep the mode).
     """
     if isinstance(b, tuple):
-        modes = a.modes()
-        if len(b) > len(modes):
-            raise ValueError(f"a tiler of {len(b)} modes for a layout of rank {len(modes)}")
-        return make_layout(*[composition(m, t) if t is not None else m for m, t in zip(modes, b)],
-                           *modes[len(b):])
+        return _by_mode(composition, a, b)
     b = _as_layout(b)
     if not is_int(b.shape):
         return make_layout(*[composition(a, mode) for mode in b.modes()])
@@ -307,11 +312,7 @@ def logical_divide(a: Layout, tiler) -> Layout:
     A tuple tiler divides the modes of ``a`` one by one (each result mode is (tile, rest)).
     """
     if isinstance(tiler, tuple):
-        modes = a.modes()
-        if len(tiler) > len(modes):
-            raise ValueError(f"a tiler of {len(tiler)} modes for a layout of rank {len(modes)}")
-        return make_layout(*[logical_divide(m, t) if t is not None else m for m, t in zip(modes, tiler)],
-                           *modes[len(tiler):])
+        return _by_mode(logical_divide, a, tiler)
     tiler = _as_layout(tiler)
     return composition(a, make_layout(tiler, complement(tiler, a.size)))
 
