@@ -284,6 +284,36 @@ def test_products_deeper_than_one_box_step_through_the_boxes():
                           r"p, 1,\s+1, 0,\s+1;", ptx)) == 8                              # B N-major: transposed
 
 
+def in_flight_kernel(wait_before_reading: bool):
+    """S and then O accumulated with in_flight=1: S is complete once O is issued, O is not until a wait."""
+    @nvdsl.mlir_func
+    def host(a, b, out):
+        a_tma, b_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128), nvdsl.TMA(b, box=(64, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=128, smem=2 * 64 * 64 * 2)
+        def kernel(ctx):
+            a_tile = ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024)
+            b_tile = ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024)
+            product = nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma)
+            s, o = nvdsl.WGMMAAccumulator(64, 64), nvdsl.WGMMAAccumulator(64, 64)
+            s.accumulate(product, in_flight=1)
+            o.accumulate(product, in_flight=1)
+            nvdsl.exp2(s).sum(axis=1).store(out)     # S is complete: reading it needs no wait
+            if wait_before_reading:
+                nvdsl.wgmma_wait(0)
+            (o * 2.0).max(axis=1).store(out)
+        kernel()
+    return host
+
+
+def test_an_accumulator_in_flight_cannot_be_read():
+    arrays = (np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float16), np.zeros(64, np.float32))
+    in_flight_kernel(True).trace(*arrays)
+    with pytest.raises(nvdsl.TraceError) as info:
+        in_flight_kernel(False).trace(*arrays)
+    assert info.value.code == "wgmma-in-flight" and info.value.loc.filename == __file__
+
+
 def test_register_a_misuse_is_reported():
     def product(make_a):
         @nvdsl.mlir_func

@@ -172,6 +172,7 @@ class WGMMAAccumulator(RegisterTile):
             with at_user_line():
                 _value = nvgpu.warpgroup_mma_init_accumulator(self.type)
         self._ir = _value
+        self._group = 0   # the trace's count of committed wgmma groups when this one's last product was
 
     @property
     def ir(self) -> ir.Value:
@@ -184,6 +185,11 @@ class WGMMAAccumulator(RegisterTile):
 
     @property
     def values(self) -> list[ir.Value]:
+        ctx = current_kernel("reading a WGMMAAccumulator")
+        if self._group > ctx.wgmma_committed - ctx.wgmma_in_flight:
+            raise _bad("this accumulator's last product may still be running (accumulate(..., in_flight=...) left it "
+                       "in flight): its registers cannot be read yet", code="wgmma-in-flight",
+                       hint="wait for it first with nvdsl.wgmma_wait(n), n the groups issued after it")
         struct = self._struct()
         m, n = self.shape
         f32 = ir.F32Type.get()
@@ -251,7 +257,9 @@ class WGMMAAccumulator(RegisterTile):
                                               transpose_b=ir.UnitAttr.get())
             else:
                 self._issue(product, in_flight)
-        current_kernel("WGMMAAccumulator.accumulate").note_wgmma(committed=1, in_flight=in_flight)
+        ctx = current_kernel("WGMMAAccumulator.accumulate")
+        ctx.note_wgmma(committed=1, in_flight=in_flight)
+        self._group = ctx.wgmma_committed
 
     def _issue(self, product: _Product, in_flight: int) -> None:
         """The product as ``wgmma.mma_async`` instructions, one per 64 rows of A and 16 of K, each operand
