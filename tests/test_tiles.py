@@ -160,6 +160,24 @@ def test_tiles_and_vectors_are_carried_through_fori():
     assert trace_error(changes_layout, np.zeros((64, 64), np.float32)).code == "bad-carry"
 
 
+def test_cond_returns_tiles_and_vectors():
+    def masked_on_the_diagonal(ctx, s_in, out, diagonal):
+        s = nvdsl.WGMMAAccumulator.load(s_in)
+        rows, cols = s.indices()
+        s, m = nvdsl.cond(diagonal.eq(1), lambda: (nvdsl.where(cols <= rows, s, -math.inf), s.max(axis=1)),
+                          lambda: (s, s.max(axis=1)))
+        (s - m).store(out)
+    mlir = in_kernel(masked_on_the_diagonal).trace(np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32),
+                                                   np.int32(1)).mlir
+    assert "-> (!nvgpu.warpgroup.accumulator<fragmented = vector<64x64xf32>>, !llvm.struct<(f32, f32)>)" in mlir
+
+    def mismatched(ctx, s_in, out, flag):
+        s = nvdsl.WGMMAAccumulator.load(s_in)
+        nvdsl.cond(flag.eq(1), lambda: s, lambda: s.to(nvdsl.float16))
+    assert trace_error(mismatched, np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32),
+                       np.int32(1)).code == "branch-mismatch"
+
+
 # --- wgmma with A from registers ---------------------------------------------------------------------
 
 def attention_block(d: int, bn: int = 128, dtype=nvdsl.float16, causal: bool = False, m_rows: int = 64):
@@ -373,20 +391,28 @@ def test_softmax_rows_match_numpy():
 
 @requires_gpu
 def test_indices_loads_and_stores_follow_the_layout():
-    def body(ctx, a, half, rows_out, cols_out, row_sums):
+    """The layout against two independent writers: nvgpu's own accumulator store (float32) and the
+    pair writer of WGMMAAccumulator.store (_fragments, float16)."""
+    def body(ctx, a, half, rows_out, cols_out, row_sums, by_nvgpu, by_pairs):
         tile = nvdsl.RegisterTile.load(a, wgmma_accumulator(128, 64))
         (tile * 2).to(nvdsl.float16).store(half)
         rows, cols = tile.indices()
         rows.store(rows_out)
         cols.store(cols_out)
-        nvdsl.WGMMAAccumulator.load(a).sum(axis=1).store(row_sums)
+        acc = nvdsl.WGMMAAccumulator.load(a)
+        acc.sum(axis=1).store(row_sums)
+        acc.store(by_nvgpu)
+        acc.store(by_pairs)
     a = np.random.default_rng(2).standard_normal((128, 64)).astype(np.float32)
     half, rows, cols, sums = (np.zeros((128, 64), np.float16), np.zeros((128, 64), np.int32),
                               np.zeros((128, 64), np.int32), np.zeros(128, np.float32))
-    in_kernel(body)(a, half, rows, cols, sums)
+    by_nvgpu, by_pairs = np.zeros((128, 64), np.float32), np.zeros((128, 64), np.float16)
+    in_kernel(body)(a, half, rows, cols, sums, by_nvgpu, by_pairs)
     np.testing.assert_array_equal(half, (a * 2).astype(np.float16))
     np.testing.assert_array_equal(np.stack([rows, cols]), np.indices((128, 64)))
     np.testing.assert_allclose(sums, a.astype(np.float64).sum(axis=1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(by_nvgpu, a)
+    np.testing.assert_array_equal(by_pairs, a.astype(np.float16))
 
 
 @requires_gpu
