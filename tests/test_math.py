@@ -129,16 +129,17 @@ _REFERENCE = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "s
 
 
 def _reference(name: str, x: np.ndarray) -> np.ndarray:
-    x = x.astype(np.float64)
+    """The function in x86's 80-bit long double (64-bit significand), far more precise than float64;
+    erf in float64 (Python's math.erf, within 1 ulp)."""
     if name == "erf":
         import math
-        return np.array([math.erf(v) for v in x])
-    return _REFERENCE[name](x)
+        return np.array([math.erf(v) for v in x.astype(np.float64)], dtype=np.longdouble)
+    return _REFERENCE[name](x.astype(np.longdouble))
 
 
 def _ulps(y: np.ndarray, reference: np.ndarray, dtype) -> np.ndarray:
-    unit = np.spacing(np.abs(reference).astype(dtype)).astype(np.float64)
-    return np.abs(y.astype(np.float64) - reference) / unit
+    unit = np.spacing(np.abs(reference).astype(dtype)).astype(np.longdouble)
+    return (np.abs(y.astype(np.longdouble) - reference) / unit).astype(np.float64)
 
 
 # CUDA's documented maximum ulp errors of the accurate functions (float32, float64)
@@ -159,6 +160,8 @@ def _run(name, approx, dtype):
 def test_accurate_functions_are_within_their_documented_ulps(name, dtype):
     x, y, reference = _run(name, False, dtype)
     bound = _ACCURATE_ULPS[name][dtype == np.float64]
+    if name == "erf" and dtype == np.float64:
+        bound += 1          # the reference itself is only within 1 ulp
     # the bound is to the correctly rounded result, which is within 0.5 ulp of the exact one
     assert _ulps(y, reference, dtype).max() <= bound + 0.5, name
 
@@ -174,7 +177,7 @@ def test_half_precision_functions_round_the_float32_result(name):
 @pytest.mark.parametrize("name", APPROX)
 def test_approx_functions_are_within_their_documented_error(name):
     x, y, reference = _run(name, True, np.float32)
-    x64, y64 = x.astype(np.float64), y.astype(np.float64)
+    x64, y64, reference = x.astype(np.float64), y.astype(np.float64), reference.astype(np.float64)
     ulps = _ulps(y, reference, np.float32) - 0.5
     relative = np.abs(y64 - reference) / np.abs(reference)
     absolute = np.abs(y64 - reference)
