@@ -122,6 +122,8 @@ def test_layouts_are_checked():
     (lambda ctx, a: bool(nvdsl.WGMMAAccumulator.load(a) > 0), "traced-bool"),
     (lambda ctx, a: nvdsl.RegisterTile.load(a, wgmma_accumulator(64, 128)), "bad-tile"),
     (lambda ctx, a: nvdsl.WGMMAAccumulator.load(a).to(nvdsl.int32) + 0.5, "type-mismatch"),
+    (lambda ctx, a: nvdsl.RegisterTile.load(a, wgmma_accumulator(64, 32), at=(0, 48)), "out-of-bounds"),
+    (lambda ctx, a: nvdsl.WGMMAAccumulator.load(a).max(axis=1)[:, ctx.thread_id.x], "bad-index"),
 ])
 def test_tile_misuse_is_reported(body, code):
     assert trace_error(body, np.zeros((64, 64), np.float32)).code == code

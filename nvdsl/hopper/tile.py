@@ -349,6 +349,7 @@ def _plus(base, constant: int, dtype: dt.DType) -> Value:
 
 
 def _check_block(array, shape, at, what: str) -> None:
+    """``array`` holds a ``shape`` block at ``at`` (offsets known while tracing are checked)."""
     if not isinstance(array, Array) or array.ndim != len(shape):
         raise _error(f"{what} needs a {len(shape)}-D array, got {array!r}", code="bad-tile")
     if at is None and tuple(array.shape) != tuple(shape):
@@ -356,6 +357,11 @@ def _check_block(array, shape, at, what: str) -> None:
                      hint="pass at=(row, col) for a block of a larger array")
     if at is not None and (not isinstance(at, (tuple, list)) or len(at) != len(shape)):
         raise _error(f"{what}: at={at!r} needs one offset per axis", code="bad-tile")
+    for axis, offset in enumerate(at or ()):
+        offset = _python_number(offset)
+        if isinstance(offset, int) and not 0 <= offset <= array.shape[axis] - shape[axis]:
+            raise _error(f"{what}: a block of {list(shape)} at {list(at)} does not fit in '{array.name}' "
+                         f"{list(array.shape)}", code="out-of-bounds")
 
 
 def _load(array: Array, layout: FragmentLayout, at, what: str) -> list[ir.Value]:
@@ -388,14 +394,13 @@ class _Vector(_Fragment):
         """A vector over ``tile``'s rows (or columns) read from the 1-D ``array`` at ``start + index``."""
         current_kernel(f"{cls.__name__}.load")
         layout = _vector_layout(cls, tile)
-        _check_vector_array(array, f"{cls.__name__}.load")
         return cls(_load(array, layout, (start,), f"{cls.__name__}.load"), array.dtype, layout)
 
     def store(self, array: Array, start=0) -> None:
         """Write element ``i`` into ``array[start + i]``, once: of the threads holding copies of an
         element, the first writes it."""
         current_kernel(f"{type(self).__name__}.store")
-        _check_vector_array(array, f"{type(self).__name__}.store")
+        _check_block(array, self.shape, (start,), f"{type(self).__name__}.store")
         threads = self.layout.coords[0][0]
         with at_user_line():
             thread, first, span = _thread_index(self.layout), None, 1
@@ -411,8 +416,8 @@ class _Vector(_Fragment):
     def __getitem__(self, key):
         """NumPy's ``m[:, None]`` (a RowVector) and ``b[None, :]`` (a ColumnVector): the vector itself, which
         broadcasts over a tile's rows (or columns)."""
-        expected = (slice(None), None) if self.axis == 0 else (None, slice(None))
-        if key != expected:
+        if not (isinstance(key, tuple) and len(key) == 2 and key[1 - self.axis] is None and
+                isinstance(key[self.axis], slice) and key[self.axis] == slice(None)):
             raise _error(f"a {type(self).__name__} broadcasts as v{'[:, None]' if self.axis == 0 else '[None, :]'} "
                          f"only, not v[{key!r}]", code="bad-index")
         return self
@@ -432,11 +437,6 @@ class ColumnVector(_Vector):
 
     axis = 1
     kind = "columns"
-
-
-def _check_vector_array(array, what: str) -> None:
-    if not isinstance(array, Array) or array.ndim != 1:
-        raise _error(f"{what} needs a 1-D array, got {array!r}", code="bad-tile")
 
 
 def _vector_layout(cls, tile) -> FragmentLayout:
