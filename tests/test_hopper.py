@@ -470,17 +470,29 @@ def test_k_major_b_is_issued_without_the_transpose_flag():
     assert re.search(r"p, 1,\s+1, 0,\s+1;", n_major)
 
 
-def test_k_major_tiles_wider_than_the_swizzle_are_refused():
-    @nvdsl.mlir_func
-    def host(b):
-        b_tma = nvdsl.TMA(b, box=(64, 32), swizzle=64)
+def test_operand_tiles_that_wgmma_cannot_address_are_refused():
+    def product(b_shape, box, swizzle):
+        @nvdsl.mlir_func
+        def host(a, b):
+            a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
+            b_tma = nvdsl.TMA(b, box=box, swizzle=swizzle)
 
-        @nvdsl.gpu_launch(grid=1, block=128, smem=64 * 64 * 2)
-        def kernel(ctx):
-            nvdsl.WGMMAMatrix(ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024), b_tma, transposed=True)
-        kernel()
-    with pytest.raises(nvdsl.TraceError, match="wider than the 64-byte swizzle"):
-        host.trace(np.zeros((64, 64), np.float16))
+            @nvdsl.gpu_launch(grid=1, block=128, smem=(64 * 64 + b_shape[0] * b_shape[1]) * 2)
+            def kernel(ctx):
+                a_tile = ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024)
+                b_tile = ctx.dynamic_shared(b_shape, nvdsl.float16, align=1024)
+                acc = nvdsl.WGMMAAccumulator(64, b_shape[0])
+                acc += nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma, transposed=True)
+            kernel()
+        with pytest.raises(nvdsl.TraceError) as info:
+            host.trace(np.zeros((64, 64), np.float16), np.zeros(b_shape, np.float16))
+        return info.value
+    # rows of 16 values in a 64-byte swizzle: the boxes are narrower than the rows wgmma reads
+    error = product((64, 64), (64, 16), 64)
+    assert error.code == "bad-wgmma-shape" and "64-byte swizzled rows" in str(error)
+    # K-major B of 2 x 2 boxes: a k16 step's 128 rows of N are not one after the other
+    error = product((128, 64), (64, 32), 64)
+    assert error.code == "bad-wgmma-shape" and "all 128 N rows" in str(error)
 
 
 def test_accumulator_carried_through_a_k_loop_compiles():

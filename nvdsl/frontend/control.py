@@ -179,7 +179,8 @@ def cond(predicate, then_fn, else_fn):
     """``then_fn()`` if ``predicate`` else ``else_fn()``, as traced values (``scf.if`` with results).
 
     Both functions take no arguments and return the same structure of values
-    (Python numbers take the dtype of the other side).
+    (Python numbers take the dtype of the other side); register tiles and vectors of one layout
+    may be returned too (e.g. a tile masked only on the blocks that need it).
     """
     current_kernel("nvdsl.cond")
     if not (isinstance(predicate, Value) and predicate.dtype.is_bool):
@@ -199,6 +200,13 @@ def cond(predicate, then_fn, else_fn):
     with at_user_line():
         pairs = []
         for a, b in zip(then_leaves, else_leaves):
+            if _is_fragment(a) or _is_fragment(b):  # register tiles and vectors
+                if type(a) is not type(b) or getattr(a, "layout", None) != getattr(b, "layout", None) or \
+                        a.dtype != b.dtype:
+                    raise TraceError(f"the branches of nvdsl.cond return {a!r} and {b!r} at the same place",
+                                     code="branch-mismatch", loc=user_location())
+                pairs.append((a, b))
+                continue
             if not isinstance(a, Value) and not isinstance(b, Value):
                 raise TraceError("both branches of nvdsl.cond return a Python number at the same place; "
                                  "its dtype is unknown", code="branch-mismatch",
@@ -210,17 +218,25 @@ def cond(predicate, then_fn, else_fn):
                 b = as_value(b, dtype, "the else-branch of nvdsl.cond")
             pairs.append((a, b))
         with ir.InsertionPoint(draft.then_block):
-            scf.yield_([a.ir for a, _ in pairs])
+            then_values = [a.ir for a, _ in pairs]   # a tile's .ir packs its values here, in its branch
+            scf.yield_(then_values)
         with ir.InsertionPoint(draft.else_block):
             scf.yield_([b.ir for _, b in pairs])
-        final = scf.IfOp(predicate.ir, [a.ir.type for a, _ in pairs], has_else=True,
+        final = scf.IfOp(predicate.ir, [v.type for v in then_values], has_else=True,
                          ip=ir.InsertionPoint(draft))
         for source, target in ((draft.then_block, final.then_block), (draft.else_block, final.else_block)):
             for operation in list(source.operations):
                 operation.detach_from_parent()
                 ir.InsertionPoint(target).insert(operation)
         draft.erase()
-    return _unflatten(tree, [Value(r, a.dtype) for r, (a, _) in zip(final.results, pairs)])
+        results = [a._rebuild(r) if _is_fragment(a) else Value(r, a.dtype)
+                   for r, (a, _) in zip(final.results, pairs)]
+    return _unflatten(tree, results)
+
+
+def _is_fragment(x) -> bool:
+    """A register tile or vector (or accumulator): one MLIR value to carry, rebuilt by ``_rebuild``."""
+    return hasattr(x, "_rebuild") and not isinstance(x, Value)
 
 
 _PRINTF_SPEC = {"i": {8: "%d", 16: "%d", 32: "%d", 64: "%lld"},
@@ -274,7 +290,7 @@ def _flatten(tree, what: str, allow_numbers: bool = False):
 
     def walk(node):
         node = _python_number(node)
-        if isinstance(node, Value) or hasattr(node, "_rebuild"):  # Values, WGMMA accumulators
+        if isinstance(node, Value) or hasattr(node, "_rebuild"):  # Values, register tiles and vectors
             leaves.append(node)
             return "*"
         if allow_numbers and isinstance(node, (bool, int, float)):
@@ -318,7 +334,8 @@ def _match(result, tree, leaves, what: str):
     for new, old in zip(new_leaves, leaves):
         if isinstance(old, Value):
             matched.append(as_value(new, old.dtype, what))
-        elif type(new) is type(old) and new.ir.type == old.ir.type:
+        elif type(new) is type(old) and new.ir.type == old.ir.type and \
+                getattr(new, "layout", None) == getattr(old, "layout", None):  # register tiles: one layout
             matched.append(new)
         else:
             raise TraceError(f"{what} returned {new!r} where the carry holds {old!r}", code="bad-carry",

@@ -363,9 +363,26 @@ class Value:
             return Value(mlir_math.absi(self.ir), self.dtype)
 
 
+def elementwise(fn, operands, what: str):
+    """``fn`` (on Values) applied to ``operands``: register tiles and vectors among them apply it to each
+    element, broadcasting scalars and vectors (they define ``_elementwise``); else ``fn(*operands)``."""
+    for x in operands:
+        hook = getattr(type(x), "_elementwise", None)
+        if hook is not None:
+            return hook(fn, list(operands), what)
+    return fn(*operands)
+
+
 def select(condition, if_true, if_false) -> Value:
-    """``if_true`` where ``condition`` holds, else ``if_false`` (``arith.select``, no branch)."""
+    """``if_true`` where ``condition`` holds, else ``if_false`` (``arith.select``, no branch).
+
+    On register tiles it selects element by element, as :func:`nvdsl.where`.
+    """
     current_kernel("nvdsl.select")
+    return elementwise(_select, (condition, if_true, if_false), "nvdsl.select")
+
+
+def _select(condition, if_true, if_false) -> Value:
     with at_user_line():
         if not (isinstance(condition, Value) and condition.dtype.is_bool):
             raise _error("nvdsl.select needs a traced bool condition (a comparison)")
@@ -374,17 +391,26 @@ def select(condition, if_true, if_false) -> Value:
 
 
 def minimum(a, b) -> Value:
-    """The smaller of two values (signed or unsigned by dtype; NaN-propagating for floats)."""
-    return _min_max(a, b, arith.minsi, arith.minui, arith.minimumf, "minimum")
+    """The smaller of two values (signed or unsigned by dtype; NaN-propagating for floats); exact.
+
+    Register tiles and vectors compare element by element, broadcasting as arithmetic does.
+    """
+    current_kernel("nvdsl.minimum")
+    return elementwise(lambda x, y: _min_max(x, y, arith.minsi, arith.minui, arith.minimumf, "minimum"),
+                       (a, b), "nvdsl.minimum")
 
 
 def maximum(a, b) -> Value:
-    """The larger of two values (signed or unsigned by dtype; NaN-propagating for floats)."""
-    return _min_max(a, b, arith.maxsi, arith.maxui, arith.maximumf, "maximum")
+    """The larger of two values (signed or unsigned by dtype; NaN-propagating for floats); exact.
+
+    Register tiles and vectors compare element by element, broadcasting as arithmetic does.
+    """
+    current_kernel("nvdsl.maximum")
+    return elementwise(lambda x, y: _min_max(x, y, arith.maxsi, arith.maxui, arith.maximumf, "maximum"),
+                       (a, b), "nvdsl.maximum")
 
 
 def _min_max(a, b, signed, unsigned, floating, name) -> Value:
-    current_kernel(f"nvdsl.{name}")
     with at_user_line():
         a, b = _unify(a, b, name)
         d = a.dtype

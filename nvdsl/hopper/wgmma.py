@@ -1,8 +1,11 @@
-"""Warpgroup matrix multiply-accumulate (wgmma): ``acc += A @ B`` on shared-memory tiles.
+"""Warpgroup matrix multiply-accumulate (wgmma): ``acc += A @ B`` on shared-memory or register tiles.
 
 ``WGMMAMatrix(tile, tma)`` describes an operand in shared memory (loaded by that TMA descriptor,
-whose swizzle the hardware descriptor repeats); ``WGMMAAccumulator(m, n)`` holds the f32
-result in the registers of the warpgroup (128 threads) that issues the product.
+whose swizzle the hardware descriptor repeats); ``WGMMAAccumulator(m, n)`` holds the f32 result in
+the registers of the warpgroup (128 threads) that issues the product. The accumulator is a register
+tile (:class:`~nvdsl.RegisterTile`) with wgmma's layout: elementwise math, row reductions and casts
+work on it, and a float16 or bfloat16 tile of that layout is the A operand of the next product
+straight from registers (``acc.accumulate(p.to(nvdsl.float16) @ v)``, attention's P @ V).
 """
 
 from __future__ import annotations
@@ -15,13 +18,20 @@ from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.memory import GLOBAL, SHARED, Array
 from ..frontend.values import Value, _index_value
+from ..layouts import FragmentLayout, wgmma_accumulator
+from .tile import RegisterTile, _load
 from .tma import TMA
 
 _INPUT_DTYPES = (dt.float16, dt.bfloat16)
+_WGMMA_TYPE = {dt.float16: "f16", dt.bfloat16: "bf16"}
 
 
 def _memref_text(shape, dtype: dt.DType) -> str:
     return f"memref<{'x'.join(map(str, shape))}x{dtype.mlir_type()}, #gpu.address_space<workgroup>>"
+
+
+def _bad(message: str, code: str = "bad-wgmma", hint: str | None = None) -> TraceError:
+    return TraceError(message, code=code, hint=hint, loc=user_location())
 
 
 class WGMMAMatrix:
@@ -30,28 +40,35 @@ class WGMMAMatrix:
     The matrix is ``tile`` itself, or with ``transposed=True`` the tile's transpose. ``A`` (M, K)
     is an (M, K) tile, K contiguous. ``B`` (K, N) is either a (K, N) tile, N contiguous
     ("N-major", as ``b`` of ``a @ b`` row-major), or ``transposed=True`` of an (N, K) tile, K
-    contiguous ("K-major", as the weight of a linear layer); a K-major tile's rows must fit in
-    one swizzle span (K * 2 bytes <= swizzle).
+    contiguous ("K-major", as the weight of a linear layer, or K of attention's Q @ K^T).
+
+    The tile is made of whole TMA boxes, each one swizzle span wide, placed one after the other
+    in row-major order of boxes. Where the tile is more than one box wide, each box must hold all
+    the rows the hardware reads together: all K rows of an N-major B, all N rows of a K-major B,
+    a multiple of 64 rows of A.
     """
 
     def __init__(self, tile: Array, tma: TMA, *, transposed: bool = False):
         current_kernel("nvdsl.WGMMAMatrix")
         if not (isinstance(tile, Array) and tile.space == SHARED):
-            raise TraceError(f"WGMMAMatrix needs a shared-memory tile, got {tile!r}", code="bad-wgmma",
-                             loc=user_location())
+            raise _bad(f"WGMMAMatrix needs a shared-memory tile, got {tile!r}")
         if tile.dtype not in _INPUT_DTYPES or tile.ndim != 2:
-            raise TraceError(f"WGMMAMatrix needs a 2-D float16 or bfloat16 tile, got {tile.dtype.name}"
-                             f"{list(tile.shape)}", code="bad-wgmma", loc=user_location())
+            raise _bad(f"WGMMAMatrix needs a 2-D float16 or bfloat16 tile, got {tile.dtype.name}{list(tile.shape)}")
         if not isinstance(tma, TMA) or tma.spec.swizzle == 0:
-            raise TraceError("WGMMAMatrix needs the (swizzled) TMA descriptor that loads its tile",
-                             code="bad-wgmma", hint="declare the TMA with swizzle=128 (or 64, 32)",
-                             loc=user_location())
-        # wgmma's descriptors step K inside one swizzle span: a K-major operand's rows must fit in it.
-        self.rows_fit_swizzle = tile.shape[1] * tile.dtype.itemsize <= tma.spec.swizzle
-        if transposed and not self.rows_fit_swizzle:
-            raise TraceError(f"a transposed (K-major) tile's rows are {tile.shape[1]} values, wider than the "
-                             f"{tma.spec.swizzle}-byte swizzle span", code="bad-wgmma-shape",
-                             hint="use a K extent of 64 (128-byte swizzle) per tile", loc=user_location())
+            raise _bad("WGMMAMatrix needs the (swizzled) TMA descriptor that loads its tile",
+                       hint="declare the TMA with swizzle=128 (or 64, 32)")
+        box = tuple(tma.box)
+        if len(box) < 2 or any(b != 1 for b in box[:-2]):
+            raise _bad(f"WGMMAMatrix needs a descriptor with 2-D boxes, got box {list(box)}")
+        self.box = box[-2:]
+        swizzle, item = tma.spec.swizzle, tile.dtype.itemsize
+        if self.box[1] * item != swizzle:
+            raise _bad(f"the descriptor's boxes are {self.box[1]} values ({self.box[1] * item} bytes) wide; wgmma "
+                       f"reads {swizzle}-byte swizzled rows", code="bad-wgmma-shape",
+                       hint=f"use boxes of {swizzle // item} {tile.dtype.name} values per row")
+        if tile.shape[0] % self.box[0] or tile.shape[1] % self.box[1]:
+            raise _bad(f"the tile {list(tile.shape)} is not made of whole {list(self.box)} boxes of its descriptor",
+                       code="bad-wgmma-shape")
         tile.check_lease("a WGMMAMatrix of")
         self.tile, self.tma, self.transposed = tile, tma, transposed
         self.shape = tile.shape[::-1] if transposed else tile.shape
@@ -64,98 +81,200 @@ class WGMMAMatrix:
     def __matmul__(self, other: "WGMMAMatrix") -> "_Product":
         return _Product(self, other)
 
+    def __rmatmul__(self, a) -> "_Product":
+        """``p @ b`` with ``p`` a register tile: A read from registers."""
+        return _Product(a, self)
+
+    @property
+    def _boxes_per_row(self) -> int:
+        return self.tile.shape[1] // self.box[1]
+
+    def _offset(self, row: int, col: int) -> int:
+        """The byte offset of the tile's element (row, col) before swizzling: boxes in row-major order."""
+        (box_rows, box_cols), item = self.box, self.dtype.itemsize
+        box = (row // box_rows) * self._boxes_per_row + col // box_cols
+        return (box * box_rows * box_cols + (row % box_rows) * box_cols + col % box_cols) * item
+
 
 class _Product:
-    """``A @ B`` waiting to be added into an accumulator."""
+    """``A @ B`` waiting to be added into an accumulator; A from shared memory or from registers."""
 
-    def __init__(self, a: WGMMAMatrix, b: WGMMAMatrix):
+    def __init__(self, a, b: WGMMAMatrix):
         if not isinstance(b, WGMMAMatrix):
-            raise TraceError("A @ B needs two WGMMAMatrix operands", code="bad-wgmma", loc=user_location())
+            raise _bad("A @ B needs a WGMMAMatrix B")
+        if isinstance(a, RegisterTile):
+            if a.dtype not in _INPUT_DTYPES:
+                raise _bad(f"A from registers is {a.dtype.name}; wgmma reads float16 or bfloat16",
+                           hint="convert it first, e.g. p.to(nvdsl.float16)")
+            m, k = a.shape
+            if m % 64 or k % 16 or a.layout != wgmma_accumulator(m, k):
+                raise _bad(f"A from registers must have the layout of a wgmma accumulator of its shape {m}x{k} "
+                           f"(M a multiple of 64, K of 16), got {a.layout}", code="layout-mismatch",
+                           hint="compute A from a WGMMAAccumulator of shape (M, K)")
+        elif isinstance(a, WGMMAMatrix):
+            if a.transposed:
+                raise _bad("A must be an (M, K) tile, K contiguous; a transposed A is not supported",
+                           hint="load A as (M, K) boxes")
+            if a._boxes_per_row > 1 and a.box[0] % 64:
+                raise _bad(f"A is {a._boxes_per_row} boxes wide, so its boxes need a multiple of 64 rows "
+                           f"(a wgmma reads 64 rows at a time), not {a.box[0]}", code="bad-wgmma-shape")
+        else:
+            raise _bad(f"A @ B needs A as a WGMMAMatrix or a register tile, got {a!r}")
         if a.dtype != b.dtype:
-            raise TraceError(f"A is {a.dtype.name} but B is {b.dtype.name}", code="bad-wgmma",
-                             loc=user_location())
-        if a.transposed:
-            raise TraceError("A must be an (M, K) tile, K contiguous; a transposed A is not supported",
-                             code="bad-wgmma", hint="load A as (M, K) boxes", loc=user_location())
-        if b.transposed and not a.rows_fit_swizzle:
-            raise TraceError(f"with a K-major B, A's rows ({a.tile.shape[1]} values) must fit in its "
-                             f"{a.tma.spec.swizzle}-byte swizzle span", code="bad-wgmma-shape", loc=user_location())
+            raise _bad(f"A is {a.dtype.name} but B is {b.dtype.name}")
+        if b._boxes_per_row > 1 and b.box[0] != b.tile.shape[0]:
+            what = "N rows of the K-major" if b.transposed else "K rows of the N-major"
+            raise _bad(f"B is {b._boxes_per_row} boxes wide, so each box must hold all {b.tile.shape[0]} {what} "
+                       f"tile, not {b.box[0]}", code="bad-wgmma-shape",
+                       hint=f"load B with boxes of {b.tile.shape[0]} rows")
         self.a, self.b = a, b
         # wgmma reads B K-major unless told to transpose: an N-major (K, N) tile needs the flag.
         self.transpose_b = not b.transposed
 
+    @property
+    def _nvgpu_steps_correctly(self) -> bool:
+        """``nvgpu.warpgroup.mma`` advances A's descriptor by 16 values and B's by ``16 * (rows of the B
+        tile)`` values per K step: right for shared A and N-major B tiles one swizzle span deep in K."""
+        a, b = self.a, self.b
+        if not isinstance(a, WGMMAMatrix) or not self.transpose_b:
+            return False
+        span = lambda m: m.tma.spec.swizzle // m.dtype.itemsize
+        return a.tile.shape[1] == span(a) and b.tile.shape[0] == span(b)
 
-class WGMMAAccumulator:
+
+class WGMMAAccumulator(RegisterTile):
     """An (m, n) float32 accumulator held in the registers of the issuing warpgroup.
 
-    ``acc += a @ b`` issues ``nvgpu.warpgroup.mma`` (``wgmma.mma_async`` instructions, fenced,
-    committed and waited for: the product is complete when the statement ends).
-    ``acc.accumulate(a @ b, in_flight=1)`` returns while that product still runs, so a pipeline can
-    release the tiles of the previous product while the tensor cores work on this one.
-    ``acc.store(array)`` writes the result to shared or global memory, converting to the array's
-    element type. M must be a multiple of 64, N a multiple of 8 up to 256, K a multiple of 16.
-    The accumulator can be carried through ``nvdsl.fori``.
+    ``acc += a @ b`` issues the ``wgmma.mma_async`` instructions of the product (fenced, committed and
+    waited for: the product is complete when the statement ends). ``acc.accumulate(a @ b, in_flight=1)``
+    returns while that product still runs, so a pipeline can release the tiles of the previous product
+    while the tensor cores work on this one. ``acc.store(array)`` writes the result to shared or global
+    memory, converting to the array's element type. M must be a multiple of 64, N a multiple of 8 up to
+    256, K a multiple of 16. The accumulator can be carried through ``nvdsl.fori``.
+
+    It is a :class:`~nvdsl.RegisterTile` of layout ``nvdsl.layouts.wgmma_accumulator(m, n)``:
+    ``acc * alpha``, ``nvdsl.exp2(acc)``, ``acc.max(axis=1)`` ... work on it; elementwise results in
+    float32 are accumulators again, so a rescaled accumulator keeps accumulating. Read the registers
+    (``acc.values``, elementwise operations) only once the products are complete (``in_flight=0``,
+    or after ``nvdsl.wgmma_wait``).
     """
 
     def __init__(self, m: int, n: int, *, _value: ir.Value | None = None):
         current_kernel("nvdsl.WGMMAAccumulator")
         if not (isinstance(m, int) and m > 0 and m % 64 == 0):
-            raise TraceError(f"accumulator M={m} must be a positive multiple of 64", code="bad-wgmma-shape",
-                             loc=user_location())
+            raise _bad(f"accumulator M={m} must be a positive multiple of 64", code="bad-wgmma-shape")
         if not (isinstance(n, int) and 8 <= n <= 256 and n % 8 == 0):
-            raise TraceError(f"accumulator N={n} must be a multiple of 8 between 8 and 256",
-                             code="bad-wgmma-shape", loc=user_location())
-        self.shape = (m, n)
+            raise _bad(f"accumulator N={n} must be a multiple of 8 between 8 and 256", code="bad-wgmma-shape")
+        self.dtype = dt.float32
+        self.layout = wgmma_accumulator(m, n)
         self.type = ir.Type.parse(f"!nvgpu.warpgroup.accumulator<fragmented = vector<{m}x{n}xf32>>")
         if _value is None:
             with at_user_line():
                 _value = nvgpu.warpgroup_mma_init_accumulator(self.type)
-        self.ir = _value
+        self._ir = _value
+        self._group = 0   # the trace's count of committed wgmma groups when this one's last product was
+
+    @property
+    def ir(self) -> ir.Value:
+        """The ``!nvgpu.warpgroup.accumulator`` value."""
+        return self._ir
+
+    @ir.setter
+    def ir(self, value: ir.Value) -> None:
+        self._ir = value
+
+    @property
+    def values(self) -> list[ir.Value]:
+        ctx = current_kernel("reading a WGMMAAccumulator")
+        if self._group > ctx.wgmma_committed - ctx.wgmma_in_flight:
+            raise _bad("this accumulator's last product may still be running (accumulate(..., in_flight=...) left it "
+                       "in flight): its registers cannot be read yet", code="wgmma-in-flight",
+                       hint="wait for it first with nvdsl.wgmma_wait(n), n the groups issued after it")
+        struct = self._struct()
+        m, n = self.shape
+        f32 = ir.F32Type.get()
+        return [llvm.extractvalue(f32, struct, [chunk, i]) for chunk in range(m // 64) for i in range(n // 2)]
+
+    def _like(self, values, dtype: dt.DType):
+        if dtype != dt.float32:
+            return RegisterTile(values, dtype, self.layout)
+        return self._from_values(*self.shape, values)
+
+    @classmethod
+    def _from_values(cls, m: int, n: int, values) -> "WGMMAAccumulator":
+        chunk_type, half = _chunk_type(n), n // 2
+        struct_type = ir.Type.parse(f"!llvm.struct<({', '.join([str(chunk_type)] * (m // 64))})>")
+        struct = llvm.mlir_undef(struct_type)
+        for chunk in range(m // 64):
+            part = llvm.mlir_undef(chunk_type)
+            for i in range(half):
+                part = llvm.insertvalue(part, values[chunk * half + i], [i])
+            struct = llvm.insertvalue(struct, part, [chunk])
+        accumulator_type = ir.Type.parse(f"!nvgpu.warpgroup.accumulator<fragmented = vector<{m}x{n}xf32>>")
+        return cls(m, n, _value=_cast(struct, accumulator_type))
+
+    @classmethod
+    def load(cls, array: Array, layout: FragmentLayout | None = None, at=None) -> "WGMMAAccumulator":
+        """An accumulator read from the (m, n) block of ``array`` at ``at`` (row, col), converted to
+        float32; ``layout`` defaults to the accumulator layout of the array's shape (give it for a block)."""
+        current_kernel("WGMMAAccumulator.load")
+        if layout is None:
+            layout = wgmma_accumulator(*array.shape) if isinstance(array, Array) and array.ndim == 2 else None
+        if not isinstance(layout, FragmentLayout) or layout != wgmma_accumulator(*layout.shape):
+            raise _bad(f"WGMMAAccumulator.load needs a wgmma accumulator layout, got {layout!r}",
+                       code="layout-mismatch", hint="pass nvdsl.layouts.wgmma_accumulator(m, n)")
+        values = _load(array, layout, at, "WGMMAAccumulator.load")
+        with at_user_line():
+            values = [Value(v, array.dtype).to(dt.float32).ir for v in values]
+            return cls._from_values(*layout.shape, values)
 
     def _rebuild(self, value: ir.Value) -> "WGMMAAccumulator":
         return WGMMAAccumulator(*self.shape, _value=value)
 
-    def __iadd__(self, product: _Product) -> "WGMMAAccumulator":
-        self.accumulate(product)  # in place: the accumulator now names the new registers
-        return self
+    def __iadd__(self, other) -> "WGMMAAccumulator":
+        if isinstance(other, _Product):
+            self.accumulate(other)  # in place: the accumulator now names the new registers
+            return self
+        return self + other
 
     def accumulate(self, product: _Product, *, in_flight: int = 0) -> None:
         """Issue ``self += product`` as one wgmma group, then wait until at most ``in_flight`` of the
         warpgroup's groups still run (``wgmma.commit_group``; ``wgmma.wait_group in_flight``).
 
-        With ``in_flight=1`` this product may still be reading its tiles on return, but every earlier
-        one is complete. Reading the accumulator (``store``) waits for all groups first.
+        With ``in_flight=1`` this product may still be reading its tiles (or A's registers) on return,
+        but every earlier one is complete. Reading the accumulator (``store``) waits for all groups first.
         """
         _check_in_flight(in_flight)
         if not isinstance(product, _Product):
-            raise TraceError("an accumulator adds A @ B products of WGMMAMatrix operands", code="bad-wgmma",
-                             loc=user_location())
+            raise _bad("an accumulator adds A @ B products of WGMMAMatrix operands (A may be a register tile)")
         (m, k), (k2, n) = product.a.shape, product.b.shape
         if (m, n) != self.shape or k != k2 or k % 16:
-            raise TraceError(f"A is {list(product.a.shape)} and B is {list(product.b.shape)}, which do not make "
-                             f"an accumulator of {list(self.shape)} with K a multiple of 16",
-                             code="bad-wgmma-shape", loc=user_location())
+            raise _bad(f"A is {list(product.a.shape)} and B is {list(product.b.shape)}, which do not make "
+                       f"an accumulator of {list(self.shape)} with K a multiple of 16", code="bad-wgmma-shape")
         with at_user_line():
-            if product.transpose_b:
+            if product._nvgpu_steps_correctly:
                 self.ir = nvgpu.warpgroup_mma(self.type, product.a.ir, product.b.ir, self.ir, wait_group=in_flight,
                                               transpose_b=ir.UnitAttr.get())
             else:
-                self._issue_k_major_b(product, in_flight)
-        current_kernel("WGMMAAccumulator.accumulate").note_wgmma(committed=1, in_flight=in_flight)
+                self._issue(product, in_flight)
+        ctx = current_kernel("WGMMAAccumulator.accumulate")
+        ctx.note_wgmma(committed=1, in_flight=in_flight)
+        self._group = ctx.wgmma_committed
 
-    def _issue_k_major_b(self, product: _Product, in_flight: int) -> None:
-        """``nvgpu.warpgroup.mma`` steps B's descriptor as for an N-major tile only, so a K-major B
-        is issued here as ``nvvm.wgmma.mma_async`` instructions: one per 64 rows of A and 16 of K,
-        each descriptor advanced to its sub-tile (start address in 16-byte units)."""
+    def _issue(self, product: _Product, in_flight: int) -> None:
+        """The product as ``wgmma.mma_async`` instructions, one per 64 rows of A and 16 of K, each operand
+        descriptor advanced to its sub-tile (``nvvm.wgmma.mma_async``), or, for A in registers, the
+        register form of the instruction as inline PTX (the NVVM operation takes descriptors only)."""
         m, n = self.shape
-        k = product.a.shape[1]
-        item = product.a.dtype.itemsize
+        a, b = product.a, product.b
+        k = a.shape[1]
         i64 = ir.IntegerType.get_signless(64)
-        as_i64 = lambda d: ir.Operation.create("builtin.unrealized_conversion_cast", results=[i64],
-                                               operands=[d]).result
-        a_desc, b_desc = as_i64(product.a.ir), as_i64(product.b.ir)
         step = lambda desc, offset: desc if not offset else arith.addi(desc, arith.constant(i64, offset >> 4))
-        wgmma_type = {dt.float16: "f16", dt.bfloat16: "bf16"}[product.a.dtype]
+        b_desc = _cast(b.ir, i64)
+        b_offset = (lambda kk: b._offset(0, 16 * kk)) if b.transposed else (lambda kk: b._offset(16 * kk, 0))
+        registers = isinstance(a, RegisterTile)
+        a_source = _a_registers(a) if registers else _cast(a.ir, i64)
+        wgmma_type = _WGMMA_TYPE[b.dtype]
         attr = ir.Attribute.parse
         struct = self._struct()
         chunk_type = _chunk_type(n)
@@ -163,17 +282,21 @@ class WGMMAAccumulator:
         for chunk in range(m // 64):
             value = llvm.extractvalue(chunk_type, struct, [chunk])
             for kk in range(k // 16):
+                b_sub = step(b_desc, b_offset(kk))
+                if registers:
+                    value = _wgmma_register_a(value, n, a_source[chunk][kk], b_sub, wgmma_type, product.transpose_b)
+                    continue
                 value = nvvm.wgmma_mma_async(
-                    chunk_type, value, step(a_desc, (chunk * 64 * k + kk * 16) * item), step(b_desc, kk * 16 * item),
+                    chunk_type, value, step(a_source, a._offset(64 * chunk, 16 * kk)), b_sub,
                     attr(f"#nvvm.shape<m = 64, n = {n}, k = 16>"), attr(f"#nvvm.wgmma_type<{wgmma_type}>"),
                     attr(f"#nvvm.wgmma_type<{wgmma_type}>"), attr("#nvvm.wgmma_type<f32>"),
                     attr("#nvvm.wgmma_scale_out<one>"), attr("#nvvm.wgmma_scale_in<one>"),
-                    attr("#nvvm.wgmma_scale_in<one>"), attr("#nvvm.mma_layout<row>"), attr("#nvvm.mma_layout<col>"))
+                    attr("#nvvm.wgmma_scale_in<one>"), attr("#nvvm.mma_layout<row>"),
+                    attr(f"#nvvm.mma_layout<{'row' if product.transpose_b else 'col'}>"))
             struct = llvm.insertvalue(struct, value, [chunk])
         nvvm.wgmma_commit_group_sync_aligned()
         nvvm.wgmma_wait_group_sync_aligned(in_flight)
-        self.ir = ir.Operation.create("builtin.unrealized_conversion_cast", results=[self.type],
-                                      operands=[struct]).result
+        self.ir = _cast(struct, self.type)
 
     def __getitem__(self, key) -> "_AccumulatorColumns":
         """``acc[:, start:stop]``: some of the accumulator's columns (multiples of 8), to ``store``
@@ -181,12 +304,10 @@ class WGMMAAccumulator:
         rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (None, None)
         n = self.shape[1]
         if not (isinstance(rows, slice) and rows == slice(None) and isinstance(cols, slice) and cols.step is None):
-            raise TraceError("index an accumulator as acc[:, start:stop] (all rows, a range of columns)",
-                             code="bad-wgmma", loc=user_location())
+            raise _bad("index an accumulator as acc[:, start:stop] (all rows, a range of columns)")
         start, stop, _ = cols.indices(n)
         if start % 8 or stop % 8 or stop <= start:
-            raise TraceError(f"accumulator columns {start}:{stop} must be a non-empty range with multiples of 8",
-                             code="bad-wgmma", loc=user_location())
+            raise _bad(f"accumulator columns {start}:{stop} must be a non-empty range with multiples of 8")
         return _AccumulatorColumns(self, start, stop)
 
     def store(self, destination: Array, at=None, *, tma: TMA | None = None) -> None:
@@ -206,27 +327,64 @@ class WGMMAAccumulator:
     def _fragments(self, columns: tuple[int, int]):
         """Per pair of adjacent accumulator values a thread holds in ``columns`` (start, stop):
         (struct position of the first, row, column), the row and column (relative to ``start``)
-        as (constant part, this thread's part) to add.
-
-        wgmma's m64nNk16 f32 layout: thread t of the warpgroup holds, for each 8-column block q and
-        h in (0, 1), the values at row 16*(t//32) + (t%32)//4 + 8*h, columns 8*q + 2*(t%4) + (0, 1).
-        """
+        as (constant part, this thread's part) to add; from the accumulator's layout, whose values
+        ``2i`` and ``2i + 1`` are neighbours in a row."""
         ctx = current_kernel("WGMMAAccumulator.store")
         thread = ctx.linear_thread_id % 128
-        row_part = (thread // 32) * 16 + (thread % 32) // 4
-        col_part = (thread % 4) * 2
+        layout, half = self.layout, self.shape[1] // 2
+        row_part, col_part = layout.thread_part(0, thread), layout.thread_part(1, thread)
         start, stop = columns
-        for chunk in range(self.shape[0] // 64):
-            for q in range(start // 8, stop // 8):
-                for h in (0, 1):
-                    yield (chunk, 4 * q + 2 * h), (64 * chunk + 8 * h, row_part), (8 * q - start, col_part)
+        for v in range(0, layout.values, 2):
+            row, col = layout.value_part(0, v), layout.value_part(1, v)
+            if start <= col < stop:
+                yield (v // half, v % half), (row, row_part), (col - start, col_part)
 
     def _struct(self) -> ir.Value:
         """The accumulator as the LLVM struct nvgpu lowers it to: one struct of N/2 f32 per 64 rows."""
         m, n = self.shape
         struct_type = ir.Type.parse(f"!llvm.struct<({', '.join([str(_chunk_type(n))] * (m // 64))})>")
-        return ir.Operation.create("builtin.unrealized_conversion_cast", results=[struct_type],
-                                   operands=[self.ir]).result
+        return _cast(self.ir, struct_type)
+
+
+def _cast(value: ir.Value, to: ir.Type) -> ir.Value:
+    """``value`` seen as another type that the lowering gives it (an unrealized conversion cast)."""
+    return ir.Operation.create("builtin.unrealized_conversion_cast", results=[to], operands=[value]).result
+
+
+def _a_registers(tile: RegisterTile) -> list[list[list[ir.Value]]]:
+    """A's registers for each 64-row chunk and 16-wide K step: four 32-bit registers, each a pair of
+    16-bit values. In the accumulator layout, the 8 values ``8 kk .. 8 kk + 7`` of a chunk are exactly
+    the thread's part of A's m64k16 fragment for step ``kk``, in order (PTX ISA, wgmma register A)."""
+    m, k = tile.shape
+    values, half = tile.values, k // 2
+    i32 = ir.IntegerType.get_signless(32)
+    pair_type = ir.VectorType.get([2], tile.dtype.mlir_type())
+    registers = []
+    for chunk in range(m // 64):
+        steps = []
+        for kk in range(k // 16):
+            first = chunk * half + 8 * kk
+            steps.append([llvm.bitcast(i32, vector.from_elements(pair_type, values[first + 2 * r:first + 2 * r + 2]))
+                          for r in range(4)])
+        registers.append(steps)
+    return registers
+
+
+def _wgmma_register_a(accumulator: ir.Value, n: int, a: list[ir.Value], b_desc: ir.Value, wgmma_type: str,
+                      transpose_b: bool) -> ir.Value:
+    """One ``wgmma.mma_async.sync.aligned.m64nNk16.f32`` with A in registers (inline PTX): the
+    accumulator's N/2 registers are read and written (tied operands), then A's four, then B's descriptor."""
+    count = n // 2
+    f32 = ir.F32Type.get()
+    chunk_type = _chunk_type(n)
+    old = [llvm.extractvalue(f32, accumulator, [i]) for i in range(count)]
+    d = ", ".join(f"${i}" for i in range(count))
+    a_operands = ", ".join(f"${2 * count + r}" for r in range(4))
+    text = ("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{wgmma_type}.{wgmma_type} "
+            f"{{{d}}}, {{{a_operands}}}, ${2 * count + 4}, p, 1, 1, {int(transpose_b)};\n}}\n")
+    constraints = ",".join(["=f"] * count + [str(i) for i in range(count)] + ["r"] * 4 + ["l"])
+    return llvm.inline_asm(chunk_type, old + a + [b_desc], text, constraints, has_side_effects=True, asm_dialect=0)
 
 
 class _AccumulatorColumns:

@@ -1,0 +1,447 @@
+"""Register tiles and vectors: values spread over the registers of a thread group, with a layout.
+
+A :class:`RegisterTile` is an (M, N) tile whose elements live in the registers of a group of
+threads (a warpgroup for wgmma's tiles), each thread holding the elements its
+:class:`~nvdsl.layouts.FragmentLayout` assigns to it. A :class:`RowVector` holds one value per row of
+such a tile (what a reduction along the rows gives: the running max and sum of a softmax), a
+:class:`ColumnVector` one value per column (a bias). The accumulator of a wgmma
+(:class:`~nvdsl.WGMMAAccumulator`) is the register tile that the tensor cores write.
+
+On them, element by element, with NumPy's broadcasting of scalars (Python numbers or traced
+values) and of vectors over tiles:
+
+* arithmetic, comparisons and bitwise operators (``s * scale - m``, ``cols <= rows``), following the
+  dtype rules of traced scalars;
+* the math functions (``nvdsl.exp2(s, approx=True)``), ``nvdsl.maximum``/``minimum`` and
+  ``nvdsl.where(mask, s, -inf)``;
+* ``.to(dtype)`` casts (float32 to float16 or bfloat16 for the next product);
+* ``.max(axis=1)``, ``.min(axis=1)``, ``.sum(axis=1)``: each thread combines its values of a row, then
+  the threads that share the row exchange them with ``shfl.sync.bfly`` (lanes 1 and 2 apart for wgmma);
+* ``tile.indices()``: the row and column of each element, for masks.
+
+A tile of float16 or bfloat16 in the accumulator layout is also the A operand of the next wgmma,
+straight from registers: ``acc.accumulate(p.to(nvdsl.float16) @ v_matrix)``.
+
+Tiles combine only with tiles of the same layout, and vectors only with tiles whose rows (or columns)
+they were made for; anything else is a ``layout-mismatch`` TraceError. Tiles and vectors can be
+carried through ``nvdsl.fori`` (as one LLVM struct of the thread's values).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+
+from mlir import ir
+from mlir.dialects import arith, gpu, llvm
+
+from .. import dtypes as dt
+from ..errors import InternalError, TraceError, user_location
+from ..frontend.context import at_user_line, current_kernel
+from ..frontend.control import when
+from ..frontend.memory import Array
+from ..frontend.values import (Value, _binary, _compare, _convert, _min_max, _python_number,
+                               _unify, as_value)
+from ..layouts import FragmentLayout
+
+
+def _error(message: str, code: str, hint: str | None = None) -> TraceError:
+    return TraceError(message, code=code, hint=hint, loc=user_location())
+
+
+@functools.lru_cache(maxsize=None)
+def _broadcast_map(layout: FragmentLayout, axis: int) -> tuple[int, ...]:
+    return layout.broadcast_map(axis)
+
+
+@functools.lru_cache(maxsize=None)
+def _reduction(layout: FragmentLayout, axis: int):
+    return layout.reduction(axis)
+
+
+def _thread_index(layout: FragmentLayout) -> Value:
+    """This thread's index in the layout's thread group (the group is aligned in the block)."""
+    ctx = current_kernel("a register tile")
+    return ctx.linear_thread_id % layout.threads
+
+
+class _Fragment:
+    """Values of one dtype held in registers by a group of threads, placed by a FragmentLayout."""
+
+    __array_ufunc__ = None  # NumPy scalars defer to our reflected operators
+
+    def __init__(self, values, dtype: dt.DType, layout: FragmentLayout):
+        if len(values) != layout.values:
+            raise InternalError(f"{len(values)} values for a layout of {layout.values} per thread")
+        self._values = list(values)
+        self.dtype = dtype
+        self.layout = layout
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.layout.shape
+
+    @property
+    def values(self) -> list[ir.Value]:
+        """This thread's values (MLIR values), in the layout's register order."""
+        return self._values
+
+    def _like(self, values, dtype: dt.DType) -> "_Fragment":
+        """A fragment of this kind and layout holding ``values``."""
+        return type(self)(values, dtype, self.layout)
+
+    def __repr__(self) -> str:
+        return f"<nvdsl.{type(self).__name__} {self.dtype.name}{list(self.shape)}: {self.layout.name}>"
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise _error(f"a {type(self).__name__} has no Python truth value (it is only known on the GPU)",
+                     code="traced-bool", hint="select element by element with nvdsl.where")
+
+    # -- carrying through loops: one LLVM struct of the thread's values --------------------------------
+    @property
+    def ir(self) -> ir.Value:
+        if self.dtype.kind == "index":
+            raise _error("a register tile of index values cannot be carried",
+                         code="bad-carry", hint="convert it first, e.g. t.to(nvdsl.int32)")
+        struct_type = ir.Type.parse(f"!llvm.struct<({', '.join([str(self.dtype.mlir_type())] * len(self.values))})>")
+        with at_user_line():
+            struct = llvm.mlir_undef(struct_type)
+            for i, v in enumerate(self.values):
+                struct = llvm.insertvalue(struct, v, [i])
+        return struct
+
+    def _rebuild(self, struct: ir.Value) -> "_Fragment":
+        element = self.dtype.mlir_type()
+        return self._like([llvm.extractvalue(element, struct, [i]) for i in range(self.layout.values)], self.dtype)
+
+    # -- element by element -------------------------------------------------------------------------
+    @staticmethod
+    def _elementwise(fn, operands, what: str):
+        """``fn`` (on Values) applied element by element; see the module docstring for broadcasting."""
+        fragments = [x for x in operands if isinstance(x, _Fragment)]
+        tiles = [x for x in fragments if isinstance(x, RegisterTile)]
+        # The most derived tile class decides the result's class (an accumulator stays one).
+        frame = max(tiles, key=lambda t: len(type(t).__mro__)) if tiles else fragments[0]
+        index_maps = [_operand_map(x, frame, what) for x in operands]
+        sample = next((x for x in fragments if not x.dtype.is_bool), fragments[0])
+        with at_user_line():
+            operands = [_scalar_operand(x, sample, what) for x in operands]
+            per_operand = [x.values if isinstance(x, _Fragment) else None for x in operands]
+            results = []
+            for v in range(frame.layout.values):
+                args = [Value(values[m[v]], x.dtype) if values is not None else x
+                        for x, values, m in zip(operands, per_operand, index_maps)]
+                results.append(fn(*args))
+        dtype = results[0].dtype
+        return frame._like([r.ir for r in results], dtype)
+
+    def _operator(self, op: str, other, reflected: bool = False):
+        current_kernel(f"the operator '{op}' on a {type(self).__name__}")
+        operands = (other, self) if reflected else (self, other)
+        return self._elementwise(lambda a, b: _binary(op, a, b), operands, f"'{op}'")
+
+    def _comparison(self, op: str, other):
+        current_kernel(f"the comparison '{op}' on a {type(self).__name__}")
+        return self._elementwise(lambda a, b: _compare(op, a, b), (self, other), f"'{op}'")
+
+    def __add__(self, o): return self._operator("+", o)
+    def __radd__(self, o): return self._operator("+", o, True)
+    def __sub__(self, o): return self._operator("-", o)
+    def __rsub__(self, o): return self._operator("-", o, True)
+    def __mul__(self, o): return self._operator("*", o)
+    def __rmul__(self, o): return self._operator("*", o, True)
+    def __truediv__(self, o): return self._operator("/", o)
+    def __rtruediv__(self, o): return self._operator("/", o, True)
+    def __floordiv__(self, o): return self._operator("//", o)
+    def __rfloordiv__(self, o): return self._operator("//", o, True)
+    def __mod__(self, o): return self._operator("%", o)
+    def __rmod__(self, o): return self._operator("%", o, True)
+    def __and__(self, o): return self._operator("&", o)
+    def __rand__(self, o): return self._operator("&", o, True)
+    def __or__(self, o): return self._operator("|", o)
+    def __ror__(self, o): return self._operator("|", o, True)
+    def __xor__(self, o): return self._operator("^", o)
+    def __rxor__(self, o): return self._operator("^", o, True)
+    def __lt__(self, o): return self._comparison("<", o)
+    def __le__(self, o): return self._comparison("<=", o)
+    def __gt__(self, o): return self._comparison(">", o)
+    def __ge__(self, o): return self._comparison(">=", o)
+    def __eq__(self, o): return self._comparison("==", o)  # elementwise; fragments hash by identity
+    def __ne__(self, o): return self._comparison("!=", o)
+
+    def __neg__(self):
+        current_kernel(f"unary '-' on a {type(self).__name__}")
+        return self._elementwise(lambda a: -a, (self,), "unary '-'")
+
+    def __invert__(self):
+        current_kernel(f"'~' on a {type(self).__name__}")
+        return self._elementwise(lambda a: ~a, (self,), "'~'")
+
+    def __abs__(self):
+        current_kernel(f"abs() on a {type(self).__name__}")
+        return self._elementwise(abs, (self,), "abs()")
+
+    def __pos__(self):
+        return self
+
+    def to(self, dtype: dt.DType) -> "_Fragment":
+        """Each element converted to ``dtype`` (as ``Value.to``: float32 to float16 rounds to nearest)."""
+        current_kernel(f"{type(self).__name__}.to")
+        if not isinstance(dtype, dt.DType):
+            raise _error(f"{type(self).__name__}.to expects an nvdsl dtype such as nvdsl.float16, got {dtype!r}",
+                         code="type-mismatch")
+        return self._elementwise(lambda a: _convert(a, dtype), (self,), f"{type(self).__name__}.to")
+
+
+def _operand_map(x, frame: _Fragment, what: str):
+    """For each value number of ``frame``, the value number of ``x`` to use (None for scalars)."""
+    if not isinstance(x, _Fragment):
+        return None
+    if isinstance(frame, RegisterTile):
+        if isinstance(x, RegisterTile):
+            if x.layout != frame.layout:
+                raise _error(f"{what} combines register tiles of different layouts: {x.layout} and {frame.layout}",
+                             code="layout-mismatch",
+                             hint="tiles combine element by element only when the same threads hold the same "
+                                  "elements; both come from wgmma accumulators of one shape, for instance")
+            return range(frame.layout.values)
+        if x.layout != frame.layout.project(x.axis):
+            raise _error(f"{what} broadcasts a {type(x).__name__} of layout {x.layout} over a tile whose "
+                         f"{x.kind} are {frame.layout.project(x.axis)}", code="layout-mismatch",
+                         hint=f"make the vector for this tile, e.g. nvdsl.{type(x).__name__}.full(tile, value), "
+                              f"or by reducing a tile of the same layout")
+        return _broadcast_map(frame.layout, x.axis)
+    if type(x) is not type(frame) or x.layout != frame.layout:
+        raise _error(f"{what} combines a {type(x).__name__} ({x.layout}) with a {type(frame).__name__} "
+                     f"({frame.layout})", code="layout-mismatch",
+                     hint="vectors combine with vectors of the same tile's rows (or columns), or broadcast "
+                          "over that tile")
+    return range(frame.layout.values)
+
+
+def _scalar_operand(x, sample: _Fragment, what: str):
+    """A Python number operand as one traced constant (not one per element): it takes the dtype of
+    the first non-bool fragment, by the promotion rules of traced scalars."""
+    x = _python_number(x)
+    if isinstance(x, (_Fragment, Value)):
+        return x
+    if sample.dtype.is_bool and not isinstance(x, bool):
+        raise _error(f"{what} meets the Python number {x!r} beside bool elements only; its dtype is unknown",
+                     code="type-mismatch", hint="pass a traced value, e.g. nvdsl.constant(0.0, nvdsl.float32)")
+    return _unify(Value(sample.values[0], sample.dtype), x, what)[1]
+
+
+class RegisterTile(_Fragment):
+    """An (M, N) tile in the registers of a thread group, placed by a :class:`~nvdsl.layouts.FragmentLayout`.
+
+    Tiles come from wgmma (:class:`~nvdsl.WGMMAAccumulator` is one), from ``RegisterTile.load`` and
+    from operations on tiles. ``print(tile.layout)`` shows which thread holds which element.
+    """
+
+    @classmethod
+    def load(cls, array: Array, layout: FragmentLayout, at=None) -> "RegisterTile":
+        """Each thread loads its elements of the ``layout.shape`` block of ``array`` at ``at`` (row, col)."""
+        current_kernel("RegisterTile.load")
+        return cls(_load(array, layout, at, "RegisterTile.load"), array.dtype, layout)
+
+    def store(self, array: Array, at=None) -> None:
+        """Each thread writes its elements into the tile-shaped block of ``array`` at ``at`` (row, col),
+        converted to the array's dtype."""
+        current_kernel(f"{type(self).__name__}.store")
+        _check_block(array, self.layout.shape, at, f"{type(self).__name__}.store")
+        with at_user_line():
+            for index, v in zip(_coordinates(self.layout, at, dt.index), self.values):
+                array[index] = Value(v, self.dtype).to(array.dtype)
+
+    def indices(self) -> tuple["RegisterTile", "RegisterTile"]:
+        """``(rows, cols)``: int32 tiles of this layout holding each element's row and column (as
+        ``numpy.indices``), for masks such as ``nvdsl.where(cols + k0 <= rows + q0, s, -inf)``."""
+        current_kernel("RegisterTile.indices")
+        with at_user_line():
+            coords = _coordinates(self.layout, None, dt.int32)
+        return tuple(RegisterTile([c[axis].ir for c in coords], dt.int32, self.layout) for axis in (0, 1))
+
+    def max(self, axis: int = -1):
+        """The largest element of each row (``axis=1``, giving a RowVector); NaN-propagating."""
+        return self._reduce(axis, lambda a, b: _min_max(a, b, arith.maxsi, arith.maxui, arith.maximumf, "maximum"),
+                            "max")
+
+    def min(self, axis: int = -1):
+        """The smallest element of each row (``axis=1``, giving a RowVector); NaN-propagating."""
+        return self._reduce(axis, lambda a, b: _min_max(a, b, arith.minsi, arith.minui, arith.minimumf, "minimum"),
+                            "min")
+
+    def sum(self, axis: int = -1):
+        """The sum of each row (``axis=1``, giving a RowVector)."""
+        return self._reduce(axis, lambda a, b: a + b, "sum")
+
+    def _reduce(self, axis, combine, name: str):
+        current_kernel(f"{type(self).__name__}.{name}")
+        if axis not in (0, 1, -1, -2):
+            raise _error(f"{name}(axis={axis!r}): a tile has axes 0 (rows) and 1 (columns)", code="bad-axis")
+        axis %= 2
+        if not (self.dtype.is_float and self.dtype.bits == 32):
+            raise _error(f"{name} over a tile of {self.dtype.name}: reductions shuffle 32-bit floats",
+                         code="type-mismatch", hint="convert first, e.g. tile.to(nvdsl.float32)")
+        plan = _reduction(self.layout, axis)
+        if any(mask >= 32 for mask in plan.shuffle_masks):
+            raise _error(f"{name}(axis={axis}) of this tile combines values held by different warps ({self.layout})",
+                         code="bad-axis", hint="reduce along the rows (axis=1): each row of a wgmma tile lives "
+                                               "in one quad of one warp")
+        values = [Value(v, self.dtype) for v in self.values]
+        with at_user_line():
+            results = []
+            for group in plan.groups:
+                partial = _tree(combine, [values[v] for v in group])
+                for mask in plan.shuffle_masks:
+                    partial = combine(partial, _shuffle_xor(partial, mask))
+                results.append(partial.ir)
+        vector = RowVector if axis == 1 else ColumnVector
+        return vector(results, self.dtype, plan.target)
+
+
+def _tree(combine, values: list[Value]) -> Value:
+    """Combine pairwise, as a balanced tree (independent operations the GPU can overlap)."""
+    while len(values) > 1:
+        values = [combine(values[i], values[i + 1]) if i + 1 < len(values) else values[i]
+                  for i in range(0, len(values), 2)]
+    return values[0]
+
+
+def _shuffle_xor(value: Value, mask: int) -> Value:
+    """The value of the lane ``lane ^ mask`` of this warp (``gpu.shuffle xor``: ``shfl.sync.bfly``)."""
+    i32 = ir.IntegerType.get_signless(32)
+    shuffled, _ = gpu.shuffle(value.ir, arith.constant(i32, mask), arith.constant(i32, 32), gpu.ShuffleMode.XOR)
+    return Value(shuffled, value.dtype)
+
+
+def _offset(x, dtype: dt.DType) -> Value:
+    x = _python_number(x)
+    if isinstance(x, Value):
+        if not x.dtype.is_int:
+            raise _error(f"a tile offset must be an integer, got {x.dtype.name}", code="bad-index")
+        return _convert(x, dtype)
+    return as_value(x, dtype, "a tile offset")
+
+
+def _coordinates(layout: FragmentLayout, at, dtype: dt.DType) -> list[tuple[Value, ...]]:
+    """For each value this thread holds: its coordinate (traced ``dtype`` values), offset by ``at``.
+
+    The thread's part of each coordinate is computed once; each value adds a constant to it.
+    """
+    thread = _thread_index(layout).to(dtype)
+    bases = []
+    for axis in range(len(layout.shape)):
+        base = layout.thread_part(axis, thread)
+        if at is not None:
+            base = base + _offset(at[axis], dtype)
+        bases.append(base)
+    return [tuple(_plus(base, layout.value_part(axis, v), dtype) for axis, base in enumerate(bases))
+            for v in range(layout.values)]
+
+
+def _plus(base, constant: int, dtype: dt.DType) -> Value:
+    if not isinstance(base, Value):  # the layout gave a Python int: no part depends on the thread
+        return as_value(base + constant, dtype, "a coordinate")
+    return base if constant == 0 else base + constant
+
+
+def _check_block(array, shape, at, what: str) -> None:
+    """``array`` holds a ``shape`` block at ``at`` (offsets known while tracing are checked)."""
+    if not isinstance(array, Array) or array.ndim != len(shape):
+        raise _error(f"{what} needs a {len(shape)}-D array, got {array!r}", code="bad-tile")
+    if at is None and tuple(array.shape) != tuple(shape):
+        raise _error(f"{what}: the block is {list(shape)} but '{array.name}' is {list(array.shape)}", code="bad-tile",
+                     hint="pass at=(row, col) for a block of a larger array")
+    if at is not None and (not isinstance(at, (tuple, list)) or len(at) != len(shape)):
+        raise _error(f"{what}: at={at!r} needs one offset per axis", code="bad-tile")
+    for axis, offset in enumerate(at or ()):
+        offset = _python_number(offset)
+        if isinstance(offset, int) and not 0 <= offset <= array.shape[axis] - shape[axis]:
+            raise _error(f"{what}: a block of {list(shape)} at {list(at)} does not fit in '{array.name}' "
+                         f"{list(array.shape)}", code="out-of-bounds")
+
+
+def _load(array: Array, layout: FragmentLayout, at, what: str) -> list[ir.Value]:
+    if not isinstance(layout, FragmentLayout):
+        raise _error(f"{what} needs a FragmentLayout (e.g. nvdsl.layouts.wgmma_accumulator(64, 128)), got {layout!r}",
+                     code="bad-tile")
+    _check_block(array, layout.shape, at, what)
+    with at_user_line():
+        return [array[index].ir for index in _coordinates(layout, at, dt.index)]
+
+
+class _Vector(_Fragment):
+    """One value per row (``axis`` 0) or per column (``axis`` 1) of the tiles of one layout."""
+
+    axis = 0
+    kind = "rows"
+
+    @classmethod
+    def full(cls, tile: RegisterTile, value, dtype: dt.DType = dt.float32):
+        """A vector over ``tile``'s rows (or columns) with every element ``value`` (a traced scalar, or a
+        Python number of ``dtype``)."""
+        current_kernel(f"{cls.__name__}.full")
+        layout = _vector_layout(cls, tile)
+        with at_user_line():
+            v = value if isinstance(value, Value) else as_value(value, dtype, f"{cls.__name__}.full")
+        return cls([v.ir] * layout.values, v.dtype, layout)
+
+    @classmethod
+    def load(cls, tile: RegisterTile, array: Array, start=0):
+        """A vector over ``tile``'s rows (or columns) read from the 1-D ``array`` at ``start + index``."""
+        current_kernel(f"{cls.__name__}.load")
+        layout = _vector_layout(cls, tile)
+        return cls(_load(array, layout, (start,), f"{cls.__name__}.load"), array.dtype, layout)
+
+    def store(self, array: Array, start=0) -> None:
+        """Write element ``i`` into ``array[start + i]``, once: of the threads holding copies of an
+        element, the first writes it."""
+        current_kernel(f"{type(self).__name__}.store")
+        _check_block(array, self.shape, (start,), f"{type(self).__name__}.store")
+        threads = self.layout.coords[0][0]
+        with at_user_line():
+            thread, first, span = _thread_index(self.layout), None, 1
+            for mode in threads.flat().modes():
+                if mode.stride == 0 and mode.shape > 1:  # these threads hold copies: coordinate 0 writes
+                    holds = ((thread if span == 1 else thread // span) % mode.shape).eq(0)
+                    first = holds if first is None else first & holds
+                span *= mode.shape
+            with when(first) if first is not None else contextlib.nullcontext():
+                for (index,), v in zip(_coordinates(self.layout, (start,), dt.index), self.values):
+                    array[index] = Value(v, self.dtype).to(array.dtype)
+
+    def __getitem__(self, key):
+        """NumPy's ``m[:, None]`` (a RowVector) and ``b[None, :]`` (a ColumnVector): the vector itself, which
+        broadcasts over a tile's rows (or columns)."""
+        if not (isinstance(key, tuple) and len(key) == 2 and key[1 - self.axis] is None and
+                isinstance(key[self.axis], slice) and key[self.axis] == slice(None)):
+            raise _error(f"a {type(self).__name__} broadcasts as v{'[:, None]' if self.axis == 0 else '[None, :]'} "
+                         f"only, not v[{key!r}]", code="bad-index")
+        return self
+
+
+class RowVector(_Vector):
+    """One value per row of the register tiles of one layout (``tile.max(axis=1)``, the ``m`` and ``l`` of
+    an online softmax); it broadcasts along the rows: ``tile * m`` multiplies row ``r`` by ``m[r]``."""
+
+    axis = 0
+    kind = "rows"
+
+
+class ColumnVector(_Vector):
+    """One value per column of the register tiles of one layout (a bias); it broadcasts down the columns:
+    ``tile + b`` adds ``b[c]`` to column ``c``."""
+
+    axis = 1
+    kind = "columns"
+
+
+def _vector_layout(cls, tile) -> FragmentLayout:
+    if not isinstance(tile, RegisterTile):
+        raise _error(f"{cls.__name__} needs the register tile whose {cls.kind} it holds, got {tile!r}",
+                     code="bad-tile")
+    return tile.layout.project(cls.axis)
+
