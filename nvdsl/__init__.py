@@ -24,7 +24,7 @@ from .hopper.mbarrier import Mbarrier, Mbarriers
 from .hopper.tile import ColumnVector, RegisterTile, RowVector
 from .hopper.tma import TMA, fence_shared_to_async, tma_store_wait
 from .hopper.warpgroup import Warpgroup
-from .hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_wait
+from .hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wait
 from . import layouts
 from .layouts import FragmentLayout, Layout
 from .options import Options
@@ -41,7 +41,7 @@ __all__ = [
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf", "abs", "where",
     # Hopper primitives
     "Aref", "Mbarriers", "Mbarrier", "TMA", "fence_shared_to_async", "Warpgroup", "WGMMAMatrix", "WGMMAAccumulator",
-    "wgmma_wait", "tma_store_wait",
+    "wgmma_wait", "wgmma_group", "tma_store_wait",
     # register tiles and their layouts
     "RegisterTile", "RowVector", "ColumnVector", "layouts", "Layout", "FragmentLayout",
     # dtypes

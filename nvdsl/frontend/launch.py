@@ -64,6 +64,7 @@ class LaunchContext:
         #: wgmma groups committed so far in the trace, and how many may still run after the last wait.
         self.wgmma_committed = 0
         self.wgmma_in_flight = 0
+        self.wgmma_group = None      # the open ``nvdsl.wgmma_group``, if any
         self._wgmma_listeners = []
         self._finishers = []
 

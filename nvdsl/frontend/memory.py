@@ -95,6 +95,18 @@ class Array:
             return self._plan._view(shape, dtype, start, f"{self.name}+{offset}",
                                     alignment=min(self.alignment, _low_bit(offset)), lease=self.lease)
 
+    def flatten(self) -> "Array":
+        """The same elements as a 1-D array (row-major), for indexing a block of rows as one vector."""
+        current_kernel(f"flattening '{self.name}'")
+        if self.ndim == 1:
+            return self
+        if self.space == SHARED:
+            return self.view((self.size,))
+        with at_user_line():
+            flat = memref.collapse_shape(memref_type(self.dtype, (self.size,), self.space), self.ir,
+                                         [list(range(self.ndim))])
+        return Array(flat, self.dtype, (self.size,), name=self.name, space=self.space, on_write=self._on_write)
+
     def check_lease(self, what: str) -> None:
         """A ring slot's view may only be used while its slot is held (see ``nvdsl.Aref.get``)."""
         if self.lease is not None and not self.lease.active:

@@ -42,6 +42,7 @@ from ..frontend.control import when
 from ..frontend.memory import Array
 from ..frontend.values import (Value, _binary, _compare, _convert, _min_max, _python_number,
                                _unify, as_value)
+from ..frontend.values import select as _select
 from ..layouts import FragmentLayout
 
 
@@ -241,10 +242,27 @@ class RegisterTile(_Fragment):
     """
 
     @classmethod
-    def load(cls, array: Array, layout: FragmentLayout, at=None) -> "RegisterTile":
-        """Each thread loads its elements of the ``layout.shape`` block of ``array`` at ``at`` (row, col)."""
+    def load(cls, array: Array, layout: FragmentLayout, at=None, *, tma=None) -> "RegisterTile":
+        """Each thread loads its elements of the ``layout.shape`` block of ``array`` at ``at`` (row, col).
+
+        With ``tma``, ``array`` is a shared tile laid out as that descriptor's (swizzled) boxes, as
+        ``tma.load`` fills it; ``at`` then counts in the tile's own rows and columns.
+        """
         current_kernel("RegisterTile.load")
-        return cls(_load(array, layout, at, "RegisterTile.load"), array.dtype, layout)
+        if tma is None:
+            return cls(_load(array, layout, at, "RegisterTile.load"), array.dtype, layout)
+        from .tma import SharedBoxes
+        if not isinstance(layout, FragmentLayout):
+            raise _error(f"RegisterTile.load needs a FragmentLayout, got {layout!r}", code="bad-tile")
+        boxes = SharedBoxes(array, tma, "RegisterTile.load")
+        _check_block(array, layout.shape, at, "RegisterTile.load")
+        array.check_lease("reading")
+        if array.lease is not None:
+            array.lease.read_by_threads = True
+        with at_user_line():
+            flat = array.view((array.size,))
+            values = [flat[boxes.index(row, col)].ir for row, col in _coordinates(layout, at, dt.index)]
+        return cls(values, array.dtype, layout)
 
     def store(self, array: Array, at=None) -> None:
         """Each thread writes its elements into the tile-shaped block of ``array`` at ``at`` (row, col),
@@ -390,17 +408,36 @@ class _Vector(_Fragment):
         return cls([v.ir] * layout.values, v.dtype, layout)
 
     @classmethod
-    def load(cls, tile: RegisterTile, array: Array, start=0):
-        """A vector over ``tile``'s rows (or columns) read from the 1-D ``array`` at ``start + index``."""
+    def load(cls, tile: RegisterTile, array: Array, start=0, *, fill=None):
+        """A vector over ``tile``'s rows (or columns) read from the 1-D ``array`` at ``start + index``.
+
+        With ``fill`` (a number), elements whose index is at or past the array's end read as ``fill``
+        instead (for a tile that overhangs a ragged edge); nothing is read outside the array.
+        """
         current_kernel(f"{cls.__name__}.load")
         layout = _vector_layout(cls, tile)
-        return cls(_load(array, layout, (start,), f"{cls.__name__}.load"), array.dtype, layout)
+        if fill is None:
+            return cls(_load(array, layout, (start,), f"{cls.__name__}.load"), array.dtype, layout)
+        if not isinstance(array, Array) or array.ndim != 1:
+            raise _error(f"{cls.__name__}.load needs a 1-D array, got {array!r}", code="bad-tile")
+        with at_user_line():
+            last = array.shape[0] - 1
+            values = []
+            for (index,) in _coordinates(layout, (start,), dt.index):
+                value = array[_min_max(index, last, arith.minsi, arith.minui, arith.minimumf, "minimum")]
+                values.append(_select(index <= last, value, as_value(fill, array.dtype, "fill")).ir)
+        return cls(values, array.dtype, layout)
 
-    def store(self, array: Array, start=0) -> None:
+    def store(self, array: Array, start=0, *, stop=None) -> None:
         """Write element ``i`` into ``array[start + i]``, once: of the threads holding copies of an
-        element, the first writes it."""
+        element, the first writes it. With ``stop`` (an index), elements whose index ``start + i`` is at or
+        past it are not written: for a tile that overhangs a ragged edge, ``stop=len(array)``."""
         current_kernel(f"{type(self).__name__}.store")
-        _check_block(array, self.shape, (start,), f"{type(self).__name__}.store")
+        if stop is not None:
+            if not isinstance(array, Array) or array.ndim != 1:
+                raise _error(f"{type(self).__name__}.store needs a 1-D array, got {array!r}", code="bad-tile")
+        else:
+            _check_block(array, self.shape, (start,), f"{type(self).__name__}.store")
         threads = self.layout.coords[0][0]
         with at_user_line():
             thread, first, span = _thread_index(self.layout), None, 1
@@ -411,7 +448,8 @@ class _Vector(_Fragment):
                 span *= mode.shape
             with when(first) if first is not None else contextlib.nullcontext():
                 for (index,), v in zip(_coordinates(self.layout, (start,), dt.index), self.values):
-                    array[index] = Value(v, self.dtype).to(array.dtype)
+                    with when(index < stop) if stop is not None else contextlib.nullcontext():
+                        array[index] = Value(v, self.dtype).to(array.dtype)
 
     def __getitem__(self, key):
         """NumPy's ``m[:, None]`` (a RowVector) and ``b[None, :]`` (a ColumnVector): the vector itself, which

@@ -213,6 +213,49 @@ class TMA:
         return ir.BlockArgument(self.array.ir).arg_number
 
 
+class SharedBoxes:
+    """How a shared tile made of a TMA descriptor's boxes is laid out (as ``TMA.load`` fills it and
+    ``TMA.store`` reads it): the boxes one after the other in row-major order of boxes, each box's rows
+    ``box_cols`` values long, and within every ``swizzle``-byte row span the 16-byte chunks permuted
+    (address bits 4.. XOR bits 7.., over as many bits as the span has chunks).
+    """
+
+    def __init__(self, tile: Array, tma: "TMA", what: str, code: str = "bad-tma"):
+        if not isinstance(tma, TMA):
+            raise TraceError(f"{what}: tma= needs an nvdsl.TMA, got {tma!r}", code=code, loc=user_location())
+        box = tma.box
+        while len(box) > 2 and box[0] == 1:      # a batch coordinate: the box is one matrix deep
+            box = box[1:]
+        if not (isinstance(tile, Array) and tile.space == SHARED and tile.ndim == 2 and len(box) == 2
+                and tile.shape[0] % box[0] == 0 and tile.shape[1] % box[1] == 0 and tile.dtype == tma.array.dtype):
+            raise TraceError(f"{what}: a shared {tma.array.dtype.name} tile made of whole boxes {list(box)} of the "
+                             f"descriptor is needed, got {tile!r}", code=code, loc=user_location())
+        span = 8 * tma.spec.swizzle
+        if span and tile.alignment < span:
+            raise TraceError(f"'{tile.name}' starts at a shared byte offset aligned to {tile.alignment} bytes; a "
+                             f"{tma.spec.swizzle}-byte swizzled tile must start on a multiple of {span}",
+                             code="misaligned", hint=f"allocate it with align={max(span, 128)}", loc=user_location())
+        self.tile = tile
+        self.item = tile.dtype.itemsize
+        self.box_rows, self.box_cols = box
+        self.boxes_per_row = tile.shape[1] // self.box_cols
+        self.box_bytes = self.box_rows * self.box_cols * self.item
+        self.row_bytes = self.box_cols * self.item
+        self.swizzle_mask = tma.spec.swizzle // 16 - 1
+
+    def swizzled_index(self, offset):
+        """The element index of byte ``offset`` (a traced index or an int) of the unswizzled tile."""
+        if self.swizzle_mask:
+            offset = offset ^ (((offset >> 7) & self.swizzle_mask) << 4)
+        return offset >> (self.item.bit_length() - 1)  # itemsize is a power of two
+
+    def index(self, row, col):
+        """The element index, in the tile's flat view, of element (``row``, ``col``) (traced indices)."""
+        box = (row // self.box_rows) * self.boxes_per_row + col // self.box_cols
+        offset = box * self.box_bytes + (row % self.box_rows) * self.row_bytes + (col % self.box_cols) * self.item
+        return self.swizzled_index(offset)
+
+
 def _product(values) -> int:
     n = 1
     for v in values:

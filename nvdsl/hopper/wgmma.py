@@ -20,7 +20,7 @@ from ..frontend.memory import GLOBAL, SHARED, Array
 from ..frontend.values import Value, _index_value
 from ..layouts import FragmentLayout, wgmma_accumulator
 from .tile import RegisterTile, _load
-from .tma import TMA
+from .tma import TMA, SharedBoxes
 
 _INPUT_DTYPES = (dt.float16, dt.bfloat16)
 _WGMMA_TYPE = {dt.float16: "f16", dt.bfloat16: "bf16"}
@@ -237,13 +237,20 @@ class WGMMAAccumulator(RegisterTile):
             return self
         return self + other
 
-    def accumulate(self, product: _Product, *, in_flight: int = 0) -> None:
-        """Issue ``self += product`` as one wgmma group, then wait until at most ``in_flight`` of the
-        warpgroup's groups still run (``wgmma.commit_group``; ``wgmma.wait_group in_flight``).
+    def accumulate(self, product: _Product, *, in_flight: int | None = None) -> None:
+        """Issue ``self += product`` as one wgmma group, then wait until at most ``in_flight`` (default 0)
+        of the warpgroup's groups still run (``wgmma.commit_group``; ``wgmma.wait_group in_flight``).
 
         With ``in_flight=1`` this product may still be reading its tiles (or A's registers) on return,
         but every earlier one is complete. Reading the accumulator (``store``) waits for all groups first.
+        Inside ``with nvdsl.wgmma_group(...)`` the product joins that group instead (no ``in_flight``).
         """
+        ctx = current_kernel("WGMMAAccumulator.accumulate")
+        group = ctx.wgmma_group
+        if group is not None and in_flight is not None:
+            raise _bad("inside `with nvdsl.wgmma_group(in_flight=...)` the group decides what stays in flight",
+                       hint="drop in_flight= from accumulate")
+        in_flight = 0 if in_flight is None else in_flight
         _check_in_flight(in_flight)
         if not isinstance(product, _Product):
             raise _bad("an accumulator adds A @ B products of WGMMAMatrix operands (A may be a register tile)")
@@ -252,16 +259,21 @@ class WGMMAAccumulator(RegisterTile):
             raise _bad(f"A is {list(product.a.shape)} and B is {list(product.b.shape)}, which do not make "
                        f"an accumulator of {list(self.shape)} with K a multiple of 16", code="bad-wgmma-shape")
         with at_user_line():
+            if group is not None:
+                self._issue(product, fence=not group.products)
+                group.products.append(self)
+                return
             if product._nvgpu_steps_correctly:
                 self.ir = nvgpu.warpgroup_mma(self.type, product.a.ir, product.b.ir, self.ir, wait_group=in_flight,
                                               transpose_b=ir.UnitAttr.get())
             else:
-                self._issue(product, in_flight)
-        ctx = current_kernel("WGMMAAccumulator.accumulate")
+                self._issue(product)
+                nvvm.wgmma_commit_group_sync_aligned()
+                nvvm.wgmma_wait_group_sync_aligned(in_flight)
         ctx.note_wgmma(committed=1, in_flight=in_flight)
         self._group = ctx.wgmma_committed
 
-    def _issue(self, product: _Product, in_flight: int) -> None:
+    def _issue(self, product: _Product, fence: bool = True) -> None:
         """The product as ``wgmma.mma_async`` instructions, one per 64 rows of A and 16 of K, each operand
         descriptor advanced to its sub-tile (``nvvm.wgmma.mma_async``), or, for A in registers, the
         register form of the instruction as inline PTX (the NVVM operation takes descriptors only)."""
@@ -278,7 +290,8 @@ class WGMMAAccumulator(RegisterTile):
         attr = ir.Attribute.parse
         struct = self._struct()
         chunk_type = _chunk_type(n)
-        nvvm.wgmma_fence_aligned()
+        if fence:
+            nvvm.wgmma_fence_aligned()
         for chunk in range(m // 64):
             value = llvm.extractvalue(chunk_type, struct, [chunk])
             for kk in range(k // 16):
@@ -294,8 +307,6 @@ class WGMMAAccumulator(RegisterTile):
                     attr("#nvvm.wgmma_scale_in<one>"), attr("#nvvm.mma_layout<row>"),
                     attr(f"#nvvm.mma_layout<{'row' if product.transpose_b else 'col'}>"))
             struct = llvm.insertvalue(struct, value, [chunk])
-        nvvm.wgmma_commit_group_sync_aligned()
-        nvvm.wgmma_wait_group_sync_aligned(in_flight)
         self.ir = _cast(struct, self.type)
 
     def __getitem__(self, key) -> "_AccumulatorColumns":
@@ -455,44 +466,57 @@ class _BoxLayout(_AccumulatorWriter):
 
     def __init__(self, destination: Array, tma: TMA, shape, at):
         super().__init__(destination.dtype)
-        if not isinstance(tma, TMA):
-            raise TraceError(f"tma= needs an nvdsl.TMA, got {tma!r}", code="bad-wgmma", loc=user_location())
-        rows, cols = destination.shape
-        box = tma.box
-        while len(box) > 2 and box[0] == 1:      # a batch coordinate: the box is one matrix deep
-            box = box[1:]
-        if destination.space != SHARED or at is not None or len(box) != 2 or box[0] % 64 or rows % box[0] or \
-                cols % box[1] or (box[1] * destination.dtype.itemsize) % 16 or \
-                tma.array.dtype != destination.dtype or tuple(shape) != destination.shape:
-            raise TraceError(f"store(..., tma=) needs a shared {tma.array.dtype.name} tile of the accumulator's "
-                             f"shape {list(shape)}, made of whole boxes {list(box)} of that descriptor (box rows a "
-                             f"multiple of 64), got {destination!r}", code="bad-wgmma", loc=user_location())
-        span = 8 * tma.spec.swizzle  # the swizzle pattern repeats every 8 rows of `swizzle` bytes
-        if span and destination.alignment < span:
-            raise TraceError(f"'{destination.name}' starts at a shared byte offset aligned to {destination.alignment} "
-                             f"bytes; a {tma.spec.swizzle}-byte swizzled tile must start on a multiple of {span}",
-                             code="misaligned", hint=f"allocate it with align={max(span, 128)}", loc=user_location())
-        self.item = destination.dtype.itemsize
-        self.box_rows, self.box_cols = box
-        self.boxes_per_row = cols // self.box_cols
-        self.box_bytes = self.box_rows * self.box_cols * self.item
-        self.row_bytes = self.box_cols * self.item
-        self.swizzle_mask = tma.spec.swizzle // 16 - 1
+        if at is not None or tuple(shape) != getattr(destination, "shape", None):
+            raise TraceError(f"store(..., tma=) needs a shared tile of the accumulator's shape {list(shape)}, got "
+                             f"{destination!r}", code="bad-wgmma", loc=user_location())
+        self.boxes = SharedBoxes(destination, tma, "WGMMAAccumulator.store", code="bad-wgmma")
+        if self.boxes.box_rows % 64:
+            raise TraceError(f"store(..., tma=) needs boxes whose rows are a multiple of 64, not {self.boxes.box_rows}",
+                             code="bad-wgmma", loc=user_location())
         self.flat = destination.view((destination.size,))
 
     def write(self, pair, row, col) -> None:
         # The thread's parts stay inside one 64-row chunk and one 8-column block, so which box a
         # pair lands in is known while tracing.
+        b = self.boxes
         (row_const, row_thread), (col_const, col_thread) = row, col
-        box_row, row_in_box = divmod(row_const - row_const % 64, self.box_rows)
-        box_col, col_in_box = divmod(col_const, self.box_cols)
-        box = box_row * self.boxes_per_row + box_col
-        offset = (row_thread + (row_in_box + row_const % 64)) * self.row_bytes + col_thread * self.item + \
-            (box * self.box_bytes + col_in_box * self.item)
-        if self.swizzle_mask:
-            offset = offset ^ (((offset >> 7) & self.swizzle_mask) << 4)
-        index = offset >> (self.item.bit_length() - 1)  # itemsize is a power of two
-        vector.store(pair, self.flat.ir, [index.ir], alignment=2 * self.item)
+        box_row, row_in_box = divmod(row_const - row_const % 64, b.box_rows)
+        box_col, col_in_box = divmod(col_const, b.box_cols)
+        box = box_row * b.boxes_per_row + box_col
+        offset = (row_thread + (row_in_box + row_const % 64)) * b.row_bytes + col_thread * b.item + \
+            (box * b.box_bytes + col_in_box * b.item)
+        vector.store(pair, self.flat.ir, [b.swizzled_index(offset).ir], alignment=2 * b.item)
+
+
+class wgmma_group:
+    """``with nvdsl.wgmma_group(in_flight=1):`` issues every ``acc += a @ b`` in its body as one wgmma group
+    (one ``wgmma.fence``, the products, one ``wgmma.commit_group``), then waits until at most ``in_flight``
+    groups still run. Several accumulators fed by the same tiles (a dual GEMM) so stay in one pipeline
+    stage, which ptxas does not have to serialize."""
+
+    def __init__(self, *, in_flight: int = 0):
+        _check_in_flight(in_flight)
+        self.in_flight = in_flight
+        self.products: list = []
+
+    def __enter__(self) -> "wgmma_group":
+        ctx = current_kernel("nvdsl.wgmma_group")
+        if ctx.wgmma_group is not None:
+            raise _bad("a wgmma_group inside another one", hint="issue the products in one group")
+        ctx.wgmma_group = self
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        ctx = current_kernel("nvdsl.wgmma_group")
+        ctx.wgmma_group = None
+        if exc[0] is None and self.products:
+            with at_user_line():
+                nvvm.wgmma_commit_group_sync_aligned()
+                nvvm.wgmma_wait_group_sync_aligned(self.in_flight)
+            ctx.note_wgmma(committed=1, in_flight=self.in_flight)
+            for acc in self.products:
+                acc._group = ctx.wgmma_committed
+        return False
 
 
 def wgmma_wait(in_flight: int = 0) -> None:

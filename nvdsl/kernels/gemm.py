@@ -58,6 +58,54 @@ def batched_matmul(C, A, B):
         Ct[b, i, j] = acc.astype(C.dtype)
 
 
+ACTIVATIONS = {"none": lambda x: x, "relu": nt.relu, "gelu": nt.gelu, "silu": nt.silu}
+
+
+@functools.lru_cache(maxsize=None)
+def linear_program(activation: str = "none") -> nt.Task:
+    """``C = act(A @ W.T + bias)``: a linear layer with W (N, K) as stored by frameworks, bias (N,)."""
+    act = ACTIVATIONS[activation]
+
+    @nt.task(reads=("A", "W", "bias"), writes=("C",))
+    def linear(C, A, W, bias):
+        BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 256), nt.tunable("BK", 64)
+        Ct, At, Wt, bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(W, (BN, BK)), nt.blocks(bias, (BN,))
+        for i, j in nt.prange(*Ct.grid):
+            acc = nt.zeros((BM, BN), nt.float32)
+            for k in nt.srange(At.grid[1]):
+                acc += At[i, k] @ Wt[j, k].T
+            Ct[i, j] = act(acc + bt[j][None, :]).astype(C.dtype)
+    return linear
+
+
+@nt.task(reads=("A", "W1", "W2"), writes=("C",))
+def gated_mlp(C, A, W1, W2):
+    """The dual GEMM of a gated MLP: ``C = silu(A @ W1) * (A @ W2)``, A's tiles loaded once for both."""
+    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 128), nt.tunable("BK", 64)
+    Ct, At, W1t, W2t = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(W1, (BK, BN)), nt.blocks(W2, (BK, BN))
+    for i, j in nt.prange(*Ct.grid):
+        gate, up = nt.zeros((BM, BN), nt.float32, name="gate"), nt.zeros((BM, BN), nt.float32, name="up")
+        for k in nt.srange(At.grid[1]):
+            gate += At[i, k] @ W1t[k, j]
+            up += At[i, k] @ W2t[k, j]
+        Ct[i, j] = (nt.silu(gate) * up).astype(C.dtype)
+
+
+@nt.task(reads=("A", "B"), writes=("C", "Y"))
+def matmul_rowsum(C, Y, A, B):
+    """``C = A @ B`` and the row sums of A alongside, ``Y[j, i] = sum_k A[i, k]``: one copy of them per column
+    of tiles (Y is (N tiles, M); every row of Y holds the same sums), so no two tiles write the same data."""
+    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 256), nt.tunable("BK", 64)
+    Ct, Yt, At, Bt = nt.blocks(C, (BM, BN)), nt.blocks(Y, (1, BM)), nt.blocks(A, (BM, BK)), nt.blocks(B, (BK, BN))
+    for i, j in nt.prange(*Ct.grid):
+        acc, rows = nt.zeros((BM, BN), nt.float32), nt.zeros((BM,), nt.float32, name="rows")
+        for k in nt.srange(At.grid[1]):
+            acc += At[i, k] @ Bt[k, j]
+            rows += At[i, k].sum(axis=1)
+        Ct[i, j] = acc.astype(C.dtype)
+        Yt[j, i] = rows
+
+
 #: The mapping the library's GEMM runs under by default.
 MAPPING = nt.Mapping(tiles={"BM": 128, "BN": 256, "BK": 64}, pipeline=4, mma_in_flight=1, consumers=2,
                      persistent=True, raster="grouped", group=8)

@@ -9,13 +9,17 @@ from .. import dtypes as dt
 from ..errors import TaskError
 from ..frontend.control import fori, for_range, when
 from ..frontend.launch import gpu_launch
-from ..frontend.values import minimum
+from ..frontend.math import erf, exp, exp2
+from ..frontend.memory import Array
+from ..frontend.values import constant, maximum, minimum
 from ..hopper.aref import Aref
+from ..hopper.tile import ColumnVector, RegisterTile, RowVector
 from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait
 from ..hopper.warpgroup import Warpgroup
-from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix
+from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wait
+from ..layouts import wgmma_accumulator
 from .analysis import operand_name
-from .ir import Affine, Copy, Fill, Map, Mma, Reduce, Region
+from .ir import Affine, Broadcast, Copy, Fill, Map, Mma, Reduce, Region
 from .schedule import PINGPONG, Schedule, _loads
 
 
@@ -94,8 +98,8 @@ def emit(schedule: Schedule, arrays: dict) -> None:
                 for group in for_range(my_groups):
                     number, exists = tile_of(group, member)
                     with when(exists) if pingpong else _nothing():
-                        env = coordinates(number)
-                        _consume_tile(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, env)
+                        _Consumer(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, arrays,
+                                  coordinates(number)).run_tile()
                 tma_store_wait(0)
 
     kernel()
@@ -170,65 +174,240 @@ def _put_tile_loads(s: Schedule, rings: dict, tmas: dict, env: dict, member: int
         _put(rings[plan.name], plan, tmas, env)
 
 
-def _consume_tile(s: Schedule, ctx, wg, c: int, rings, ring_tmas, store_tmas, staging, env) -> None:
-    """One consumer's work on one tile: prologue, main loop over ring slots, epilogue stores."""
-    program = s.program
-    values: dict = {}
-    pingpong = s.mapping.schedule == PINGPONG
-    row0 = c * s.rows if s.consumers > 1 and not pingpong else 0
+class _Consumer:
+    """One consumer warpgroup's work on one tile: prologue, main loop over ring slots, epilogue."""
 
-    def rows_of(name: str) -> bool:
-        return name in s.split
+    def __init__(self, s: Schedule, ctx, wg, c: int, rings, ring_tmas, store_tmas, staging, arrays, env):
+        self.s, self.ctx, self.wg, self.c = s, ctx, wg, c
+        self.rings, self.ring_tmas, self.store_tmas, self.staging = rings, ring_tmas, store_tmas, staging
+        self.arrays, self.env = arrays, env
+        self.program = s.program
+        self.values: dict = {}
+        self.pingpong = s.mapping.schedule == PINGPONG
+        self.cooperative = s.consumers > 1 and not self.pingpong
+        self.step = s.ring("step", c)
 
-    tile_ring = s.ring("tile", c)
-    if tile_ring is not None:
-        raise TaskError("loads once per tile (before the srange) are not scheduled yet", code="unsupported-program")
-    for op in s.prologue:
-        _run(op, values, program, s, rows_of, c)
+    # -- where this consumer's part of a tensor is ------------------------------------------------------------
+    def split(self, name: str) -> bool:
+        return self.cooperative and name in self.s.split
 
-    step = s.ring("step", c)
-    if s.main is not None:
-        accumulators = {name: values[name] for name in _carried(s)}
+    def rows(self, name: str) -> int:
+        """The rows of tensor ``name`` this consumer holds."""
+        full = self.program.tensor(name).shape[0]
+        return self.s.rows if self.split(name) or self.pingpong else full
+
+    def row0(self, name: str) -> int:
+        """Where this consumer's rows of ``name`` start within the tile."""
+        return self.c * self.s.rows if self.split(name) else 0
+
+    # -- the tile --------------------------------------------------------------------------------------------
+    def run_tile(self) -> None:
+        s = self.s
+        if s.ring("tile", self.c) is not None:
+            raise TaskError("loads once per tile (before the srange) are not scheduled yet", code="unsupported-program")
+        for op in s.prologue:
+            self.run(op)
+        if s.main is not None:
+            self.main_loop()
+        if any(b.aliases for b in s.buffers):      # staging reuses the ring: every consumer must have left it
+            wgmma_wait(0)
+            self.ctx.sync_threads(128 * s.consumers, barrier=9)
+        for op in s.epilogue:
+            if isinstance(op, Copy) and isinstance(op.target, Region):
+                self.store(op)
+            else:
+                self.run(op)
+
+    def main_loop(self) -> None:
+        s, env = self.s, self.env
+        carried = {name: self.values[name] for name in _carried(s)}
         extent = s.main.extents[0]
         loads = _loads(s.main.body)
-        issuer = not s.warp_specialized and c == 0
-        ring = rings[step.name] if step is not None else None
+        issuer = not s.warp_specialized and self.c == 0
+        ring = self.rings[self.step.name] if self.step is not None else None
         if issuer and ring is not None:
             for k in range(min(s.lookahead, extent)):
                 env[s.main.vars[0]] = k
-                _put(ring, step, ring_tmas, env)
+                _put(ring, self.step, self.ring_tmas, env)
 
-        @fori(0, extent, carry=accumulators)
-        def carried(k, accumulators):
+        @fori(0, extent, carry=carried)
+        def after(k, carried):
             env[s.main.vars[0]] = k
-            values.update(accumulators)
+            self.values.update(carried)
+            body = [op for op in s.main.body if op not in loads]
             if ring is not None:
                 with ring.get() as tiles:
-                    for plan_tile, view in zip(step.tiles, tiles):
-                        values[plan_tile.local] = view
-                    for op in s.main.body:
-                        if op in loads:
-                            continue
-                        _run(op, values, program, s, rows_of, c, ring_tmas=ring_tmas, ring=step)
+                    for plan_tile, view in zip(self.step.tiles, tiles):
+                        self.values[plan_tile.local] = view
+                    self.run_all(body)
             else:
-                for op in s.main.body:
-                    _run(op, values, program, s, rows_of, c)
+                self.run_all(body)
             if issuer and ring is not None:
                 with when(k + s.lookahead < extent):
                     env[s.main.vars[0]] = k + s.lookahead
-                    _put(ring, step, ring_tmas, env)
-            return {name: values[name] for name in accumulators}
-        values.update(carried)
+                    _put(ring, self.step, self.ring_tmas, env)
+            return {name: self.values[name] for name in carried}
+        self.values.update(after)
 
-    if any(b.aliases for b in s.buffers):      # staging reuses the ring: every consumer must have left it
-        from ..hopper.wgmma import wgmma_wait
-        wgmma_wait(0)
-        ctx.sync_threads(128 * s.consumers, barrier=9)
-    for op in s.epilogue:
-        if isinstance(op, Copy) and isinstance(op.target, Region):
-            _store(s, op, values, wg, c, row0, store_tmas, staging, env)
+    # -- operations ------------------------------------------------------------------------------------------
+    def run_all(self, ops) -> None:
+        """Run ``ops`` in order; consecutive products go out as one wgmma group (one fence, one commit), so
+        accumulators fed by the same tiles stay in one pipeline stage."""
+        i = 0
+        while i < len(ops):
+            j = i
+            while j < len(ops) and isinstance(ops[j], Mma):
+                j += 1
+            if j - i > 1:
+                with wgmma_group(in_flight=self.s.in_flight):
+                    for op in ops[i:j]:
+                        self.product(op)
+                i = j
+            else:
+                self.run(ops[i])
+                i += 1
+
+    def product(self, op: Mma, in_flight=None) -> None:
+        acc = self.values[op.acc]
+        a = WGMMAMatrix(*self.operand_view(op.a))
+        b = WGMMAMatrix(*self.operand_view(op.b), transposed=op.transpose_b)
+        acc.accumulate(a @ b, in_flight=in_flight)
+
+    def run(self, op) -> None:
+        if isinstance(op, Fill):
+            self.fill(op)
+        elif isinstance(op, Mma):
+            self.product(op, in_flight=self.s.in_flight)
+        elif isinstance(op, Copy) and isinstance(op.source, Region):
+            self.values[op.target] = _Pending(op.source)        # a vector: loaded where a layout is known
+        elif isinstance(op, Map):
+            self.map(op)
+        elif isinstance(op, Reduce):
+            self.reduce(op)
         else:
-            _run(op, values, program, s, rows_of, c)
+            raise TaskError(f"{op}: not scheduled on the consumers", code="unsupported-program", loc=op.loc)
+
+    def fill(self, op: Fill) -> None:
+        t = self.program.tensor(op.target)
+        rows = self.rows(op.target)
+        if len(t.shape) == 2:
+            tile = WGMMAAccumulator(rows, t.shape[1])
+            self.values[op.target] = tile if op.value == 0.0 else tile * 0.0 + op.value
+        else:                                        # a vector over the rows of this consumer's tiles
+            layout = wgmma_accumulator(rows, 8).project(0)
+            self.values[op.target] = RowVector([constant(op.value, dt.float32).ir] * layout.values, dt.float32, layout)
+
+    def operand_view(self, operand):
+        name = operand_name(operand)
+        view = self.values[name]
+        tma = self.ring_tmas[(self.step.name, name)]
+        if self.split(name):
+            cols = view.shape[-1]
+            view = view.view((self.s.rows, cols), offset=self.row0(name) * cols * view.dtype.itemsize)
+        return view, tma
+
+    def value(self, x, like=None):
+        """An operand of tile math: a tile, a vector broadcast over ``like``, or a number."""
+        if isinstance(x, float):
+            return x
+        if isinstance(x, Broadcast):
+            return self.vector(operand_name(x.tensor), x.axis, like)
+        v = self.values[x]
+        return v.acc.to(v.dtype) if isinstance(v, _Cast) else v
+
+    def vector(self, name: str, axis: int, like):
+        """Vector ``name`` over the tile ``like``: broadcast down its rows (axis 0, one value per column) or
+        across its columns (axis 1, one value per row)."""
+        v = self.values[name]
+        if isinstance(v, _Pending):
+            kind = ColumnVector if axis == 0 else RowVector
+            start = _evaluate(v.region.origin[-1], self.env)
+            if axis == 1:
+                start = start + self.row0(name) if self.row0(name) else start
+            return kind.load(like, self.arrays[v.region.tensor], start, fill=0.0)
+        return v
+
+    def map(self, op: Map) -> None:
+        tiles = [self.values[x] for x in op.inputs if isinstance(x, str)]
+        tiles = [t.acc if isinstance(t, _Cast) else t for t in tiles]
+        like = next((t for t in tiles if isinstance(t, RegisterTile)), None)
+        args = [self.value(x, like) for x in op.inputs]
+        fn = op.fn
+        if fn == "cast":
+            source = self.values[op.inputs[0]]
+            self.values[op.out] = _Cast(source.acc if isinstance(source, _Cast) else source,
+                                        self.program.tensor(op.out).dtype)
+            return
+        out_dtype = self.program.tensor(op.out).dtype
+        args = [a if isinstance(a, float) or a.dtype == out_dtype else a.to(out_dtype) for a in args]
+        if fn in _BINARY:
+            result = _BINARY[fn](*args)
+        elif fn == "maximum":
+            result = maximum(*args)
+        else:
+            result = _UNARY[fn](args[0])
+        self.values[op.out] = result
+
+    def reduce(self, op: Reduce) -> None:
+        source = self.values[operand_name(op.input)]
+        if isinstance(source, Array):                # a ring slot: read the shared tile in the accumulator layout
+            name = operand_name(op.input)
+            rows, cols = self.rows(name), source.shape[-1]
+            tma = self.ring_tmas[(self.step.name, name)]
+            tile = RegisterTile.load(source, wgmma_accumulator(rows, cols), at=(self.row0(name), 0), tma=tma)
+            source = tile.to(dt.float32)
+        elif isinstance(source, _Cast):
+            source = source.acc
+        reduced = getattr(source, op.fn)(axis=op.axis)
+        if op.into:
+            reduced = self.values[op.out] + reduced
+        self.values[op.out] = reduced
+
+    def store(self, op: Copy) -> None:
+        value = self.values[op.source]
+        target = self.arrays[op.target.tensor]
+        if isinstance(value, RowVector):             # a vector: each element written once, clipped at the edge
+            length = target.shape[-1]
+            origin = [_evaluate(a, self.env) for a in op.target.origin]
+            row_start = 0                            # where the vector's row of a 2-D target starts, flattened
+            for axis, position in enumerate(origin[:-1]):
+                stride = 1
+                for extent in target.shape[axis + 1:]:
+                    stride *= extent
+                row_start = position * stride + row_start
+            start = origin[-1] + self.row0(op.source) if self.row0(op.source) else origin[-1]
+            value.store(target.flatten(), start + row_start, stop=row_start + length)
+            return
+        plan = next(st for st in self.s.stores if st.source == op.source)
+        acc = value.acc if isinstance(value, _Cast) else value
+        if not isinstance(acc, WGMMAAccumulator):
+            raise TaskError(f"{op}: only float32 tiles in the accumulator layout (converted or not) are stored "
+                            "through TMA", code="unsupported-program", loc=op.loc)
+        tma = self.store_tmas[op.source]
+        buffer = self.staging[plan.staging[self.c]]
+        leader = self.wg.thread_index.eq(0)
+        row0 = self.row0(op.source)
+        for first in range(0, acc.shape[1], plan.slice_columns):
+            tma_store_wait(0)                        # the last slice's copy has read the staging tile
+            self.wg.sync()
+            acc[:, first:first + plan.slice_columns].store(buffer, tma=tma)
+            fence_shared_to_async()
+            self.wg.sync()
+            tma.store(buffer, _origin(op.target, self.env, row0, first), predicate=leader, wait=False)
+
+
+class _Pending:
+    """A vector copied from an argument, loaded once a tile gives it a layout."""
+
+    def __init__(self, region: Region):
+        self.region = region
+
+
+class _Cast:
+    """A tile to be converted to ``dtype`` (when stored, or when used in more math)."""
+
+    def __init__(self, acc, dtype: dt.DType):
+        self.acc, self.dtype = acc, dtype
 
 
 def _carried(s: Schedule) -> list[str]:
@@ -238,61 +417,12 @@ def _carried(s: Schedule) -> list[str]:
     return sorted(written & defined_before)
 
 
-def _run(op, values: dict, program, s: Schedule, rows_of, c: int, ring_tmas=None, ring=None) -> None:
-    """One consumer-side operation."""
-    if isinstance(op, Fill):
-        t = program.tensor(op.target)
-        if len(t.shape) != 2 or op.value != 0.0:
-            raise TaskError(f"{op}: only zero-filled matrix accumulators are scheduled yet", code="unsupported-program",
-                            loc=op.loc)
-        rows = s.rows if rows_of(op.target) or s.mapping.schedule == PINGPONG else t.shape[0]
-        values[op.target] = WGMMAAccumulator(rows, t.shape[1])
-    elif isinstance(op, Mma):
-        acc = values[op.acc]
-        a_view, a_tma = _operand_view(op.a, values, program, s, rows_of, c, ring_tmas, ring)
-        b_view, b_tma = _operand_view(op.b, values, program, s, rows_of, c, ring_tmas, ring)
-        product = WGMMAMatrix(a_view, a_tma) @ WGMMAMatrix(b_view, b_tma, transposed=op.transpose_b)
-        acc.accumulate(product, in_flight=s.in_flight)
-    elif isinstance(op, Map) and op.fn == "cast" and len(op.inputs) == 1:
-        values[op.out] = _Cast(values[op.inputs[0]], program.tensor(op.out).dtype)
-    elif isinstance(op, (Map, Reduce)):
-        raise TaskError(f"{op}: elementwise math and reductions on register tiles are not scheduled yet",
-                        code="unsupported-program", loc=op.loc)
-    else:
-        raise TaskError(f"{op}: not scheduled on the consumers", code="unsupported-program", loc=op.loc)
-
-
-def _operand_view(operand, values, program, s: Schedule, rows_of, c: int, ring_tmas, ring):
-    name = operand_name(operand)
-    view = values[name]
-    tma = ring_tmas[(ring.name, name)]
-    if rows_of(name) and s.consumers > 1 and s.mapping.schedule != PINGPONG:
-        cols = view.shape[-1]
-        view = view.view((s.rows, cols), offset=c * s.rows * cols * view.dtype.itemsize)
-    return view, tma
-
-
-class _Cast:
-    """An accumulator to be converted to ``dtype`` when it is stored."""
-
-    def __init__(self, acc: WGMMAAccumulator, dtype: dt.DType):
-        self.acc, self.dtype = acc, dtype
-
-
-def _store(s: Schedule, op: Copy, values, wg, c: int, row0: int, store_tmas, staging, env) -> None:
-    plan = next(st for st in s.stores if st.source == op.source)
-    value = values[op.source]
-    acc = value.acc if isinstance(value, _Cast) else value
-    if not isinstance(acc, WGMMAAccumulator):
-        raise TaskError(f"{op}: only accumulators (converted or not) are stored yet", code="unsupported-program",
-                        loc=op.loc)
-    tma = store_tmas[op.source]
-    buffer = staging[plan.staging[c]]
-    leader = wg.thread_index.eq(0)
-    for first in range(0, acc.shape[1], plan.slice_columns):
-        tma_store_wait(0)                          # the last slice's copy has read the staging tile
-        wg.sync()
-        acc[:, first:first + plan.slice_columns].store(buffer, tma=tma)
-        fence_shared_to_async()
-        wg.sync()
-        tma.store(buffer, _origin(op.target, env, row0, first), predicate=leader, wait=False)
+_BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+           "div": lambda a, b: a / b}
+_SQRT_HALF = 0.7071067811865476
+_UNARY = {
+    "relu": lambda x: maximum(x, 0.0),
+    "gelu": lambda x: x * (erf(x * _SQRT_HALF) + 1.0) * 0.5,         # exact (erf) GELU, as torch's default
+    "silu": lambda x: x / (exp(-x) + 1.0),
+    "exp2": lambda x: exp2(x),
+}

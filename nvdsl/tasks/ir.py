@@ -84,9 +84,10 @@ class Region:
 
     @property
     def matrix_shape(self) -> tuple[int, ...]:
-        """The shape without leading axes of extent 1 (a batch index), transposed if marked."""
+        """The shape without leading axes of extent 1 (a batch or row index), transposed if marked: a
+        (1, 128, 64) box is a (128, 64) matrix, a (1, 128) box a vector of 128."""
         shape = list(self.shape)
-        while len(shape) > 2 and shape[0] == 1:
+        while len(shape) > 1 and shape[0] == 1:
             shape.pop(0)
         return tuple(shape[::-1]) if self.transposed else tuple(shape)
 

@@ -234,7 +234,7 @@ class Local:
 
     def _binary(self, fn: str, other, reverse=False) -> "Local":
         inputs = (_as_operand(other, self.shape), self.name) if reverse else (self.name, _as_operand(other, self.shape))
-        return _map(fn, inputs, self.shape, self.dtype)
+        return _map(fn, inputs, self.shape, _promote(self.dtype, other))
 
     def __add__(self, o): return self._binary("add", o)
     def __radd__(self, o): return self._binary("add", o, True)
@@ -258,6 +258,20 @@ class Local:
 
     def __getitem__(self, key) -> Broadcast:
         return _broadcast(self, key)
+
+
+def _promote(dtype: dt.DType, other) -> dt.DType:
+    """The dtype of elementwise math between a tile of ``dtype`` and ``other``: as NumPy, the wider float
+    (a float16 bias added to a float32 accumulator gives float32); Python numbers take the tile's."""
+    other_dtype = getattr(other, "dtype", None)
+    if isinstance(other, _BroadcastOperand):
+        other_dtype = other.dtype
+    if other_dtype is None or other_dtype == dtype:
+        return dtype
+    if dtype.is_float and other_dtype.is_float:
+        return dtype if dtype.bits >= other_dtype.bits else other_dtype
+    raise _error(f"tile math between {dtype.name} and {other_dtype.name}", code="bad-dtype",
+                 hint="convert one side with .astype(...)")
 
 
 def _matrix(x) -> tuple[int, ...]:
@@ -284,7 +298,7 @@ def _broadcast(value, key) -> "_BroadcastOperand":
     if len(value.shape) != 1 or key not in ((None, slice(None)), (slice(None), None)):
         raise _error("broadcast a vector tile as v[None, :] (a row, repeated down) or v[:, None] (a column)",
                      code="bad-tile")
-    return _BroadcastOperand(value._operand(), 0 if key[0] is None else 1, value.shape[0])
+    return _BroadcastOperand(value._operand(), 0 if key[0] is None else 1, value.shape[0], value.dtype)
 
 
 @dataclass(frozen=True)
@@ -292,6 +306,7 @@ class _BroadcastOperand:
     source: object               # a local's name or an argument's Region
     axis: int
     length: int
+    dtype: dt.DType
 
 
 def _as_operand(x, shape):
@@ -532,4 +547,6 @@ def maximum(a, b) -> Local:
     base = a if isinstance(a, Local) else b
     if not isinstance(base, Local):
         raise _error("nt.maximum needs at least one computed tile", code="bad-tile")
-    return _map("maximum", (_as_operand(a, base.shape), _as_operand(b, base.shape)), base.shape, base.dtype)
+    other = b if base is a else a
+    return _map("maximum", (_as_operand(a, base.shape), _as_operand(b, base.shape)), base.shape,
+                _promote(base.dtype, other))

@@ -296,7 +296,8 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
     producer = "producer" if ws else "consumers"
     consumer_roles = tuple(f"consumer{c}" for c in range(consumers))
     for op in _loads(epilogue):
-        raise _refuse(f"{op}: loads after the srange loop are not scheduled yet", loc=op.loc)
+        if _tensor(program, op.target).memory == SHARED:
+            raise _refuse(f"{op}: loads into shared memory after the srange loop are not scheduled yet", loc=op.loc)
     rings = []
     for per, ops in (("tile", prologue), ("step", main_ops)):
         loads = [op for op in _loads(ops) if _tensor(program, op.target).memory == SHARED]
@@ -314,7 +315,7 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
     # Epilogue stores: through a staging tile per consumer, a slice of columns at a time, with TMA.
     stores = []
     for op in epilogue:
-        if isinstance(op, Copy) and isinstance(op.target, Region):
+        if isinstance(op, Copy) and isinstance(op.target, Region) and len(op.target.matrix_shape) == 2:
             local = _tensor(program, op.source)
             out_rows = rows if op.source in split or pingpong else local.shape[0]
             box, _ = _box(op.target.shape, local.dtype, out_rows)
