@@ -20,7 +20,8 @@ from ..frontend.memory import GLOBAL, SHARED, Array
 from ..frontend.values import Value, _index_value
 from ..layouts import FragmentLayout, wgmma_accumulator
 from .tile import RegisterTile, _load
-from .tma import TMA
+from .tma import TMA, shared_alignment
+from .warpgroup import WARPGROUP_THREADS, require_sm90a
 
 _INPUT_DTYPES = (dt.float16, dt.bfloat16)
 _WGMMA_TYPE = {dt.float16: "f16", dt.bfloat16: "bf16"}
@@ -245,6 +246,7 @@ class WGMMAAccumulator(RegisterTile):
         but every earlier one is complete. Reading the accumulator (``store``) waits for all groups first.
         """
         _check_in_flight(in_flight)
+        _check_warpgroups("wgmma (WGMMAAccumulator.accumulate)")
         if not isinstance(product, _Product):
             raise _bad("an accumulator adds A @ B products of WGMMAMatrix operands (A may be a register tile)")
         (m, k), (k2, n) = product.a.shape, product.b.shape
@@ -467,11 +469,11 @@ class _BoxLayout(_AccumulatorWriter):
             raise TraceError(f"store(..., tma=) needs a shared {tma.array.dtype.name} tile of the accumulator's "
                              f"shape {list(shape)}, made of whole boxes {list(box)} of that descriptor (box rows a "
                              f"multiple of 64), got {destination!r}", code="bad-wgmma", loc=user_location())
-        span = 8 * tma.spec.swizzle  # the swizzle pattern repeats every 8 rows of `swizzle` bytes
-        if span and destination.alignment < span:
+        span = shared_alignment(tma.spec.swizzle)
+        if destination.alignment < span:
             raise TraceError(f"'{destination.name}' starts at a shared byte offset aligned to {destination.alignment} "
                              f"bytes; a {tma.spec.swizzle}-byte swizzled tile must start on a multiple of {span}",
-                             code="misaligned", hint=f"allocate it with align={max(span, 128)}", loc=user_location())
+                             code="misaligned", hint=f"allocate it with align={span}", loc=user_location())
         self.item = destination.dtype.itemsize
         self.box_rows, self.box_cols = box
         self.boxes_per_row = cols // self.box_cols
@@ -508,6 +510,18 @@ def wgmma_wait(in_flight: int = 0) -> None:
 def _chunk_type(n: int) -> ir.Type:
     """The registers of 64 accumulator rows per thread, as nvgpu lowers them: N/2 f32 in a struct."""
     return ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * (n // 2)) + ")>")
+
+
+def _check_warpgroups(what: str) -> None:
+    """wgmma runs on whole warpgroups: a block of fewer (or a partial one) faults on the GPU."""
+    require_sm90a(what)
+    block = current_kernel(what).block
+    threads = block.x * block.y * block.z
+    if threads % WARPGROUP_THREADS:
+        raise TraceError(f"{what} runs on whole warpgroups of {WARPGROUP_THREADS} threads, but the block has "
+                         f"{threads}", code="bad-wgmma",
+                         hint=f"launch with a multiple of {WARPGROUP_THREADS} threads per block",
+                         loc=user_location())
 
 
 def _check_in_flight(in_flight) -> None:
