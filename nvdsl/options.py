@@ -22,7 +22,6 @@ name would otherwise be ignored).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import re
 from dataclasses import dataclass
@@ -129,6 +128,7 @@ def from_env(environ=None) -> Options:
     environ = os.environ if environ is None else environ
     unknown = sorted(var for var in environ if var.startswith("NVDSL_") and var not in _ENV_FIELDS)
     if unknown:
+        import difflib  # only for this error
         close = difflib.get_close_matches(unknown[0], _ENV_FIELDS, n=1)
         raise UserError(f"unknown environment variable {unknown[0]}={environ[unknown[0]]!r}", code="bad-env",
                         hint=(f"did you mean {close[0]}? " if close else "") +

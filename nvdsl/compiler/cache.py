@@ -45,6 +45,14 @@ def toolchain_fingerprint(options: Options) -> str:
                      f"mlir={mlir_build()}", f"ptxas={file_identity(ptxas)}"])
 
 
+def call_toolchain(options: Options) -> str:
+    """The toolchain part of a call's key, found without searching for ptxas (importing the search
+    costs tens of milliseconds): the ptxas a call entry was assembled with is checked when it is read."""
+    from .. import __version__
+    explicit = file_identity(options.ptxas) if options.ptxas else "search"
+    return ";".join([f"nvdsl={__version__}", f"format={_FORMAT}", f"mlir={mlir_build()}", f"ptxas={explicit}"])
+
+
 def cache_key(module_text: str, options: Options) -> str:
     h = hashlib.sha256()
     for part in (module_text, options.compile_key(), toolchain_fingerprint(options)):
@@ -105,6 +113,10 @@ class CompileCache:
                 entry = json.load(f)
             if entry.get("format") != _FORMAT or entry.get("call") != call_key:
                 return None
+            ptxas = entry["ptxas"]
+            if ptxas is not None and (not os.path.exists(ptxas["path"]) or
+                                      file_identity(ptxas["path"]) != ptxas["identity"]):
+                return None  # the ptxas that assembled it changed or went away
             module = self._memory.get(entry["module"]) or self._read(entry["module"])
             written = frozenset(entry["written"])
         except (OSError, ValueError, KeyError, TypeError):
@@ -114,12 +126,15 @@ class CompileCache:
         self._calls[call_key] = (module[0], written)
         return self._calls[call_key]
 
-    def put_call(self, call_key: str, compiled: CompiledModule, written: frozenset[int]) -> None:
+    def put_call(self, call_key: str, compiled: CompiledModule, written: frozenset[int],
+                 options: Options) -> None:
         """Remember that the call ``call_key`` compiles to ``compiled`` (which :meth:`put` stored)."""
         self._calls[call_key] = (compiled, written)
         if self.directory is None:
             return
-        entry = {"format": _FORMAT, "call": call_key, "module": compiled.key, "written": sorted(written)}
+        ptxas = find_tool("ptxas", options.ptxas) if compiled.cubin is not None else None
+        entry = {"format": _FORMAT, "call": call_key, "module": compiled.key, "written": sorted(written),
+                 "ptxas": {"path": ptxas, "identity": file_identity(ptxas)} if ptxas else None}
         path = self._call_path(call_key)
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -11,8 +11,6 @@ import glob
 import importlib.util
 import os
 import shutil
-import subprocess
-import tempfile
 
 from ..errors import CompileError
 
@@ -60,6 +58,8 @@ def file_identity(path: str | None) -> str:
 
 def disassemble(cubin: bytes) -> str | None:
     """The SASS of a cubin from nvdisasm, or None where nvdisasm is not installed."""
+    import subprocess  # imported here: `import nvdsl` stays light
+    import tempfile
     nvdisasm = find_tool("nvdisasm")
     if nvdisasm is None:
         return None

@@ -16,7 +16,7 @@ import sys
 import warnings
 from dataclasses import dataclass
 
-from ..compiler.cache import cache_for, cache_key, toolchain_fingerprint
+from ..compiler.cache import cache_for, cache_key, call_toolchain
 from ..compiler.compiled import CompiledModule, ptxas_warnings
 from ..compiler.toolchain import disassemble
 from ..errors import (ArgumentError, InternalError, PtxasWarning, SourceLocation, TraceError, UserError,
@@ -233,14 +233,14 @@ class TracedFunction:
         cache = cache_for(options)
         call = None
         if options.dump_dir is None:  # a dump needs the trace
-            call = call_key(self.fn, specs, constants, options, toolchain_fingerprint(options))
+            call = call_key(self.fn, specs, constants, options, call_toolchain(options))
             hit = cache.get_call(call) if call is not None else None
             if hit is not None:
                 _warn_ptxas(hit[0], self.name)
                 return hit
         compiled = self._compile(specs, constants)
         if call is not None:
-            cache.put_call(call, compiled.module, compiled.trace.written)
+            cache.put_call(call, compiled.module, compiled.trace.written, options)
         return compiled.module, compiled.trace.written
 
     def _load(self, args, constants, key, constants_key) -> LoadedProgram:

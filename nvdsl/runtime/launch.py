@@ -97,14 +97,15 @@ class LoadedProgram:
         self._binders = [self._binder(i, spec, locations[i], sample_args[i]) for i, spec in enumerate(specs)]
         # TMA descriptors: one slot each, filled after the arrays' pointers are known.
         self._tensormaps: dict[TensorMapSpec, tuple] = {}
-        self._launches = []
+        self._launches, self._launch_calls = [], []
         for launch in plan.launches:
             func = check(cu.cuModuleGetFunction(module, launch.kernel.encode()), "cuModuleGetFunction")
             self._prepare_shared_memory(func, launch)
             params = (ctypes.c_void_p * max(1, len(launch.params)))(
                 *[ctypes.addressof(self._param_slot(p)) for p in launch.params])
-            self._launches.append((func, *launch.grid, *launch.block, launch.smem,
-                                   params, ctypes.addressof(params), launch.kernel))
+            self._launches.append((func, params))  # params: kept alive for the driver's reads
+            self._launch_calls.append((_launcher(cu.cuLaunchKernel, func, launch, ctypes.addressof(params)),
+                                       launch.kernel))
 
     def _param_slot(self, source):
         if isinstance(source, int):
@@ -179,22 +180,29 @@ class LoadedProgram:
         have this program's signature."""
         if len(args) != len(self._binders) or constants_key != self.constants_key:
             return False
-        with self._lock:
+        self._lock.acquire()  # the slots are shared: bind and launch as one step (`with` costs twice as much)
+        try:
             for bind in self._binders:
                 if not bind(args):
                     return False
             if self._host or self._scratch:
                 self._run_with_memory(args, stream)
-            else:
+            elif self._tensormaps:
                 self._launch_all(stream)
+            else:  # the common case, inlined: device arrays and scalars straight to the driver
+                for launch, kernel in self._launch_calls:
+                    result = launch(stream)[0]
+                    if result:
+                        check((result,), f"cuLaunchKernel({kernel})", LaunchError)
+        finally:
+            self._lock.release()
         return True
 
     def _launch_all(self, stream: int) -> None:
         for slot, array_slot, maps in self._tensormaps.values():
             slot.value = maps.pointer_for(array_slot.value)
-        launch_kernel = self._cu.cuLaunchKernel
-        for func, gx, gy, gz, bx, by, bz, smem, _params, address, kernel in self._launches:
-            result = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, stream, address, 0)[0]
+        for launch, kernel in self._launch_calls:
+            result = launch(stream)[0]
             if result:
                 check((result,), f"cuLaunchKernel({kernel})", LaunchError)
 
@@ -233,6 +241,12 @@ class LoadedProgram:
                 cu.cuMemFreeAsync(pointer, stream)
             if self._host:
                 check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize", LaunchError)
+
+
+def _launcher(launch_kernel, func, launch, params_address: int):
+    """``launch(stream)``: ``cuLaunchKernel`` of one planned launch, its other arguments bound."""
+    (gx, gy, gz), (bx, by, bz), smem = launch.grid, launch.block, launch.smem
+    return lambda stream: launch_kernel(func, gx, gy, gz, bx, by, bz, smem, stream, params_address, 0)
 
 
 def _checked_pointer(info: ArrayInfo, name: str, ordinal: int, written: bool) -> int:
