@@ -17,32 +17,38 @@ from nvdsl.testing import has_gpu, requires_gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def staged(ctx, out, space: str, dtype, count: int):
+    """``out`` itself, or (``space == "shared"``) a shared copy of its first ``count`` elements, with a
+    function that copies that back at the end."""
+    if space != "shared":
+        return out, lambda: None
+    t = ctx.thread_id.x
+    target = ctx.shared_array((count,), dtype)
+    with nvdsl.when(t < count):
+        target[t] = out[t]
+    ctx.sync_threads()
+
+    def write_back():
+        ctx.sync_threads()
+        with nvdsl.when(t < count):
+            out[t] = target[t]
+    return target, write_back
+
+
 def atomics(operation, dtype, space):
     """Every thread applies ``operation`` to one of 4 elements of a ``dtype`` array in ``space``; the old
     values go to ``old``, the final ones to ``out``."""
-    ndt = getattr(nvdsl, dtype)
-
     @nvdsl.mlir_func
     def run(values, old, out):
-        n = values.shape[0]
-
-        @nvdsl.gpu_launch(grid=1, block=n)
+        @nvdsl.gpu_launch(grid=1, block=values.shape[0])
         def kernel(ctx):
             t = ctx.thread_id.x
-            target = out
-            if space == "shared":
-                target = ctx.shared_array((4,), ndt)
-                with nvdsl.when(t < 4):
-                    target[t] = out[t]
-                ctx.sync_threads()
+            target, write_back = staged(ctx, out, space, getattr(nvdsl, dtype), 4)
             if operation == "cas":
                 old[t] = target.atomic_cas(t % 4, out[t % 4], values[t])
             else:
                 old[t] = getattr(target, f"atomic_{operation}")(t % 4, values[t])
-            if space == "shared":
-                ctx.sync_threads()
-                with nvdsl.when(t < 4):
-                    out[t] = target[t]
+            write_back()
         kernel()
     return run
 
@@ -76,24 +82,14 @@ def test_float_min_max_are_compare_and_swap_loops():
 def pair_add(space, dtype=nvdsl.float16):
     @nvdsl.mlir_func
     def run(a, b, out, old):
-        n = a.shape[0]
-
-        @nvdsl.gpu_launch(grid=1, block=n)
+        @nvdsl.gpu_launch(grid=1, block=a.shape[0])
         def kernel(ctx):
             t = ctx.thread_id.x
-            target = out
-            if space == "shared":
-                target = ctx.shared_array((8,), dtype)
-                with nvdsl.when(t < 8):
-                    target[t] = out[t]
-                ctx.sync_threads()
+            target, write_back = staged(ctx, out, space, dtype, 8)
             first, second = target.atomic_add((t % 4) * 2, (a[t], b[t]))
             old[2 * t] = first
             old[2 * t + 1] = second
-            if space == "shared":
-                ctx.sync_threads()
-                with nvdsl.when(t < 8):
-                    out[t] = target[t]
+            write_back()
         kernel()
     return run
 
