@@ -38,7 +38,7 @@ def test_a_tma_tile_at_a_misaligned_shared_offset_is_refused(swizzle, offset, al
     with pytest.raises(nvdsl.TraceError) as info:
         tma_kernel(offset=offset, swizzle=swizzle, box=box).trace(F16)
     assert info.value.code == "misaligned"
-    assert f"starts at shared byte {offset}" in str(info.value) and f"multiple of {alignment}" in str(info.value)
+    assert f"aligned to {offset} bytes" in str(info.value) and f"multiple of {alignment}" in str(info.value)
     assert "cp.async.bulk.tensor" in tma_kernel(offset=alignment, swizzle=swizzle, box=box).compile(F16).ptx
 
 
