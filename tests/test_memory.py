@@ -230,14 +230,15 @@ def test_bfloat16_numpy_arrays_through_ml_dtypes():
     assert (spec.dtype, spec.shape, where) == (nvdsl.bfloat16, (4, 8), HOST)
     assert describe(ml_dtypes.bfloat16(1.5), "s", None)[0].dtype is nvdsl.bfloat16
     assert nvdsl.dtypes.numpy_dtype(nvdsl.bfloat16) == np.dtype(ml_dtypes.bfloat16)
-
-    @nvdsl.mlir_func
-    def scale(x, factor):
-        @nvdsl.gpu_launch(grid=1, block=x.shape[0])
-        def kernel(ctx):
-            x[ctx.thread_id.x] = x[ctx.thread_id.x] * factor
-        kernel()
     assert "bf16" in scale.trace(np.zeros(32, ml_dtypes.bfloat16), ml_dtypes.bfloat16(2)).mlir
+
+
+@nvdsl.mlir_func
+def scale(x, factor):
+    @nvdsl.gpu_launch(grid=1, block=x.shape[0])
+    def kernel(ctx):
+        x[ctx.thread_id.x] = x[ctx.thread_id.x] * factor
+    kernel()
 
 
 class ReadOnlyDeviceArray:
@@ -339,12 +340,6 @@ def test_scratch_arrays_and_launch_order_on_the_gpu():
 
 @requires_gpu
 def test_bfloat16_numpy_round_trip_on_the_gpu():
-    @nvdsl.mlir_func
-    def scale(x, factor):
-        @nvdsl.gpu_launch(grid=1, block=x.shape[0])
-        def kernel(ctx):
-            x[ctx.thread_id.x] = x[ctx.thread_id.x] * factor
-        kernel()
     x = np.arange(64).astype(ml_dtypes.bfloat16)
     scale(x, ml_dtypes.bfloat16(0.5))
     np.testing.assert_array_equal(x.astype(np.float32), (np.arange(64) * 0.5).astype(ml_dtypes.bfloat16)
