@@ -9,7 +9,6 @@ import textwrap
 import types
 
 import numpy as np
-import pytest
 
 import nvdsl
 from nvdsl.frontend.keying import call_key

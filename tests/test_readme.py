@@ -5,7 +5,6 @@ import re
 
 import numpy as np
 
-import nvdsl
 from nvdsl.testing import requires_gpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -23,9 +23,9 @@ from mlir.dialects.gpu import ObjectAttr
 from ..errors import CompileError, InternalError, LaunchConfigError, SourceLocation, UserError
 from ..options import Options
 from ..signature import LaunchSpec, ProgramPlan, ScratchSpec, TensorMapSpec
-from .compiled import CompiledModule, KernelResources, parse_ptxas_log  # noqa: F401 - re-exported
+from .compiled import CompiledModule, parse_ptxas_log
 from .target import max_shared_memory, static_shared_memory
-from .toolchain import disassemble, find_tool  # noqa: F401 - re-exported
+from .toolchain import find_tool
 
 
 _LOC = re.compile(r'loc\("(?P<file>[^"]+)":(?P<line>\d+):\d+')

@@ -2,8 +2,10 @@
 
 A call's signature is each positional argument's kind, dtype and shape, plus
 the keyword arguments, which are compile-time constants (passed to the traced
-function as plain Python values). A new signature traces again; a known one
-goes straight to the loaded kernels.
+function as plain Python values). A new signature traces again (or, in a new
+process, finds its kernels on disk by the call's key); a known one goes
+straight to the loaded kernels. This module does not import MLIR: tracing
+(:mod:`nvdsl.frontend.tracer`) and compiling load it when they first run.
 """
 
 from __future__ import annotations
@@ -304,7 +306,11 @@ def _warn_ptxas(compiled: CompiledModule, function: str) -> None:
 
 
 def _dump(directory: str, trace: Trace, compiled: CompiledModule, lowered: str) -> dict[str, str]:
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"dump_dir={directory!r} cannot be created: {e.strerror}", code="bad-option",
+                        hint="point NVDSL_DUMP_DIR (or Options(dump_dir=...)) at a writable directory") from None
     stem = os.path.join(directory, f"{compiled.name}.{compiled.key[:12]}")
     files = {"traced": (".traced.mlir", trace.mlir_with_locations), "lowered": (".lowered.mlir", lowered),
              "ptx": (".ptx", compiled.ptx)}
