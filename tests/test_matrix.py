@@ -4,9 +4,9 @@ device (torch) arrays, each against a NumPy float32/float64 (or exact integer) r
 Run it alone with ``python3 -m pytest -m matrix -q``; ``--matrix-seed N`` reproduces a run (the seed is
 printed in the header and in every failure). Kernels: tutorial chapters 1 to 5, ``nvdsl.kernels.gemm``,
 and two of the matrix's own (an atomic sum into a scratch array, a TMA copy that moves every array
-dtype, float8 included). Chapter 4 and ``nvdsl.kernels.gemm`` need M a multiple of 128, N of 128 (chapter 4)
-or 256, and K of 256: their ragged cases expect the ValueError they raise; chapter 5 takes any shape whose
-rows are 16-byte multiples (TMA's rule; other shapes expect its TraceError). Tolerances (``TOLERANCE``): exact for integers,
+dtype, float8 included). Chapter 4 needs M and N multiples of 128 and K of 256: its ragged cases expect the
+ValueError it raises; chapter 5 and ``nvdsl.kernels.gemm`` take any shape whose rows are 16-byte multiples
+(TMA's rule; other shapes expect its error). Tolerances (``TOLERANCE``): exact for integers,
 relative and absolute 1e-12 (float64), 1e-5 (float32), 2e-3 (float16), 2e-2 (bfloat16) against a
 float64 reference of the same inputs; atomic float sums within 1e-4 (float32) of sum(|x|); GEMMs by relative
 Frobenius error against a float64 product: 1e-3 (float32 C), 2e-3 (float16 C), 1e-2 (bfloat16 C).
@@ -65,7 +65,7 @@ def matrix(seed: int) -> list[Case]:
         "ch3": [(128, 128, 64)],                         # its one fixed tile (M, N, K)
         "ch4": [(256, 256, 256), (128, 384, 512), (200, 256, 256)],
         "ch5": [(256, 256, 256), (128, 512, 512), (200, 264, 200), (256, 300, 256)],
-        "gemm": [(256, 256, 256), (384, 512, 256), (256, 256, 320)],
+        "gemm": [(256, 256, 256), (384, 512, 256), (136, 264, 328), (256, 300, 256)],
     }
     dtypes = {"saxpy": ELEMENTWISE, "atomic_sum": ["int32", "uint32", "int64", "uint64", "float32", "float64"],
               "tma_copy": ELEMENTWISE + ["float8_e4m3fn", "float8_e5m2"], "ch2": ["float16"], "ch3": ["float16"],
@@ -261,12 +261,12 @@ def run_gemm(case, rng, seed):
         c_dtype = case.dtype
     c = np.zeros((m, n), np_dtype(c_dtype))
     args = (to_kind(a, case.kind), to_kind(b, case.kind), to_kind(c, case.kind))
-    if case.family == "ch5":  # any shape whose rows TMA can address (16-byte strides)
+    if case.family in ("ch5", "gemm"):  # any shape whose rows TMA can address (16-byte strides)
         if (k * 2) % 16 or (n * 2) % 16 or (n * c.dtype.itemsize) % 16:
-            with pytest.raises(nvdsl.TraceError, match="multiples of 16"):
+            with pytest.raises(nvdsl.UserError, match="16"):
                 fn(*args)
             return
-    elif case.family != "ch3" and (m % 128 or n % (128 if case.family == "ch4" else 256) or k % 256):
+    elif case.family == "ch4" and (m % 128 or n % 128 or k % 256):
         with pytest.raises(ValueError, match="multiple"):
             fn(*args)
         return
