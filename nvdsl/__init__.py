@@ -3,32 +3,57 @@
 Write a host function with ``@mlir_func`` and kernel bodies with
 ``@gpu_launch``; call it on NumPy or device arrays. The first call per
 signature traces to MLIR and compiles to PTX and a cubin; later calls launch
-the cached kernels through the CUDA driver.
+the cached kernels through the CUDA driver. A new process whose disk cache
+holds the kernels runs them without tracing.
+
+Importing nvdsl does not import MLIR: the names used while tracing (kernel
+bodies, values, Hopper primitives) load it on first use.
 """
 
 __version__ = "0.1.0"
 
+import importlib
+
 from .dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16, float32, float64, index,
                      int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from .errors import (ArgumentError, CompileError, CudaError, InternalError, LaunchConfigError, MappingError,
-                     NoDeviceError, NvdslError, TaskError, TraceError, UserError)
-from .frontend.control import cond, for_range, fori, when
-from .frontend.control import print_ as print  # noqa: A001 - device-side printf, used as nvdsl.print
-from .frontend.launch import Dim3, Kernel, LaunchContext, gpu_launch
-from .frontend.math import abs, erf, exp, exp2, log, log2, rsqrt, sqrt, tanh, where  # noqa: A004
-from .frontend.memory import Array
+                     NoDeviceError, NvdslError, PtxasWarning, TaskError, TraceError, UserError)
 from .frontend.trace import Compiled, Trace, TracedFunction, mlir_func
-from .frontend.values import Value, constant, maximum, minimum, select
-from .hopper.aref import Aref
-from .hopper.mbarrier import Mbarrier, Mbarriers
-from .hopper.tile import ColumnVector, RegisterTile, RowVector
-from .hopper.tma import TMA, fence_shared_to_async, tma_store_wait
-from .hopper.warpgroup import Warpgroup
-from .hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wait
 from . import layouts
 from .layouts import FragmentLayout, Layout
 from .options import Options
 from .runtime.device import device_count, synchronize
+
+# Public names whose modules import MLIR, by the module that defines them: loaded on first access.
+_TRACING_NAMES = {
+    "nvdsl.frontend.control": ("cond", "for_range", "fori", "when", ("print", "print_")),
+    "nvdsl.frontend.launch": ("Dim3", "Kernel", "LaunchContext", "gpu_launch"),
+    "nvdsl.frontend.math": ("abs", "erf", "exp", "exp2", "log", "log2", "rsqrt", "sqrt", "tanh", "where"),
+    "nvdsl.frontend.memory": ("Array", "empty", "zeros", "wrap"),
+    "nvdsl.frontend.values": ("Value", "constant", "maximum", "minimum", "select"),
+    "nvdsl.hopper.aref": ("Aref",),
+    "nvdsl.hopper.mbarrier": ("Mbarrier", "Mbarriers"),
+    "nvdsl.hopper.tile": ("ColumnVector", "RegisterTile", "RowVector"),
+    "nvdsl.hopper.tma": ("TMA", "fence_shared_to_async", "tma_store_wait"),
+    "nvdsl.hopper.warpgroup": ("Warpgroup",),
+    "nvdsl.hopper.wgmma": ("WGMMAAccumulator", "WGMMAMatrix", "wgmma_group", "wgmma_wait"),
+}
+_LAZY = {(n if isinstance(n, str) else n[0]): (module, n if isinstance(n, str) else n[1])
+         for module, names in _TRACING_NAMES.items() for n in names}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'nvdsl' has no attribute '{name}'")
+    module, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value  # later lookups find it directly
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "__version__",
@@ -36,9 +61,11 @@ __all__ = [
     "mlir_func", "gpu_launch", "TracedFunction", "Kernel", "Trace", "Compiled",
     # inside kernels
     "LaunchContext", "Dim3", "Array", "Value", "constant", "select", "minimum", "maximum",
-    "for_range", "fori", "when", "cond", "print",
+    "for_range", "fori", "when", "cond", "print", "wrap",
     # math on traced floats and register tiles
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf", "abs", "where",
+    # in host code
+    "empty", "zeros",
     # Hopper primitives
     "Aref", "Mbarriers", "Mbarrier", "TMA", "fence_shared_to_async", "Warpgroup", "WGMMAMatrix", "WGMMAAccumulator",
     "wgmma_wait", "wgmma_group", "tma_store_wait",
@@ -50,6 +77,5 @@ __all__ = [
     # configuration and errors
     "Options", "device_count", "synchronize",
     "NvdslError", "UserError", "TraceError", "ArgumentError", "LaunchConfigError", "TaskError", "MappingError",
-    "CompileError",
-    "CudaError", "NoDeviceError", "InternalError",
+    "CompileError", "CudaError", "NoDeviceError", "InternalError", "PtxasWarning",
 ]

@@ -5,9 +5,10 @@ which operation a Python operator becomes (``//`` is ``arith.floordivsi`` on
 ``int32`` but ``arith.divui`` on ``uint32``). ``index`` is a signed 64-bit
 integer used for thread ids, loop counters and memory indices.
 
-``float8_e4m3fn`` and ``float8_e5m2`` (torch's names; MLIR ``f8E4M3FN`` and
-``f8E5M2``) have no NumPy dtype: such arrays come as torch tensors or through
-DLPack, and kernels move them as bytes (TMA) rather than compute on them.
+``bfloat16`` comes from NumPy through ``ml_dtypes`` (``np.zeros(n, ml_dtypes.bfloat16)``)
+as well as from torch and DLPack. ``float8_e4m3fn`` and ``float8_e5m2`` (torch's
+names; MLIR ``f8E4M3FN`` and ``f8E5M2``) come as torch tensors or through DLPack
+only, and kernels move them as bytes (TMA) rather than compute on them.
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import ctypes
 from dataclasses import dataclass
 
 import numpy as np
-
-from mlir import ir
 
 
 @dataclass(frozen=True)
@@ -48,8 +47,9 @@ class DType:
     def itemsize(self) -> int:
         return max(1, self.bits // 8)
 
-    def mlir_type(self) -> ir.Type:
-        """The MLIR type; needs an active ``ir.Context``."""
+    def mlir_type(self):
+        """The MLIR type (an ``ir.Type``); needs an active ``ir.Context``."""
+        from mlir import ir  # imported on first use: a cached call never needs MLIR
         if self.kind == "index":
             return ir.IndexType.get()
         if self.kind == "f":
@@ -94,13 +94,16 @@ BY_NAME = {d.name: d for d in ALL}
 # but i1 in MLIR, so they are refused rather than silently reinterpreted).
 ARRAY_DTYPES = (int8, int16, int32, int64, uint8, uint16, uint32, uint64,
                 float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2)
-# Element types NumPy lacks: they arrive only via DLPack or torch, never from a NumPy array
-# (nor from an ml_dtypes one, whose bytes NumPy cannot vouch for).
-NOT_IN_NUMPY = (bfloat16, float8_e4m3fn, float8_e5m2)
+# Element types NumPy lacks: they arrive only via DLPack or torch, never from a NumPy array (nor
+# from an ml_dtypes one: kernels only move float8 bytes, and torch is where float8 data comes from).
+NOT_IN_NUMPY = (float8_e4m3fn, float8_e5m2)
+# bfloat16 is not a NumPy dtype either, but ml_dtypes adds one with the same bits.
+_ML_DTYPES = (bfloat16,)
 
-_NUMPY_TO_DTYPE = {np.dtype(d.name): d for d in ARRAY_DTYPES if d not in NOT_IN_NUMPY}
+_NATIVE = [d for d in ARRAY_DTYPES if d not in NOT_IN_NUMPY and d not in _ML_DTYPES]
+_NUMPY_TO_DTYPE = {np.dtype(d.name): d for d in _NATIVE}
 # NumPy type strings of the array interface: '<f4', '|u1', ...
-_TYPESTR_TO_DTYPE = {np.dtype(d.name).str: d for d in ARRAY_DTYPES if d not in NOT_IN_NUMPY}
+_TYPESTR_TO_DTYPE = {np.dtype(d.name).str: d for d in _NATIVE}
 
 _CTYPES = {
     bool_: ctypes.c_uint8, int8: ctypes.c_int8, int16: ctypes.c_int16,
@@ -112,8 +115,12 @@ _CTYPES = {
 
 
 def from_numpy(dtype) -> DType | None:
-    """The nvdsl dtype of a NumPy dtype, or None where there is none."""
-    return _NUMPY_TO_DTYPE.get(np.dtype(dtype))
+    """The nvdsl dtype of a NumPy dtype (ml_dtypes' bfloat16 included), or None where there is none."""
+    dtype = np.dtype(dtype)
+    found = _NUMPY_TO_DTYPE.get(dtype)
+    if found is None and dtype.type.__module__ == "ml_dtypes" and dtype.name in ("bfloat16",):
+        return bfloat16
+    return found
 
 
 def from_typestr(typestr: str) -> DType | None:
@@ -121,8 +128,15 @@ def from_typestr(typestr: str) -> DType | None:
 
 
 def numpy_dtype(dtype: DType) -> np.dtype | None:
+    """The NumPy dtype of ``dtype`` (bfloat16's from ml_dtypes, when installed), or None."""
     if dtype in NOT_IN_NUMPY or dtype is index:
         return None
+    if dtype in _ML_DTYPES:
+        try:
+            import ml_dtypes
+        except ImportError:
+            return None
+        return np.dtype(getattr(ml_dtypes, dtype.name))
     if dtype is bool_:
         return np.dtype(np.bool_)
     return np.dtype(dtype.name)

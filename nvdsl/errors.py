@@ -134,6 +134,11 @@ class NoDeviceError(CudaError):
     """No CUDA driver or no GPU: compiling still works, running does not."""
 
 
+class PtxasWarning(UserWarning):
+    """ptxas changed how a kernel runs (it ignored a ``setmaxnreg``, serialized wgmma, ...): the message
+    names the kernel and quotes ptxas."""
+
+
 class InternalError(NvdslError):
     """A bug in nvdsl, not in the user's program."""
 

@@ -14,7 +14,9 @@ Environment variables (each parsed strictly; a bad value is an error, not ignore
 ``NVDSL_DEBUG``               ``1``: compile kernels with device-side checks
 ============================  ===============================================
 
-Options passed to a decorator win over the environment, field by field.
+Options passed to a decorator win over the environment, field by field. A
+variable named ``NVDSL_*`` that is not in this table is an error (a misspelt
+name would otherwise be ignored).
 """
 
 from __future__ import annotations
@@ -71,6 +73,14 @@ class Options:
             raise UserError(f"opt_level={self.opt_level!r} must be 0, 1, 2 or 3", code="bad-option")
         if not isinstance(self.device, int) or self.device < 0:
             raise UserError(f"device={self.device!r} must be a device ordinal >= 0", code="bad-option")
+        if self.ptxas is not None and not (os.path.isfile(self.ptxas) and os.access(self.ptxas, os.X_OK)):
+            raise UserError(f"ptxas={self.ptxas!r} is not an executable file", code="bad-option",
+                            hint="point it at a ptxas binary, or leave it unset to search the CUDA install")
+        for field in ("dump_dir", "cache_dir"):
+            path = getattr(self, field)
+            if path is not None and os.path.exists(path) and not os.path.isdir(path):
+                raise UserError(f"{field}={path!r} is a file, not a directory", code="bad-option",
+                                hint="point it at a directory (it is created when missing)")
 
     def replace(self, **changes) -> "Options":
         return dataclasses.replace(self, **changes)
@@ -114,14 +124,26 @@ _ENV_FIELDS = {
 
 
 def from_env(environ=None) -> Options:
-    """Options with every ``NVDSL_*`` variable that is set applied."""
+    """Options with every ``NVDSL_*`` variable that is set applied; an error names the variable."""
     environ = os.environ if environ is None else environ
+    unknown = sorted(var for var in environ if var.startswith("NVDSL_") and var not in _ENV_FIELDS)
+    if unknown:
+        import difflib  # only for this error
+        close = difflib.get_close_matches(unknown[0], _ENV_FIELDS, n=1)
+        raise UserError(f"unknown environment variable {unknown[0]}={environ[unknown[0]]!r}", code="bad-env",
+                        hint=(f"did you mean {close[0]}? " if close else "") +
+                             "nvdsl reads " + ", ".join(_ENV_FIELDS))
     fields = {}
     for var, (field, parse) in _ENV_FIELDS.items():
         raw = environ.get(var)
         if raw is None or raw == "":
             continue
-        fields[field] = parse(var, raw) if parse is not str else raw
+        value = parse(var, raw) if parse is not str else raw
+        try:
+            Options(**{field: value})
+        except UserError as e:
+            raise UserError(f"{var}={raw!r}: {e.message}", code="bad-env", hint=e.hint) from None
+        fields[field] = value
     return Options(**fields)
 
 

@@ -54,7 +54,32 @@ class TensorMapSpec:
         return cls(**d)
 
 
-# A kernel parameter comes from a host argument (its index) or is a TMA descriptor of one.
+@dataclass(frozen=True)
+class ScratchSpec:
+    """Device memory the runtime allocates for the duration of one call (``nvdsl.empty``/``nvdsl.zeros``);
+    ``zero`` fills it with zero bytes first."""
+
+    dtype: dt.DType
+    shape: tuple[int, ...]
+    zero: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        n = self.dtype.itemsize
+        for extent in self.shape:
+            n *= extent
+        return n
+
+    def to_json(self) -> dict:
+        return {"dtype": self.dtype.name, "shape": list(self.shape), "zero": self.zero}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ScratchSpec":
+        return cls(dt.BY_NAME[d["dtype"]], tuple(d["shape"]), d["zero"])
+
+
+# A kernel parameter comes from a host argument (its index) or is a TMA descriptor of one. Scratch
+# arrays count as arguments after the call's own: index len(args) + j is scratch array j.
 ParamSource = Union[int, TensorMapSpec]
 
 
@@ -88,13 +113,17 @@ class LaunchSpec:
 
 @dataclass(frozen=True)
 class ProgramPlan:
-    """The launches a traced host function performs, in order."""
+    """The launches a traced host function performs, in order (on one stream, so each kernel sees
+    the writes of those before it), and the scratch arrays they share."""
 
     launches: tuple[LaunchSpec, ...]
+    scratch: tuple[ScratchSpec, ...] = ()
 
-    def to_json(self) -> list:
-        return [launch.to_json() for launch in self.launches]
+    def to_json(self) -> dict:
+        return {"launches": [launch.to_json() for launch in self.launches],
+                "scratch": [s.to_json() for s in self.scratch]}
 
     @classmethod
-    def from_json(cls, data: list) -> "ProgramPlan":
-        return cls(tuple(LaunchSpec.from_json(d) for d in data))
+    def from_json(cls, data: dict) -> "ProgramPlan":
+        return cls(tuple(LaunchSpec.from_json(d) for d in data["launches"]),
+                   tuple(ScratchSpec.from_json(d) for d in data["scratch"]))

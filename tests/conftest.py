@@ -16,3 +16,14 @@ def pytest_sessionfinish(session, exitstatus):
 
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/golden/ from the current IR")
+    parser.addoption("--matrix-seed", type=int, default=None,
+                     help="seed of tests/test_matrix.py's cases (default: a new one, printed in the header)")
+
+
+def pytest_configure(config):
+    if config.getoption("--matrix-seed") is None:
+        config.option.matrix_seed = int.from_bytes(os.urandom(4), "little")
+
+
+def pytest_report_header(config):
+    return f"correctness matrix seed: --matrix-seed {config.getoption('--matrix-seed')}"

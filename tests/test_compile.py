@@ -183,3 +183,36 @@ def test_cache_key_covers_the_compilers_own_code(monkeypatch):
     before = cache_module.cache_key("module", options)
     monkeypatch.setattr(cache_module, "_compiler_source_hash", lambda: "a-changed-pipeline")
     assert cache_module.cache_key("module", options) != before
+
+
+@pytest.mark.parametrize("smem, mbarriers, fits", [
+    (240 * 1024, 0, False),                 # dynamic alone
+    (232448 - 16, 2, False),                # with the mbarriers' static bytes (and the 1024-byte alignment)
+    (232448 - 1024, 2, True),
+    (232448, 0, True),
+])
+def test_shared_memory_beyond_the_targets_limit_is_refused_at_compile_time(smem, mbarriers, fits):
+    """Without a GPU: the target's per-block limit (227 KiB on sm_90a), not the driver's refusal at load."""
+    @nvdsl.mlir_func
+    def big(x):
+        @nvdsl.gpu_launch(grid=1, block=32, smem=smem)
+        def kernel(ctx):
+            if mbarriers:
+                nvdsl.Mbarriers(mbarriers)[0].init(1)
+            x[ctx.thread_id.x] = 1.0
+        kernel()
+    if fits:
+        assert big.compile(np.zeros(32, np.float32)).module.plan.launches[0].smem == smem
+        return
+    with pytest.raises(nvdsl.LaunchConfigError) as info:
+        big.compile(np.zeros(32, np.float32))
+    assert info.value.code == "smem-too-large" and "sm_90a allows at most 232448" in str(info.value)
+    assert f"{smem} dynamic" in str(info.value) and info.value.loc.filename == __file__
+
+
+def test_shared_memory_limits_per_target():
+    from nvdsl.compiler.target import max_shared_memory, static_shared_memory
+    assert max_shared_memory("sm_90a") == max_shared_memory("sm_90") == 232448
+    assert max_shared_memory("sm_80") == 166912 and max_shared_memory("sm_99") is None
+    ptx = ".shared .align 8 .b8 bars[16];\n.extern .shared .align 1024 .b8 __dynamic_shmem__0[];\n"
+    assert static_shared_memory(ptx) == 16

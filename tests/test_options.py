@@ -33,3 +33,47 @@ def test_explicit_options_override_the_environment(monkeypatch):
     options = resolve(nvdsl.Options(opt_level=2))
     assert options.opt_level == 2 and options.dump_dir == "/tmp/from-env"
     assert resolve(None).opt_level == 1
+
+
+def test_an_unknown_nvdsl_variable_is_an_error_that_suggests_the_name():
+    with pytest.raises(nvdsl.UserError) as info:
+        from_env({"NVDSL_DEBGU": "1"})
+    assert info.value.code == "bad-env" and "NVDSL_DEBGU" in str(info.value)
+    assert "did you mean NVDSL_DEBUG?" in info.value.hint
+
+
+@pytest.mark.parametrize("variable, value, words", [
+    ("NVDSL_OPT_LEVEL", "7", "must be 0, 1, 2 or 3"),
+    ("NVDSL_CHIP", "hopper", "not an NVIDIA architecture name"),
+    ("NVDSL_PTX_FEATURES", "ptx80", "not a PTX feature string"),
+    ("NVDSL_DEVICE", "-1", "device ordinal >= 0"),
+    ("NVDSL_PTXAS", "/no/such/ptxas", "not an executable file"),
+])
+def test_out_of_range_environment_values_name_the_variable(variable, value, words):
+    with pytest.raises(nvdsl.UserError) as info:
+        from_env({variable: value})
+    assert info.value.code == "bad-env"
+    assert f"{variable}={value!r}" in str(info.value) and words in str(info.value)
+
+
+@pytest.mark.parametrize("variable", ["NVDSL_DUMP_DIR", "NVDSL_CACHE_DIR"])
+def test_directories_that_are_files_are_refused(variable, tmp_path):
+    path = tmp_path / "a-file"
+    path.write_text("")
+    with pytest.raises(nvdsl.UserError) as info:
+        from_env({variable: str(path)})
+    assert info.value.code == "bad-env" and variable in str(info.value) and "is a file" in str(info.value)
+    with pytest.raises(nvdsl.UserError):
+        nvdsl.Options(dump_dir=str(path))
+
+
+def test_a_bad_environment_reaches_the_call_as_an_error(monkeypatch):
+    import numpy as np
+
+    @nvdsl.mlir_func
+    def host(x):
+        pass
+    monkeypatch.setenv("NVDSL_OPT_LEVELL", "2")
+    with pytest.raises(nvdsl.UserError) as info:
+        host.trace(np.zeros(4, np.float32))
+    assert "NVDSL_OPT_LEVELL" in str(info.value) and "NVDSL_OPT_LEVEL?" in info.value.hint

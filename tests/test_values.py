@@ -137,7 +137,9 @@ def test_arithmetic_outside_a_kernel_is_an_error():
 
     with pytest.raises(nvdsl.TraceError) as info:
         host.trace(np.zeros(4, np.float32), 1.0)
-    assert info.value.code == "outside-kernel"
+    # alpha is a positional (runtime) scalar: the error says how to make it a compile-time constant
+    assert info.value.code == "runtime-scalar"
+    assert "'alpha'" in str(info.value) and "pass it by keyword (alpha=...)" in str(info.value)
 
 
 @pytest.mark.parametrize("scalar", [i32, u32, f32, f16, np.int64(1)])

@@ -1,17 +1,22 @@
 """Compile time of the saxpy kernel, cold and from the disk cache, each in a fresh process.
 
-Each repeat makes a fresh ``NVDSL_CACHE_DIR`` and runs ``WORKER`` twice in a new
+Each repeat makes a fresh ``NVDSL_CACHE_DIR`` and runs ``IMPORT_ONLY`` and ``WORKER`` twice, each in a new
 ``sys.executable -c`` process: the first process finds the cache empty
 ("cold"), the second finds what the first wrote ("warm disk cache"). Inside,
 after torch has set up CUDA, the worker times (``perf_counter``):
 
-* ``import nvdsl``: importing nvdsl and the kernel module;
-* ``axpy.compile()``: ``axpy.compile(x, y, 2.0)`` for one shape (trace → MLIR →
-  PTX → cubin when cold; trace and a disk-cache hit when warm);
-* ``first call → sync``: the first ``axpy(x, y, 2.0)`` on *another* shape, so
-  it is just as cold, up to ``torch.cuda.synchronize()`` (trace, compile or
-  cache hit, module load, launch, run);
-* ``second call → sync``: the same call again (in-memory cached), for scale.
+* ``import nvdsl``: importing nvdsl and the kernel module (MLIR is not imported);
+* ``first call → sync``: the first ``axpy(x, y, 2.0)``, up to
+  ``torch.cuda.synchronize()``: trace, compile, module load, launch and run when
+  cold; when warm, the kernels are found on disk by the call's key, without
+  tracing or importing MLIR (the JSON's ``mlir_after_first_call`` says whether
+  MLIR was imported);
+* ``axpy.compile()``: ``axpy.compile(x, y, 2.0)`` for *another* shape (trace →
+  MLIR → PTX → cubin when cold; trace and a disk-cache hit when warm);
+* ``second call → sync``: the first call again (in-memory cached), for scale.
+
+``import nvdsl (bare process)`` is ``import nvdsl`` alone in a fresh interpreter
+(numpy included, no torch), as ``python -X importtime -c "import nvdsl"`` sees it.
 
 Rows show the median over ``REPEATS`` (``QUICK_REPEATS`` with ``--quick``).
 """
@@ -32,9 +37,16 @@ N_COMPILE = 1 << 20      # the shape axpy.compile() traces
 N_CALL = 1 << 22         # the shape the first call runs (a different trace and cache entry)
 
 TABLE_METRIC = "ms"
-PHASES = (("import", "import nvdsl"), ("compile", "axpy.compile()"), ("first_call", "first call → sync"),
-          ("second_call", "second call → sync"))
+PHASES = (("bare_import", "import nvdsl (bare process)"), ("import", "import nvdsl"),
+          ("first_call", "first call → sync"), ("compile", "axpy.compile()"), ("second_call", "second call → sync"))
 SYSTEMS = ("nvdsl cold", "nvdsl warm (disk cache)")
+
+IMPORT_ONLY = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import nvdsl
+print(json.dumps({"bare_import": time.perf_counter() - t0, "mlir": "mlir" in sys.modules}))
+"""
 
 WORKER = r"""
 import json, sys, time
@@ -49,15 +61,19 @@ xc, yc = (harness.randn((n_compile,), torch.float32, seed=s) for s in (1, 2))
 x, y = (harness.randn((n_call,), torch.float32, seed=s) for s in (1, 2))
 torch.cuda.synchronize()
 t0 = time.perf_counter()
+nvdsl_kernels.axpy(x, y, 2.0)
+torch.cuda.synchronize()
+times["first_call"] = time.perf_counter() - t0
+mlir_after_first_call = "mlir" in sys.modules
+t0 = time.perf_counter()
 compiled = nvdsl_kernels.axpy.compile(xc, yc, 2.0)
 times["compile"] = time.perf_counter() - t0
-for phase in ("first_call", "second_call"):
-    t0 = time.perf_counter()
-    nvdsl_kernels.axpy(x, y, 2.0)
-    torch.cuda.synchronize()
-    times[phase] = time.perf_counter() - t0
+t0 = time.perf_counter()
+nvdsl_kernels.axpy(x, y, 2.0)
+torch.cuda.synchronize()
+times["second_call"] = time.perf_counter() - t0
 print(json.dumps({"times_s": times, "compile_stages_s": compiled.module.timings,
-                  "cubin_bytes": len(compiled.cubin or b"")}))
+                  "cubin_bytes": len(compiled.cubin or b""), "mlir_after_first_call": mlir_after_first_call}))
 """
 
 
@@ -70,15 +86,22 @@ def _project_root() -> str:
 
 
 def run_worker(cache_dir: str) -> dict:
-    """One fresh process with ``NVDSL_CACHE_DIR=cache_dir``; returns the JSON it printed."""
+    """Two fresh processes with ``NVDSL_CACHE_DIR=cache_dir``: ``import nvdsl`` alone, then the calls;
+    returns what they printed, merged."""
     env = dict(os.environ, NVDSL_CACHE_DIR=cache_dir, NVDSL_DISK_CACHE="1")
     env.pop("NVDSL_DUMP_DIR", None)  # a dump directory bypasses the cache lookup
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_project_root(), env.get("PYTHONPATH")) if p)
-    proc = subprocess.run([sys.executable, "-c", WORKER, str(N_COMPILE), str(N_CALL)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"worker exited with {proc.returncode}: {(proc.stderr or proc.stdout)[-2000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    found = {}
+    for script, mode in ((IMPORT_ONLY, "import-only"), (WORKER, "calls")):
+        proc = subprocess.run([sys.executable, "-c", script, str(N_COMPILE), str(N_CALL)], env=env,
+                              capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"worker exited with {proc.returncode}: {(proc.stderr or proc.stdout)[-2000:]}")
+        found[mode] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result = found["calls"]
+    result["times_s"]["bare_import"] = found["import-only"]["bare_import"]
+    result["mlir_after_import"] = found["import-only"]["mlir"]
+    return result
 
 
 def run(args) -> list[harness.Measurement]:
@@ -107,6 +130,8 @@ def run(args) -> list[harness.Measurement]:
                     "compile", system, params, times_ms, extra={
                         "timing": "perf_counter in a fresh process",
                         "compile_stages_s": [r["compile_stages_s"] for r in runs[system]],
+                        "mlir_after_import": [r["mlir_after_import"] for r in runs[system]],
+                        "mlir_after_first_call": [r["mlir_after_first_call"] for r in runs[system]],
                         "error_in_some_repeat": errors.get(system)}))
             harness.log(results[-1])
     return results

@@ -1,8 +1,12 @@
 """The compile cache: content hash of the traced module -> compiled module, in memory and on disk.
 
+A second index maps a *call* (its function's code, closures, globals and the
+call's signature: :mod:`nvdsl.frontend.keying`) to the module it compiled to,
+so that a new process finds its kernels without tracing.
+
 The key hashes the traced MLIR (without source locations), the options that
-change code generation, and the versions of nvdsl, the MLIR bindings and
-ptxas. Each disk entry keeps the module text it was made from, so a hash
+change code generation, and the builds of nvdsl's compiler, the MLIR bindings
+and ptxas. Each disk entry keeps the module text it was made from, so a hash
 collision is detected and recompiled rather than trusted.
 """
 
@@ -13,21 +17,13 @@ import hashlib
 import json
 import os
 import tempfile
-from importlib import metadata
 
 from ..options import Options
 from ..signature import ProgramPlan
-from .driver import CompiledModule, KernelResources
-from .toolchain import find_tool, tool_version
+from .compiled import CompiledModule, KernelResources
+from .toolchain import file_identity, find_tool, mlir_build
 
-_FORMAT = 1
-
-
-def _package_version(name: str) -> str:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return "unknown"
+_FORMAT = 2  # 2: plans carry scratch arrays; call entries
 
 
 @functools.lru_cache(maxsize=None)
@@ -46,8 +42,15 @@ def toolchain_fingerprint(options: Options) -> str:
     from .. import __version__
     ptxas = find_tool("ptxas", options.ptxas) if options.assemble_cubin else None
     return ";".join([f"nvdsl={__version__}", f"compiler={_compiler_source_hash()}", f"format={_FORMAT}",
-                     f"mlir={_package_version('xtc-mlir-python-bindings')}",
-                     f"ptxas={tool_version(ptxas)}"])
+                     f"mlir={mlir_build()}", f"ptxas={file_identity(ptxas)}"])
+
+
+def call_toolchain(options: Options) -> str:
+    """The toolchain part of a call's key, found without searching for ptxas (importing the search
+    costs tens of milliseconds): the ptxas a call entry was assembled with is checked when it is read."""
+    from .. import __version__
+    explicit = file_identity(options.ptxas) if options.ptxas else "search"
+    return ";".join([f"nvdsl={__version__}", f"format={_FORMAT}", f"mlir={mlir_build()}", f"ptxas={explicit}"])
 
 
 def cache_key(module_text: str, options: Options) -> str:
@@ -63,36 +66,84 @@ class CompileCache:
 
     def __init__(self, directory: str | None):
         self.directory = directory
-        self._memory: dict[str, tuple[CompiledModule, str]] = {}
+        self._memory: dict[str, tuple[CompiledModule, str]] = {}     # module key -> (module, its text)
+        self._calls: dict[str, tuple[CompiledModule, frozenset[int]]] = {}
 
     def _paths(self, key: str) -> tuple[str, str]:
         base = os.path.join(self.directory, key[:2], key)
         return base + ".json", base + ".cubin"
 
     def get(self, key: str, module_text: str) -> CompiledModule | None:
+        """The module compiled from ``module_text`` under ``key`` (a colliding entry is not trusted)."""
         hit = self._memory.get(key)
-        if hit is not None:
-            return hit[0] if hit[1] == module_text else None
+        if hit is None:
+            hit = self._read(key)
+        return hit[0] if hit is not None and hit[1] == module_text else None
+
+    def _read(self, key: str) -> tuple[CompiledModule, str] | None:
         if self.directory is None:
             return None
         meta_path, cubin_path = self._paths(key)
         try:
             with open(meta_path) as f:
                 meta = json.load(f)
-            if meta.get("format") != _FORMAT or meta.get("module") != module_text:
-                return None  # another format, or a hash collision: recompile
+            if meta.get("format") != _FORMAT:
+                return None
             cubin = None
             if meta["has_cubin"]:
                 with open(cubin_path, "rb") as f:
                     cubin = f.read()
-        except (OSError, ValueError, KeyError):
+            compiled = CompiledModule(
+                key=key, name=meta["name"], plan=ProgramPlan.from_json(meta["plan"]), ptx=meta["ptx"],
+                cubin=cubin, resources={k: KernelResources(**v) for k, v in meta["resources"].items()},
+                ptxas_log=meta["ptxas_log"], timings={})
+        except (OSError, ValueError, KeyError, TypeError):
             return None
-        compiled = CompiledModule(
-            key=key, name=meta["name"], plan=ProgramPlan.from_json(meta["plan"]), ptx=meta["ptx"],
-            cubin=cubin, resources={k: KernelResources(**v) for k, v in meta["resources"].items()},
-            ptxas_log=meta["ptxas_log"], timings={})
-        self._memory[key] = (compiled, module_text)
-        return compiled
+        self._memory[key] = (compiled, meta["module"])
+        return self._memory[key]
+
+    def get_call(self, call_key: str) -> tuple[CompiledModule, frozenset[int]] | None:
+        """What a call keyed by :func:`nvdsl.frontend.keying.call_key` compiled to, and the arguments
+        its kernels write; found without tracing."""
+        hit = self._calls.get(call_key)
+        if hit is not None or self.directory is None:
+            return hit
+        try:
+            with open(self._call_path(call_key)) as f:
+                entry = json.load(f)
+            if entry.get("format") != _FORMAT or entry.get("call") != call_key:
+                return None
+            ptxas = entry["ptxas"]
+            if ptxas is not None and (not os.path.exists(ptxas["path"]) or
+                                      file_identity(ptxas["path"]) != ptxas["identity"]):
+                return None  # the ptxas that assembled it changed or went away
+            module = self._memory.get(entry["module"]) or self._read(entry["module"])
+            written = frozenset(entry["written"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if module is None:
+            return None
+        self._calls[call_key] = (module[0], written)
+        return self._calls[call_key]
+
+    def put_call(self, call_key: str, compiled: CompiledModule, written: frozenset[int],
+                 options: Options) -> None:
+        """Remember that the call ``call_key`` compiles to ``compiled`` (which :meth:`put` stored)."""
+        self._calls[call_key] = (compiled, written)
+        if self.directory is None:
+            return
+        ptxas = find_tool("ptxas", options.ptxas) if compiled.cubin is not None else None
+        entry = {"format": _FORMAT, "call": call_key, "module": compiled.key, "written": sorted(written),
+                 "ptxas": {"path": ptxas, "identity": file_identity(ptxas)} if ptxas else None}
+        path = self._call_path(call_key)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            _atomic_write(path, json.dumps(entry).encode())
+        except OSError:
+            pass
+
+    def _call_path(self, call_key: str) -> str:
+        return os.path.join(self.directory, "calls", call_key[:2], call_key + ".json")
 
     def put(self, compiled: CompiledModule, module_text: str) -> None:
         self._memory[compiled.key] = (compiled, module_text)

@@ -9,46 +9,23 @@ plan through the CUDA driver.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 from mlir import ir, passmanager
 from mlir.dialects.gpu import ObjectAttr
 
-from ..errors import CompileError, InternalError, SourceLocation, UserError
+from ..errors import CompileError, InternalError, LaunchConfigError, SourceLocation, UserError
 from ..options import Options
-from ..signature import LaunchSpec, ProgramPlan, TensorMapSpec
+from ..signature import LaunchSpec, ProgramPlan, ScratchSpec, TensorMapSpec
+from .compiled import CompiledModule, parse_ptxas_log
+from .target import max_shared_memory, static_shared_memory
 from .toolchain import find_tool
-
-
-@dataclass(frozen=True)
-class KernelResources:
-    """What ptxas reports for one kernel."""
-
-    registers: int
-    stack_frame: int
-    spill_stores: int
-    spill_loads: int
-    static_smem: int
-
-
-@dataclass
-class CompiledModule:
-    """Everything the runtime needs to load and launch a traced function's kernels."""
-
-    key: str
-    name: str
-    plan: ProgramPlan
-    ptx: str
-    cubin: bytes | None
-    resources: dict[str, KernelResources] = field(default_factory=dict)
-    ptxas_log: str = ""
-    timings: dict[str, float] = field(default_factory=dict)
 
 
 _LOC = re.compile(r'loc\("(?P<file>[^"]+)":(?P<line>\d+):\d+')
@@ -121,20 +98,63 @@ def _constant_int(value: ir.Value, what: str) -> int:
 
 def outline(module: ir.Module) -> tuple[ir.Module, ProgramPlan]:
     """Outline the kernels; return a module of only the gpu.modules, and the launch plan."""
+    register_caps = _register_caps(module)
     run_passes(module, "builtin.module(gpu-kernel-outlining)", "kernel outlining")
     kernels = ir.Module.create()
     kernels.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
-    launches = []
+    launches, scratch = [], ()
     for op in module.body.operations:
         name = op.operation.name
         if name == "gpu.module":
             kernels.body.append(op.operation.clone())
         elif name == "func.func":
+            if SCRATCH_ATTR in op.attributes:
+                scratch = tuple(ScratchSpec.from_json(d)
+                                for d in json.loads(ir.StringAttr(op.attributes[SCRATCH_ATTR]).value))
             for inner in op.regions[0].blocks[0].operations:
                 if inner.operation.name != "gpu.launch_func":
                     continue
                 launches.append(_launch_spec(inner))
-    return kernels, ProgramPlan(tuple(launches))
+    _set_register_caps(kernels, register_caps)
+    return kernels, ProgramPlan(tuple(launches), scratch)
+
+
+# A kernel's register count at entry (PTX .maxnreg), set by the frontend on its gpu.launch when
+# warpgroups re-size their registers (setmaxnreg needs to know it), moved to the outlined function.
+MAXNREG_ATTR = "nvdsl.maxnreg"
+# The host function's scratch arrays (nvdsl.empty/zeros): a JSON list of ScratchSpecs, one per trailing
+# argument of the function.
+SCRATCH_ATTR = "nvdsl.scratch"
+
+
+def _register_caps(module: ir.Module) -> dict[str, ir.Attribute]:
+    """Kernel name -> register cap, from the host function's launches (always at its top level)."""
+    return {ir.FlatSymbolRefAttr(op.attributes["function"]).value: op.attributes[MAXNREG_ATTR]
+            for function in module.body.operations if function.operation.name == "func.func"
+            for op in function.regions[0].blocks[0].operations
+            if op.operation.name == "gpu.launch" and MAXNREG_ATTR in op.attributes}
+
+
+def _set_register_caps(kernels: ir.Module, caps: dict[str, ir.Attribute]) -> None:
+    if not caps:
+        return
+    for module in kernels.body.operations:
+        for op in module.regions[0].blocks[0].operations:
+            if op.operation.name == "gpu.func" and ir.StringAttr(op.attributes["sym_name"]).value in caps:
+                op.attributes["nvvm.maxnreg"] = caps[ir.StringAttr(op.attributes["sym_name"]).value]
+
+
+def _launch_locations(module: ir.Module) -> dict[str, SourceLocation]:
+    """The user's line of each kernel launch, by kernel name (after outlining)."""
+    found = {}
+    for function in module.body.operations:
+        if function.operation.name == "func.func":
+            for op in function.regions[0].blocks[0].operations:
+                if op.operation.name == "gpu.launch_func":
+                    lines = _source_locations(str(op.location))
+                    if lines:
+                        found[str(op.attributes["kernel"]).rsplit("::@", 1)[-1]] = lines[0]
+    return found
 
 
 def _launch_spec(op) -> LaunchSpec:
@@ -229,26 +249,6 @@ def lower_to_ptx(kernels: ir.Module, options: Options) -> str:
     return ptx[0]
 
 
-_FUNC = re.compile(r"Function properties for (\S+)")
-_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED = re.compile(r"Used (\d+) registers.*?(?:(\d+) bytes smem)?$")
-
-
-def parse_ptxas_log(log: str) -> dict[str, KernelResources]:
-    """Per-kernel registers, stack, spills and static shared memory from ``ptxas -v``."""
-    resources, current, frame = {}, None, (0, 0, 0)
-    for line in log.splitlines():
-        if m := _FUNC.search(line):
-            current, frame = m.group(1), (0, 0, 0)
-        elif (m := _FRAME.search(line)) and current:
-            frame = tuple(int(g) for g in m.groups())
-        elif (m := _USED.search(line)) and current:
-            resources[current] = KernelResources(int(m.group(1)), frame[0], frame[1], frame[2],
-                                                 int(m.group(2) or 0))
-            current = None
-    return resources
-
-
 def assemble(ptx: str, options: Options, ptxas: str) -> tuple[bytes, str]:
     """Assemble PTX with ptxas; return the cubin and ptxas' verbose log."""
     with tempfile.TemporaryDirectory(prefix="nvdsl-") as tmp:
@@ -274,20 +274,6 @@ def _explain_ptxas(message: str, ptx: str) -> str:
     return "\n".join(quoted)
 
 
-def disassemble(cubin: bytes) -> str | None:
-    """The SASS of a cubin from nvdisasm, or None where nvdisasm is not installed."""
-    nvdisasm = find_tool("nvdisasm")
-    if nvdisasm is None:
-        return None
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
-        f.write(cubin)
-        f.flush()
-        proc = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise CompileError("nvdisasm", proc.stderr)
-    return proc.stdout
-
-
 def compile_module(module: ir.Module, name: str, key: str, options: Options) -> tuple[CompiledModule, str]:
     """Outline, lower and assemble a traced module (consumed in place).
 
@@ -297,6 +283,7 @@ def compile_module(module: ir.Module, name: str, key: str, options: Options) -> 
     t0 = time.perf_counter()
     with module.context, ir.Location.unknown():
         kernels, plan = outline(module)
+        locations = _launch_locations(module)
         t1 = time.perf_counter()
         ptx = lower_to_ptx(kernels, options)
         lowered = str(kernels)
@@ -309,4 +296,24 @@ def compile_module(module: ir.Module, name: str, key: str, options: Options) -> 
         timings["ptxas_s"] = time.perf_counter() - t2
     compiled = CompiledModule(key=key, name=name, plan=plan, ptx=ptx, cubin=cubin,
                               resources=parse_ptxas_log(log), ptxas_log=log, timings=timings)
+    check_shared_memory(compiled, options, locations)
     return compiled, lowered
+
+
+def check_shared_memory(compiled: CompiledModule, options: Options, locations: dict) -> None:
+    """Refuse a kernel whose shared memory (static, then the dynamic buffer at its 1024-byte alignment)
+    exceeds what the target chip gives a block: a GPU would refuse it only when loading it."""
+    limit = max_shared_memory(options.chip)
+    if limit is None:
+        return
+    module_static = static_shared_memory(compiled.ptx)
+    for launch in compiled.plan.launches:
+        resources = compiled.resources.get(launch.kernel)
+        static = resources.static_smem if resources is not None else module_static
+        total = (-(-static // DYNAMIC_SHARED_ALIGNMENT) * DYNAMIC_SHARED_ALIGNMENT if static and launch.smem
+                 else static) + launch.smem
+        if total > limit:
+            raise LaunchConfigError(
+                f"kernel '{launch.kernel}' needs {total} bytes of shared memory per block ({static} static, "
+                f"{launch.smem} dynamic), but {options.chip} allows at most {limit}", code="smem-too-large",
+                hint="use smaller tiles or fewer pipeline stages", loc=locations.get(launch.kernel))

@@ -1,4 +1,4 @@
-"""Finding the CUDA command-line tools (ptxas, nvdisasm) and their versions.
+"""Finding the CUDA command-line tools (ptxas, nvdisasm), running nvdisasm, and identifying builds.
 
 Search order: an explicit path, then the CUDA install and NVIDIA's wheels as
 ``cuda.pathfinder`` knows them, then ``PATH``, then ``/usr/local/cuda/bin``.
@@ -7,11 +7,12 @@ Search order: an explicit path, then the CUDA install and NVIDIA's wheels as
 from __future__ import annotations
 
 import functools
+import glob
+import importlib.util
 import os
 import shutil
-import subprocess
 
-from ..errors import UserError
+from ..errors import CompileError
 
 
 @functools.lru_cache(maxsize=None)
@@ -31,24 +32,41 @@ def _search(name: str) -> str | None:
 
 
 def find_tool(name: str, explicit: str | None = None) -> str | None:
-    """The path of ``name`` (``ptxas``, ``nvdisasm``), or None when none is installed."""
-    if explicit:
-        if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
-            raise UserError(f"{name} path {explicit!r} is not an executable file",
-                            code="bad-option", hint=f"point the option at a {name} binary or leave it unset")
-        return explicit
-    return _search(name)
+    """The path of ``name`` (``ptxas``, ``nvdisasm``), or None when none is installed; ``explicit`` (a
+    path Options checked) wins."""
+    return explicit or _search(name)
 
 
 @functools.lru_cache(maxsize=None)
-def _version(path: str, mtime: float) -> str:
-    out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
-    lines = [line for line in out.stdout.splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "unknown"
+def mlir_build() -> str:
+    """The MLIR bindings' build, by their native libraries' paths, sizes and times (MLIR is not imported)."""
+    spec = importlib.util.find_spec("mlir")
+    if spec is None or not spec.submodule_search_locations:
+        return "none"
+    return ";".join(file_identity(path) for location in spec.submodule_search_locations
+                    for path in sorted(glob.glob(os.path.join(location, "_mlir_libs", "_mlir*")))) or "unknown"
 
 
-def tool_version(path: str | None) -> str:
-    """A line identifying the tool's build, for cache keys; 'none' when absent."""
+def file_identity(path: str | None) -> str:
+    """A file (a tool's binary) by path, size and modification time; ``none`` when absent. Cheaper than
+    running ``--version``, and it changes whenever the file is reinstalled."""
     if path is None:
         return "none"
-    return _version(path, os.path.getmtime(path))
+    st = os.stat(path)
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def disassemble(cubin: bytes) -> str | None:
+    """The SASS of a cubin from nvdisasm, or None where nvdisasm is not installed."""
+    import subprocess  # imported here: `import nvdsl` stays light
+    import tempfile
+    nvdisasm = find_tool("nvdisasm")
+    if nvdisasm is None:
+        return None
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        proc = subprocess.run([nvdisasm, "-c", f.name], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CompileError("nvdisasm", proc.stderr)
+    return proc.stdout

@@ -21,15 +21,20 @@ _CURRENT: contextvars.ContextVar["TraceContext | None"] = contextvars.ContextVar
 class TraceContext:
     """One function being traced into one MLIR module."""
 
-    def __init__(self, name: str, mlir_context: ir.Context, module: ir.Module, options=None):
+    def __init__(self, name: str, mlir_context: ir.Context, module: ir.Module, options=None, *,
+                 function=None, entry: ir.Block | None = None):
         self.name = name
         self.options = options      # the Options the function is compiled under (debug checks read it)
         self.mlir_context = mlir_context
         self.module = module
+        self.function = function    # the host function's func.func, and its entry block
+        self.entry = entry
         self.kernel = None          # the LaunchContext of the kernel body being traced
+        self.finished = False       # set when tracing ends: what it made can no longer be used
         self._names: set[str] = set()
         self.deferred_errors: list[TraceError] = []
-        self.written_args: set[int] = set()
+        self.written_args: set[int] = set()   # written in ways the module does not show (TMA stores)
+        self.scratch: list = []               # ScratchSpecs of nvdsl.empty / nvdsl.zeros, in order
         self.open_loops: list = []  # weak references to the for_range loops being traced, innermost last
 
     def close_open_loops(self, depth: int = 0) -> None:
@@ -75,6 +80,44 @@ def current_kernel(what: str):
                          hint="host code only launches kernels; do the work inside the kernel body",
                          loc=user_location())
     return trace.kernel
+
+
+def current_scope():
+    """Where a value made now belongs: the kernel body being traced, else the host function's trace
+    (None outside any trace)."""
+    trace = _CURRENT.get()
+    if trace is None:
+        return None
+    return trace.kernel if trace.kernel is not None else trace
+
+
+def check_scope(scope, thing) -> None:
+    """Refuse to use ``thing`` (a traced value, array or barrier made in ``scope``) where it does not
+    exist: in another trace (its MLIR is gone), another kernel, or host code after its kernel."""
+    trace = _CURRENT.get()
+    if trace is not None and (scope is trace or scope is trace.kernel):
+        return
+    raise scope_error(scope, trace, thing)
+
+
+def scope_error(scope, trace, thing) -> TraceError:
+    made_trace = getattr(scope, "trace", scope)
+    kernel = getattr(scope, "name", None) if made_trace is not scope else None
+    made = f"in kernel '{kernel}' of '{made_trace.name}'" if kernel else \
+        f"while tracing '{made_trace.name}'" if made_trace is not None else "outside any trace"
+    if trace is None or made_trace is not trace:
+        where = "outside any trace" if trace is None else f"while tracing '{trace.name}'"
+        if trace is not None and trace.name == getattr(made_trace, "name", None):
+            where += " again (another signature or call)"
+        return TraceError(f"{thing!r} was made {made} and is used {where}; a traced value lives only in "
+                          "the trace that made it", code="stale-value",
+                          hint="recompute it in this trace; keep Python numbers, not traced values, across "
+                               "traces", loc=user_location())
+    here = f"in kernel '{trace.kernel.name}'" if trace.kernel is not None else "in host code"
+    return TraceError(f"{thing!r} was made {made} and is used {here}; each kernel has values of its own",
+                      code="cross-kernel-value",
+                      hint="kernels share only the host function's arrays and scalars: pass data between "
+                           "kernels through an array, or recompute the value in this kernel", loc=user_location())
 
 
 @contextmanager

@@ -13,10 +13,11 @@ Carries and branch results may be nested tuples, lists and dicts of Values.
 
 from __future__ import annotations
 
+import re
 import weakref
 
 from mlir import ir
-from mlir.dialects import gpu, scf
+from mlir.dialects import gpu, llvm, scf
 
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
@@ -239,6 +240,8 @@ def _is_fragment(x) -> bool:
     return hasattr(x, "_rebuild") and not isinstance(x, Value)
 
 
+# A C conversion such as %d, %5.2f, %lld or %s (a '%' before a space, a digit run and such is text).
+_C_SPECIFIER = re.compile(r"%[-+#0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z)?[diouxXeEfFgGcs]")
 _PRINTF_SPEC = {"i": {8: "%d", 16: "%d", 32: "%d", 64: "%lld"},
                 "u": {8: "%u", 16: "%u", 32: "%u", 64: "%llu"}}
 
@@ -253,6 +256,12 @@ def print_(fmt: str, *values) -> None:
     current_kernel("nvdsl.print")
     if not isinstance(fmt, str):
         raise TraceError("nvdsl.print needs a format string first", code="bad-print", loc=user_location())
+    specifier = _C_SPECIFIER.search(fmt)
+    if specifier:
+        raise TraceError(f"nvdsl.print's format string holds the C specifier '{specifier.group()}', which would "
+                         "print literally", code="bad-print",
+                         hint="mark each value with {} (its dtype picks the format): "
+                              "nvdsl.print(\"i={} x={}\", i, x)", loc=user_location())
     pieces = fmt.split("{}")
     if len(pieces) - 1 != len(values):
         raise TraceError(f"the format string has {len(pieces) - 1} '{{}}' but {len(values)} values were given",
@@ -269,6 +278,14 @@ def print_(fmt: str, *values) -> None:
                 out += str(value).replace("%", "%%")
             out += piece.replace("%", "%%")
         gpu.printf(out + "\n", *operands)
+
+
+def report_and_trap(fmt: str, *values) -> None:
+    """Print a report with :func:`print_` (``{}`` per value), then stop the kernel with ``trap;``: the
+    launch fails with a CudaError, and the report is on stdout. For device-side checks of misuse."""
+    print_(fmt, *values)
+    with at_user_line():
+        llvm.intr_trap()
 
 
 def _printf_operand(v: Value):

@@ -8,6 +8,7 @@ memory. Arrays and scalars of the enclosing ``@mlir_func`` are used directly
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 from mlir import ir
@@ -48,9 +49,12 @@ class LaunchContext:
     """
 
     def __init__(self, block: ir.Block, grid: tuple, block_shape: tuple, smem: int,
-                 shared: SharedMemoryPlan):
+                 shared: SharedMemoryPlan, *, trace=None, name: str = "kernel", launch: ir.Operation | None = None):
+        self.trace = trace          # the TraceContext of the host function
+        self.name = name            # the kernel's symbol
+        self.launch_op = launch     # its gpu.launch (attributes for the compiler go here)
         self.entry_block = block
-        args = [Value(a, dt.index) for a in block.arguments]
+        args = [Value(a, dt.index, scope=self) for a in block.arguments]
         self.block_id = Dim3(*args[0:3])
         self.thread_id = Dim3(*args[3:6])
         self.grid_dim = Dim3(*args[6:9])
@@ -154,10 +158,29 @@ def _dims(value, what: str, limits: tuple[int, int, int]) -> tuple[int, int, int
     return dims
 
 
+def _check_body(body) -> None:
+    name = getattr(body, "__name__", repr(body))
+    try:
+        signature = inspect.signature(body)
+    except TypeError:
+        raise TraceError(f"gpu_launch decorates a function 'def body(ctx): ...', not {body!r}",
+                         code="bad-kernel-signature", loc=user_location()) from None
+    except ValueError:  # a builtin without a signature: calling it will tell
+        return
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise TraceError(f"kernel body '{name}{signature}' must take exactly one argument, the launch context",
+                         code="bad-kernel-signature",
+                         hint=f"write 'def {name}(ctx): ...' and read ctx.thread_id, ctx.block_id, ... from it",
+                         loc=user_location()) from None
+
+
 class Kernel:
     """A kernel body with its launch configuration; calling it inside ``@mlir_func`` emits the launch."""
 
     def __init__(self, body, grid, block, smem: int):
+        _check_body(body)
         self.body = body
         self.grid = _dims(grid, "grid", MAX_GRID_DIM)
         self.block = _dims(block, "block", MAX_BLOCK_DIM)
@@ -195,7 +218,8 @@ class Kernel:
             op.attributes["module"] = ir.FlatSymbolRefAttr.get(f"{trace.name}_kernels")
         entry = op.body.blocks[0]
         shared = SharedMemoryPlan(entry, self.smem)
-        ctx = LaunchContext(entry, self.grid, self.block, self.smem, shared)
+        ctx = LaunchContext(entry, self.grid, self.block, self.smem, shared, trace=trace, name=name,
+                            launch=op.operation)
         trace.kernel = ctx
         open_loops = len(trace.open_loops)
         try:

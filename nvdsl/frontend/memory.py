@@ -1,24 +1,41 @@
-"""Arrays seen from a kernel: global-memory arguments and shared-memory views.
+"""Arrays seen from a kernel: global-memory arguments, scratch arrays and shared-memory views.
 
 ``x[i, j]`` loads (``memref.load``) and ``x[i, j] = v`` stores
 (``memref.store``). Every index is a Python int (checked against the shape
 at trace time) or a traced integer (converted to ``index`` by its own
-signedness; not bounds-checked on the GPU). Slices are not supported.
+signedness). Slices are not supported. With ``Options(debug=True)``
+(``NVDSL_DEBUG=1``) every access with a traced index is bounds-checked on the
+GPU: an index outside the shape prints the array, the index, the shape and the
+Python line, and traps.
+
+Atomics (``x.atomic_add(i, v)`` and friends) read-modify-write one element of
+global or shared memory and return its old value: relaxed ordering at GPU
+scope, like CUDA's ``atomicAdd``.
 """
 
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, gpu, memref
+from mlir.dialects import arith, gpu, llvm, memref, vector
 
 from .. import dtypes as dt
 from ..compiler.driver import DYNAMIC_SHARED_ALIGNMENT
 from ..errors import TraceError, user_location
-from .context import at_user_line, current_kernel
+from ..signature import ScratchSpec
+from .context import at_user_line, check_scope, current, current_kernel, current_scope, mlir_location
+from .control import report_and_trap, when
 from .values import Value, _constant, _convert, _python_number, as_value
 
 GLOBAL = "global"
 SHARED = "shared"
+
+_RMW_KINDS = {  # (operation, dtype kind) -> arith.AtomicRMWKind member
+    ("add", "f"): "addf", ("add", "i"): "addi", ("add", "u"): "addi",
+    ("min", "f"): "minimumf", ("min", "i"): "mins", ("min", "u"): "minu",
+    ("max", "f"): "maximumf", ("max", "i"): "maxs", ("max", "u"): "maxu",
+    ("exchange", "f"): "assign", ("exchange", "i"): "assign", ("exchange", "u"): "assign",
+}
+_PAIR_ADD = {dt.float16: "f16x2", dt.bfloat16: "bf16x2"}
 
 
 class Array:
@@ -27,20 +44,21 @@ class Array:
     Attributes:
         shape: the extents, Python ints.
         dtype: the element dtype.
-        space: ``"global"`` for kernel arguments, ``"shared"`` for shared memory.
+        space: ``"global"`` for kernel arguments and scratch arrays, ``"shared"`` for shared memory.
+        ir: the MLIR memref value, for ``mlir.dialects`` ops of your own (writes through it are
+            seen: NumPy arguments written that way are copied back).
     """
 
-    __slots__ = ("ir", "dtype", "shape", "name", "space", "_on_write", "_plan", "offset", "alignment", "lease")
+    __slots__ = ("_ir", "dtype", "shape", "name", "space", "_plan", "offset", "alignment", "lease", "scope")
 
     def __init__(self, ir_value: ir.Value, dtype: dt.DType, shape: tuple[int, ...], *,
-                 name: str, space: str, on_write=None, plan: "SharedMemoryPlan | None" = None,
-                 offset: "int | Value | None" = None, alignment: int | None = None, lease=None):
-        self.ir = ir_value
+                 name: str, space: str, plan: "SharedMemoryPlan | None" = None,
+                 offset: "int | Value | None" = None, alignment: int | None = None, lease=None, scope=None):
+        self._ir = ir_value
         self.dtype = dtype
         self.shape = tuple(shape)
         self.name = name
         self.space = space
-        self._on_write = on_write
         self._plan = plan
         #: For shared arrays, the byte offset in the kernel's shared memory buffer (else None): a Python
         #: int, or a traced index for a view whose place is only known on the GPU (a ring slot).
@@ -49,6 +67,13 @@ class Array:
         self.alignment = alignment if alignment is not None or offset is None else _low_bit(offset)
         #: For a view of an asynchronous ring's slot, the lease it is valid under (see ``nvdsl.Aref``).
         self.lease = lease
+        self.scope = scope if scope is not None else current_scope()
+
+    @property
+    def ir(self) -> ir.Value:
+        """The MLIR memref (only inside the trace, and for shared arrays the kernel, that made it)."""
+        check_scope(self.scope, self)
+        return self._ir
 
     def __repr__(self) -> str:
         return f"<nvdsl.Array {self.name}: {self.space} {self.dtype.name}{list(self.shape)}>"
@@ -76,14 +101,15 @@ class Array:
 
         For example the TMA boxes that make up a tile: ``tile.view((64, 64), offset=h * 64 * 64 * 2)``.
         """
-        if self.space != SHARED:
+        if self.space != SHARED or self._plan is None:
             raise TraceError(f"'{self.name}' is a {self.space} array; only shared arrays have views",
                              code="bad-view", loc=user_location())
         current_kernel(f"a view of '{self.name}'")
         dtype = self.dtype if dtype is None else dtype
         shape = _check_shape(shape, f"'{self.name}'.view")
+        offset = _static_offset(offset, f"'{self.name}'.view")
         nbytes = _nbytes(shape, dtype)
-        if not (isinstance(offset, int) and 0 <= offset and offset + nbytes <= self.nbytes):
+        if not (0 <= offset and offset + nbytes <= self.nbytes):
             raise TraceError(f"a view of {nbytes} bytes at offset {offset!r} does not fit in '{self.name}' "
                              f"({self.nbytes} bytes)", code="bad-view", loc=user_location())
         if offset % dtype.itemsize:
@@ -114,7 +140,8 @@ class Array:
                              hint=f"use the tiles of `with {self.lease.ring_name}.get() as tiles:` inside that "
                                   "`with` block only", loc=user_location())
 
-    def _indices(self, key) -> list[ir.Value]:
+    def _indices(self, key, access: str) -> list[ir.Value]:
+        """The MLIR indices of ``key``; in debug mode, with a bounds check of the traced ones."""
         if not isinstance(key, tuple):
             key = (key,)
         if len(key) != len(self.shape):
@@ -124,7 +151,7 @@ class Array:
                 code="bad-index", hint=f"give exactly {len(self.shape)} indices, e.g. "
                 f"{self.name}[{', '.join('ijkl'[d % 4] for d in range(len(self.shape)))}]",
                 loc=user_location())
-        indices = []
+        indices, traced = [], []
         for axis, (k, extent) in enumerate(zip(key, self.shape)):
             k = _python_number(k)
             if isinstance(k, Value):
@@ -132,19 +159,38 @@ class Array:
                     raise TraceError(f"index {axis} of '{self.name}' is a {k.dtype.name} value",
                                      code="bad-index", hint="indices must be integers",
                                      loc=user_location())
-                indices.append(_convert(k, dt.index).ir)
+                index = _convert(k, dt.index)
+                traced.append((index, extent))
+                indices.append(index)
             elif isinstance(k, int) and not isinstance(k, bool):
                 if not 0 <= k < extent:
                     raise TraceError(f"index {k} is out of bounds for axis {axis} of "
                                      f"'{self.name}' with extent {extent}",
                                      code="out-of-bounds", loc=user_location())
-                indices.append(_constant(k, dt.index).ir)
+                indices.append(_constant(k, dt.index))
             else:
                 raise TraceError(f"index {axis} of '{self.name}' is {type(k).__name__} {k!r}",
                                  code="bad-index",
                                  hint="index with Python ints or traced integers; slices are not supported",
                                  loc=user_location())
-        return indices
+        options = current(access).options
+        if traced and options is not None and options.debug:
+            self._check_bounds(indices, traced, access)
+        return [i.ir for i in indices]
+
+    def _check_bounds(self, indices: list[Value], traced, access: str) -> None:
+        """Debug mode: trap with a report unless every traced index is inside its extent."""
+        ctx = current_kernel(access)
+        outside = None
+        for index, extent in traced:
+            bad = (index < 0) | (index >= extent)
+            outside = bad if outside is None else outside | bad
+        where = user_location()
+        with when(outside):
+            report_and_trap(
+                f"nvdsl: out-of-bounds {access} of '{self.name}' at index [{', '.join(['{}'] * len(indices))}] "
+                f"outside its shape {list(self.shape)} at {{}} (block ({{}}, {{}}, {{}}), thread ({{}}, {{}}, {{}}))",
+                *indices, where if where is not None else "an unknown line", *ctx.block_id, *ctx.thread_id)
 
     def __getitem__(self, key) -> Value:
         current_kernel(f"reading '{self.name}'")
@@ -152,7 +198,8 @@ class Array:
             self.check_lease("reading")
             self.lease.read_by_threads = True
         with at_user_line():
-            return Value(memref.load(self.ir, self._indices(key)), self.dtype)
+            return Value(memref.load(self.ir, self._indices(key, "read")), self.dtype,
+                         origin=f"an element of '{self.name}'")
 
     def __setitem__(self, key, value) -> None:
         current_kernel(f"writing '{self.name}'")
@@ -161,14 +208,193 @@ class Array:
                              "copies write", code="slot-write", loc=user_location())
         with at_user_line():
             v = as_value(value, self.dtype, f"a store into '{self.name}' ({self.dtype.name})")
-            memref.store(v.ir, self.ir, self._indices(key))
-        if self._on_write is not None:
-            self._on_write()
+            memref.store(v.ir, self.ir, self._indices(key, "write"))
+
+    def atomic_add(self, index, value):
+        """Atomically add ``value`` to ``self[index]``; returns the old value (``atom.add``: integers,
+        float16, bfloat16, float32, float64).
+
+        With a pair ``(a, b)`` on a float16 or bfloat16 array, adds to ``self[index]`` and the element
+        after it along the last axis in one ``atom.add.noftz.f16x2`` (``bf16x2``); the last index must be
+        even. Returns both old values.
+        """
+        if isinstance(value, tuple):
+            return self._atomic_pair_add(index, value)
+        return self._atomic("add", index, value)
+
+    def atomic_min(self, index, value) -> Value:
+        """Atomically set ``self[index]`` to the smaller of it and ``value`` (signed or unsigned by dtype;
+        floats NaN-propagating, through a compare-and-swap loop); returns the old value."""
+        return self._atomic("min", index, value)
+
+    def atomic_max(self, index, value) -> Value:
+        """Atomically set ``self[index]`` to the larger of it and ``value``; returns the old value."""
+        return self._atomic("max", index, value)
+
+    def atomic_exchange(self, index, value) -> Value:
+        """Atomically store ``value`` into ``self[index]``; returns the old value (``atom.exch``)."""
+        return self._atomic("exchange", index, value)
+
+    def atomic_cas(self, index, compare, value) -> Value:
+        """Compare-and-swap: where ``self[index] == compare`` (bitwise), store ``value``; returns the old
+        value either way (``atom.cas``)."""
+        what = f"atomic_cas on '{self.name}'"
+        self._check_atomic(what, "cas")
+        with at_user_line():
+            compare = as_value(compare, self.dtype, f"the compare value of {what}")
+            value = as_value(value, self.dtype, f"the new value of {what}")
+            pointer = self._pointer(index, "atomic_cas")
+            bits = ir.IntegerType.get_signless(self.dtype.bits)
+            as_bits = (lambda v: v.ir) if not self.dtype.is_float else (lambda v: llvm.bitcast(bits, v.ir))
+            pair = llvm.cmpxchg(pointer, as_bits(compare), as_bits(value), llvm.AtomicOrdering.monotonic,
+                                llvm.AtomicOrdering.monotonic, syncscope="device")
+            old = llvm.extractvalue(bits, pair, [0])
+            if self.dtype.is_float:
+                old = llvm.bitcast(self.dtype.mlir_type(), old)
+            return Value(old, self.dtype)
+
+    def _check_atomic(self, what: str, operation: str) -> None:
+        current_kernel(what)
+        if self.lease is not None:
+            raise TraceError(f"{what}: '{self.name}' is a slot of an asynchronous ring, which only its producer's "
+                             "copies write", code="slot-write", loc=user_location())
+        d = self.dtype
+        if not (d.is_int or d.is_float) or d.bits < 8 or d in (dt.float8_e4m3fn, dt.float8_e5m2):
+            raise TraceError(f"{what}: atomics on {d.name} arrays are not supported", code="bad-atomic",
+                             loc=user_location())
+        if operation in ("min", "max") and d in (dt.float16, dt.bfloat16):
+            raise TraceError(f"{what}: atomic min/max on {d.name} is not supported", code="bad-atomic",
+                             hint="use a float32 array", loc=user_location())
+
+    def _atomic(self, operation: str, index, value) -> Value:
+        what = f"atomic_{operation} on '{self.name}'"
+        self._check_atomic(what, operation)
+        kind = getattr(arith.AtomicRMWKind, _RMW_KINDS[(operation, self.dtype.kind)])
+        with at_user_line():
+            value = as_value(value, self.dtype, f"the value of {what}")
+            return Value(memref.atomic_rmw(kind, value.ir, self.ir, self._indices(index, f"atomic_{operation}")),
+                         self.dtype)
+
+    def _atomic_pair_add(self, index, pair) -> tuple[Value, Value]:
+        what = f"atomic_add of a pair on '{self.name}'"
+        self._check_atomic(what, "add")
+        flavour = _PAIR_ADD.get(self.dtype)
+        if flavour is None or len(pair) != 2:
+            raise TraceError(f"{what}: a pair (a, b) is added to float16 or bfloat16 arrays only, got "
+                             f"{len(pair)} values for {self.dtype.name}", code="bad-atomic", loc=user_location())
+        key = index if isinstance(index, tuple) else (index,)
+        last = _python_number(key[-1])
+        if isinstance(last, int) and (last % 2 or last + 1 >= self.shape[-1]):
+            raise TraceError(f"{what}: the pair starts at {last}; it needs an even last index with room for "
+                             f"two elements (extent {self.shape[-1]})", code="misaligned", loc=user_location())
+        if self.shape[-1] % 2:
+            raise TraceError(f"{what}: the last extent {self.shape[-1]} is odd, so pairs are not 4-byte aligned",
+                             code="misaligned", loc=user_location())
+        with at_user_line():
+            a, b = (as_value(v, self.dtype, f"a value of {what}") for v in pair)
+            i32 = ir.IntegerType.get_signless(32)
+            packed = vector.from_elements(ir.VectorType.get([2], self.dtype.mlir_type()), [a.ir, b.ir])
+            space = "global" if self.space == GLOBAL else "shared"
+            old = llvm.inline_asm(i32, [self._pointer(index, "atomic_add"), llvm.bitcast(i32, packed)],
+                                  f"atom.{space}.add.noftz.{flavour} $0, [$1], $2;", "=r,l,r",
+                                  has_side_effects=True)
+            halves = llvm.bitcast(ir.VectorType.get([2], self.dtype.mlir_type()), old)
+            return tuple(Value(vector.extract(halves, [], [k]), self.dtype) for k in (0, 1))
+
+    def _pointer(self, index, access: str) -> ir.Value:
+        """The address of ``self[index]`` as an LLVM pointer in the array's address space."""
+        indices = self._indices(index, access)
+        linear = None
+        for axis, i in enumerate(indices):
+            stride = 1
+            for extent in self.shape[axis + 1:]:
+                stride *= extent
+            term = arith.muli(i, arith.constant(ir.IndexType.get(), stride * self.dtype.itemsize))
+            linear = term if linear is None else arith.addi(linear, term)
+        address = arith.addi(memref.extract_aligned_pointer_as_index(self.ir), linear)
+        space = 1 if self.space == GLOBAL else 3
+        return llvm.inttoptr(ir.Type.parse(f"!llvm.ptr<{space}>"),
+                             arith.index_cast(ir.IntegerType.get_signless(64), address))
 
 
 def memref_type(dtype: dt.DType, shape, space: str) -> ir.MemRefType:
     memory_space = ir.Attribute.parse("#gpu.address_space<workgroup>") if space == SHARED else None
     return ir.MemRefType.get(list(shape), dtype.mlir_type(), memory_space=memory_space)
+
+
+def empty(shape, dtype: dt.DType, *, name: str | None = None) -> Array:
+    """Scratch device memory of ``shape`` and ``dtype`` for the duration of one call, in host code.
+
+    The runtime allocates it (stream-ordered) before the call's first launch and frees it after the
+    last; its contents start undefined. Kernels launched by one ``@mlir_func`` run in order on one
+    stream, so a kernel sees what the kernels before it wrote there.
+    """
+    return _scratch(shape, dtype, False, name, "nvdsl.empty")
+
+
+def zeros(shape, dtype: dt.DType, *, name: str | None = None) -> Array:
+    """Like :func:`empty`, filled with zeros before the first launch (e.g. for atomic accumulations)."""
+    return _scratch(shape, dtype, True, name, "nvdsl.zeros")
+
+
+def _scratch(shape, dtype, zero: bool, name, what: str) -> Array:
+    trace = current(what)
+    if trace.kernel is not None:
+        raise TraceError(f"{what} allocates device memory in host code, not inside a kernel", code="bad-scratch",
+                         hint="call it in the @mlir_func body, next to the gpu_launch, and use the array in kernels; "
+                              "for memory of one block, use ctx.shared_array", loc=user_location())
+    if not isinstance(dtype, dt.DType) or dtype not in dt.ARRAY_DTYPES:
+        raise TraceError(f"{what} needs an array dtype such as nvdsl.float32, got {dtype!r}", code="bad-dtype",
+                         loc=user_location())
+    shape = _check_shape(shape, what)
+    name = name or f"scratch{len(trace.scratch)}"
+    loc = mlir_location(user_location())
+    with loc:
+        argument = trace.entry.add_argument(memref_type(dtype, shape, GLOBAL), loc)
+        function_type = ir.FunctionType(ir.TypeAttr(trace.function.attributes["function_type"]).value)
+        trace.function.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(list(function_type.inputs) + [argument.type], []))
+    trace.scratch.append(ScratchSpec(dtype, shape, zero))
+    return Array(argument, dtype, shape, name=name, space=GLOBAL, scope=trace)
+
+
+def wrap(ir_value: ir.Value, dtype: dt.DType | None = None, *, name: str = "wrapped"):
+    """An MLIR value made by ``mlir.dialects`` ops of your own, as nvdsl sees it: a :class:`Value` for
+    a scalar, an :class:`Array` for a statically shaped memref.
+
+    ``dtype`` picks the signedness of an integer (default: signed); for other types it is read from
+    the MLIR type (and must agree when given).
+    """
+    trace = current("nvdsl.wrap")
+    if not isinstance(ir_value, ir.Value):
+        raise TraceError(f"nvdsl.wrap needs an MLIR value (an op's result), got {type(ir_value).__name__}",
+                         code="bad-wrap", loc=user_location())
+    if ir_value.context is not trace.mlir_context:
+        raise TraceError("nvdsl.wrap got an MLIR value of another trace's context", code="stale-value",
+                         loc=user_location())
+    mlir_type = ir_value.type
+    if isinstance(mlir_type, ir.MemRefType):
+        element = _dtype_of(mlir_type.element_type, dtype)
+        if not mlir_type.has_static_shape:
+            raise TraceError(f"nvdsl.wrap needs a statically shaped memref, got {mlir_type}", code="bad-wrap",
+                             loc=user_location())
+        space = SHARED if mlir_type.memory_space is not None else GLOBAL
+        return Array(ir_value, element, tuple(mlir_type.shape), name=name, space=space)
+    return Value(ir_value, _dtype_of(mlir_type, dtype))
+
+
+def _dtype_of(mlir_type, dtype: dt.DType | None) -> dt.DType:
+    matches = [d for d in dt.ALL if str(d.mlir_type()) == str(mlir_type)]
+    if not matches:
+        raise TraceError(f"nvdsl.wrap: MLIR type {mlir_type} has no nvdsl dtype", code="bad-wrap",
+                         loc=user_location())
+    if dtype is None:
+        signed = [d for d in matches if d.kind in ("i", "index", "f", "b")]
+        return (signed or matches)[0]
+    if dtype not in matches:
+        raise TraceError(f"nvdsl.wrap: dtype {dtype.name} does not describe MLIR type {mlir_type}",
+                         code="bad-wrap", loc=user_location())
+    return dtype
 
 
 class SharedMemoryPlan:
@@ -177,8 +403,8 @@ class SharedMemoryPlan:
     ``ctx.dynamic_shared`` views are placed in the first ``smem`` bytes (the
     amount given to ``gpu_launch``), at the offsets asked for or one after
     the other; ``ctx.shared_array`` arrays follow them. The launch's dynamic
-    shared memory size is the end of the last array, which the runtime
-    checks against the device's limit. One allocator owns every offset and
+    shared memory size is the end of the last array, which the compiler
+    checks against the target's limit. One allocator owns every offset and
     alignment, so later primitives (mbarriers, swizzled TMA tiles) plan
     their shared memory here too.
     """
@@ -197,17 +423,21 @@ class SharedMemoryPlan:
 
     def static_array(self, shape, dtype: dt.DType, align: int) -> Array:
         shape = _check_shape(shape, "ctx.shared_array")
+        align = _alignment(align, "ctx.shared_array")
         start = self.place(_nbytes(shape, dtype), align)
         return self._view(shape, dtype, start, f"shared_array@{start}")
 
     def dynamic_view(self, shape, dtype: dt.DType, offset: int | None, align: int) -> Array:
         shape = _check_shape(shape, "ctx.dynamic_shared")
+        align = _alignment(align, "ctx.dynamic_shared")
         nbytes = _nbytes(shape, dtype)
         if offset is None:
             offset = _align(self._dynamic_next, align)
-        elif offset % align or offset < 0:
-            raise TraceError(f"dynamic shared view offset {offset} is not a multiple of {align} bytes",
-                             code="misaligned", loc=user_location())
+        else:
+            offset = _static_offset(offset, "ctx.dynamic_shared")
+            if offset % align or offset < 0:
+                raise TraceError(f"dynamic shared view offset {offset} is not a multiple of {align} bytes",
+                                 code="misaligned", loc=user_location())
         self.reserve(offset, nbytes, 1, "a dynamic shared view")
         return self._view(shape, dtype, offset, f"dynamic_shared@{offset}")
 
@@ -244,8 +474,26 @@ class SharedMemoryPlan:
                      lease=lease)
 
 
+def _static_offset(offset, what: str) -> int:
+    offset = _python_number(offset)
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise TraceError(f"{what}: offset={offset!r} must be a Python int; shared-memory layout is fixed while "
+                         "tracing", code="bad-offset",
+                         hint="compute offsets from Python ints (tile sizes, stage numbers); to pick a buffer at "
+                              "run time, make one view per buffer and choose among them with nvdsl.when",
+                         loc=user_location())
+    return offset
+
+
+def _alignment(align, what: str) -> int:
+    if not isinstance(align, int) or isinstance(align, bool) or align < 1 or align & (align - 1):
+        raise TraceError(f"{what}: align={align!r} must be a power of two (bytes)", code="misaligned",
+                         loc=user_location())
+    return align
+
+
 def _check_shape(shape, what: str) -> tuple[int, ...]:
-    if isinstance(shape, int):
+    if not isinstance(shape, (tuple, list)):
         shape = (shape,)
     shape = tuple(_python_number(s) for s in shape)
     if not shape or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):

@@ -2,8 +2,10 @@
 
 A call's signature is each positional argument's kind, dtype and shape, plus
 the keyword arguments, which are compile-time constants (passed to the traced
-function as plain Python values). A new signature traces again; a known one
-goes straight to the loaded kernels.
+function as plain Python values). A new signature traces again (or, in a new
+process, finds its kernels on disk by the call's key); a known one goes
+straight to the loaded kernels. This module does not import MLIR: tracing
+(:mod:`nvdsl.frontend.tracer`) and compiling load it when they first run.
 """
 
 from __future__ import annotations
@@ -12,23 +14,21 @@ import functools
 import inspect
 import os
 import re
+import sys
+import warnings
 from dataclasses import dataclass
 
-from mlir import ir
-from mlir.dialects import func
-
-from ..compiler.cache import cache_for, cache_key
-from ..compiler.driver import CompiledModule, compile_module, disassemble, verify
-from ..errors import ArgumentError, SourceLocation, TraceError, UserError, user_location
+from ..compiler.cache import cache_for, cache_key, call_toolchain
+from ..compiler.compiled import CompiledModule, ptxas_warnings
+from ..compiler.toolchain import disassemble
+from ..errors import (ArgumentError, InternalError, PtxasWarning, SourceLocation, TraceError, UserError,
+                      user_location)
 from ..options import Options, resolve
-from ..runtime.arrays import describe, device_array_info, signature_key
+from ..runtime.arrays import HOST, check_writable, describe, device_array_info, signature_key
 from ..runtime.device import get_device
 from ..runtime.launch import LoadedProgram, load_module, stream_handle
-from ..signature import ARRAY, ArgSpec
-from .context import TraceContext, activate, mlir_location
-from .memory import GLOBAL, Array, memref_type
-from .values import Value
-
+from ..signature import ArgSpec
+from .keying import call_key
 
 @dataclass(frozen=True)
 class Trace:
@@ -41,7 +41,7 @@ class Trace:
         written: indices of the arguments some kernel writes.
     """
 
-    module: ir.Module
+    module: object  # the ir.Module
     mlir: str
     mlir_with_locations: str
     specs: tuple[ArgSpec, ...]
@@ -83,10 +83,14 @@ def _symbol(name: str) -> str:
 class TracedFunction:
     """A host function traced into MLIR per call signature; call it like the Python function.
 
-    ``f(*arrays_and_scalars, stream=None, **constants)`` runs the kernels. NumPy
-    arrays are copied in and (when written) back out, and the call returns once
-    the GPU is done; device arrays are used in place and the call returns once
+    ``f(*arrays_and_scalars, stream=None, **constants)`` runs the kernels, in the order the function
+    launches them, on one stream. NumPy arrays are copied in and (when written) back out, and the
+    call returns once the GPU is done; device arrays are used in place and the call returns once
     the work is queued on ``stream`` (the default stream when None).
+
+    A signature is traced once per process. Its compiled kernels are also kept on disk, keyed by
+    the function's code, the closure values and globals it reads, the signature and constants, so a
+    new process runs them without tracing (see :mod:`nvdsl.frontend.keying`).
     """
 
     def __init__(self, fn, options: Options | None):
@@ -97,6 +101,8 @@ class TracedFunction:
         self._options: Options | None = None
         self._signature = inspect.signature(fn)
         self._programs: dict = {}
+        self._last: LoadedProgram | None = None   # the program of the latest call, tried first
+        self._traced: list[tuple[ArgSpec, ...]] = []   # signatures traced so far, to explain dtype changes
         self._definition = SourceLocation(fn.__code__.co_filename, fn.__code__.co_firstlineno)
 
     @property
@@ -112,26 +118,38 @@ class TracedFunction:
 
     def __call__(self, *args, stream=None, **constants):
         try:
-            key = (tuple(map(signature_key, args)), tuple(sorted(constants.items())) if constants else ())
-            program = self._programs.get(key)
-        except TypeError:  # an unhashable constant
-            key, program = None, None
-        try:
-            if program is None:
-                program = self._load(args, constants, key)
-            program(args, stream_handle(stream) if stream is not None else 0)
+            handle = 0 if stream is None else stream_handle(stream)
+            program = self._last
+            if program is None or not program.run(args, _constants_key(constants) if constants else (), handle):
+                self._run_new_signature(args, constants, handle)
         except UserError as e:
             if e.loc is None:
                 raise e.with_location(user_location()) from None
             raise
 
+    def _run_new_signature(self, args, constants, stream: int) -> None:
+        _refuse_inside_a_trace(self.fn.__name__)
+        constants_key = _constants_key(constants)
+        try:
+            key = (tuple(map(signature_key, args)), constants_key)
+            program = self._programs.get(key)
+        except TypeError:  # an unhashable constant: _describe explains
+            key, program = None, None
+        if program is None:
+            program = self._load(args, constants, key, constants_key)
+        if not program.run(args, constants_key, stream):
+            raise InternalError(f"the program loaded for a call of '{self.name}' refused its arguments")
+        self._last = program
+
     def trace(self, *args, **constants) -> Trace:
         """Trace for the signature of these arguments (no GPU needed)."""
+        _refuse_inside_a_trace(self.fn.__name__)
         specs, _ = self._describe(args, constants)
         return self._trace(specs, constants)
 
     def compile(self, *args, **constants) -> Compiled:
         """Trace and compile for these arguments' signature (no GPU needed); returns PTX, cubin, resources."""
+        _refuse_inside_a_trace(self.fn.__name__)
         specs, _ = self._describe(args, constants)
         return self._compile(specs, constants)
 
@@ -142,7 +160,7 @@ class TracedFunction:
             raise ArgumentError(f"{self.fn.__name__}{self._signature}: {e}", code="bad-call",
                                 loc=user_location()) from None
         for name, value in constants.items():
-            if isinstance(value, Value) or hasattr(value, "__array__") or device_array_info(value) is not None:
+            if _is_traced(value) or hasattr(value, "__array__") or device_array_info(value) is not None:
                 raise ArgumentError(f"keyword argument '{name}' is an array, but keyword arguments are "
                                     "compile-time constants", code="bad-call",
                                     hint="pass arrays and runtime scalars positionally", loc=user_location())
@@ -168,41 +186,33 @@ class TracedFunction:
         return (names + [f"arg{i}" for i in range(len(names), count)])[:count]
 
     def _trace(self, specs: tuple[ArgSpec, ...], constants: dict) -> Trace:
-        context = ir.Context()
-        with context, mlir_location(self._definition):
-            module = ir.Module.create()
-            module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
-            types = [memref_type(s.dtype, s.shape, GLOBAL) if s.kind == ARRAY else s.dtype.mlir_type()
-                     for s in specs]
-            with ir.InsertionPoint(module.body):
-                function = func.FuncOp(self.name, ir.FunctionType.get(types, []))
-            entry = function.add_entry_block()
-            trace = TraceContext(self.name, context, module, self.options)
-            wrapped = []
-            for i, (spec, arg) in enumerate(zip(specs, entry.arguments)):
-                if spec.kind == ARRAY:
-                    wrapped.append(Array(arg, spec.dtype, spec.shape, name=spec.name, space=GLOBAL,
-                                         on_write=functools.partial(trace.written_args.add, i)))
-                else:
-                    wrapped.append(Value(arg, spec.dtype))
-            with activate(trace), ir.InsertionPoint(entry):
-                try:
-                    result = self.fn(*wrapped, **constants)
-                except BaseException:
-                    trace.close_open_loops()
-                    raise
-                if trace.deferred_errors:
-                    raise trace.deferred_errors[0]
-                if result is not None:
-                    raise TraceError(f"@mlir_func '{self.fn.__name__}' returned a value", code="host-returns",
-                                     hint="kernels write their results into array arguments",
-                                     loc=self._definition)
-                func.ReturnOp([])
-            verify(module, "verifying the traced MLIR")
-            return Trace(module, module.operation.get_asm(), module.operation.get_asm(enable_debug_info=True),
-                         specs, frozenset(trace.written_args))
+        from .tracer import trace_function  # imports MLIR: only when something is traced
+        try:
+            trace = trace_function(self.fn, self.name, self._definition, specs, constants, self.options)
+        except TraceError as e:
+            raise self._explain_dtype_change(specs, e) from None
+        self._traced.append(specs)
+        return trace
+
+    def _explain_dtype_change(self, specs, error: TraceError) -> UserError:
+        """A dtype clash in a new signature whose arguments changed dtype since an earlier trace: name them."""
+        if error.code != "type-mismatch":
+            return error
+        for earlier in self._traced:
+            changed = [(new, old) for new, old in zip(specs, earlier)
+                       if new.kind == old.kind and new.dtype != old.dtype and new.shape == old.shape]
+            if changed and len(earlier) == len(specs):
+                described = "; ".join(
+                    f"'{new.name}' is {_given(new)} here but was {old.dtype.name} when '{self.fn.__name__}' was "
+                    f"traced before" for new, old in changed)
+                return ArgumentError(f"{described}, and the function does not trace with the new dtype: "
+                                     f"{error.message}", code="dtype-mismatch",
+                                     hint=f"pass {_as_given(changed[0][1])} as before, or convert inside the "
+                                          f"kernel with .to(...)", loc=error.loc)
+        return error
 
     def _compile(self, specs, constants) -> Compiled:
+        from ..compiler.driver import compile_module  # imports MLIR
         options = self.options
         trace = self._trace(specs, constants)
         key = cache_key(trace.mlir, options)
@@ -210,27 +220,97 @@ class TracedFunction:
         if options.dump_dir is None:
             hit = cache.get(key, trace.mlir)
             if hit is not None:
+                _warn_ptxas(hit, self.name)
                 return Compiled(trace, hit, {})
         compiled, lowered = compile_module(trace.module, self.name, key, options)
         cache.put(compiled, trace.mlir)
+        _warn_ptxas(compiled, self.name)
         paths = _dump(options.dump_dir, trace, compiled, lowered) if options.dump_dir else {}
         return Compiled(trace, compiled, paths)
 
-    def _load(self, args, constants, key) -> LoadedProgram:
-        specs, locations = self._describe(args, constants)
+    def _compiled_for_call(self, specs, constants) -> tuple[CompiledModule, frozenset[int]]:
+        """The compiled module of a call, and the arguments its kernels write: from the disk cache by the
+        call's key when it has one (no tracing, no MLIR), else traced and compiled."""
+        options = self.options
+        cache = cache_for(options)
+        call = None
+        if options.dump_dir is None:  # a dump needs the trace
+            call = call_key(self.fn, specs, constants, options, call_toolchain(options))
+            hit = cache.get_call(call) if call is not None else None
+            if hit is not None:
+                _warn_ptxas(hit[0], self.name)
+                return hit
         compiled = self._compile(specs, constants)
+        if call is not None:
+            cache.put_call(call, compiled.module, compiled.trace.written, options)
+        return compiled.module, compiled.trace.written
+
+    def _load(self, args, constants, key, constants_key) -> LoadedProgram:
+        specs, locations = self._describe(args, constants)
+        module, written = self._compiled_for_call(specs, constants)
+        for i in sorted(written):  # before looking for a GPU: a read-only output is wrong on any machine
+            if locations[i] is not None:
+                check_writable(args[i] if locations[i] == HOST else device_array_info(args[i]), specs[i].name,
+                               user_location())
         options = self.options
         device = get_device(options.device)
-        module = load_module(device, compiled.cubin, compiled.ptx, options.chip)
-        program = LoadedProgram(device, compiled.module.plan, module, specs, locations,
-                                compiled.trace.written, self.name, args)
+        loaded = load_module(device, module.cubin, module.ptx, options.chip)
+        program = LoadedProgram(device, module.plan, loaded, specs, locations, written, self.name, args,
+                                constants_key)
         if key is not None:
             self._programs[key] = program
         return program
 
 
+def _constants_key(constants: dict) -> tuple:
+    """Compile-time constants as a key that tells 1, 1.0 and True apart."""
+    return tuple(sorted((name, _typed(value)) for name, value in constants.items())) if constants else ()
+
+
+def _typed(value):
+    if type(value) in (tuple, list):
+        return type(value), tuple(_typed(v) for v in value)
+    return type(value), value
+
+
+def _is_traced(value) -> bool:
+    values = sys.modules.get("nvdsl.frontend.values")  # not loaded: nothing was ever traced
+    return values is not None and isinstance(value, values.Value)
+
+
+def _refuse_inside_a_trace(name: str) -> None:
+    context = sys.modules.get("nvdsl.frontend.context")
+    trace = context._CURRENT.get() if context is not None else None
+    if trace is not None:
+        raise TraceError(f"@mlir_func '{name}' is called while '{trace.name}' is being traced; an @mlir_func "
+                         "is called from Python, not from another one", code="nested-mlir-func",
+                         hint=f"to trace its kernels into '{trace.name}', call the plain function it wraps: "
+                              f"{name}.fn(...), with the same arrays", loc=user_location())
+
+
+def _given(spec: ArgSpec) -> str:
+    python = {"int32": "int32 (a Python int)", "float32": "float32 (a Python float)", "bool": "bool (a Python bool)"}
+    return python.get(spec.dtype.name, spec.dtype.name) if spec.kind != "array" else f"a {spec.dtype.name} array"
+
+
+def _as_given(spec: ArgSpec) -> str:
+    if spec.kind == "array":
+        return f"a {spec.dtype.name} array"
+    return {"float32": "a Python float (e.g. 2.0)", "int32": "a Python int"}.get(
+        spec.dtype.name, f"np.{spec.dtype.name}(...)")
+
+
+def _warn_ptxas(compiled: CompiledModule, function: str) -> None:
+    for kernel, message in ptxas_warnings(compiled.ptxas_log, list(compiled.resources)):
+        warnings.warn(PtxasWarning(f"ptxas on kernel '{kernel}' of '{function}': {message}"), stacklevel=4)
+
+
 def _dump(directory: str, trace: Trace, compiled: CompiledModule, lowered: str) -> dict[str, str]:
-    os.makedirs(directory, exist_ok=True)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"dump_dir={directory!r} cannot be created: {e.strerror}", code="bad-option",
+                        hint="point NVDSL_DUMP_DIR (or Options(dump_dir=...)) at a writable directory") from None
     stem = os.path.join(directory, f"{compiled.name}.{compiled.key[:12]}")
     files = {"traced": (".traced.mlir", trace.mlir_with_locations), "lowered": (".lowered.mlir", lowered),
              "ptx": (".ptx", compiled.ptx)}

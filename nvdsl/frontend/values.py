@@ -27,6 +27,9 @@ MLIR and PTX.
 
 from __future__ import annotations
 
+import dis
+import sys
+
 import numpy as np
 from mlir import ir
 from mlir.dialects import arith
@@ -34,7 +37,7 @@ from mlir.dialects import math as mlir_math
 
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
-from .context import at_user_line, current_kernel
+from .context import _CURRENT, at_user_line, check_scope, current_kernel, current_scope
 
 
 def _error(message: str, hint: str | None = None, code: str = "type-mismatch") -> TraceError:
@@ -133,16 +136,16 @@ def _unify(a, b, op: str) -> tuple["Value", "Value"]:
             return a, b
         common = _common_int(a.dtype, b.dtype)
         if common is None:
-            raise _error(f"cannot combine {a.dtype.name} and {b.dtype.name} with '{op}'",
-                         hint=f"convert one side explicitly, e.g. x.to(nvdsl.{b.dtype.name})")
+            raise _error(f"cannot combine {a.dtype.name} and {b.dtype.name} with '{op}'" + _origins(a, b),
+                         hint=_mismatch_hint(a, b))
         return _convert(a, common), _convert(b, common)
     value, number, value_first = (a, b, True) if isinstance(a, Value) else (b, a, False)
     if not isinstance(number, (bool, int, float)):
         raise _error(f"cannot combine a traced {value.dtype.name} with {type(number).__name__} "
                      f"{number!r} using '{op}'")
     if isinstance(number, float) and not value.dtype.is_float:
-        raise _error(f"cannot combine {value.dtype.name} with the Python float {number!r} using '{op}'",
-                     hint="convert the value explicitly first, e.g. x.to(nvdsl.float32)")
+        raise _error(f"cannot combine {value.dtype.name} with the Python float {number!r} using '{op}'"
+                     + _origins(value), hint=_mismatch_hint(value, None))
     if value.dtype.is_bool and not isinstance(number, bool):
         raise _error(f"cannot combine bool with the Python number {number!r} using '{op}'",
                      hint="convert the bool first, e.g. b.to(nvdsl.int32)")
@@ -164,8 +167,55 @@ _CMP_UNSIGNED = {"<": "ult", "<=": "ule", ">": "ugt", ">=": "uge", "==": "eq", "
 _CMP_FLOAT = {"<": "OLT", "<=": "OLE", ">": "OGT", ">=": "OGE", "==": "OEQ", "!=": "UNE"}
 
 
+def _origins(*values) -> str:
+    """`` ('alpha' is ...)`` for the operands whose origin is known."""
+    known = [f"{v.origin} is {v.dtype.name}" for v in values if isinstance(v, Value) and v.origin]
+    return f" ({'; '.join(known)})" if known else ""
+
+
+def _mismatch_hint(a: "Value", b: "Value | None") -> str:
+    arguments = [v for v in (a, b) if isinstance(v, Value) and v.origin and v.origin.startswith("the scalar")]
+    if arguments:
+        return ("a Python int argument is passed as int32 and a Python float as float32: pass the type the "
+                "kernel computes in (e.g. 2.0, or np.float16(2)), or convert inside with .to(...)")
+    other = b.dtype.name if b is not None else "float32"
+    return f"convert one side explicitly, e.g. x.to(nvdsl.{other})"
+
+
+def _in_kernel(what: str, *operands) -> None:
+    """Like current_kernel, but an operand that is a runtime scalar argument says how to make it a constant."""
+    trace = _CURRENT.get()
+    if trace is not None and trace.kernel is None:
+        for v in operands:
+            hint = v._host_hint() if isinstance(v, Value) else None
+            if hint:
+                raise TraceError(f"{what} in host code: {v.origin} is only known on the GPU",
+                                 code="runtime-scalar", hint=hint, loc=user_location())
+    current_kernel(what)
+
+
+def _truth_use(frame) -> str | None:
+    """Which of 'and', 'or', 'not' asked the frame's current instruction for a truth value, if one did."""
+    instructions = list(dis.get_instructions(frame.f_code))
+    at = next((k for k, ins in enumerate(instructions) if ins.offset == frame.f_lasti), None)
+    if at is None:
+        return None
+    names = [ins.opname for ins in instructions[max(0, at - 1):at + 3]]
+    here = instructions[at].opname
+    if here == "JUMP_IF_FALSE_OR_POP":                                  # Python 3.10, 3.11
+        return "and"
+    if here == "JUMP_IF_TRUE_OR_POP":
+        return "or"
+    if here == "UNARY_NOT" or (here == "TO_BOOL" and "UNARY_NOT" in names[2:3]):
+        return "not"
+    if at and instructions[at - 1].opname == "COPY":                   # 3.12+: COPY 1, [TO_BOOL], jump
+        jump = next((n for n in names[1:] if n.startswith("POP_JUMP")), "")
+        return "and" if "FALSE" in jump else "or" if "TRUE" in jump else None
+    return None
+
+
 def _binary(op: str, a, b) -> "Value":
-    current_kernel(f"the operator '{op}' on traced values")
+    _in_kernel(f"the operator '{op}' on traced values", a, b)
     with at_user_line():
         a, b = _unify(a, b, op)
         d = a.dtype
@@ -215,7 +265,7 @@ def _modulo(a: "Value", b: "Value") -> "Value":
 
 
 def _compare(op: str, a, b) -> "Value":
-    current_kernel(f"the comparison '{op}' on traced values")
+    _in_kernel(f"the comparison '{op}' on traced values", a, b)
     with at_user_line():
         a, b = _unify(a, b, op)
         d = a.dtype
@@ -228,7 +278,7 @@ def _compare(op: str, a, b) -> "Value":
 
 
 def _power(base, exponent) -> "Value":
-    current_kernel("the operator '**' on traced values")
+    _in_kernel("the operator '**' on traced values", base, exponent)
     exponent = _python_number(exponent)
     if isinstance(base, Value) and isinstance(exponent, int) and not isinstance(exponent, bool):
         if exponent < 0:
@@ -255,32 +305,92 @@ class Value:
     Values overload the arithmetic, bitwise and comparison operators (see the
     module docstring for the exact MLIR operation each one becomes). A Value
     has no Python truth value: branch with :func:`nvdsl.when` or :func:`nvdsl.cond`.
+
+    ``v.ir`` is the MLIR value, for ``mlir.dialects`` ops of your own inside a kernel
+    (:func:`nvdsl.wrap` turns their results back into Values). A Value belongs to the
+    kernel (or host function) that made it, and only exists while its trace runs.
     """
 
-    __slots__ = ("ir", "dtype")
+    __slots__ = ("_ir", "dtype", "scope", "origin")
     __array_ufunc__ = None  # make NumPy scalars defer to our reflected operators
 
-    def __init__(self, ir_value: ir.Value, dtype: dt.DType):
-        self.ir = ir_value
+    def __init__(self, ir_value: ir.Value, dtype: dt.DType, *, scope=None, origin: str | None = None):
+        self._ir = ir_value
         self.dtype = dtype
+        self.scope = scope if scope is not None else current_scope()
+        #: what this value is, for error messages (e.g. "the scalar argument 'alpha'"), where known
+        self.origin = origin
+
+    @property
+    def ir(self) -> ir.Value:
+        """The MLIR value (only inside the kernel, or host function, that made it)."""
+        check_scope(self.scope, self)
+        return self._ir
 
     def __repr__(self) -> str:
-        return f"<nvdsl.Value {self.dtype.name}>"
+        return f"<nvdsl.Value {self.dtype.name}{': ' + self.origin if self.origin else ''}>"
 
     __hash__ = object.__hash__
 
     def __bool__(self):
+        word = _truth_use(sys._getframe(1))
+        if word is not None:
+            raise _error(f"'{word}' on a traced value needs a Python truth value, which a traced value does not "
+                         "have (it is only known on the GPU)",
+                         hint="combine traced bools with '&' (and), '|' (or) and '~' (not), with parentheses "
+                              "around comparisons: (i < n) & (j < m)", code="traced-and-or")
         raise _error("a traced value has no Python truth value (it is only known on the GPU)",
-                     hint="branch with 'with nvdsl.when(cond):', pick values with nvdsl.cond or "
-                          "nvdsl.select, loop with nvdsl.for_range",
+                     hint=self._host_hint() or "branch with 'with nvdsl.when(cond):', pick values with nvdsl.cond "
+                          "or nvdsl.select, loop with nvdsl.for_range; combine conditions with & | ~",
                      code="traced-bool")
 
     def __index__(self):
         raise _error("a traced value cannot be used as a Python integer (it is only known on the GPU)",
-                     hint="loop with nvdsl.for_range instead of range(), index arrays with x[i] directly",
+                     hint=self._host_hint() or "loop with nvdsl.for_range instead of range(), index arrays "
+                                               "with x[i] directly",
                      code="traced-int")
 
     __int__ = __float__ = __index__
+
+    def _host_hint(self) -> str | None:
+        """For a runtime scalar argument used while tracing host code: how to make it a constant."""
+        if self.origin and self.origin.startswith("the scalar argument"):
+            name = self.origin.split("'")[1]
+            return (f"'{name}' is passed positionally, so it is a runtime scalar whose value only the GPU "
+                    f"knows; to use it while tracing (sizes, grids, loop counts), pass it by keyword "
+                    f"({name}=...), which makes it a compile-time constant")
+        return None
+
+    # An array's attributes and indexing, on a scalar: say so instead of an AttributeError or TypeError.
+    _ARRAY_ATTRIBUTES = frozenset({"shape", "ndim", "size", "nbytes", "view", "space", "offset", "name",
+                                   "atomic_add", "atomic_min", "atomic_max", "atomic_exchange", "atomic_cas"})
+
+    def __getattr__(self, name):
+        if name in Value._ARRAY_ATTRIBUTES:
+            raise self._not_an_array(f"has no '.{name}'")
+        raise AttributeError(f"'Value' object has no attribute '{name}'")
+
+    def __getitem__(self, key):
+        raise self._not_an_array("cannot be indexed")
+
+    def __setitem__(self, key, value):
+        raise TraceError(f"{self._what()} cannot be assigned into: scalars are passed to kernels by value",
+                         code="scalar-write", hint="write results into an array argument, e.g. out[0] = value",
+                         loc=user_location())
+
+    def __len__(self):
+        raise self._not_an_array("has no len()")
+
+    def __iter__(self):
+        raise self._not_an_array("cannot be iterated")
+
+    def _what(self) -> str:
+        return f"{self.origin or 'a traced value'} ({self.dtype.name} scalar)"
+
+    def _not_an_array(self, problem: str) -> TraceError:
+        return TraceError(f"{self._what()} {problem}: it is a scalar, not an array", code="not-an-array",
+                          hint="pass a NumPy or device array where the function expects an array",
+                          loc=user_location())
 
     def _rebuild(self, ir_value: ir.Value) -> "Value":
         """The same kind of value over another MLIR value (loop carries, branch results)."""
@@ -425,8 +535,8 @@ def as_value(x, dtype: dt.DType, what: str) -> Value:
     x = _python_number(x)
     if isinstance(x, Value):
         if x.dtype != dtype:
-            raise _error(f"{what} expects {dtype.name}, got {x.dtype.name}",
-                         hint=f"convert explicitly with .to(nvdsl.{dtype.name})")
+            raise _error(f"{what} expects {dtype.name}, got {x.dtype.name}" + _origins(x),
+                         hint=_mismatch_hint(x, None) if x.origin else f"convert explicitly with .to(nvdsl.{dtype.name})")
         return x
     if isinstance(x, float) and not dtype.is_float:
         raise _error(f"{what} expects {dtype.name}, got the Python float {x!r}")

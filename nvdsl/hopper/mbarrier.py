@@ -9,7 +9,7 @@ from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current_kernel
 from ..frontend.control import print_, when
-from ..frontend.values import Value, _convert, _index_value, as_value
+from ..frontend.values import Value, _convert, _index_value, _python_number, as_value
 
 
 def _predicate(predicate):
@@ -59,8 +59,10 @@ class Mbarrier:
         self.index = index
 
     def init(self, arrivals, *, predicate=None) -> None:
-        """Expect ``arrivals`` arrivals per phase (``mbarrier.init.shared.b64``); usually one thread does this."""
+        """Expect ``arrivals`` arrivals per phase (``mbarrier.init.shared.b64``; 1 to 2^20 - 1); usually one
+        thread does this."""
         current_kernel("Mbarrier.init")
+        _check_count(arrivals, "Mbarrier.init: the arrival count", 1)
         with at_user_line():
             nvgpu.mbarrier_init(self.group.ir, _index_value(arrivals, "the arrival count"), self.index,
                                 predicate=_predicate(predicate))
@@ -69,6 +71,8 @@ class Mbarrier:
         """Arrive; with ``tx_bytes``, also expect that many bytes of asynchronous copies
         (``mbarrier.arrive.expect_tx.shared.b64``), else a plain ``mbarrier.arrive.shared.b64``."""
         current_kernel("Mbarrier.arrive")
+        if tx_bytes is not None:
+            _check_count(tx_bytes, "Mbarrier.arrive: tx_bytes", 0)
         with at_user_line():
             if tx_bytes is None:
                 if predicate is not None:
@@ -128,6 +132,19 @@ class Mbarrier:
                        f"Mbarriers({self.group.count})", parity, *ctx.block_id, *ctx.thread_id)
                 llvm.intr_trap()
             scf.yield_([])
+
+
+MAX_COUNT = (1 << 20) - 1  # PTX: an mbarrier's arrival count and pending transaction bytes
+
+
+def _check_count(count, what: str, least: int) -> None:
+    """A Python-int arrival count or transaction byte count must be in PTX's range (traced ones pass)."""
+    count = _python_number(count)
+    if isinstance(count, int) and not isinstance(count, bool) and not least <= count <= MAX_COUNT:
+        raise TraceError(f"{what} is {count}, outside {least}..{MAX_COUNT} (2^20 - 1, the mbarrier's limit)",
+                         code="bad-mbarrier",
+                         hint="an mbarrier counts at least one arrival per phase" if count < least else
+                              "split the copies over more barriers or phases", loc=user_location())
 
 
 def _parity(phase) -> Value:

@@ -144,11 +144,12 @@ class TMA:
                              f"descriptor's box is {self.array.dtype.name}{list(self.box)}", code="bad-tma",
                              loc=user_location())
         tile.check_lease(f"TMA {what} of")
-        span = 8 * self.spec.swizzle                  # the swizzle pattern repeats every 8 rows of `swizzle` bytes
-        if span and tile.alignment < span:
-            raise TraceError(f"'{tile.name}' starts at a shared byte offset aligned to {tile.alignment} bytes; a "
-                             f"{self.spec.swizzle}-byte swizzled TMA tile must start on a multiple of {span}",
-                             code="misaligned", hint=f"allocate it with align={span}", loc=user_location())
+        span = shared_alignment(self.spec.swizzle)
+        if tile.alignment is not None and tile.alignment < span:
+            raise TraceError(f"TMA {what}: '{tile.name}' starts at a shared byte offset aligned to {tile.alignment} "
+                             "bytes; " + (f"a {self.spec.swizzle}-byte swizzled TMA tile" if self.spec.swizzle else
+                                          "a TMA tile") + f" must start on a multiple of {span}", code="misaligned",
+                             hint=f"allocate it with align={span}", loc=user_location())
         return self.boxes(tile.shape)
 
     def _box_views(self, tile: Array, what: str):
@@ -164,6 +165,13 @@ class TMA:
         if len(coords) != len(self.box):
             raise TraceError(f"TMA coordinates {coords!r} need {len(self.box)} values", code="bad-tma",
                              loc=user_location())
+        for axis, (c, box, extent) in enumerate(zip(coords, self.box, self.array.shape)):
+            if isinstance(c, int) and not isinstance(c, bool) and (c >= extent or c + box <= 0):
+                raise TraceError(f"TMA coordinates {coords!r}: the box {list(self.box)} starting at {c} on axis "
+                                 f"{axis} lies entirely outside '{self.array.name}' (extent {extent})",
+                                 code="tma-out-of-bounds",
+                                 hint="a box may overhang the array (the overhang reads as zeros or NaN), but "
+                                      "must overlap it", loc=user_location())
         if deltas is not None:
             coords = tuple(c + d if d else c for c, d in zip(coords, deltas))
         # nvgpu takes coordinates innermost first, in elements.
@@ -230,11 +238,11 @@ class SharedBoxes:
                 and tile.shape[0] % box[0] == 0 and tile.shape[1] % box[1] == 0 and tile.dtype == tma.array.dtype):
             raise TraceError(f"{what}: a shared {tma.array.dtype.name} tile made of whole boxes {list(box)} of the "
                              f"descriptor is needed, got {tile!r}", code=code, loc=user_location())
-        span = 8 * tma.spec.swizzle
-        if span and tile.alignment < span:
+        span = shared_alignment(tma.spec.swizzle)
+        if tile.alignment < span:
             raise TraceError(f"'{tile.name}' starts at a shared byte offset aligned to {tile.alignment} bytes; a "
                              f"{tma.spec.swizzle}-byte swizzled tile must start on a multiple of {span}",
-                             code="misaligned", hint=f"allocate it with align={max(span, 128)}", loc=user_location())
+                             code="misaligned", hint=f"allocate it with align={span}", loc=user_location())
         self.tile = tile
         self.item = tile.dtype.itemsize
         self.box_rows, self.box_cols = box
@@ -261,6 +269,12 @@ def _product(values) -> int:
     for v in values:
         n *= v
     return n
+
+
+def shared_alignment(swizzle: int) -> int:
+    """The alignment in bytes a TMA tile needs in shared memory: 128, or the span in which the swizzle
+    pattern repeats (8 rows of ``swizzle`` bytes: 1024 for the 128-byte swizzle)."""
+    return max(128, 8 * swizzle)
 
 
 def tma_store_wait(pending: int = 0) -> None:

@@ -21,6 +21,7 @@ from ..frontend.values import Value, _index_value
 from ..layouts import FragmentLayout, wgmma_accumulator
 from .tile import RegisterTile, _load
 from .tma import TMA, SharedBoxes
+from .warpgroup import WARPGROUP_THREADS, require_sm90a
 
 _INPUT_DTYPES = (dt.float16, dt.bfloat16)
 _WGMMA_TYPE = {dt.float16: "f16", dt.bfloat16: "bf16"}
@@ -252,6 +253,7 @@ class WGMMAAccumulator(RegisterTile):
                        hint="drop in_flight= from accumulate")
         in_flight = 0 if in_flight is None else in_flight
         _check_in_flight(in_flight)
+        _check_warpgroups("wgmma (WGMMAAccumulator.accumulate)")
         if not isinstance(product, _Product):
             raise _bad("an accumulator adds A @ B products of WGMMAMatrix operands (A may be a register tile)")
         (m, k), (k2, n) = product.a.shape, product.b.shape
@@ -532,6 +534,18 @@ def wgmma_wait(in_flight: int = 0) -> None:
 def _chunk_type(n: int) -> ir.Type:
     """The registers of 64 accumulator rows per thread, as nvgpu lowers them: N/2 f32 in a struct."""
     return ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * (n // 2)) + ")>")
+
+
+def _check_warpgroups(what: str) -> None:
+    """wgmma runs on whole warpgroups: a block of fewer (or a partial one) faults on the GPU."""
+    require_sm90a(what)
+    block = current_kernel(what).block
+    threads = block.x * block.y * block.z
+    if threads % WARPGROUP_THREADS:
+        raise TraceError(f"{what} runs on whole warpgroups of {WARPGROUP_THREADS} threads, but the block has "
+                         f"{threads}", code="bad-wgmma",
+                         hint=f"launch with a multiple of {WARPGROUP_THREADS} threads per block",
+                         loc=user_location())
 
 
 def _check_in_flight(in_flight) -> None:

@@ -7,9 +7,9 @@
   PyTorch tensors take a faster path that reads ``data_ptr()`` directly.
 * Python ``int``, ``float`` and ``bool`` become ``int32``, ``float32`` and
   ``bool`` scalars; NumPy scalars keep their dtype (``np.int64(n)`` for wide ints).
-* ``bfloat16`` and ``float8_*`` arrays have no NumPy dtype: they come as torch
-  tensors or DLPack device arrays; a NumPy array (ml_dtypes included) never
-  passes as one.
+* ``bfloat16`` arrays come from NumPy through ``ml_dtypes``, or as torch tensors
+  and DLPack device arrays; ``float8_*`` arrays have no NumPy dtype: they come as
+  torch tensors or DLPack device arrays, never from NumPy (ml_dtypes included).
 """
 
 from __future__ import annotations
@@ -216,8 +216,9 @@ def _bad_dtype(name, found, loc) -> ArgumentError:
     return ArgumentError(f"argument '{name}' has dtype {found}, which kernels cannot take",
                          code="bad-dtype",
                          hint="supported: " + ", ".join(d.name for d in dt.ARRAY_DTYPES) +
-                              " (bool arrays: pass them as uint8; bfloat16 and float8 arrays: as torch "
-                              "tensors or DLPack device arrays, since NumPy has no such dtype)", loc=loc)
+                              " (bool arrays: pass them as uint8; float8 arrays: as torch "
+                              "tensors or DLPack device arrays, since NumPy has no such dtype; bfloat16 also "
+                              "as a NumPy array of ml_dtypes.bfloat16)", loc=loc)
 
 
 def _check_int_fits(value, dtype, name, loc):
@@ -243,3 +244,12 @@ def check_device_layout(info: ArrayInfo, name: str, loc) -> None:
                             f"{info.dtype.itemsize}-byte elements", code="misaligned",
                             hint="pass an array that starts on an element boundary (e.g. a fresh copy)",
                             loc=loc)
+
+
+def check_writable(array, name: str, loc) -> None:
+    """Refuse a read-only argument that a kernel writes: a NumPy array that is not writeable, or a device
+    array whose producer marked it read-only (``readonly`` in its CUDA array interface)."""
+    readonly = not array.flags.writeable if isinstance(array, np.ndarray) else array.readonly
+    if readonly:
+        raise ArgumentError(f"argument '{name}' is read-only, but a kernel writes it", code="read-only",
+                            hint="pass a writeable array (e.g. a copy)", loc=loc)

@@ -18,14 +18,21 @@ _KERNEL_DIED_HINT = ("a kernel stopped on the GPU: it trapped (an Mbarrier.try_w
                      "context is now unusable, so restart the process")
 
 
+# Imported with nvdsl (it needs no GPU): every run needs it, and importing it on the first call
+# would double that call's time.
+try:
+    from cuda.bindings import driver as _driver
+    _DRIVER_MISSING = None
+except ImportError as e:
+    _driver, _DRIVER_MISSING = None, str(e)
+
+
 def driver():
     """The cuda-python driver module, or NoDeviceError when cuda-python is missing."""
-    try:
-        from cuda.bindings import driver as cu
-    except ImportError as e:
-        raise NoDeviceError("import cuda.bindings.driver", "ModuleNotFoundError", str(e),
-                            hint="pip install cuda-python; " + _NO_DEVICE_HINT) from None
-    return cu
+    if _driver is None:
+        raise NoDeviceError("import cuda.bindings.driver", "ModuleNotFoundError", _DRIVER_MISSING,
+                            hint="pip install cuda-python; " + _NO_DEVICE_HINT)
+    return _driver
 
 
 def result_name(result) -> str:

@@ -14,7 +14,8 @@ import threading
 from .. import dtypes as dt
 from ..errors import ArgumentError, CudaError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ProgramPlan, TensorMapSpec
-from .arrays import HOST, ArrayInfo, _is_torch, check_device_layout, check_host_layout, device_array_info
+from .arrays import (HOST, ArrayInfo, _is_torch, check_device_layout, check_host_layout, check_writable,
+                     device_array_info)
 from .device import Device, check, driver
 from .tensormap import DeviceTensorMaps
 
@@ -64,41 +65,53 @@ def load_module(device: Device, cubin: bytes | None, ptx: str, chip: str):
 
 
 class LoadedProgram:
-    """A compiled plan bound to a device and to one call signature."""
+    """A compiled plan bound to a device and to one call signature.
+
+    :meth:`run` checks that a call has this signature while it fills the parameter slots: one small
+    function per argument does both, so the path from a call to ``cuLaunchKernel`` reads each
+    argument once.
+    """
 
     def __init__(self, device: Device, plan: ProgramPlan, module, specs: tuple[ArgSpec, ...],
-                 locations: tuple[str | None, ...], written: frozenset[int], name: str, sample_args):
-        """``sample_args`` are the first call's arguments: their types (part of the signature) pick the binders."""
+                 locations: tuple[str | None, ...], written: frozenset[int], name: str, sample_args,
+                 constants_key=()):
+        """``sample_args`` are the first call's arguments: their types (part of the signature) pick the
+        binders; ``constants_key`` is the keyed form of its compile-time constants."""
         cu = driver()
         self._cu = cu
         self.device = device
         self.name = name
         self.specs = specs
         self.module = module
+        self.constants_key = constants_key
         self._lock = threading.Lock()
         self._slots = [dt.ctype(dt.uint64 if s.kind == ARRAY else s.dtype)() for s in specs]
+        # Scratch arrays (nvdsl.empty / zeros) are parameters after the arguments, allocated per call.
+        self._scratch = plan.scratch
+        self._all_specs = specs + tuple(ArgSpec(f"scratch{j}", ARRAY, s.dtype, s.shape)
+                                        for j, s in enumerate(plan.scratch))
+        self._slots += [ctypes.c_uint64() for _ in plan.scratch]
         self._host = [i for i, where in enumerate(locations) if where == HOST]
         self._written = written
         self._written_host = [i for i in self._host if i in written]
-        # One small function per non-host argument fills its parameter slot on each call.
-        self._binders = [self._binder(i, spec, _is_torch(sample_args[i])) for i, spec in enumerate(specs)
-                         if locations[i] != HOST]
+        self._binders = [self._binder(i, spec, locations[i], sample_args[i]) for i, spec in enumerate(specs)]
         # TMA descriptors: one slot each, filled after the arrays' pointers are known.
         self._tensormaps: dict[TensorMapSpec, tuple] = {}
-        self._launches = []
+        self._launches, self._launch_calls = [], []
         for launch in plan.launches:
             func = check(cu.cuModuleGetFunction(module, launch.kernel.encode()), "cuModuleGetFunction")
             self._prepare_shared_memory(func, launch)
             params = (ctypes.c_void_p * max(1, len(launch.params)))(
                 *[ctypes.addressof(self._param_slot(p)) for p in launch.params])
-            self._launches.append((func, *launch.grid, *launch.block, launch.smem,
-                                   params, ctypes.addressof(params), launch.kernel))
+            self._launches.append((func, params))  # params: kept alive for the driver's reads
+            self._launch_calls.append((_launcher(cu.cuLaunchKernel, func, launch, ctypes.addressof(params)),
+                                       launch.kernel))
 
     def _param_slot(self, source):
         if isinstance(source, int):
             return self._slots[source]
         if source not in self._tensormaps:
-            array = self.specs[source.arg]
+            array = self._all_specs[source.arg]
             self._tensormaps[source] = (ctypes.c_uint64(), self._slots[source.arg],
                                         DeviceTensorMaps(self.device, source, array.dtype, array.shape, array.name))
         return self._tensormaps[source][0]
@@ -118,59 +131,98 @@ class LoadedProgram:
             check(cu.cuFuncSetAttribute(func, attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                         launch.smem), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
 
-    def _binder(self, i: int, spec: ArgSpec, is_torch: bool):
-        slot = self._slots[i]
+    def _binder(self, i: int, spec: ArgSpec, where: str | None, sample):
+        """A function of the call's arguments: False when argument ``i`` does not have this signature's
+        kind, dtype and shape; else True, with its parameter slot filled (device arrays and scalars)."""
+        kind = type(sample)
         if spec.kind != ARRAY:
-            return _scalar_binder(i, spec, slot)
-        name, itemsize, ordinal = spec.name, spec.dtype.itemsize, self.device.info.ordinal
+            return _scalar_binder(i, spec, kind, self._slots[i])
+        if where == HOST:
+            dtype, shape = sample.dtype, sample.shape
+            return lambda args: type(args[i]) is kind and args[i].dtype == dtype and args[i].shape == shape
+        slot, name, shape = self._slots[i], spec.name, spec.shape
+        itemsize, ordinal, written = spec.dtype.itemsize, self.device.info.ordinal, i in self._written
+        if _is_torch(sample):
+            torch_dtype = sample.dtype
 
-        def bind(args):
-            value = args[i]
-            if is_torch:
-                pointer, device = value.data_ptr(), value.get_device()
-                if device == ordinal and value.is_contiguous() and not pointer % itemsize:
+            def bind_tensor(args):
+                value = args[i]
+                if type(value) is not kind or value.dtype is not torch_dtype or value.shape != shape:
+                    return False
+                pointer = value.data_ptr()
+                if value.get_device() == ordinal and value.is_contiguous() and not pointer % itemsize:
                     slot.value = pointer
-                    return
+                    return True
+                device = value.get_device()
+                if device < 0:
+                    raise ArgumentError(f"argument '{name}' is a PyTorch tensor on the CPU", code="bad-device",
+                                        hint="pass t.numpy() (copied for the call) or t.cuda() (used in place)")
                 info = ArrayInfo(pointer, spec.dtype, str(value.dtype), tuple(value.shape),
                                  value.is_contiguous(), device)
-            else:
-                info = device_array_info(value)
-            check_device_layout(info, name, None)
-            if info.device_ordinal not in (None, ordinal):
-                raise ArgumentError(f"argument '{name}' lives on device {info.device_ordinal}, but the kernel "
-                                    f"runs on GPU {ordinal}", code="bad-device",
-                                    hint="move it to that GPU, or set Options(device=...)")
-            slot.value = info.pointer
-        return bind
+                slot.value = _checked_pointer(info, name, ordinal, written)
+                return True
+            return bind_tensor
+        dtype_text = device_array_info(sample).dtype_text
 
-    def __call__(self, args, stream: int) -> None:
-        with self._lock:
+        def bind_device_array(args):
+            value = args[i]
+            if type(value) is not kind:
+                return False
+            info = device_array_info(value)
+            if info is None or info.dtype_text != dtype_text or info.shape != shape:
+                return False
+            slot.value = _checked_pointer(info, name, ordinal, written)
+            return True
+        return bind_device_array
+
+    def run(self, args, constants_key, stream: int) -> bool:
+        """Launch the plan on these arguments, or return False (launching nothing) when they do not
+        have this program's signature."""
+        if len(args) != len(self._binders) or constants_key != self.constants_key:
+            return False
+        self._lock.acquire()  # the slots are shared: bind and launch as one step (`with` costs twice as much)
+        try:
             for bind in self._binders:
-                bind(args)
-            if self._host:
-                self._run_with_host_arrays(args, stream)
-            else:
+                if not bind(args):
+                    return False
+            if self._host or self._scratch:
+                self._run_with_memory(args, stream)
+            elif self._tensormaps:
                 self._launch_all(stream)
+            else:  # the common case, inlined: device arrays and scalars straight to the driver
+                for launch, kernel in self._launch_calls:
+                    result = launch(stream)[0]
+                    if result:
+                        check((result,), f"cuLaunchKernel({kernel})", LaunchError)
+        finally:
+            self._lock.release()
+        return True
 
     def _launch_all(self, stream: int) -> None:
         for slot, array_slot, maps in self._tensormaps.values():
             slot.value = maps.pointer_for(array_slot.value)
-        launch_kernel = self._cu.cuLaunchKernel
-        for func, gx, gy, gz, bx, by, bz, smem, _params, address, kernel in self._launches:
-            result = launch_kernel(func, gx, gy, gz, bx, by, bz, smem, stream, address, 0)[0]
+        for launch, kernel in self._launch_calls:
+            result = launch(stream)[0]
             if result:
                 check((result,), f"cuLaunchKernel({kernel})", LaunchError)
 
-    def _run_with_host_arrays(self, args, stream: int) -> None:
+    def _run_with_memory(self, args, stream: int) -> None:
+        """Launch with device memory of the call's own: copies of NumPy arguments (copied back when
+        written; the call then waits for the GPU) and scratch arrays, all freed stream-ordered."""
         cu = self._cu
         allocations = []
         try:
+            for j, scratch in enumerate(self._scratch):
+                pointer = check(cu.cuMemAllocAsync(max(1, scratch.nbytes), stream), "cuMemAllocAsync")
+                allocations.append(pointer)
+                self._slots[len(self.specs) + j].value = int(pointer)
+                if scratch.zero:
+                    check(cu.cuMemsetD8Async(pointer, 0, scratch.nbytes, stream), "cuMemsetD8Async")
             for i in self._host:
                 array = args[i]
                 check_host_layout(array, self.specs[i].name, None)
-                if i in self._written and not array.flags.writeable:
-                    raise ArgumentError(f"argument '{self.specs[i].name}' is read-only, but the kernel writes it",
-                                        code="read-only", hint="pass a writeable array (e.g. a copy)")
+                if i in self._written:
+                    check_writable(array, self.specs[i].name, None)
                 if array.nbytes == 0:
                     self._slots[i].value = 0
                     continue
@@ -187,27 +239,58 @@ class LoadedProgram:
         finally:
             for pointer in allocations:
                 cu.cuMemFreeAsync(pointer, stream)
-            check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize", LaunchError)
+            if self._host:
+                check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize", LaunchError)
 
 
-def _scalar_binder(i: int, spec: ArgSpec, slot):
+def _launcher(launch_kernel, func, launch, params_address: int):
+    """``launch(stream)``: ``cuLaunchKernel`` of one planned launch, its other arguments bound."""
+    (gx, gy, gz), (bx, by, bz), smem = launch.grid, launch.block, launch.smem
+    return lambda stream: launch_kernel(func, gx, gy, gz, bx, by, bz, smem, stream, params_address, 0)
+
+
+def _checked_pointer(info: ArrayInfo, name: str, ordinal: int, written: bool) -> int:
+    """A device array's address once its layout, device and (when the kernels write it) writability pass."""
+    check_device_layout(info, name, None)
+    if info.device_ordinal not in (None, ordinal):
+        raise ArgumentError(f"argument '{name}' lives on device {info.device_ordinal}, but the kernel "
+                            f"runs on GPU {ordinal}", code="bad-device",
+                            hint="move it to that GPU, or set Options(device=...)")
+    if written:
+        check_writable(info, name, None)
+    return info.pointer
+
+
+def _scalar_binder(i: int, spec: ArgSpec, kind: type, slot):
     dtype = spec.dtype
     if dtype.is_int:
         lo, hi = dtype.int_range()
 
         def bind(args):
             value = args[i]
+            if type(value) is not kind:
+                return False
             if not lo <= value <= hi:
                 raise ArgumentError(f"argument '{spec.name}'={value} does not fit {dtype.name}",
                                     code="out-of-range", hint="pass a NumPy scalar of a wider type")
             slot.value = int(value)
+            return True
     elif dtype.is_float and dtype.bits == 16:
         def bind(args):
+            if type(args[i]) is not kind:
+                return False
             slot.value = dt.to_bits(dtype, args[i])
+            return True
     elif dtype.is_float:
         def bind(args):
+            if type(args[i]) is not kind:
+                return False
             slot.value = float(args[i])
+            return True
     else:
         def bind(args):
+            if type(args[i]) is not kind:
+                return False
             slot.value = bool(args[i])
+            return True
     return bind

@@ -1,0 +1,150 @@
+"""The host path: importing nvdsl leaves MLIR alone, and a new process finds its kernels on disk by the
+call's key, without tracing, unless anything the function reads changed."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import types
+
+import numpy as np
+
+import nvdsl
+from nvdsl.frontend.keying import call_key
+from nvdsl.signature import ARRAY, SCALAR, ArgSpec
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SPECS = (ArgSpec("x", ARRAY, nvdsl.float32, (1024,)), ArgSpec("alpha", SCALAR, nvdsl.float32))
+
+
+def python(script: str, *args, env=None):
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *map(str, args)], capture_output=True,
+                            text=True, timeout=300, cwd=ROOT,
+                            env=dict(os.environ, PYTHONPATH=ROOT, **(env or {})))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_import_nvdsl_does_not_import_mlir():
+    found = python('''
+        import json, sys, nvdsl
+
+        @nvdsl.mlir_func
+        def f(x):
+            pass
+        before = "mlir" in sys.modules
+        nvdsl.gpu_launch   # a name used while tracing: loads the tracing modules, and MLIR
+        print(json.dumps({"before": before, "after": "mlir" in sys.modules,
+                          "names": sorted(set(nvdsl.__all__) - set(dir(nvdsl)))}))
+    ''')
+    assert found == {"before": False, "after": True, "names": []}
+
+
+WORKER = '''
+    import json, sys, numpy as np, nvdsl
+
+    SCALE = float(sys.argv[1])
+    traced = []
+
+    def make(offset):
+        @nvdsl.mlir_func
+        def axpy(x, y, alpha):
+            traced.append(1)
+
+            @nvdsl.gpu_launch(grid=x.shape[0] // 256, block=256)
+            def kernel(ctx):
+                i = ctx.block_id.x * 256 + ctx.thread_id.x
+                y[i] = alpha * SCALE * x[i] + y[i] + offset
+            kernel()
+        return axpy
+
+    x, y = np.ones(1024, np.float32), np.ones(1024, np.float32)
+    try:
+        make(float(sys.argv[2]))(x, y, 2.0)
+        ran = True
+    except nvdsl.NoDeviceError:   # without a GPU the call stops at the device, after finding its kernels
+        ran = False
+    print(json.dumps({"traced": len(traced), "mlir": "mlir" in sys.modules, "ran": ran,
+                      "y0": float(y[0])}))
+'''
+
+
+def test_a_new_process_runs_cached_kernels_without_tracing_and_a_changed_input_retraces(tmp_path):
+    env = {"NVDSL_CACHE_DIR": str(tmp_path)}
+    first = python(WORKER, 1.0, 0.0, env=env)
+    assert first["traced"] == 1 and first["mlir"]
+    second = python(WORKER, 1.0, 0.0, env=env)
+    assert second["traced"] == 0 and not second["mlir"]            # from the disk, no tracing, no MLIR
+    assert python(WORKER, 3.0, 0.0, env=env)["traced"] == 1          # a global the function reads changed
+    assert python(WORKER, 1.0, 5.0, env=env)["traced"] == 1          # a closure value changed
+    assert python(WORKER, 3.0, 0.0, env=env)["traced"] == 0          # and each is found again
+    if first["ran"]:
+        assert (first["y0"], second["y0"]) == (3.0, 3.0)
+        assert python(WORKER, 3.0, 5.0, env=env)["y0"] == 12.0
+
+
+def keyed(fn, *, constants=None, options=None):
+    return call_key(fn, SPECS, constants or {}, options or nvdsl.Options(), "toolchain")
+
+
+def test_the_call_key_covers_what_the_function_reads():
+    def make(tile):
+        def f(x, alpha):
+            return tile + GLOBAL_TILE
+        return f
+    global GLOBAL_TILE
+    GLOBAL_TILE = 4
+    base = keyed(make(1))
+    assert base == keyed(make(1)) and base is not None
+    assert keyed(make(2)) != base                                               # closure value
+    GLOBAL_TILE = 8
+    assert keyed(make(1)) != base                                               # a global it reads
+    GLOBAL_TILE = 4
+    assert keyed(make(1), constants={"n": 1}) != keyed(make(1), constants={"n": 1.0})
+    assert keyed(make(1), options=nvdsl.Options(debug=True)) != base
+    assert call_key(make(1), SPECS[:1], {}, nvdsl.Options(), "toolchain") != base
+    assert call_key(make(1), SPECS, {}, nvdsl.Options(), "another ptxas") != base
+
+
+def helper(n):
+    return n * HELPER_FACTOR
+
+
+HELPER_FACTOR = 2
+
+
+def test_functions_it_calls_are_keyed_by_their_code_and_globals():
+    def f(x, alpha):
+        return helper(3)
+    global HELPER_FACTOR
+    before = keyed(f)
+    HELPER_FACTOR = 5
+    try:
+        assert keyed(f) != before
+    finally:
+        HELPER_FACTOR = 2
+
+
+class Config:
+    tile = 64
+
+
+def test_what_cannot_be_keyed_safely_is_not_keyed():
+    config = Config()
+    own_module = types.ModuleType("users_own_config")
+    own_module.__file__ = "/home/user/project/users_own_config.py"
+
+    def reads_an_object(x, alpha):
+        return config.tile
+
+    def reads_a_module_of_the_program(x, alpha):
+        return own_module.TILE
+
+    assert keyed(reads_an_object) is None
+    assert keyed(reads_a_module_of_the_program) is None
+
+    def reads_numpy_and_nvdsl(x, alpha):
+        return np.float32, nvdsl.float16
+
+    assert keyed(reads_numpy_and_nvdsl) is not None

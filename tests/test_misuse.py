@@ -1,0 +1,227 @@
+"""Misuse a new user reaches for: each is a clear, coded error at the user's line, never a crash."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import nvdsl
+from helpers import trace_body
+
+X = np.zeros(32, np.float32)
+
+
+def test_a_value_kept_from_an_earlier_trace_is_refused_not_a_crash():
+    """Used to crash the interpreter (SIGSEGV): the earlier trace's MLIR is gone."""
+    script = textwrap.dedent('''
+        import gc, numpy as np, nvdsl
+        kept = []
+
+        @nvdsl.mlir_func
+        def f(x, a):
+            @nvdsl.gpu_launch(grid=1, block=32)
+            def k(ctx):
+                v = x[ctx.thread_id.x] * a
+                if not kept:
+                    kept.append(v)
+                x[ctx.thread_id.x] = kept[0] + 1.0
+            k()
+
+        f.compile(np.zeros(32, np.float32), 1.0)
+        gc.collect()
+        try:
+            f.compile(np.zeros(64, np.float32), 1.0)
+        except nvdsl.TraceError as e:
+            print("CODE", e.code, e.loc.line)
+    ''')
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "CODE stale-value 12" in result.stdout
+
+
+def test_values_and_arrays_of_a_finished_trace_are_refused():
+    kept = {}
+
+    @nvdsl.mlir_func
+    def f(x):
+        kept["x"] = x
+
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def k(ctx):
+            kept["tid"] = ctx.thread_id.x
+            x[ctx.thread_id.x] = 1.0
+        k()
+
+    f.trace(X)
+    for thing in (kept["x"], kept["tid"]):
+        with pytest.raises(nvdsl.TraceError) as info:
+            thing.ir
+        assert info.value.code == "stale-value" and "outside any trace" in str(info.value)
+
+    @nvdsl.mlir_func
+    def g(x):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def k(ctx):
+            kept["x"][ctx.thread_id.x] = 2.0
+        k()
+    with pytest.raises(nvdsl.TraceError) as info:
+        g.trace(X)
+    assert info.value.code == "stale-value" and "while tracing 'f'" in str(info.value)
+    assert info.value.loc.filename == __file__
+
+
+def test_a_value_of_one_kernel_used_in_another_names_both():
+    @nvdsl.mlir_func
+    def f(x):
+        shared = {}
+
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def first(ctx):
+            shared["v"] = x[ctx.thread_id.x] * 2.0
+        first()
+
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def second(ctx):
+            x[ctx.thread_id.x] = shared["v"]
+        second()
+    with pytest.raises(nvdsl.TraceError) as info:
+        f.trace(X)
+    assert info.value.code == "cross-kernel-value"
+    assert "kernel 'f_first'" in str(info.value) and "kernel 'f_second'" in str(info.value)
+
+
+def test_a_kernel_value_used_in_host_code_is_refused():
+    @nvdsl.mlir_func
+    def f(x):
+        inside = []
+
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def k(ctx):
+            inside.append(ctx.thread_id.x)
+        k()
+        inside[0].ir   # e.g. handed to an mlir.dialects op of host code
+    with pytest.raises(nvdsl.TraceError) as info:
+        f.trace(X)
+    assert info.value.code == "cross-kernel-value" and "used in host code" in str(info.value)
+
+
+def test_an_mlir_func_called_inside_another_says_how_to_compose_them():
+    @nvdsl.mlir_func
+    def inner(x):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def k(ctx):
+            x[ctx.thread_id.x] = 1.0
+        k()
+
+    @nvdsl.mlir_func
+    def outer(x):
+        inner(x)
+    with pytest.raises(nvdsl.TraceError) as info:
+        outer.trace(X)
+    assert info.value.code == "nested-mlir-func" and "inner.fn(...)" in str(info.value)
+
+    @nvdsl.mlir_func
+    def composed(x):
+        inner.fn(x)     # the hint's way: inner's kernels are traced into composed
+    assert "function(@composed_k)" in composed.trace(X).mlir
+
+
+@pytest.mark.parametrize("body, word", [
+    (lambda ctx, x: nvdsl.when((ctx.thread_id.x < 3) and (ctx.thread_id.x > 1)), "'and'"),
+    (lambda ctx, x: nvdsl.when((ctx.thread_id.x < 3) or (ctx.thread_id.x > 1)), "'or'"),
+    (lambda ctx, x: nvdsl.when(not (ctx.thread_id.x < 3)), "'not'"),
+])
+def test_and_or_not_on_traced_values_say_to_use_bitwise_operators(body, word):
+    with pytest.raises(nvdsl.TraceError) as info:
+        trace_body(body, X)
+    assert info.value.code == "traced-and-or" and word in str(info.value)
+    assert "'&'" in info.value.hint and "'|'" in info.value.hint
+
+
+def test_an_if_on_a_traced_value_points_at_when():
+    def body(ctx, x):
+        if ctx.thread_id.x < 3:
+            x[0] = 1.0
+    with pytest.raises(nvdsl.TraceError) as info:
+        trace_body(body, X)
+    assert info.value.code == "traced-bool" and "nvdsl.when" in info.value.hint
+
+
+@pytest.mark.parametrize("body, code, words", [
+    (lambda ctx, x, s: s.shape, "not-an-array", ["the scalar argument 'values[1]'", "has no '.shape'"]),
+    (lambda ctx, x, s: s[0], "not-an-array", ["cannot be indexed", "float32 scalar"]),
+    (lambda ctx, x, s: s.__setitem__(0, 1.0), "scalar-write", ["passed to kernels by value"]),
+    (lambda ctx, x, s: len(s), "not-an-array", ["has no len()"]),
+])
+def test_a_scalar_where_an_array_is_expected(body, code, words):
+    with pytest.raises(nvdsl.TraceError) as info:
+        trace_body(body, X, 2.0)
+    assert info.value.code == code
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_a_kernel_body_without_ctx_is_refused_where_it_is_defined():
+    with pytest.raises(nvdsl.TraceError) as info:
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def kernel():
+            pass
+    assert info.value.code == "bad-kernel-signature" and "def kernel(ctx)" in info.value.hint
+    assert info.value.loc.filename == __file__
+
+
+@pytest.mark.parametrize("body", [
+    lambda ctx, x: ctx.dynamic_shared((8,), nvdsl.float32, offset=ctx.thread_id.x * 0),
+    lambda ctx, x: ctx.shared_array((64,), nvdsl.float32).view((8,), offset=ctx.thread_id.x),
+])
+def test_a_traced_shared_memory_offset_is_refused_as_such(body):
+    @nvdsl.mlir_func
+    def host(x):
+        @nvdsl.gpu_launch(grid=1, block=32, smem=256)
+        def kernel(ctx):
+            body(ctx, x)
+        kernel()
+    with pytest.raises(nvdsl.TraceError) as info:
+        host.trace(X)
+    assert info.value.code == "bad-offset" and "must be a Python int" in str(info.value)
+
+
+def test_a_positional_scalar_used_while_tracing_says_pass_it_by_keyword():
+    @nvdsl.mlir_func
+    def host(x, tile):
+        @nvdsl.gpu_launch(grid=x.shape[0] // tile, block=tile)
+        def kernel(ctx):
+            x[ctx.thread_id.x] = 1.0
+        kernel()
+    with pytest.raises(nvdsl.TraceError) as info:
+        host.trace(X, 8.0)
+    assert info.value.code == "runtime-scalar" and "tile=..." in info.value.hint
+
+
+def test_print_with_c_format_specifiers_is_refused():
+    with pytest.raises(nvdsl.TraceError) as info:
+        trace_body(lambda ctx, x: nvdsl.print("x=%d", ctx.thread_id.x), X)
+    assert info.value.code == "bad-print" and "'%d'" in str(info.value) and "{}" in info.value.hint
+    assert 'gpu.printf "100%% done' in trace_body(lambda ctx, x: nvdsl.print("100% done"), X)
+
+
+def test_a_dtype_clash_names_the_argument_and_how_it_was_passed():
+    @nvdsl.mlir_func
+    def saxpy(x, y, alpha):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def kernel(ctx):
+            i = ctx.thread_id.x
+            y[i] = alpha * x[i] + y[i]
+        kernel()
+    with pytest.raises(nvdsl.TraceError) as info:   # first trace: a Python int where a float is needed
+        saxpy.trace(X, X, 2)
+    assert "the scalar argument 'alpha' is int32" in str(info.value) and "Python int" in info.value.hint
+
+    saxpy.trace(X, X, 2.0)
+    with pytest.raises(nvdsl.ArgumentError) as info:  # a later call: the dtype it was traced with, and now
+        saxpy.compile(X, X, 2)
+    assert info.value.code == "dtype-mismatch"
+    assert "'alpha' is int32 (a Python int) here but was float32" in str(info.value)
+    assert "a Python float" in info.value.hint
