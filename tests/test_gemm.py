@@ -235,3 +235,55 @@ def test_ch5_matches_a_float32_reference(m, n, k, stages, in_dtype, out_dtype):
 def test_library_gemm_matches_a_float32_reference(m, n, k, sm_count, in_dtype, out_dtype):
     mapping = library.MAPPING.replace(sm_count=sm_count)
     check_gemm(lambda a, b, c: library.gemm(a, b, c, mapping=mapping), m, n, k, in_dtype, out_dtype)
+
+
+def loop_then(after, group=False):
+    """A 128-thread kernel accumulating two products per step in a fori loop, then ``after(ctx, acc, c)``."""
+    @nvdsl.mlir_func
+    def kernel_fn(a, b, c):
+        a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
+        b_tma = nvdsl.TMA(b, box=(64, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=128)
+        def kernel(ctx):
+            a_tile = ctx.shared_array((64, 64), nvdsl.float16, align=1024)
+            b_tile = ctx.shared_array((64, 64), nvdsl.float16, align=1024)
+
+            @nvdsl.fori(0, 4, carry=(nvdsl.WGMMAAccumulator(64, 64), nvdsl.WGMMAAccumulator(64, 64)))
+            def accs(k, accs):
+                first, second = accs
+                product = nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma)
+                if group:
+                    with nvdsl.wgmma_group(in_flight=1):
+                        first += product
+                        second += product
+                else:
+                    first.accumulate(product, in_flight=1)
+                    second.accumulate(product, in_flight=1)
+                return first, second
+            after(ctx, accs, c)
+        kernel()
+    return kernel_fn
+
+
+def test_a_loops_accumulator_result_knows_its_product_may_still_run():
+    args = (np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float32))
+    with pytest.raises(nvdsl.TraceError) as info:
+        loop_then(lambda ctx, accs, c: (accs[1] + 1.0).store(c)).trace(*args)
+    assert info.value.code == "wgmma-in-flight"
+    loop_then(lambda ctx, accs, c: (nvdsl.wgmma_wait(0), (accs[1] + 1.0).store(c))).trace(*args)
+
+
+def test_a_wgmma_group_commits_its_products_once():
+    args = (np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float32))
+    store = lambda ctx, accs, c: accs[0].store(c)
+    separate = loop_then(store).compile(*args).ptx
+    grouped = loop_then(store, group=True).compile(*args).ptx
+    commits = grouped.count("wgmma.commit_group.sync.aligned")       # one per step (LLVM may unroll the loop)
+    assert commits and separate.count("wgmma.commit_group.sync.aligned") == 2 * commits
+    assert grouped.count("wgmma.fence.sync.aligned") == commits
+    with pytest.raises(nvdsl.TraceError, match="the group decides"):
+        def inside(ctx, accs, c):
+            with nvdsl.wgmma_group(in_flight=0):
+                accs[0].accumulate(None, in_flight=1)
+        loop_then(inside).trace(*args)

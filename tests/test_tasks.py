@@ -9,7 +9,8 @@ import pytest
 
 import nvdsl
 import nvdsl.tasks as nt
-from nvdsl.kernels.gemm import MAPPING, batched_matmul, matmul, matmul_nk
+from nvdsl.kernels.gemm import (MAPPING, batched_matmul, gated_mlp, linear_program, matmul, matmul_nk,
+                                matmul_rowsum)
 from nvdsl.testing import requires_gpu, sass_opcodes
 from nvdsl.compiler.toolchain import find_tool
 
@@ -20,20 +21,6 @@ f16 = np.float16
 def gemm_args(m, n, k, c_dtype=f16, b_layout="KN"):
     b = np.zeros((k, n) if b_layout == "KN" else (n, k), f16)
     return np.zeros((m, n), c_dtype), np.zeros((m, k), f16), b
-
-
-@nt.task(reads=("A", "B1", "B2"), writes=("C",))
-def dual_gemm(C, A, B1, B2):
-    """C = silu(A @ B1) * (A @ B2): two products sharing A's tile (the gated MLP)."""
-    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 128), nt.tunable("BK", 64)
-    Ct, At = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK))
-    B1t, B2t = nt.blocks(B1, (BK, BN)), nt.blocks(B2, (BK, BN))
-    for i, j in nt.prange(*Ct.grid):
-        gate, up = nt.zeros((BM, BN), nt.float32, name="gate"), nt.zeros((BM, BN), nt.float32, name="up")
-        for k in nt.srange(At.grid[1]):
-            gate += At[i, k] @ B1t[k, j]
-            up += At[i, k] @ B2t[k, j]
-        Ct[i, j] = (nt.silu(gate) * up).astype(C.dtype)
 
 
 def golden(name: str, text: str, request) -> None:
@@ -74,9 +61,9 @@ def test_each_pass_of_the_gemm_prints_its_events(request):
 def test_sibling_copies_of_one_tile_are_merged(request):
     args = (np.zeros((512, 512), f16), np.zeros((512, 256), f16), np.zeros((256, 512), f16),
             np.zeros((256, 512), f16))
-    passes = nt.build(dual_gemm).passes(*args)
+    passes = nt.build(gated_mlp).passes(*args)
     assert passes["copies"].count("copy A[") == 2 and passes["eliminated"].count("copy A[") == 1
-    golden("tasks_dual_gemm.eliminated.txt", passes["eliminated"], request)
+    golden("tasks_gated_mlp.eliminated.txt", passes["eliminated"], request)
     assert "A_s0 float16[128, 64]" in passes["schedule"] and "A_s1" not in passes["schedule"]
 
 
@@ -287,3 +274,63 @@ def test_batched_operands_get_the_wgmma_descriptors_of_their_matrices():
     batched = descriptor_constants(batched_matmul, np.zeros((3, 512, 768), f16), np.zeros((3, 512, 256), f16),
                                    np.zeros((3, 256, 768), f16))
     assert flat and batched == flat
+
+
+def test_fused_epilogues_compile_without_spills_or_serialized_products():
+    """The epilogue reads the accumulators only after every product retired (else ptxas serializes them all,
+    C7514), and its math fits the registers."""
+    f32 = np.float32
+    linear_args = (np.zeros((1000, 1000), f16), np.zeros((1000, 512), f16), np.zeros((1000, 512), f16),
+                   np.zeros(1000, f16))
+    cases = [(linear_program(act), MAPPING, linear_args) for act in ("none", "relu", "gelu", "silu")] + [
+        (gated_mlp, MAPPING.replace(tiles={"BN": 128}), (np.zeros((1000, 1000), f16), np.zeros((1000, 512), f16),
+                                                          np.zeros((512, 1000), f16), np.zeros((512, 1000), f16))),
+        (matmul_rowsum, MAPPING, (np.zeros((1000, 1000), f16), np.zeros((4, 1000), f32), np.zeros((1000, 512), f16),
+                                  np.zeros((512, 1000), f16)))]
+    for program, mapping, args in cases:
+        compiled = nt.build(program, mapping).compile(*args)
+        resources, = compiled.resources.values()
+        assert resources.spill_stores == 0 and resources.stack_frame == 0, (program.name, resources)
+        assert "C7514" not in compiled.module.ptxas_log and "C7519" not in compiled.module.ptxas_log
+
+
+@requires_gpu
+@pytest.mark.parametrize("activation", ["none", "relu", "gelu", "silu"])
+@pytest.mark.parametrize("m, n, k", [(1000, 1000, 520), (256, 512, 1024)])
+def test_linear_layers_match_torch(activation, m, n, k):
+    torch = pytest.importorskip("torch")
+    a, w = _random(torch, (m, k), torch.float16, 5), _random(torch, (n, k), torch.float16, 6)
+    bias = _random(torch, (n,), torch.float16, 7)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    nt.build(linear_program(activation), MAPPING)(c, a, w, bias)
+    torch.cuda.synchronize()
+    fn = {"none": lambda x: x, "relu": torch.relu, "gelu": torch.nn.functional.gelu,
+          "silu": torch.nn.functional.silu}[activation]
+    reference = fn(a.float() @ w.float().T + bias.float())
+    error = ((c.float() - reference).norm() / reference.norm()).item()
+    assert not torch.isnan(c).any() and error < 2e-3, error
+
+
+@requires_gpu
+@pytest.mark.parametrize("m, n, k", [(1000, 1000, 520), (2048, 1024, 4096)])
+def test_gated_mlp_and_row_sums_match_torch(m, n, k):
+    torch = pytest.importorskip("torch")
+    a = _random(torch, (m, k), torch.float16, 8)
+    w1, w2 = _random(torch, (k, n), torch.float16, 9), _random(torch, (k, n), torch.float16, 10)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    nt.build(gated_mlp, MAPPING.replace(tiles={"BN": 128}))(c, a, w1, w2)
+    torch.cuda.synchronize()
+    reference = torch.nn.functional.silu(a.float() @ w1.float()) * (a.float() @ w2.float())
+    error = ((c.float() - reference).norm() / reference.norm()).item()
+    assert not torch.isnan(c).any() and error < 2e-3, error
+
+    n_tiles = -(-n // 256)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
+    y = torch.full((n_tiles, m), float("nan"), device="cuda", dtype=torch.float32)
+    nt.build(matmul_rowsum, MAPPING)(c, y, a, w1)
+    torch.cuda.synchronize()
+    reference = a.float() @ w1.float()
+    assert ((c.float() - reference).norm() / reference.norm()).item() < 1e-3
+    sums = a.float().sum(dim=1)
+    for j in range(n_tiles):
+        assert torch.allclose(y[j], sums, rtol=1e-4, atol=1e-2), (j, (y[j] - sums).abs().max().item())

@@ -118,7 +118,9 @@ def fori(start, stop, step=1, *, carry):
             with at_user_line():
                 new_leaves = _match(result, tree, leaves, f"the body of fori '{body.__name__}'")
                 scf.yield_([v.ir for v in new_leaves])
-        return _unflatten(tree, [v._rebuild(r) for r, v in zip(op.results, leaves)])
+        # Rebuilt from what the body returned, so that what a value knows of itself (an accumulator's
+        # product still in flight) holds for the loop's result.
+        return _unflatten(tree, [v._rebuild(r) for r, v in zip(op.results, new_leaves)])
     return decorate
 
 

@@ -131,7 +131,7 @@ class Array:
         with at_user_line():
             flat = memref.collapse_shape(memref_type(self.dtype, (self.size,), self.space), self.ir,
                                          [list(range(self.ndim))])
-        return Array(flat, self.dtype, (self.size,), name=self.name, space=self.space, on_write=self._on_write)
+        return Array(flat, self.dtype, (self.size,), name=self.name, space=self.space, scope=self.scope)
 
     def check_lease(self, what: str) -> None:
         """A ring slot's view may only be used while its slot is held (see ``nvdsl.Aref.get``)."""

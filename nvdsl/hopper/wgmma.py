@@ -230,7 +230,9 @@ class WGMMAAccumulator(RegisterTile):
             return cls._from_values(*layout.shape, values)
 
     def _rebuild(self, value: ir.Value) -> "WGMMAAccumulator":
-        return WGMMAAccumulator(*self.shape, _value=value)
+        rebuilt = WGMMAAccumulator(*self.shape, _value=value)
+        rebuilt._group = self._group       # a loop's result: its last product may still run
+        return rebuilt
 
     def __iadd__(self, other) -> "WGMMAAccumulator":
         if isinstance(other, _Product):

@@ -9,7 +9,7 @@ from .. import dtypes as dt
 from ..errors import TaskError
 from ..frontend.control import fori, for_range, when
 from ..frontend.launch import gpu_launch
-from ..frontend.math import erf, exp, exp2
+from ..frontend.math import erf, exp2, tanh
 from ..frontend.memory import Array
 from ..frontend.values import constant, maximum, minimum
 from ..hopper.aref import Aref
@@ -209,8 +209,9 @@ class _Consumer:
             self.run(op)
         if s.main is not None:
             self.main_loop()
+            if s.in_flight:
+                wgmma_wait(0)                        # the epilogue reads the accumulators; the ring gets its slots back
         if any(b.aliases for b in s.buffers):      # staging reuses the ring: every consumer must have left it
-            wgmma_wait(0)
             self.ctx.sync_threads(128 * s.consumers, barrier=9)
         for op in s.epilogue:
             if isinstance(op, Copy) and isinstance(op.target, Region):
@@ -423,6 +424,7 @@ _SQRT_HALF = 0.7071067811865476
 _UNARY = {
     "relu": lambda x: maximum(x, 0.0),
     "gelu": lambda x: x * (erf(x * _SQRT_HALF) + 1.0) * 0.5,         # exact (erf) GELU, as torch's default
-    "silu": lambda x: x / (exp(-x) + 1.0),
+    # x * sigmoid(x), with sigmoid(x) = (1 + tanh(x / 2)) / 2: no division per element, so no spills
+    "silu": lambda x: x * (tanh(x * 0.5) * 0.5 + 0.5),
     "exp2": lambda x: exp2(x),
 }
