@@ -13,7 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_cli_help_needs_no_gpu_libraries():
     result = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True,
-                            text=True, env=dict(os.environ, PYTHONPATH=ROOT))
+                            text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])))
     assert result.returncode == 0, result.stderr
     for suite in ("gemm", "attention", "launch", "saxpy", "compile"):
         assert suite in result.stdout

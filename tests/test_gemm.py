@@ -287,3 +287,11 @@ def test_a_wgmma_group_commits_its_products_once():
             with nvdsl.wgmma_group(in_flight=0):
                 accs[0].accumulate(None, in_flight=1)
         loop_then(inside).trace(*args)
+
+
+def test_float32_accumulators_are_stored_by_their_layout_not_nvgpus_store():
+    """MLIR 22's nvgpu.warpgroup.mma.store takes rows from the block's thread index and steps 64-row chunks by
+    N/2 rows: wrong for every warpgroup but the first and for N != 128. nvdsl writes pairs by the layout."""
+    a, b = np.zeros((128, 64), np.float16), np.zeros((64, 128), np.float16)
+    traced = single_tile(lambda ctx, acc, c, t: acc.store(c)).trace(a, b, np.zeros((128, 128), np.float32)).mlir
+    assert "nvgpu.warpgroup.mma.store" not in traced and "vector.store" in traced

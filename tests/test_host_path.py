@@ -21,7 +21,7 @@ SPECS = (ArgSpec("x", ARRAY, nvdsl.float32, (1024,)), ArgSpec("alpha", SCALAR, n
 def python(script: str, *args, env=None):
     result = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *map(str, args)], capture_output=True,
                             text=True, timeout=300, cwd=ROOT,
-                            env=dict(os.environ, PYTHONPATH=ROOT, **(env or {})))
+                            env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]), **(env or {})))
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 

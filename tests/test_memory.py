@@ -381,7 +381,7 @@ def test_an_out_of_bounds_write_in_debug_mode_traps_with_a_report():
         except nvdsl.CudaError as e:
             print("RESULT", e.result)
     ''')
-    env = dict(os.environ, NVDSL_DEBUG="1", PYTHONPATH=ROOT)
+    env = dict(os.environ, NVDSL_DEBUG="1", PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
     assert "RESULT CUDA_ERROR_" in result.stdout, result.stdout + result.stderr
     assert re.search(r"nvdsl: out-of-bounds read of 'y' at index \[10(0\d|1\d|2[0-3])\] outside its shape \[1000\] "

@@ -423,11 +423,10 @@ class _AccumulatorColumns:
             current("WGMMAAccumulator.store").written_args.add(ir.BlockArgument(destination.ir).arg_number)
         with at_user_line():
             wgmma_wait(0)
+            # Never nvgpu.warpgroup.mma.store: MLIR 22 lowers it with rows from the block's thread index (wrong
+            # for every warpgroup but the first) and steps 64-row chunks by N/2 rows (wrong unless N = 128).
             if tma is not None:
                 _BoxLayout(destination, tma, self.shape, at).store(self.acc, self.columns)
-            elif destination.dtype == dt.float32 and self.shape == self.acc.shape:
-                target = destination.ir if at is None else _block(destination, at, self.shape)
-                nvgpu.warpgroup_mma_store(self.acc.ir, target)
             else:
                 _RowMajor(destination, at).store(self.acc, self.columns)
 
@@ -554,9 +553,3 @@ def _check_in_flight(in_flight) -> None:
     if not (isinstance(in_flight, int) and not isinstance(in_flight, bool) and 0 <= in_flight <= 7):
         raise TraceError(f"in_flight={in_flight!r} must be a Python int in 0..7", code="bad-wgmma",
                          loc=user_location())
-
-
-def _block(array: Array, at, shape) -> ir.Value:
-    """The ``shape`` block of ``array`` starting at ``at`` (a ``memref.subview`` with dynamic offsets)."""
-    offsets = [_index_value(x, "a block offset") for x in at]
-    return memref.subview(array.ir, offsets, list(shape), [1, 1])
