@@ -55,7 +55,7 @@ def run_chapter(name, tmp_path):
 
 
 @pytest.mark.skipif(has_gpu(), reason="checks the compile-only path")
-@pytest.mark.parametrize("name", CHAPTERS)
+@pytest.mark.parametrize("name", CHAPTERS + ["ch6_tasks_and_mappings"])
 def test_chapter_without_gpu_compiles_and_says_where_artifacts_went(name, tmp_path):
     result = run_chapter(name, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -74,8 +74,22 @@ def test_ch0_prints_every_thread_id(tmp_path):
 
 @requires_gpu
 @pytest.mark.parametrize("name", ["ch1_saxpy", "ch2_tma", "ch3_gemm_single_tile", "ch4_gemm_multistage",
-                                  "ch5_gemm_warp_specialized"])
+                                  "ch5_gemm_warp_specialized", "ch6_tasks_and_mappings"])
 def test_chapter_checks_itself_and_passes(name, tmp_path):
     result = run_chapter(name, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("PASS")
+
+
+def test_ch6_explains_each_mapping_it_derives_from_one_program(tmp_path):
+    ch6 = chapter("ch6_tasks_and_mappings")
+    args = (np.zeros((512, 768), np.float16), np.zeros((512, 1000), np.float16), np.zeros((1000, 768), np.float16))
+    texts = {name: nt_build(ch6, name).explain(*args) for name in ch6.MAPPINGS}
+    assert "they also issue the loads" in texts["multistage"] and "producer = warpgroup 0" not in texts["multistage"]
+    assert "producer = warpgroup 0" in texts["warp-specialized"] and "one block per tile" in texts["warp-specialized"]
+    assert "grouped order" in texts["persistent"] and "(whole kernel)" in texts["persistent"]
+
+
+def nt_build(ch6, name):
+    import nvdsl.tasks as nt
+    return nt.build(ch6.gemm, ch6.MAPPINGS[name])

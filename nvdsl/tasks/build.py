@@ -114,6 +114,19 @@ class TaskKernel:
         """How the program is mapped for these arguments: roles, rings, the shared-memory map, the schedule."""
         return explain(self.plan(*arrays))
 
+    @property
+    def name(self) -> str:
+        return self._function.name
+
+    @property
+    def options(self):
+        """The compile options in force (see ``nvdsl.Options``)."""
+        return self._function.options
+
+    def with_options(self, **changes):
+        """The traced function behind this kernel under options with ``changes`` applied (e.g. ``dump_dir=``)."""
+        return self._function.with_options(**changes)
+
     def trace(self, *arrays):
         return self._function.trace(*arrays)
 
