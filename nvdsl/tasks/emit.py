@@ -77,7 +77,7 @@ def emit(schedule: Schedule, arrays: dict) -> None:
         regs = dict(s.registers)
         if ws:
             with Warpgroup(ctx, 0, register_size=regs["producer"]) as producer:
-                with when(producer.thread_index.eq(0)):
+                with when(producer.thread_index.eq(0)):      # one thread waits for slots and issues the copies
                     for group in for_range(my_groups):
                         for member in range(per_block):
                             number, exists = tile_of(group, member)
@@ -231,11 +231,10 @@ class _Consumer:
                 env[s.main.vars[0]] = k
                 _put(ring, self.step, self.ring_tmas, env)
 
-        @fori(0, extent, carry=carried)
-        def after(k, carried):
+        body = [op for op in s.main.body if op not in loads]
+
+        def step(k):
             env[s.main.vars[0]] = k
-            self.values.update(carried)
-            body = [op for op in s.main.body if op not in loads]
             if ring is not None:
                 with ring.get() as tiles:
                     for plan_tile, view in zip(self.step.tiles, tiles):
@@ -247,7 +246,12 @@ class _Consumer:
                 with when(k + s.lookahead < extent):
                     env[s.main.vars[0]] = k + s.lookahead
                     _put(ring, self.step, self.ring_tmas, env)
-            return {name: self.values[name] for name in carried}
+
+        @fori(0, extent, carry=carried)
+        def after(k, values):
+            self.values.update(values)
+            step(k)
+            return {name: self.values[name] for name in values}
         self.values.update(after)
 
     # -- operations ------------------------------------------------------------------------------------------
