@@ -1,24 +1,14 @@
 """The task layer: write a tile program once, map it separately, get the pipeline generated.
 
-    import nvdsl.tasks as nt
-
-    @nt.task(reads=("A", "B"), writes=("C",))
-    def gemm(C, A, B):
-        BM, BN, BK = nt.tunable("BM"), nt.tunable("BN"), nt.tunable("BK")
-        Ct, At, Bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(B, (BK, BN))
-        for i, j in nt.prange(*Ct.grid):
-            acc = nt.zeros((BM, BN), nt.float32)
-            for k in nt.srange(At.grid[1]):
-                acc += At[i, k] @ Bt[k, j]
-            Ct[i, j] = acc.astype(C.dtype)
-
-    kernel = nt.build(gemm, nt.Mapping(tiles={"BM": 128, "BN": 256, "BK": 64}))
-    kernel(c, a, b)
-    print(kernel.explain(c, a, b))
-
-The program holds no barrier, phase, offset, thread index or role: the mapping (:class:`Mapping`) says
-how it runs, and the passes derive the rest (see ``build.py``).
+A tile program is a task (``@nt.task(reads=..., writes=...)``) over tensors: partitions (``nt.blocks``),
+a parallel loop over output tiles (``nt.prange``), sequential loops (``nt.srange``) and tile math
+(``acc += a @ b``, elementwise functions, reductions, ``astype``). It holds no barrier, phase, offset,
+thread index or role. A :class:`Mapping` says how it runs; ``nt.build(program, mapping)`` derives the
+kernel (see ``build.py`` for the passes) and ``kernel.explain(*arrays)`` shows what it derived.
+``nvdsl/kernels/gemm.py`` holds the GEMM family written this way, and ``tutorials/ch6_tasks_and_mappings.py``
+teaches it.
 """
+
 
 from ..dtypes import bfloat16, float16, float32
 from .build import TaskKernel, build

@@ -93,6 +93,19 @@ def insert_copies(program: Program, mapping) -> Program:
     return _with_dependences(program.with_body(body, tensors.values()))
 
 
+def _substitute(op, swap):
+    """``op`` with ``swap`` applied to every operand it reads (besides accumulators)."""
+    if isinstance(op, Mma):
+        return replace(op, a=swap(op.a), b=swap(op.b))
+    if isinstance(op, Map):
+        return replace(op, inputs=tuple(swap(x) for x in op.inputs))
+    if isinstance(op, Reduce):
+        return replace(op, input=swap(op.input))
+    if isinstance(op, Copy):
+        return replace(op, source=swap(op.source))
+    return op
+
+
 def _rename_regions(op, renames: dict):
     """``op`` with each argument region it reads replaced by the local tensor it was copied to."""
     def swap(x):
@@ -101,13 +114,7 @@ def _rename_regions(op, renames: dict):
         if isinstance(x, Broadcast) and isinstance(x.tensor, Region):
             return Broadcast(renames[x.tensor], x.axis)
         return x
-    if isinstance(op, Mma):
-        return replace(op, a=swap(op.a), b=swap(op.b))
-    if isinstance(op, Map):
-        return replace(op, inputs=tuple(swap(x) for x in op.inputs))
-    if isinstance(op, Reduce):
-        return replace(op, input=swap(op.input))
-    return op
+    return op if isinstance(op, Copy) else _substitute(op, swap)
 
 
 def operand_name(x) -> str:
@@ -216,15 +223,7 @@ def _rename_locals(op, renames: dict):
         if isinstance(x, Broadcast) and isinstance(x.tensor, str) and x.tensor in renames:
             return Broadcast(renames[x.tensor], x.axis)
         return x
-    if isinstance(op, Mma):
-        return replace(op, a=swap(op.a), b=swap(op.b))
-    if isinstance(op, Map):
-        return replace(op, inputs=tuple(swap(x) for x in op.inputs))
-    if isinstance(op, Reduce):
-        return replace(op, input=swap(op.input))
-    if isinstance(op, Copy):
-        return replace(op, source=swap(op.source))
-    return op
+    return _substitute(op, swap)
 
 
 def check_parallel_writes(program: Program) -> None:

@@ -101,7 +101,23 @@ class Tensor:
         return Tensor(self.name, self.shape, self.dtype, privilege)
 
 
-class TileRef:
+class _TileMath:
+    """What tiles read by tile math share: reductions along an axis and broadcasting as a vector."""
+
+    def sum(self, axis: int) -> "Local":
+        """The sum along ``axis`` (a vector tile, float32)."""
+        return _reduce("sum", self, axis)
+
+    def max(self, axis: int) -> "Local":
+        """The largest element along ``axis`` (a vector tile, float32)."""
+        return _reduce("max", self, axis)
+
+    def __getitem__(self, key) -> "_BroadcastOperand":
+        """``v[None, :]`` or ``v[:, None]``: a vector broadcast over a tile's rows or columns."""
+        return _broadcast(self, key)
+
+
+class TileRef(_TileMath):
     """A tile of a tensor argument (from a partition): read it in tile math, or assign to it (``t[...] = v``)."""
 
     def __init__(self, tensor: Tensor, origin, shape, privilege: str, transposed: bool = False):
@@ -125,16 +141,6 @@ class TileRef:
 
     def __matmul__(self, other) -> "_Product":
         return _Product(self, other)
-
-    def sum(self, axis: int) -> "Local":
-        """The sum along ``axis`` (a vector tile, float32)."""
-        return _reduce("sum", self, axis)
-
-    def max(self, axis: int) -> "Local":
-        return _reduce("max", self, axis)
-
-    def __getitem__(self, key) -> Broadcast:
-        return _broadcast(self, key)
 
     def __setitem__(self, key, value) -> None:
         if key is not Ellipsis:
@@ -201,7 +207,7 @@ class _Product:
         self.a, self.b = a, b
 
 
-class Local:
+class Local(_TileMath):
     """A tile computed by the program (e.g. an accumulator); where it lives is the mapping's choice."""
 
     def __init__(self, name: str, shape, dtype: dt.DType, privilege: str = "write"):
