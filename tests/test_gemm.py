@@ -74,7 +74,7 @@ def test_library_gemm_is_generated_persistent_and_stages_its_epilogue():
 
 
 def test_library_gemm_names_what_it_needs():
-    with pytest.raises(nvdsl.TaskError, match="float16 or bfloat16"):
+    with pytest.raises(nvdsl.TaskError, match="float16, bfloat16 or float8"):
         library.gemm(np.zeros((128, 64), np.float32), np.zeros((64, 256), np.float32),
                      np.zeros((128, 256), np.float32))
     with pytest.raises(nvdsl.ArgumentError, match="b_layout"):
@@ -295,3 +295,28 @@ def test_float32_accumulators_are_stored_by_their_layout_not_nvgpus_store():
     a, b = np.zeros((128, 64), np.float16), np.zeros((64, 128), np.float16)
     traced = single_tile(lambda ctx, acc, c, t: acc.store(c)).trace(a, b, np.zeros((128, 128), np.float32)).mlir
     assert "nvgpu.warpgroup.mma.store" not in traced and "vector.store" in traced
+
+
+def test_float8_operands_use_the_k32_instruction_and_must_be_k_major():
+    from helpers import FakeDLPackDeviceArray
+    f8 = lambda *shape: FakeDLPackDeviceArray(shape, 10, 8)
+
+    def kernel_for(b_k_major):
+        @nvdsl.mlir_func
+        def f(a, b, c):
+            at = nvdsl.TMA(a, box=(64, 128), swizzle=128)
+            bt = nvdsl.TMA(b, box=(128, 128), swizzle=128)
+
+            @nvdsl.gpu_launch(grid=1, block=128)
+            def k(ctx):
+                a_tile = ctx.shared_array((64, 128), nvdsl.float8_e4m3fn, align=1024)
+                b_tile = ctx.shared_array((128, 128), nvdsl.float8_e4m3fn, align=1024)
+                acc = nvdsl.WGMMAAccumulator(64, 128)
+                acc += nvdsl.WGMMAMatrix(a_tile, at) @ nvdsl.WGMMAMatrix(b_tile, bt, transposed=b_k_major)
+                acc.store(c)
+            k()
+        return f
+    ptx = kernel_for(True).compile(f8(64, 128), f8(128, 128), np.zeros((64, 128), np.float32)).ptx
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 4       # K = 128 in k32 steps
+    with pytest.raises(nvdsl.TraceError, match="float8 B must be K-major"):
+        kernel_for(False).trace(f8(64, 128), f8(128, 128), np.zeros((64, 128), np.float32))

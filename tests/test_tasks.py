@@ -334,3 +334,50 @@ def test_gated_mlp_and_row_sums_match_torch(m, n, k):
     sums = a.float().sum(dim=1)
     for j in range(n_tiles):
         assert torch.allclose(y[j], sums, rtol=1e-4, atol=1e-2), (j, (y[j] - sums).abs().max().item())
+
+
+def float8(*shape, code=10):
+    """A float8 device array descriptor (DLPack code 10: e4m3fn, 12: e5m2) to trace and compile with."""
+    from helpers import FakeDLPackDeviceArray
+    return FakeDLPackDeviceArray(shape, code, 8)
+
+
+def test_float8_products_need_k_major_operands_and_128_byte_rows():
+    from nvdsl.kernels.gemm import FP8_MAPPING, scaled_matmul
+    scales = (np.ones(1, np.float32), np.ones(1, np.float32))
+    args = (np.zeros((1000, 1000), f16), float8(1000, 1024), float8(1000, 1024, code=12)) + scales
+    compiled = nt.build(scaled_matmul, FP8_MAPPING).compile(*args)
+    resources, = compiled.resources.values()
+    assert resources.spill_stores == 0 and "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e5m2" in compiled.ptx
+    if find_tool("nvdisasm"):
+        assert "QGMMA" in sass_opcodes(compiled.sass())
+    refused(scaled_matmul, MAPPING, args, "mapping-tile", "64 bytes", "128-byte swizzled rows")
+
+    @nt.task(reads=("A", "B"), writes=("C",))
+    def n_major(C, A, B):
+        Ct, At, Bt = nt.blocks(C, (128, 256)), nt.blocks(A, (128, 128)), nt.blocks(B, (128, 256))
+        for i, j in nt.prange(*Ct.grid):
+            acc = nt.zeros((128, 256), nt.float32)
+            for k in nt.srange(At.grid[1]):
+                acc += At[i, k] @ Bt[k, j]
+            Ct[i, j] = acc.astype(C.dtype)
+    refused(n_major, None, (np.zeros((256, 256), f16), float8(256, 256), float8(256, 256)), "bad-layout", "K-major")
+
+
+@requires_gpu
+@pytest.mark.parametrize("a_type, b_type, c_dtype, m, n, k", [
+    ("float8_e4m3fn", "float8_e4m3fn", "bfloat16", 1000, 1000, 1024),
+    ("float8_e4m3fn", "float8_e5m2", "float16", 512, 768, 4096),
+    ("float8_e5m2", "float8_e5m2", "float32", 256, 512, 272)])
+def test_float8_gemm_with_scales_matches_torch(a_type, b_type, c_dtype, m, n, k):
+    torch = pytest.importorskip("torch")
+    from nvdsl.kernels.gemm import scaled_gemm
+    a = (_random(torch, (m, k), torch.float32, 11) * 2).to(getattr(torch, a_type))
+    b = (_random(torch, (n, k), torch.float32, 12) * 2).to(getattr(torch, b_type))
+    scale_a, scale_b = torch.tensor([0.5], device="cuda"), torch.tensor([0.25], device="cuda")
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=getattr(torch, c_dtype))
+    scaled_gemm(a, b, c, scale_a, scale_b)
+    torch.cuda.synchronize()
+    reference = (a.float() @ b.float().T) * 0.125
+    error = ((c.float() - reference).norm() / reference.norm()).item()
+    assert not torch.isnan(c).any() and error < {"float32": 1e-5, "float16": 1e-3, "bfloat16": 4e-3}[c_dtype], error

@@ -24,7 +24,13 @@ from .tma import TMA, SharedBoxes
 from .warpgroup import WARPGROUP_THREADS, require_sm90a
 
 _INPUT_DTYPES = (dt.float16, dt.bfloat16)
-_WGMMA_TYPE = {dt.float16: "f16", dt.bfloat16: "bf16"}
+_FLOAT8 = (dt.float8_e4m3fn, dt.float8_e5m2)
+_WGMMA_TYPE = {dt.float16: "f16", dt.bfloat16: "bf16", dt.float8_e4m3fn: "e4m3", dt.float8_e5m2: "e5m2"}
+
+
+def _k_step(dtype: dt.DType) -> int:
+    """The K of one wgmma instruction: 32 bytes of each row (k16 for 16-bit values, k32 for 8-bit)."""
+    return 32 // dtype.itemsize
 
 
 def _memref_text(shape, dtype: dt.DType) -> str:
@@ -53,8 +59,9 @@ class WGMMAMatrix:
         current_kernel("nvdsl.WGMMAMatrix")
         if not (isinstance(tile, Array) and tile.space == SHARED):
             raise _bad(f"WGMMAMatrix needs a shared-memory tile, got {tile!r}")
-        if tile.dtype not in _INPUT_DTYPES or tile.ndim != 2:
-            raise _bad(f"WGMMAMatrix needs a 2-D float16 or bfloat16 tile, got {tile.dtype.name}{list(tile.shape)}")
+        if tile.dtype not in _INPUT_DTYPES + _FLOAT8 or tile.ndim != 2:
+            raise _bad(f"WGMMAMatrix needs a 2-D float16, bfloat16 or float8 tile, got {tile.dtype.name}"
+                       f"{list(tile.shape)}")
         if not isinstance(tma, TMA) or tma.spec.swizzle == 0:
             raise _bad("WGMMAMatrix needs the (swizzled) TMA descriptor that loads its tile",
                        hint="declare the TMA with swizzle=128 (or 64, 32)")
@@ -121,8 +128,11 @@ class _Product:
                            f"(a wgmma reads 64 rows at a time), not {a.box[0]}", code="bad-wgmma-shape")
         else:
             raise _bad(f"A @ B needs A as a WGMMAMatrix or a register tile, got {a!r}")
-        if a.dtype != b.dtype:
+        if a.dtype != b.dtype and not (a.dtype in _FLOAT8 and b.dtype in _FLOAT8):
             raise _bad(f"A is {a.dtype.name} but B is {b.dtype.name}")
+        if b.dtype in _FLOAT8 and not b.transposed:
+            raise _bad(f"a float8 B must be K-major: wgmma transposes only 16-bit operands", code="bad-wgmma-shape",
+                       hint="store B as (N, K) and use WGMMAMatrix(b_tile, b_tma, transposed=True)")
         if b._boxes_per_row > 1 and b.box[0] != b.tile.shape[0]:
             what = "N rows of the K-major" if b.transposed else "K rows of the N-major"
             raise _bad(f"B is {b._boxes_per_row} boxes wide, so each box must hold all {b.tile.shape[0]} {what} "
@@ -259,9 +269,10 @@ class WGMMAAccumulator(RegisterTile):
         if not isinstance(product, _Product):
             raise _bad("an accumulator adds A @ B products of WGMMAMatrix operands (A may be a register tile)")
         (m, k), (k2, n) = product.a.shape, product.b.shape
-        if (m, n) != self.shape or k != k2 or k % 16:
+        k_step = _k_step(product.b.dtype)
+        if (m, n) != self.shape or k != k2 or k % k_step:
             raise _bad(f"A is {list(product.a.shape)} and B is {list(product.b.shape)}, which do not make "
-                       f"an accumulator of {list(self.shape)} with K a multiple of 16", code="bad-wgmma-shape")
+                       f"an accumulator of {list(self.shape)} with K a multiple of {k_step}", code="bad-wgmma-shape")
         with at_user_line():
             if group is not None:
                 self._issue(product, fence=not group.products)
@@ -287,10 +298,11 @@ class WGMMAAccumulator(RegisterTile):
         i64 = ir.IntegerType.get_signless(64)
         step = lambda desc, offset: desc if not offset else arith.addi(desc, arith.constant(i64, offset >> 4))
         b_desc = _cast(b.ir, i64)
-        b_offset = (lambda kk: b._offset(0, 16 * kk)) if b.transposed else (lambda kk: b._offset(16 * kk, 0))
+        ks = _k_step(b.dtype)
+        b_offset = (lambda kk: b._offset(0, ks * kk)) if b.transposed else (lambda kk: b._offset(ks * kk, 0))
         registers = isinstance(a, RegisterTile)
         a_source = _a_registers(a) if registers else _cast(a.ir, i64)
-        wgmma_type = _WGMMA_TYPE[b.dtype]
+        wgmma_type, a_type = _WGMMA_TYPE[b.dtype], _WGMMA_TYPE[a.dtype]
         attr = ir.Attribute.parse
         struct = self._struct()
         chunk_type = _chunk_type(n)
@@ -298,14 +310,14 @@ class WGMMAAccumulator(RegisterTile):
             nvvm.wgmma_fence_aligned()
         for chunk in range(m // 64):
             value = llvm.extractvalue(chunk_type, struct, [chunk])
-            for kk in range(k // 16):
+            for kk in range(k // ks):
                 b_sub = step(b_desc, b_offset(kk))
                 if registers:
                     value = _wgmma_register_a(value, n, a_source[chunk][kk], b_sub, wgmma_type, product.transpose_b)
                     continue
                 value = nvvm.wgmma_mma_async(
-                    chunk_type, value, step(a_source, a._offset(64 * chunk, 16 * kk)), b_sub,
-                    attr(f"#nvvm.shape<m = 64, n = {n}, k = 16>"), attr(f"#nvvm.wgmma_type<{wgmma_type}>"),
+                    chunk_type, value, step(a_source, a._offset(64 * chunk, ks * kk)), b_sub,
+                    attr(f"#nvvm.shape<m = 64, n = {n}, k = {ks}>"), attr(f"#nvvm.wgmma_type<{a_type}>"),
                     attr(f"#nvvm.wgmma_type<{wgmma_type}>"), attr("#nvvm.wgmma_type<f32>"),
                     attr("#nvvm.wgmma_scale_out<one>"), attr("#nvvm.wgmma_scale_in<one>"),
                     attr("#nvvm.wgmma_scale_in<one>"), attr("#nvvm.mma_layout<row>"),

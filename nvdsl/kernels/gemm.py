@@ -102,9 +102,26 @@ def matmul_rowsum(C, Y, A, B):
         Yt[j, i] = rows
 
 
+@nt.task(reads=("A", "B", "scale_a", "scale_b"), writes=("C",))
+def scaled_matmul(C, A, B, scale_a, scale_b):
+    """``C = (A @ B.T) * scale_a * scale_b`` with A (M, K) and B (N, K) in float8 (e4m3 or e5m2, K-major as
+    wgmma reads 8-bit operands), float32 per-tensor scales of shape (1,), C float16, bfloat16 or float32."""
+    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 256), nt.tunable("BK", 128)
+    Ct, At, Bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(B, (BN, BK))
+    for i, j in nt.prange(*Ct.grid):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in nt.srange(At.grid[1]):
+            acc += At[i, k] @ Bt[j, k].T
+        Ct[i, j] = (acc * nt.scalar(scale_a) * nt.scalar(scale_b)).astype(C.dtype)
+
+
 #: The mapping the library's GEMM runs under by default.
 MAPPING = nt.Mapping(tiles={"BM": 128, "BN": 256, "BK": 64}, pipeline=4, mma_in_flight=1, consumers=2,
                      persistent=True, raster="grouped", group=8)
+
+
+#: The mapping of ``scaled_matmul``: K tiles of 128 float8 values, one 128-byte swizzled row.
+FP8_MAPPING = MAPPING.replace(tiles={"BM": 128, "BN": 256, "BK": 128})
 
 
 @functools.lru_cache(maxsize=None)
@@ -125,3 +142,9 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None) ->
         raise ArgumentError("batched GEMM takes B as (batch, K, N)", code="bad-layout", loc=user_location())
     program = batched_matmul if ndim == 3 else matmul_nk if b_layout == "NK" else matmul
     _kernel(program, mapping or MAPPING)(c, a, b)
+
+
+def scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None = None) -> None:
+    """``c[:] = (a @ b.T) * scale_a * scale_b``: ``a`` (M, K) and ``b`` (N, K) float8 (e4m3 or e5m2),
+    ``scale_a`` and ``scale_b`` float32 arrays of shape (1,), ``c`` float16, bfloat16 or float32."""
+    _kernel(scaled_matmul, mapping or FP8_MAPPING)(c, a, b, scale_a, scale_b)

@@ -64,6 +64,9 @@ def insert_copies(program: Program, mapping) -> Program:
             if isinstance(node, Loop):
                 out.append(replace(node, body=tuple(with_copies(node.body))))
                 continue
+            if isinstance(node, Copy):            # already a copy (a store, or a load the program asked for)
+                out.append(node)
+                continue
             use = "mma" if isinstance(node, Mma) else "reduce" if isinstance(node, Reduce) else "map"
             renames = {}
             for region in _regions(node):
@@ -114,7 +117,7 @@ def _rename_regions(op, renames: dict):
         if isinstance(x, Broadcast) and isinstance(x.tensor, Region):
             return Broadcast(renames[x.tensor], x.axis)
         return x
-    return op if isinstance(op, Copy) else _substitute(op, swap)
+    return _substitute(op, swap)
 
 
 def operand_name(x) -> str:

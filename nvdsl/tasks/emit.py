@@ -11,7 +11,7 @@ from ..frontend.control import fori, for_range, when
 from ..frontend.launch import gpu_launch
 from ..frontend.math import erf, exp2, tanh
 from ..frontend.memory import Array
-from ..frontend.values import constant, maximum, minimum
+from ..frontend.values import Value, constant, maximum, minimum
 from ..hopper.aref import Aref
 from ..hopper.tile import ColumnVector, RegisterTile, RowVector
 from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait
@@ -318,6 +318,8 @@ class _Consumer:
         if isinstance(x, Broadcast):
             return self.vector(operand_name(x.tensor), x.axis, like)
         v = self.values[x]
+        if isinstance(v, _Pending) and v.region.shape in ((1,), ()):    # a scalar: one element of an argument
+            v = self.values[x] = self.arrays[v.region.tensor][(0,) * len(v.region.shape)]
         return v.acc.to(v.dtype) if isinstance(v, _Cast) else v
 
     def vector(self, name: str, axis: int, like):
@@ -345,6 +347,9 @@ class _Consumer:
             return
         out_dtype = self.program.tensor(op.out).dtype
         args = [a if isinstance(a, float) or a.dtype == out_dtype else a.to(out_dtype) for a in args]
+        if not any(isinstance(a, RegisterTile) for a in args) and isinstance(args[0], Value) and fn in _BINARY:
+            self.values[op.out] = _BINARY[fn](*args)          # scalars only
+            return
         if fn in _BINARY:
             result = _BINARY[fn](*args)
         elif fn == "maximum":

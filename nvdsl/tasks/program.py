@@ -328,6 +328,8 @@ def _as_operand(x, shape):
                          f" does not fit a tile of {list(shape)}", code="bad-shape")
         return Broadcast(x.source, x.axis)
     x_shape = x.region.matrix_shape if isinstance(x, TileRef) else x.shape
+    if isinstance(x, Local) and x.shape == ():       # a scalar (nt.scalar) combines with any tile
+        return x._operand()
     if tuple(x_shape) != tuple(shape):
         raise _error(f"elementwise operands must have one shape: {list(x_shape)} and {list(shape)}", code="bad-shape")
     return x._operand()
@@ -377,6 +379,20 @@ def zeros(shape, dtype: dt.DType = dt.float32, *, name: str = "acc") -> Local:
     trace.declare(ir.TensorDecl(tile.name, shape, dtype, ir.REGISTER))
     trace.add(ir.Fill, target=tile.name, value=0.0)
     return tile
+
+
+def scalar(tensor) -> Local:
+    """The one element of a one-element tensor argument (a per-tensor scale), as a value tile math can
+    combine with tiles: ``(acc * nt.scalar(scale_a)).astype(C.dtype)``."""
+    trace = _current("nt.scalar")
+    if not isinstance(tensor, Tensor) or tensor.shape not in ((1,), ()):
+        raise _error(f"nt.scalar needs a task's one-element tensor argument, got {tensor!r}", code="bad-tile")
+    _check_privilege(tensor.region(), "read", "read")
+    out = Local(trace.fresh(tensor.name + "_value"), (), tensor.dtype)
+    trace.declare(ir.TensorDecl(out.name, (), tensor.dtype, ir.REGISTER))
+    trace.add(ir.Copy, source=Region(tensor.name, (Affine.of(0),) * len(tensor.shape), tensor.shape or ()),
+              target=out.name)
+    return out
 
 
 def tunable(name: str, default: int | None = None) -> int:

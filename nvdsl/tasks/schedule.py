@@ -23,6 +23,7 @@ STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the ou
 MAX_DEPTH = 8
 OVERHEAD_REGISTERS = 40               # a consumer's registers besides its accumulators (addresses, loop state)
 MMA_ROWS = 64                         # wgmma's M
+_MMA_DTYPES = (dt.float16, dt.bfloat16, dt.float8_e4m3fn, dt.float8_e5m2)
 
 
 @dataclass(frozen=True)
@@ -262,15 +263,26 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
     for op in mmas:
         for operand in (op.a, op.b):
             t = _tensor(program, operand_name(operand))
-            if t.dtype not in (dt.float16, dt.bfloat16):
+            if t.dtype not in _MMA_DTYPES:
                 raise TaskError(f"{op}: '{operand_name(operand)}' is {t.dtype.name}; the tensor cores multiply "
-                                "float16 or bfloat16 tiles here", code="bad-dtype", loc=op.loc)
+                                "float16, bfloat16 or float8 tiles", code="bad-dtype", loc=op.loc)
         m, n = _tensor(program, op.acc).shape
         k = _tensor(program, operand_name(op.a)).shape[-1]
         item = _tensor(program, operand_name(op.a)).dtype.itemsize
-        if n % 8 or n > 256 or k % 16:
+        k_step = 32 // item
+        for operand in (op.a, op.b):
+            t = _tensor(program, operand_name(operand))
+            row_bytes = t.shape[-1] * t.dtype.itemsize
+            if row_bytes < 128:
+                raise MappingError(f"{op}: the rows of '{operand_name(operand)}' {list(t.shape)} are {row_bytes} bytes; "
+                                   "wgmma operands are laid out in 128-byte swizzled rows here", code="mapping-tile",
+                                   hint=f"make that tile extent at least {128 // t.dtype.itemsize}", loc=op.loc)
+        if item == 1 and not op.transpose_b:
+            raise TaskError(f"{op}: a float8 B must be stored K-major, as (N, K), and read as Bt[j, k].T: wgmma "
+                            "transposes only 16-bit operands", code="bad-layout", loc=op.loc)
+        if n % 8 or n > 256 or k % k_step:
             raise MappingError(f"a product {m}x{n}x{k} does not fit wgmma: N must be a multiple of 8 up to 256 and K "
-                               "a multiple of 16", code="mapping-tile", loc=op.loc)
+                               f"a multiple of {k_step}", code="mapping-tile", loc=op.loc)
         if op.transpose_b and k * item > 128:
             raise MappingError(f"a K-major B tile with K={k} ({k * item} bytes per row) is wider than the 128-byte "
                                "swizzle span wgmma steps within", code="mapping-tile",
