@@ -127,7 +127,8 @@ def test_gemm_family_table_compares_the_dual_gemm_with_peers_and_with_plain_gemm
 def test_gemm_family_plain_gemm_ratios_need_correct_results():
     rowsum = {"op": "rowsum", "dtype": "bf16", "M": 8192, "N": 8192, "K": 4096}
     wrong = _family_row(rowsum, {"nvdsl": 1.0, "gemm-nvdsl": 1.0, "gemm-cublas": 1.0}, correct={"gemm-nvdsl": False})
-    assert gemm_family.derived_columns(wrong) == {"nvdsl / plain nvdsl GEMM": "—", "nvdsl / plain cuBLAS GEMM": "1.00×"}
+    assert gemm_family.derived_columns(wrong) == {"nvdsl / plain nvdsl GEMM": "—",
+                                                  "nvdsl / plain cuBLAS GEMM": "1.00×"}
     failed = _family_row(rowsum, {"gemm-nvdsl": 1.0}, failed=["nvdsl"])
     assert set(gemm_family.derived_columns(failed).values()) == {"—"}
     batched = {"op": "batched", "dtype": "fp16", "batch": 8, "M": 4096, "N": 4096, "K": 4096}
@@ -163,24 +164,25 @@ def _compile_for_hopper(kernel, pointers: dict, ints: set, constants: dict, num_
     return compiled, resources
 
 
-@pytest.mark.parametrize("kind", ["gated", "rowsum", "linear-silu", "batched"])
+@pytest.mark.parametrize("kind", ["gated", "rowsum", "linear-silu", "batched", "gemm"])
 def test_triton_peers_compile_for_hopper_without_spills(kind):
-    """Every autotuning config of the suite's Triton kernels compiles for sm_90a (no GPU needed), within
-    the shared memory of a block, without spilling, and warp-specialized where the config asks."""
+    """Every autotuning config of the suites' Triton kernel compiles for sm_90a (no GPU needed), within the
+    shared memory of a block, without spilling, and warp-specialized where the config asks."""
     pytest.importorskip("triton")
-    from benchmarks.peers import triton_common, triton_gemm_family as peer
+    from benchmarks.peers import triton_common, triton_gemm_family as family, triton_matmul
 
-    if kind == "gated":
-        kernel, table, extra = peer._gated_mlp_kernel, peer.GATED_CONFIGS, {}
-        pointers = {"a_ptr": "fp16", "w1_ptr": "fp16", "w2_ptr": "fp16", "c_ptr": "fp16"}
-    else:
-        kernel, table = peer._fused_matmul_kernel, peer.ROWSUM_CONFIGS if kind == "rowsum" else peer.FUSED_CONFIGS
-        extra = {"ACTIVATION": "silu" if kind == "linear-silu" else "none", "HAS_BIAS": kind == "linear-silu",
-                 "ROW_SUMS": kind == "rowsum"}
-        pointers = {"a_ptr": "fp16", "b_ptr": "fp16", "c_ptr": "fp16", "bias_ptr": "fp16", "rows_ptr": "fp32"}
+    table = {"gated": family.GATED_CONFIGS, "rowsum": family.ROWSUM_CONFIGS, "linear-silu": family.FUSED_CONFIGS,
+             "batched": family.FUSED_CONFIGS, "gemm": triton_matmul.CONFIGS}[kind]
+    operation = {"gated": {"GATED": True, "ACTIVATION": "silu"}, "rowsum": {"ROW_SUMS": True},
+                 "linear-silu": {"HAS_BIAS": True, "ACTIVATION": "silu"}}.get(kind, {})
+    pointers = {"a_ptr": "fp16", "b_ptr": "fp16", "b2_ptr": "fp16", "c_ptr": "fp16", "bias_ptr": "fp16",
+                "rows_ptr": "fp32"}
+    ints = {"M", "N", "K"} | ({"BATCH"} if kind == "batched" else set())
     for config in triton_common.configs(table, True, **({"FLATTEN": False} if kind == "rowsum" else {})):
-        constants = {"NUM_SMS": 132, **config.kwargs, **extra}
-        compiled, resources = _compile_for_hopper(kernel, pointers, {"M", "N", "K", "BATCH"}, constants,
+        constants = {"NUM_SMS": 132, "BATCH": 1, **config.kwargs, **operation}
+        if kind == "batched":
+            del constants["BATCH"]
+        compiled, resources = _compile_for_hopper(family.fused_matmul_kernel, pointers, ints, constants,
                                                   config.num_warps, config.num_stages)
         where = f"{kind} {config}"
         assert resources.spill_stores == 0 and resources.stack_frame == 0, (where, resources)
