@@ -15,11 +15,12 @@ from benchmarks.harness import REFERENCE, Measurement
 from benchmarks.suites import gemm, gemm_family
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))  # keep the caller's
 
 
 def test_cli_help_needs_no_gpu_libraries():
     result = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True,
-                            text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])))
+                            text=True, env=ENV)
     assert result.returncode == 0, result.stderr
     for suite in ("gemm", "gemm_family", "attention", "launch", "saxpy", "compile"):
         assert suite in result.stdout
@@ -49,8 +50,7 @@ def test_gemm_family_loads_without_gpu_libraries():
     code = ("import sys, types; import benchmarks.suites.gemm_family as s; "
             "s.shapes(types.SimpleNamespace(quick=True, k='', dtypes='')); "
             "print(sorted(m for m in ('torch', 'triton', 'nvdsl', 'jax') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=ROOT))
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=ENV)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
 
