@@ -135,6 +135,17 @@ def test_gemm_family_plain_gemm_ratios_need_correct_results():
     assert gemm_family.derived_columns(_family_row(batched, {"nvdsl": 1.0, "torch": 1.0})) == {}
 
 
+def test_gemm_family_plot_draws_a_group_of_bars_per_row(tmp_path):
+    pytest.importorskip("matplotlib")
+    dual = {"op": "dual", "dtype": "fp16", "M": 8192, "N": 8192, "K": 4096}
+    batched = {"op": "batched", "dtype": "fp16", "batch": 8, "M": 4096, "N": 4096, "K": 4096}
+    rows = _family_row(dual, {"nvdsl": 2.0, "torch": 2.5, "gemm-cublas": 0.8}, correct={"torch": False})
+    rows += _family_row(batched, {"nvdsl": 1.0, "torch": 1.1}, failed=["triton"])
+    path = report.plot("gemm_family", gemm_family, rows, {"device": {"name": "NVIDIA H100 80GB HBM3"}},
+                       str(tmp_path / "family.png"))
+    assert path and os.path.getsize(path) > 10_000
+
+
 def _compile_for_hopper(kernel, pointers: dict, ints: set, constants: dict, num_warps: int, num_stages: int):
     """PTX of a Triton kernel for sm_90a, compiled without a GPU, and its ptxas resources."""
     import triton
