@@ -15,18 +15,20 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python3 -m benchmarks",
         description="nvdsl's benchmarks against cuBLAS, cuDNN/FlashAttention (torch), Triton and JAX Pallas. "
                     "Each suite writes <date>_<device>_<suite>.json/.md/.png and prints its Markdown table.",
-        epilog="suites: gemm (fp16/bf16 GEMM, TFLOP/s), attention (fp16 attention forward, TFLOP/s), "
-               "launch (host overhead per call, µs), saxpy (bandwidth, GB/s), compile (cold and disk-cached "
-               "compile time, ms); all runs them in turn.")
+        epilog="suites: gemm (fp16/bf16 GEMM, TFLOP/s), gemm_family (dual GEMM, GEMM + row sums, batched GEMM, "
+               "linear + bias + activation against Triton and torch, TFLOP/s), attention (fp16 attention "
+               "forward, TFLOP/s), launch (host overhead per call, µs), saxpy (bandwidth, GB/s), compile (cold "
+               "and disk-cached compile time, ms); all runs them in turn.")
     parser.add_argument("suite", choices=SUITES + ("all",), help="which suite to run")
     parser.add_argument("--quick", action="store_true",
-                        help="a small subset (gemm: fp16, K in {1024, 4096}; attention: L=4096; compile: 1 repeat)")
+                        help="a small subset (gemm: fp16, K in {1024, 4096}; gemm_family: fp16; attention: L=4096; "
+                             "compile: 1 repeat)")
     parser.add_argument("--square", action="store_true",
                         help="gemm: also M=N=K in {1024, 2048, 4096, 8192, 16384}")
     parser.add_argument("--k", default="",
-                        help="gemm: comma-separated K values to sweep instead of the default (M = N = 8192)")
+                        help="gemm, gemm_family: comma-separated K values to sweep instead of the default")
     parser.add_argument("--dtypes", default="",
-                        help="gemm: comma-separated dtypes (fp16, bf16) instead of the default")
+                        help="gemm, gemm_family: comma-separated dtypes (fp16, bf16) instead of the default")
     parser.add_argument("--reps", type=int, default=50, help="timed repetitions per system and shape (default 50)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed warm-up calls before timing (default 10)")
     parser.add_argument("--flush-l2", action="store_true",

@@ -159,15 +159,23 @@ def poison(out) -> None:
     out.fill_(float("nan"))
 
 
-def checked_call(fn: Callable[[], Any], out, ref, rtol_rel: float) -> Check:
-    """Poison ``out``, run ``fn`` once, wait for it, and compare ``out`` to ``ref``."""
+def checked_call(fn: Callable[[], Any], out, ref, rtol_rel: float, *, also=()) -> Check:
+    """Poison ``out``, run ``fn`` once, wait for it, and compare ``out`` to ``ref``.
+
+    ``also``: more ``(out, ref)`` pairs that ``fn`` writes, poisoned and compared alike; the result is
+    the worst of them (largest error, every non-finite element counted, ok only if all are).
+    """
     import torch
 
-    poison(out)
+    pairs = [(out, ref), *also]
+    for written, _ in pairs:
+        poison(written)
     torch.cuda.synchronize()
     fn()
     torch.cuda.synchronize()
-    return check_close(out, ref, rtol_rel)
+    checks = [check_close(written, expected, rtol_rel) for written, expected in pairs]
+    return Check(ok=all(c.ok for c in checks), rel_err=max(c.rel_err for c in checks),
+                 nonfinite=sum(c.nonfinite for c in checks), tolerance=rtol_rel)
 
 
 @contextlib.contextmanager
@@ -324,17 +332,34 @@ class Prepared:
     sync: Callable[[Any], Any] | None = None
 
 
+@dataclass(frozen=True)
+class System:
+    """A system of a suite whose role or FLOP count differs from the suite's: ``prepare(ops, args) ->
+    Prepared``; ``role`` (None: from the name) and ``flops(params)`` (None: the suite's count)."""
+
+    prepare: Callable
+    role: str | None = None
+    flops: Callable[[dict], float] | None = None
+
+
 def run_shapes(suite: str, shapes: list[dict], make_operands: Callable[[dict], Any],
-               systems: dict[str, Callable], flops: Callable[[dict], float], args) -> list[Measurement]:
-    """Every selected system on every shape; one set of inputs per shape, shared by all systems."""
+               systems: dict[str, Callable | System], flops: Callable[[dict], float], args) -> list[Measurement]:
+    """Every selected system on every shape; one set of inputs per shape, shared by all systems.
+
+    A system is its ``prepare(ops, args)`` function, or a :class:`System` with its own role or FLOP count.
+    """
     import torch
 
     results = []
     for p in shapes:
         ops = make_operands(p)
-        for name, prepare in systems.items():
-            if selected(args, name):
-                results.append(run_system(suite, name, p, partial(prepare, ops, args), args, flops=flops(p)))
+        for name, system in systems.items():
+            if not selected(args, name):
+                continue
+            if not isinstance(system, System):
+                system = System(system)
+            results.append(run_system(suite, name, p, partial(system.prepare, ops, args), args,
+                                      flops=(system.flops or flops)(p), role=system.role))
         del ops
         torch.cuda.empty_cache()
     return results
@@ -376,6 +401,22 @@ def log(m: Measurement) -> None:
                   f"{m.gbps:8.1f} GB/s" if m.gbps is not None else f"{m.median_ms * 1e3:10.2f} us")
         status = f"{m.median_ms:9.4f} ms  {metric}" + ("" if m.correct in (True, None) else "  WRONG")
     print(f"[{m.suite}] {m.system:<24} {shape:<40} {status}", file=sys.stderr, flush=True)
+
+
+def sweep(args, k_values: tuple[int, ...], quick_k: tuple[int, ...],
+          dtypes: tuple[str, ...] = ("fp16", "bf16")) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The dtypes and K values a run sweeps: ``dtypes`` and ``k_values`` by default, fp16 and ``quick_k``
+    with ``--quick``, and ``--dtypes`` / ``--k`` where given (a dtype outside ``dtypes`` is refused)."""
+    chosen = dtypes[:1] if args.quick else dtypes
+    if getattr(args, "dtypes", ""):
+        chosen = tuple(d for d in args.dtypes.split(",") if d)
+        unknown = set(chosen) - set(dtypes)
+        if unknown:
+            raise SystemExit(f"--dtypes: unknown {sorted(unknown)}; choose from {dtypes}")
+    ks = quick_k if args.quick else k_values
+    if getattr(args, "k", ""):
+        ks = tuple(int(k) for k in args.k.split(",") if k)
+    return chosen, ks
 
 
 def selected(args, system: str) -> bool:

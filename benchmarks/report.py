@@ -92,9 +92,28 @@ def group_rows(measurements: list[Measurement]) -> list[list[Measurement]]:
 
 
 def table(module, measurements: list[Measurement]) -> str:
-    """The Markdown table: a row per shape, a column per system, then best peer, nvdsl/best peer, extras."""
+    """The Markdown table: a row per shape, a column per system, then best peer, nvdsl/best peer, extras.
+
+    A suite with ``SECTION`` (a param name) gets one table per value of that param, headed by
+    ``SECTION_TITLES[value]``, each with only the systems that ran in it.
+    """
+    caption, higher = _METRICS[module.TABLE_METRIC]
+    lines = [f"Values: {caption} ({'higher' if higher else 'lower'} is better); median over repetitions."]
+    section = getattr(module, "SECTION", None)
+    if section is None:
+        return "\n".join(lines + [""] + _grid(module, measurements))
+    titles = getattr(module, "SECTION_TITLES", {})
+    parts: dict[Any, list[Measurement]] = {}
+    for m in measurements:
+        parts.setdefault(m.params.get(section), []).append(m)
+    for key, part in parts.items():
+        lines += ["", f"### {titles.get(key, key)}", ""] + _grid(module, part)
+    return "\n".join(lines)
+
+
+def _grid(module, measurements: list[Measurement]) -> list[str]:
     metric = module.TABLE_METRIC
-    caption, higher = _METRICS[metric]
+    higher = _METRICS[metric][1]
     label = getattr(module, "row_label", lambda p: " ".join(f"{k}={v}" for k, v in p.items()))
     derived = getattr(module, "derived_columns", None)
     roles = {m.system: m.role for m in measurements}
@@ -115,8 +134,7 @@ def table(module, measurements: list[Measurement]) -> str:
         found = derived(row) if derived else {}
         cells += [found.get(k, "—") for k in extras]
         lines.append("| " + " | ".join(cells) + " |")
-    unit = f"{caption} ({'higher' if higher else 'lower'} is better)"
-    return "\n".join([f"Values: {unit}; median over repetitions.", ""] + lines)
+    return lines
 
 
 _QUIET = {"traceback", "check", "configs_tried", "compile_stages_s", "calls_per_repeat", "l2_flush"}
@@ -171,28 +189,49 @@ def markdown(suite: str, module, measurements: list[Measurement], env: dict) -> 
 
 
 def plot(suite: str, module, measurements: list[Measurement], env: dict, path: str) -> str | None:
-    """Throughput against the suite's x parameter (log2 axis), a line per system and group, plus the
-    device's dense fp16/bf16 peak as a dashed line. Returns the path, or None without a plot."""
+    """Throughput as the suite's ``PLOT`` asks, plus the device's dense fp16/bf16 peak as a dashed line
+    when ``PLOT["peak"]``; correct measurements only. Returns the path, or None without a plot.
+
+    ``PLOT = {"x": param, ...}``: against that param on a log2 axis, a line per system and ``group``;
+    ``PLOT = {"kind": "bars"}``: a group of bars per table row (``row_label``), a bar per system.
+    """
     spec, metric = getattr(module, "PLOT", None), module.TABLE_METRIC
     if not spec or metric not in ("tflops", "gbps"):
         return None
-    lines: dict[tuple[str, str], list[tuple[float, float]]] = {}  # (system, group) -> points
-    for m in measurements:
-        y = value(m, metric)
-        if y is None or m.correct is False:
-            continue
-        group = " ".join(str(m.params[g]) for g in spec.get("group", ()) if g in m.params)
-        lines.setdefault((m.system, group), []).append((m.params[spec["x"]], y))
-    if not lines:
+    shown = [m for m in measurements if value(m, metric) is not None and m.correct is not False]
+    if not shown:
         return None
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-        from matplotlib.ticker import ScalarFormatter
     except ImportError as e:
         print(f"no plot: {e}", file=sys.stderr)
         return None
+    if spec.get("kind") == "bars":
+        fig, ax = _bars(plt, module, shown, metric)
+    else:
+        fig, ax = _lines(plt, spec, shown, metric)
+    peak = peak_tflops(device_name(env)) if spec.get("peak") and metric == "tflops" else None
+    if peak:
+        ax.axhline(peak, linestyle="--", color="black", linewidth=1, label=f"dense fp16/bf16 peak ({peak:g})")
+    ax.set_ylabel(_METRICS[metric][0])
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"{suite} on {device_name(env) or 'unknown device'}")
+    ax.grid(True, which="both", axis="y" if spec.get("kind") == "bars" else "both", alpha=0.3)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def _lines(plt, spec: dict, measurements: list[Measurement], metric: str):
+    from matplotlib.ticker import ScalarFormatter
+
+    lines: dict[tuple[str, str], list[tuple[float, float]]] = {}  # (system, group) -> points
+    for m in measurements:
+        group = " ".join(str(m.params[g]) for g in spec.get("group", ()) if g in m.params)
+        lines.setdefault((m.system, group), []).append((m.params[spec["x"]], value(m, metric)))
     systems = list(dict.fromkeys(system for system, _ in lines))
     groups = list(dict.fromkeys(group for _, group in lines))
     colors = plt.get_cmap("tab10").colors
@@ -204,20 +243,26 @@ def plot(suite: str, module, measurements: list[Measurement], env: dict, path: s
         ax.plot([p[0] for p in points], [p[1] for p in points], style, marker=marker,
                 color=colors[systems.index(system) % len(colors)],
                 linewidth=2.4 if system.startswith("nvdsl") else 1.5, label=f"{system} {group}".strip())
-    peak = peak_tflops(device_name(env)) if spec.get("peak") and metric == "tflops" else None
-    if peak:
-        ax.axhline(peak, linestyle="--", color="black", linewidth=1, label=f"dense fp16/bf16 peak ({peak:g})")
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.set_xlabel(spec.get("xlabel", spec["x"]))
-    ax.set_ylabel(_METRICS[metric][0])
-    ax.set_ylim(bottom=0)
-    ax.set_title(f"{suite} on {device_name(env) or 'unknown device'}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
+    return fig, ax
+
+
+def _bars(plt, module, measurements: list[Measurement], metric: str):
+    label = getattr(module, "row_label", lambda p: " ".join(f"{k}={v}" for k, v in p.items()))
+    rows = group_rows(measurements)
+    systems = list(dict.fromkeys(m.system for m in measurements))
+    colors = plt.get_cmap("tab10").colors
+    width = 0.8 / len(systems)
+    fig, ax = plt.subplots(figsize=(max(10, 0.25 * len(rows) * len(systems) + 2), 5.5))
+    for i, system in enumerate(systems):
+        offset = (i - (len(systems) - 1) / 2) * width
+        points = [(x + offset, value(m, metric)) for x, row in enumerate(rows) for m in row if m.system == system]
+        ax.bar([p[0] for p in points], [p[1] for p in points], width, label=system, color=colors[i % len(colors)])
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([label(row[0].params) for row in rows], rotation=30, ha="right", fontsize="small")
+    return fig, ax
 
 
 def _finite(obj: Any) -> Any:

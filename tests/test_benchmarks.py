@@ -1,21 +1,28 @@
-"""The benchmark suite's CPU side: its CLI loads without GPU libraries, and its table ranks systems right."""
+"""The benchmark suite's CPU side: its CLI loads without GPU libraries, its table ranks systems right, the
+gemm_family suite measures the shapes and counts the FLOPs it claims, and (where Triton is installed) its
+Triton peers compile for sm_90a."""
 
 import os
 import subprocess
 import sys
+import tempfile
+from types import SimpleNamespace
+
+import pytest
 
 from benchmarks import report
-from benchmarks.harness import Measurement
-from benchmarks.suites import gemm
+from benchmarks.harness import REFERENCE, Measurement
+from benchmarks.suites import gemm, gemm_family
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))  # keep the caller's
 
 
 def test_cli_help_needs_no_gpu_libraries():
     result = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True,
-                            text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])))
+                            text=True, env=ENV)
     assert result.returncode == 0, result.stderr
-    for suite in ("gemm", "attention", "launch", "saxpy", "compile"):
+    for suite in ("gemm", "gemm_family", "attention", "launch", "saxpy", "compile"):
         assert suite in result.stdout
 
 
@@ -31,3 +38,166 @@ def test_table_ratio_is_against_the_best_correct_peer_and_failures_stay_visible(
     assert "failed: RuntimeError: Mosaic GPU crashed" in line
     assert "| cublas 549.8" in line        # 2*8192^2*4096 FLOP in 1 ms
     assert line.rstrip(" |").endswith("0.80×")  # nvdsl at 1.25 ms against cuBLAS at 1.0 ms
+
+
+# --------------------------------------------------------------------------- gemm_family
+
+def _args(**changes):
+    return SimpleNamespace(**{"quick": False, "k": "", "dtypes": "", "systems": "", **changes})
+
+
+def test_gemm_family_loads_without_gpu_libraries():
+    code = ("import sys, types; import benchmarks.suites.gemm_family as s; "
+            "s.shapes(types.SimpleNamespace(quick=True, k='', dtypes='')); "
+            "print(sorted(m for m in ('torch', 'triton', 'nvdsl', 'jax') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=ENV)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+def test_gemm_family_shapes_are_the_issues():
+    shapes = gemm_family.shapes(_args())
+    assert [p["op"] for p in shapes] == ["dual"] * 2 + ["rowsum"] * 2 + ["batched"] * 2 + ["linear"] * 6
+    for p in shapes:
+        assert p["K"] == 4096 and p["dtype"] in ("fp16", "bf16")
+        assert (p["M"], p["N"]) == ((4096, 4096) if p["op"] == "batched" else (8192, 8192))
+    assert {p["batch"] for p in shapes if p["op"] == "batched"} == {8}
+    assert [(p["activation"], p["dtype"]) for p in shapes if p["op"] == "linear"] == [
+        (act, dtype) for dtype in ("fp16", "bf16") for act in ("relu", "gelu", "silu")]
+
+    quick = gemm_family.shapes(_args(quick=True))
+    assert {(p["dtype"], p["K"]) for p in quick} == {("fp16", 4096)} and len(quick) == 6
+    swept = gemm_family.shapes(_args(k="1024,16384", dtypes="bf16"))
+    assert sorted({p["K"] for p in swept}) == [1024, 16384] and {p["dtype"] for p in swept} == {"bf16"}
+    with pytest.raises(SystemExit):
+        gemm_family.shapes(_args(dtypes="fp8"))
+
+
+def test_gemm_family_counts_both_products_of_the_dual_gemm_and_every_batch():
+    mnk = 8192 * 8192 * 4096
+    by_op = {(p["op"], p.get("activation")): p for p in gemm_family.shapes(_args(quick=True))}
+    assert gemm_family.flops(by_op["dual", None]) == 4 * mnk
+    assert gemm_family.flops(by_op["rowsum", None]) == 2 * mnk
+    assert gemm_family.flops(by_op["linear", "gelu"]) == 2 * mnk
+    assert gemm_family.flops(by_op["batched", None]) == 2 * 8 * 4096 ** 3
+    for op in ("dual", "rowsum"):  # the plain GEMMs beside them: one product, never a peer
+        plain = {name: s for name, s in gemm_family.systems(op).items() if name.startswith("gemm-")}
+        assert sorted(plain) == ["gemm-cublas", "gemm-nvdsl"]
+        assert all(s.role == REFERENCE and s.flops(by_op[op, None]) == 2 * mnk for s in plain.values())
+    assert set(gemm_family.systems("batched")) == set(gemm_family.systems("linear", "silu")) == {
+        "nvdsl", "triton", "torch"}
+
+
+def _family_row(shape, times_ms: dict, correct=None, failed=()):
+    rows = []
+    for system, ms in times_ms.items():
+        flops = gemm_family.plain_gemm_flops(shape) if system.startswith("gemm-") else gemm_family.flops(shape)
+        role = REFERENCE if system.startswith("gemm-") else None
+        rows.append(Measurement.from_times("gemm_family", system, shape, [ms], flops=flops, role=role,
+                                           correct=(correct or {}).get(system, True)))
+    rows += [Measurement.failure("gemm_family", system, shape, RuntimeError("no variant ran")) for system in failed]
+    return rows
+
+
+def test_gemm_family_table_compares_the_dual_gemm_with_peers_and_with_plain_gemms():
+    dual = {"op": "dual", "dtype": "fp16", "M": 8192, "N": 8192, "K": 4096}
+    linear = {"op": "linear", "activation": "gelu", "dtype": "fp16", "M": 8192, "N": 8192, "K": 4096}
+    # The dual GEMM does twice a plain GEMM's work: 2.0 ms for it is the plain GEMM's rate at 1.0 ms.
+    rows = _family_row(dual, {"nvdsl": 2.0, "triton": 3.0, "torch": 2.5, "gemm-nvdsl": 1.0, "gemm-cublas": 0.8})
+    rows += _family_row(linear, {"nvdsl": 1.0, "torch": 1.1}, failed=["triton"])
+    text = report.table(gemm_family, rows)
+    lines = text.splitlines()
+    headings = [line for line in lines if line.startswith("### ")]
+    assert [h.split(":")[0] for h in headings] == ["### Dual GEMM (gated MLP)", "### Linear with bias and activation"]
+    header = next(line for line in lines if line.startswith("| shape") and "plain" in line)
+    dual_line = next(line for line in lines if line.startswith("| dual fp16 8192×8192×4096"))
+    cells = dict(zip([c.strip() for c in header.strip("|").split("|")],
+                     [c.strip() for c in dual_line.strip("|").split("|")]))
+    assert cells["best peer"] == "torch 439.8"          # the faster plain cuBLAS GEMM is no peer of the dual GEMM
+    assert cells["nvdsl / best peer"] == "1.25×"
+    assert cells["nvdsl / plain nvdsl GEMM"] == "1.00×"
+    assert cells["nvdsl / plain cuBLAS GEMM"] == "0.80×"
+
+    linear_section = text[text.index("### Linear"):]
+    assert "plain" not in linear_section and "gemm-cublas" not in linear_section
+    linear_line = next(line for line in lines if line.startswith("| linear+gelu fp16"))
+    assert "failed: RuntimeError: no variant ran" in linear_line and linear_line.rstrip(" |").endswith("1.10×")
+
+
+def test_gemm_family_plain_gemm_ratios_need_correct_results():
+    rowsum = {"op": "rowsum", "dtype": "bf16", "M": 8192, "N": 8192, "K": 4096}
+    wrong = _family_row(rowsum, {"nvdsl": 1.0, "gemm-nvdsl": 1.0, "gemm-cublas": 1.0}, correct={"gemm-nvdsl": False})
+    assert gemm_family.derived_columns(wrong) == {"nvdsl / plain nvdsl GEMM": "—",
+                                                  "nvdsl / plain cuBLAS GEMM": "1.00×"}
+    failed = _family_row(rowsum, {"gemm-nvdsl": 1.0}, failed=["nvdsl"])
+    assert set(gemm_family.derived_columns(failed).values()) == {"—"}
+    batched = {"op": "batched", "dtype": "fp16", "batch": 8, "M": 4096, "N": 4096, "K": 4096}
+    assert gemm_family.derived_columns(_family_row(batched, {"nvdsl": 1.0, "torch": 1.0})) == {}
+
+
+def test_gemm_family_plot_draws_a_group_of_bars_per_row(tmp_path):
+    pytest.importorskip("matplotlib")
+    dual = {"op": "dual", "dtype": "fp16", "M": 8192, "N": 8192, "K": 4096}
+    batched = {"op": "batched", "dtype": "fp16", "batch": 8, "M": 4096, "N": 4096, "K": 4096}
+    rows = _family_row(dual, {"nvdsl": 2.0, "torch": 2.5, "gemm-cublas": 0.8}, correct={"torch": False})
+    rows += _family_row(batched, {"nvdsl": 1.0, "torch": 1.1}, failed=["triton"])
+    path = report.plot("gemm_family", gemm_family, rows, {"device": {"name": "NVIDIA H100 80GB HBM3"}},
+                       str(tmp_path / "family.png"))
+    assert path and os.path.getsize(path) > 10_000
+
+
+def _compile_for_hopper(kernel, pointers: dict, ints: set, constants: dict, num_warps: int, num_stages: int):
+    """PTX of a Triton kernel for sm_90a, compiled without a GPU, and its ptxas resources."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from nvdsl.compiler.compiled import parse_ptxas_log
+    from nvdsl.compiler.toolchain import find_tool
+
+    signature = {name: (f"*{pointers[name]}" if name in pointers else "i32" if name in ints else "constexpr")
+                 for name in kernel.arg_names}
+    source = ASTSource(fn=kernel, signature=signature,
+                       constexprs={(kernel.arg_names.index(k),): v for k, v in constants.items()})
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 64),
+                              options={"num_warps": num_warps, "num_stages": num_stages})
+    ptxas = find_tool("ptxas")
+    if ptxas is None:
+        pytest.skip("no ptxas")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "kernel.ptx")
+        with open(path, "w") as f:
+            f.write(compiled.asm["ptx"])
+        proc = subprocess.run([ptxas, "-arch=sm_90a", "-v", path, "-o", os.path.join(tmp, "kernel.cubin")],
+                              capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    resources, = parse_ptxas_log(proc.stdout + proc.stderr).values()
+    return compiled, resources
+
+
+@pytest.mark.parametrize("kind", ["gated", "rowsum", "linear-silu", "batched", "gemm"])
+def test_triton_peers_compile_for_hopper_without_spills(kind):
+    """Every autotuning config of the suites' Triton kernel compiles for sm_90a (no GPU needed), within the
+    shared memory of a block, without spilling, and warp-specialized where the config asks."""
+    pytest.importorskip("triton")
+    from benchmarks.peers import triton_common, triton_gemm_family as family, triton_matmul
+
+    table = {"gated": family.GATED_CONFIGS, "rowsum": family.ROWSUM_CONFIGS, "linear-silu": family.FUSED_CONFIGS,
+             "batched": family.FUSED_CONFIGS, "gemm": triton_matmul.CONFIGS}[kind]
+    operation = {"gated": {"GATED": True, "ACTIVATION": "silu"}, "rowsum": {"ROW_SUMS": True},
+                 "linear-silu": {"HAS_BIAS": True, "ACTIVATION": "silu"}}.get(kind, {})
+    pointers = {"a_ptr": "fp16", "b_ptr": "fp16", "b2_ptr": "fp16", "c_ptr": "fp16", "bias_ptr": "fp16",
+                "rows_ptr": "fp32"}
+    ints = {"M", "N", "K"} | ({"BATCH"} if kind == "batched" else set())
+    for config in triton_common.configs(table, True, **({"FLATTEN": False} if kind == "rowsum" else {})):
+        constants = {"NUM_SMS": 132, "BATCH": 1, **config.kwargs, **operation}
+        if kind == "batched":
+            del constants["BATCH"]
+        compiled, resources = _compile_for_hopper(family.fused_matmul_kernel, pointers, ints, constants,
+                                                  config.num_warps, config.num_stages)
+        where = f"{kind} {config}"
+        assert resources.spill_stores == 0 and resources.stack_frame == 0, (where, resources)
+        assert compiled.metadata.shared <= 232448, (where, compiled.metadata.shared)
+        ptx = compiled.asm["ptx"]
+        assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx, where
+        assert ("setmaxnreg" in ptx) == config.kwargs["WARP_SPECIALIZE"], where

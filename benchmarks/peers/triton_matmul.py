@@ -10,7 +10,8 @@ the ones skipped are recorded with their error:
 * ``tma-persistent``: a persistent kernel (one program per SM looping over
   output tiles, grouped for L2 reuse) that loads and stores through TMA tensor
   descriptors made on the device (``tl.make_tensor_descriptor``, whose
-  descriptor scratch comes from ``triton.set_allocator``), autotuned over
+  descriptor scratch comes from ``triton.set_allocator``): the plain case of
+  :func:`benchmarks.peers.triton_gemm_family.fused_matmul_kernel`, autotuned over
   seven configs (see ``CONFIGS``): three with warp specialization
   (``tl.range(..., warp_specialize=True)``, which on Hopper needs
   ``flatten=False`` and ``num_warps=4``) and four without.
@@ -25,9 +26,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-import torch
 import triton
 import triton.language as tl
+
+from .triton_common import BLOCK_K, configs, first_variant_that_runs, tile_coords
+from .triton_gemm_family import fused_matmul_kernel, launch
 
 # (BLOCK_M, BLOCK_N, num_stages, num_warps, warp_specialize); BLOCK_K is 64. Triton 3.6 warp-specializes
 # on Hopper only with num_warps=4 (it then adds a producer and a second consumer warpgroup: 12 warps; with
@@ -35,61 +38,17 @@ import triton.language as tl
 # fp32 accumulator without spilling. 3 stages of those tiles fit the 227 KiB of shared memory.
 CONFIGS = ((128, 128, 4, 4, True), (128, 256, 3, 4, True), (256, 128, 3, 4, True),
            (128, 128, 4, 4, False), (128, 128, 4, 8, False), (128, 256, 3, 8, False), (256, 128, 3, 8, False))
-BLOCK_K = 64
-GROUP_M = 8
+
+_tma_ws = triton.autotune(configs(CONFIGS, True), key=["M", "N", "K"])(fused_matmul_kernel)
+_tma_nows = triton.autotune(configs(CONFIGS, False), key=["M", "N", "K"])(fused_matmul_kernel)
 
 
-def _configs(warp_specialize: bool) -> list[triton.Config]:
-    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": BLOCK_K, "GROUP_M": GROUP_M,
-                           "WARP_SPECIALIZE": ws, "FLATTEN": not ws}, num_stages=stages, num_warps=warps)
-            for bm, bn, stages, warps, ws in CONFIGS if warp_specialize or not ws]
-
-
-@triton.jit
-def _tile_coords(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
-    """Grouped ordering of output tiles: GROUP_M row-tiles share their B tiles in L2."""
-    in_group = GROUP_M * num_pid_n
-    first_m = (tile_id // in_group) * GROUP_M
-    group_m = min(num_pid_m - first_m, GROUP_M)
-    return first_m + (tile_id % group_m), (tile_id % in_group) // group_m
-
-
-@triton.jit
-def _tma_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, NUM_SMS: tl.constexpr,
-                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                           GROUP_M: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr):
-    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
-    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K])
-    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK_M, BLOCK_N])
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    k_tiles = tl.cdiv(K, BLOCK_K)
-    start = tl.program_id(0)
-    # A second tile counter for the epilogue keeps the prologue and epilogue independent
-    # (as Triton's persistent-matmul tutorial does, for its pipeliner).
-    tile_c = start - NUM_SMS
-    for tile in tl.range(start, num_pid_m * num_pid_n, NUM_SMS, flatten=FLATTEN, warp_specialize=WARP_SPECIALIZE):
-        pid_m, pid_n = _tile_coords(tile, num_pid_m, num_pid_n, GROUP_M)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for kt in range(k_tiles):
-            a = a_desc.load([pid_m * BLOCK_M, kt * BLOCK_K])
-            b = b_desc.load([pid_n * BLOCK_N, kt * BLOCK_K])
-            acc = tl.dot(a, b.T, acc)
-        tile_c += NUM_SMS
-        pid_m, pid_n = _tile_coords(tile_c, num_pid_m, num_pid_n, GROUP_M)
-        c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_ptr.dtype.element_ty))
-
-
-_tma_ws = triton.autotune(_configs(True), key=["M", "N", "K"])(_tma_persistent_kernel)
-_tma_nows = triton.autotune(_configs(False), key=["M", "N", "K"])(_tma_persistent_kernel)
-
-
-@triton.autotune(_configs(False), key=["M", "N", "K"])
+@triton.autotune(configs(CONFIGS, False), key=["M", "N", "K"])
 @triton.jit
 def _pointer_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                     GROUP_M: tl.constexpr, WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr):
-    pid_m, pid_n = _tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
+    pid_m, pid_n = tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
@@ -103,18 +62,8 @@ def _pointer_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
     tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(c_ptr.dtype.element_ty))
 
 
-def _alloc(size: int, alignment: int, stream):
-    return torch.empty(size, device="cuda", dtype=torch.int8)
-
-
 def _persistent(kernel) -> Callable:
-    def launch(a, b_nk, c):
-        M, K = a.shape
-        N = b_nk.shape[0]
-        num_sms = torch.cuda.get_device_properties(a.device).multi_processor_count
-        grid = lambda meta: (min(num_sms, triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"])),)
-        kernel[grid](a, b_nk, c, M, N, K, NUM_SMS=num_sms)
-    return launch
+    return lambda a, b_nk, c: launch(kernel, a, b_nk, c)
 
 
 def _pointer(a, b_nk, c):
@@ -145,21 +94,4 @@ def prepare(a, b_nk, c) -> tuple[Callable[[], None], dict]:
         raise ValueError(f"M and N must be multiples of 256 and K of {BLOCK_K}, got {M}x{N}x{K}")
     if not all(t.is_contiguous() for t in (a, b_nk, c)):
         raise ValueError("a, b and c must be contiguous")
-    triton.set_allocator(_alloc)
-    skipped = {}
-    for name, (launch, autotuner) in VARIANTS.items():
-        if name in _broken:
-            skipped[name] = _broken[name]
-            continue
-        try:
-            launch(a, b_nk, c)  # the first call for a shape autotunes
-            torch.cuda.synchronize()
-        except Exception as e:
-            _broken[name] = skipped[name] = f"{type(e).__name__}: {str(e)[:500]}"
-            continue
-        config = getattr(autotuner, "best_config", None)
-        info = {"variant": name, "config": str(config),
-                "warp_specialize": bool(config and config.kwargs.get("WARP_SPECIALIZE")),
-                "b_layout": "NK (K-major)", "skipped_variants": skipped}
-        return (lambda: launch(a, b_nk, c)), info
-    raise RuntimeError("no Triton matmul variant ran: " + "; ".join(f"{k}: {v}" for k, v in skipped.items()))
+    return first_variant_that_runs(VARIANTS, (a, b_nk, c), _broken, b_layout="NK (K-major)")

@@ -39,15 +39,7 @@ NVDSL_GEMMS: dict[str, Callable] = {}
 
 def shapes(args) -> list[dict]:
     """The shapes this run measures, as the params recorded with each measurement."""
-    dtypes = ("fp16",) if args.quick else DTYPES
-    if getattr(args, "dtypes", ""):
-        dtypes = tuple(d for d in args.dtypes.split(",") if d)
-        unknown = set(dtypes) - set(DTYPES)
-        if unknown:
-            raise SystemExit(f"--dtypes: unknown {sorted(unknown)}; choose from {DTYPES}")
-    k_values = QUICK_K if args.quick else K_SWEEP
-    if getattr(args, "k", ""):
-        k_values = tuple(int(k) for k in args.k.split(",") if k)
+    dtypes, k_values = harness.sweep(args, K_SWEEP, QUICK_K, DTYPES)
     shapes = [{"dtype": d, "M": MN, "N": MN, "K": k, "sweep": f"M=N={MN}"} for d in dtypes for k in k_values]
     if args.square:
         shapes += [{"dtype": d, "M": s, "N": s, "K": s, "sweep": "square"} for d in dtypes for s in SQUARE]

@@ -1,0 +1,333 @@
+"""The task layer's GEMM family (``nvdsl.kernels.gemm``) against Triton and torch, one table per operation:
+
+* ``dual``: the gated MLP's dual GEMM, ``C = silu(A @ W1) * (A @ W2)``, 4·M·N·K FLOPs (both products).
+  Beside it, on the same A and W1, the plain GEMM ``A @ W1`` of nvdsl (``gemm-nvdsl``) and cuBLAS
+  (``gemm-cublas``), 2·M·N·K, so the table shows the dual GEMM's throughput against a plain GEMM's.
+* ``rowsum``: ``C = A @ B`` and A's row sums alongside, 2·M·N·K FLOPs (the sums not counted); the same
+  plain GEMMs beside it.
+* ``batched``: ``C[b] = A[b] @ B[b]``, 8 × 4096 × 4096 × K, 2·batch·M·N·K FLOPs.
+* ``linear``: ``C = act(A @ Wᵀ + bias)``, W stored (N, K), act ∈ {relu, gelu (erf), silu}, 2·M·N·K FLOPs.
+
+M = N = 8192 (4096 for ``batched``), K = 4096 (``--k`` for others), fp16 and bf16 (``--quick``: fp16).
+A is drawn with scale K^-1/2, so every product is O(1) whatever K (the dual GEMM's product of two
+products stays far from fp16's range). Systems, with their operand layouts:
+
+* ``nvdsl``: the task-layer programs built with ``nt.build(program, mapping)``: ``gated_mlp`` under
+  ``MAPPING.replace(tiles={"BN": 128})``; ``matmul_rowsum``, ``batched_matmul`` and
+  ``linear_program(act)`` under ``MAPPING``. B and W1, W2 (K, N); W (N, K). The row sums come out as
+  Y (N / BN, M), one copy per column of tiles, and every copy is checked.
+* ``triton``: :mod:`benchmarks.peers.triton_gemm_family`, every B (N, K) (K-major, ``tl.dot(a, b.T)``),
+  the row sums an (M,) vector.
+* ``torch``: ``torch.mul(F.silu(a @ w1), a @ w2, out=c)``; ``torch.matmul`` then ``torch.sum(a, 1)``;
+  ``torch.bmm``; ``act(F.linear(a, w, bias))``. B (K, N), W (N, K).
+
+Every output (and every row-sum copy) is checked against a float32 torch reference (relative Frobenius
+error below ``RTOL``, every element written) before it is timed. Plain GEMMs are "reference" systems:
+never the best peer, only the denominator of the "nvdsl / plain GEMM" columns.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import SimpleNamespace
+from typing import Callable
+
+from .. import harness
+
+SUITE = "gemm_family"
+MN = 8192                      # M = N of dual, rowsum and linear
+BATCH, BATCHED_MN = 8, 4096    # batched: BATCH products of BATCHED_MN x BATCHED_MN x K
+K_VALUES = (4096,)
+QUICK_K = (4096,)
+DTYPES = ("fp16", "bf16")
+ACTIVATIONS = ("relu", "gelu", "silu")
+RTOL = 1e-2
+
+TABLE_METRIC = "tflops"
+SECTION = "op"                 # one table per operation
+SECTION_TITLES = {
+    "dual": "Dual GEMM (gated MLP): C = silu(A·W1) ⊙ (A·W2), TFLOP/s counting both products (4·M·N·K)",
+    "rowsum": "GEMM + row sums: C = A·B and y = Σk A[:, k], TFLOP/s of the product (2·M·N·K)",
+    "batched": "Batched GEMM: C[b] = A[b]·B[b], TFLOP/s (2·batch·M·N·K)",
+    "linear": "Linear with bias and activation: C = act(A·Wᵀ + bias), TFLOP/s (2·M·N·K)",
+}
+PLOT = {"kind": "bars", "peak": True}
+
+NVDSL, TRITON, TORCH, GEMM_NVDSL, GEMM_CUBLAS = "nvdsl", "triton", "torch", "gemm-nvdsl", "gemm-cublas"
+PLAIN_COLUMNS = {GEMM_NVDSL: "nvdsl / plain nvdsl GEMM", GEMM_CUBLAS: "nvdsl / plain cuBLAS GEMM"}
+WITH_PLAIN_GEMM = ("dual", "rowsum")
+
+
+def shapes(args) -> list[dict]:
+    """The shapes this run measures, grouped by operation, as the params recorded with each measurement."""
+    dtypes, k_values = harness.sweep(args, K_VALUES, QUICK_K, DTYPES)
+    found = []
+    for op in SECTION_TITLES:
+        for dtype in dtypes:
+            for k in k_values:
+                if op == "batched":
+                    found.append({"op": op, "dtype": dtype, "batch": BATCH, "M": BATCHED_MN, "N": BATCHED_MN, "K": k})
+                elif op == "linear":
+                    found += [{"op": op, "activation": act, "dtype": dtype, "M": MN, "N": MN, "K": k}
+                              for act in ACTIVATIONS]
+                else:
+                    found.append({"op": op, "dtype": dtype, "M": MN, "N": MN, "K": k})
+    return found
+
+
+def flops(p: dict) -> float:
+    """FLOPs of the operation: 2·M·N·K a product, two products for the dual GEMM, one per batch."""
+    products = 2 if p["op"] == "dual" else 1
+    return 2 * products * p.get("batch", 1) * p["M"] * p["N"] * p["K"]
+
+
+def plain_gemm_flops(p: dict) -> float:
+    return 2 * p["M"] * p["N"] * p["K"]
+
+
+def row_label(p: dict) -> str:
+    name = f"linear+{p['activation']}" if p["op"] == "linear" else p["op"]
+    batch = f"{p['batch']}×" if "batch" in p else ""
+    return f"{name} {p['dtype']} {batch}{p['M']}×{p['N']}×{p['K']}"
+
+
+def _ratio(ours: harness.Measurement | None, other: harness.Measurement | None) -> str:
+    usable = [m for m in (ours, other) if m is not None and m.tflops and m.correct is not False]
+    return f"{ours.tflops / other.tflops:.2f}×" if len(usable) == 2 else "—"
+
+
+def derived_columns(row: list[harness.Measurement]) -> dict[str, str]:
+    """For the dual GEMM and the row sums: nvdsl's throughput over each plain GEMM's on the same shape."""
+    if row[0].params["op"] not in WITH_PLAIN_GEMM:
+        return {}
+    by_system = {m.system: m for m in row}
+    return {column: _ratio(by_system.get(NVDSL), by_system.get(plain)) for plain, column in PLAIN_COLUMNS.items()}
+
+
+# --------------------------------------------------------------------------- operands
+
+def _dtype(p: dict):
+    import torch
+
+    return {"fp16": torch.float16, "bf16": torch.bfloat16}[p["dtype"]]
+
+
+def _a(p: dict, shape: tuple):
+    return harness.randn(shape, _dtype(p), scale=p["K"] ** -0.5, seed=1)
+
+
+def _dual_operands(p: dict):
+    import torch
+
+    M, N, K, dtype = p["M"], p["N"], p["K"], _dtype(p)
+    a, w1, w2 = _a(p, (M, K)), harness.randn((K, N), dtype, seed=2), harness.randn((K, N), dtype, seed=3)
+    with harness.exact_fp32():
+        gate = a.float() @ w1.float()
+        ref = torch.nn.functional.silu(gate) * (a.float() @ w2.float())
+    return SimpleNamespace(a=a, w1=w1, w2=w2, w1_nk=w1.t().contiguous(), w2_nk=w2.t().contiguous(), ref=ref,
+                           c=torch.empty((M, N), dtype=dtype, device="cuda"), plain_b=w1, plain_ref=gate)
+
+
+def _rowsum_operands(p: dict):
+    import torch
+
+    M, N, K, dtype = p["M"], p["N"], p["K"], _dtype(p)
+    a, b = _a(p, (M, K)), harness.randn((K, N), dtype, seed=2)
+    with harness.exact_fp32():
+        ref = a.float() @ b.float()
+    return SimpleNamespace(a=a, b=b, b_nk=b.t().contiguous(), ref=ref, rows_ref=a.float().sum(dim=1),
+                           c=torch.empty((M, N), dtype=dtype, device="cuda"),
+                           rows=torch.empty((M,), dtype=torch.float32, device="cuda"), plain_b=b, plain_ref=ref)
+
+
+def _batched_operands(p: dict):
+    import torch
+
+    shape, dtype = (p["batch"], p["M"], p["N"], p["K"]), _dtype(p)
+    batch, M, N, K = shape
+    a, b = _a(p, (batch, M, K)), harness.randn((batch, K, N), dtype, seed=2)
+    with harness.exact_fp32():
+        ref = a.float() @ b.float()
+    return SimpleNamespace(a=a, b=b, b_nk=b.transpose(1, 2).contiguous(), ref=ref,
+                           c=torch.empty((batch, M, N), dtype=dtype, device="cuda"))
+
+
+def _torch_activation(name: str) -> Callable:
+    import torch
+
+    return {"relu": torch.relu, "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu}[name]
+
+
+def _linear_operands(p: dict):
+    import torch
+
+    M, N, K, dtype = p["M"], p["N"], p["K"], _dtype(p)
+    a, w, bias = _a(p, (M, K)), harness.randn((N, K), dtype, seed=2), harness.randn((N,), dtype, seed=3)
+    with harness.exact_fp32():
+        ref = _torch_activation(p["activation"])(a.float() @ w.float().T + bias.float())
+    return SimpleNamespace(a=a, w=w, bias=bias, ref=ref, c=torch.empty((M, N), dtype=dtype, device="cuda"))
+
+
+# --------------------------------------------------------------------------- nvdsl
+
+@functools.lru_cache(maxsize=None)
+def nvdsl_kernel(op: str, activation: str = "none"):
+    """The task-layer program of an operation, built under its mapping (once per process)."""
+    import nvdsl.tasks as nt
+    from nvdsl.kernels import gemm
+
+    program, mapping = {
+        "dual": (gemm.gated_mlp, gemm.MAPPING.replace(tiles={"BN": 128})),
+        "rowsum": (gemm.matmul_rowsum, gemm.MAPPING),
+        "batched": (gemm.batched_matmul, gemm.MAPPING),
+        "linear": (gemm.linear_program(activation), gemm.MAPPING),
+    }[op]
+    return nt.build(program, mapping)
+
+
+def _nvdsl_prepared(kernel, call, out, ref, also=()) -> harness.Prepared:
+    return harness.Prepared(call, harness.checked_call(call, out, ref, RTOL, also=also),
+                            {"program": kernel.entry.name, "mapping": str(kernel.mapping)})
+
+
+def _nvdsl_dual(ops, args) -> harness.Prepared:
+    kernel = nvdsl_kernel("dual")
+    return _nvdsl_prepared(kernel, lambda: kernel(ops.c, ops.a, ops.w1, ops.w2), ops.c, ops.ref)
+
+
+def _nvdsl_rowsum(ops, args) -> harness.Prepared:
+    import torch
+
+    kernel = nvdsl_kernel("rowsum")
+    M, N = ops.c.shape
+    column_tiles = -(-N // kernel.mapping.tile_values()["BN"])
+    y = torch.empty((column_tiles, M), dtype=torch.float32, device="cuda")
+    return _nvdsl_prepared(kernel, lambda: kernel(ops.c, y, ops.a, ops.b), ops.c, ops.ref,
+                           also=[(y, ops.rows_ref.expand(column_tiles, M))])
+
+
+def _nvdsl_batched(ops, args) -> harness.Prepared:
+    kernel = nvdsl_kernel("batched")
+    return _nvdsl_prepared(kernel, lambda: kernel(ops.c, ops.a, ops.b), ops.c, ops.ref)
+
+
+def _nvdsl_linear(activation: str) -> Callable:
+    def prepare(ops, args) -> harness.Prepared:
+        kernel = nvdsl_kernel("linear", activation)
+        return _nvdsl_prepared(kernel, lambda: kernel(ops.c, ops.a, ops.w, ops.bias), ops.c, ops.ref)
+    return prepare
+
+
+# --------------------------------------------------------------------------- peers
+
+def _triton_dual(ops, args) -> harness.Prepared:
+    from ..peers import triton_gemm_family as peer
+
+    call, info = peer.prepare_gated_mlp(ops.a, ops.w1_nk, ops.w2_nk, ops.c)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL), info)
+
+
+def _triton_rowsum(ops, args) -> harness.Prepared:
+    from ..peers import triton_gemm_family as peer
+
+    call, info = peer.prepare_rowsum(ops.a, ops.b_nk, ops.c, ops.rows)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL, also=[(ops.rows, ops.rows_ref)]),
+                            info)
+
+
+def _triton_batched(ops, args) -> harness.Prepared:
+    from ..peers import triton_gemm_family as peer
+
+    call, info = peer.prepare_batched(ops.a, ops.b_nk, ops.c)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL), info)
+
+
+def _triton_linear(activation: str) -> Callable:
+    def prepare(ops, args) -> harness.Prepared:
+        from ..peers import triton_gemm_family as peer
+
+        call, info = peer.prepare_linear(ops.a, ops.w, ops.bias, ops.c, activation)
+        return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL), info)
+    return prepare
+
+
+def _torch_dual(ops, args) -> harness.Prepared:
+    import torch
+
+    silu = torch.nn.functional.silu
+    call = lambda: torch.mul(silu(torch.matmul(ops.a, ops.w1)), torch.matmul(ops.a, ops.w2), out=ops.c)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL),
+                            {"call": "torch.mul(F.silu(a @ w1), a @ w2, out=c)"})
+
+
+def _torch_rowsum(ops, args) -> harness.Prepared:
+    import torch
+
+    def call():
+        torch.matmul(ops.a, ops.b, out=ops.c)
+        torch.sum(ops.a, dim=1, dtype=torch.float32, out=ops.rows)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL, also=[(ops.rows, ops.rows_ref)]),
+                            {"call": "torch.matmul(a, b, out=c); torch.sum(a, 1, dtype=float32, out=rows)"})
+
+
+def _torch_batched(ops, args) -> harness.Prepared:
+    import torch
+
+    call = lambda: torch.bmm(ops.a, ops.b, out=ops.c)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL), {"call": "torch.bmm(a, b, out=c)"})
+
+
+def _torch_linear(activation: str) -> Callable:
+    def prepare(ops, args) -> harness.Prepared:
+        import torch
+
+        act = _torch_activation(activation)
+        call = lambda: act(torch.nn.functional.linear(ops.a, ops.w, ops.bias))
+        out = call()
+        torch.cuda.synchronize()
+        return harness.Prepared(call, harness.check_close(out, ops.ref, RTOL),  # a fresh output: nothing to poison
+                                {"call": f"{act.__name__}(F.linear(a, w, bias))"})
+    return prepare
+
+
+def _plain_nvdsl(ops, args) -> harness.Prepared:
+    from nvdsl.kernels.gemm import gemm
+
+    call = lambda: gemm(ops.a, ops.plain_b, ops.c)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.plain_ref, RTOL),
+                            {"call": "nvdsl.kernels.gemm.gemm(a, b, c)"})
+
+
+def _plain_cublas(ops, args) -> harness.Prepared:
+    import torch
+
+    call = lambda: torch.matmul(ops.a, ops.plain_b, out=ops.c)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.plain_ref, RTOL),
+                            {"call": "torch.matmul(a, b, out=c)"})
+
+
+_PLAIN = {GEMM_NVDSL: harness.System(_plain_nvdsl, harness.REFERENCE, plain_gemm_flops),
+          GEMM_CUBLAS: harness.System(_plain_cublas, harness.REFERENCE, plain_gemm_flops)}
+
+
+def systems(op: str, activation: str = "none") -> dict[str, Callable | harness.System]:
+    """The systems measured on one operation, in table order."""
+    if op == "dual":
+        return {NVDSL: _nvdsl_dual, TRITON: _triton_dual, TORCH: _torch_dual, **_PLAIN}
+    if op == "rowsum":
+        return {NVDSL: _nvdsl_rowsum, TRITON: _triton_rowsum, TORCH: _torch_rowsum, **_PLAIN}
+    if op == "batched":
+        return {NVDSL: _nvdsl_batched, TRITON: _triton_batched, TORCH: _torch_batched}
+    return {NVDSL: _nvdsl_linear(activation), TRITON: _triton_linear(activation), TORCH: _torch_linear(activation)}
+
+
+OPERANDS = {"dual": _dual_operands, "rowsum": _rowsum_operands, "batched": _batched_operands,
+            "linear": _linear_operands}
+
+
+def run(args) -> list[harness.Measurement]:
+    results = []
+    for p in shapes(args):
+        results += harness.run_shapes(SUITE, [p], OPERANDS[p["op"]], systems(p["op"], p.get("activation", "none")),
+                                      flops, args)
+    return results
