@@ -278,15 +278,16 @@ def test_batched_operands_get_the_wgmma_descriptors_of_their_matrices():
 
 def test_fused_epilogues_compile_without_spills_or_serialized_products():
     """The epilogue reads the accumulators only after every product retired (else ptxas serializes them all,
-    C7514), and its math fits the registers."""
-    f32 = np.float32
-    linear_args = (np.zeros((1000, 1000), f16), np.zeros((1000, 512), f16), np.zeros((1000, 512), f16),
-                   np.zeros(1000, f16))
-    cases = [(linear_program(act), MAPPING, linear_args) for act in ("none", "relu", "gelu", "silu")] + [
-        (gated_mlp, MAPPING.replace(tiles={"BN": 128}), (np.zeros((1000, 1000), f16), np.zeros((1000, 512), f16),
-                                                          np.zeros((512, 1000), f16), np.zeros((512, 1000), f16))),
-        (matmul_rowsum, MAPPING, (np.zeros((1000, 1000), f16), np.zeros((4, 1000), f32), np.zeros((1000, 512), f16),
-                                  np.zeros((512, 1000), f16)))]
+    C7514), and its math, a column slice at a time, fits the registers beside the accumulators even where a
+    block walks many tiles (8192 x 8192 on 132 SMs: a bias vector of the whole tile spilled there)."""
+    f32, m = np.float32, 8192
+    mapping = MAPPING.replace(sm_count=132)
+    linear_args = (np.zeros((m, m), f16), np.zeros((m, 512), f16), np.zeros((m, 512), f16), np.zeros(m, f16))
+    cases = [(linear_program(act), mapping, linear_args) for act in ("none", "relu", "gelu", "silu")] + [
+        (gated_mlp, mapping.replace(tiles={"BN": 128}), (np.zeros((m, m), f16), np.zeros((m, 512), f16),
+                                                          np.zeros((512, m), f16), np.zeros((512, m), f16))),
+        (matmul_rowsum, mapping, (np.zeros((m, m), f16), np.zeros((32, m), f32), np.zeros((m, 512), f16),
+                                  np.zeros((512, m), f16)))]
     for program, mapping, args in cases:
         compiled = nt.build(program, mapping).compile(*args)
         resources, = compiled.resources.values()

@@ -498,3 +498,25 @@ def test_products_deeper_than_one_box_match_numpy(k, dtype):
     torch.cuda.synchronize()
     reference = a.double() @ b.double()
     assert (torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference)).item() < 1e-3
+
+
+def test_a_column_slice_of_an_accumulator_is_the_narrower_accumulators_layout():
+    """acc.columns(a, b) picks, per thread, the registers of columns a..b: by the layouts, value j of the
+    (m, b - a) accumulator sits at the same row and at column - a of the value it was picked from."""
+    from nvdsl.layouts import wgmma_accumulator
+    m, n, a, b = 128, 256, 64, 192
+    full, part = wgmma_accumulator(m, n), wgmma_accumulator(m, b - a)
+    half = n // 2
+    picked = [chunk * half + 4 * q + r for chunk in range(m // 64) for q in range(a // 8, b // 8) for r in range(4)]
+    assert len(picked) == part.values
+    for j, v in enumerate(picked):
+        assert full.value_part(0, v) == part.value_part(0, j)
+        assert full.value_part(1, v) - a == part.value_part(1, j)
+
+    def body(ctx, out):
+        acc = nvdsl.WGMMAAccumulator(64, 256)
+        acc.columns(64, 192).store(out)
+    traced = in_kernel(body).trace(np.zeros((64, 128), np.float32)).mlir
+    assert "vector.store" in traced
+    with pytest.raises(nvdsl.TraceError, match="multiples of 8"):
+        in_kernel(lambda ctx, out: nvdsl.WGMMAAccumulator(64, 256).columns(4, 12)).trace(np.zeros((64, 128), np.float32))

@@ -337,6 +337,20 @@ class WGMMAAccumulator(RegisterTile):
             raise _bad(f"accumulator columns {start}:{stop} must be a non-empty range with multiples of 8")
         return _AccumulatorColumns(self, start, stop)
 
+    def columns(self, start: int, stop: int) -> "WGMMAAccumulator":
+        """Columns ``start:stop`` (multiples of 8) as an accumulator of their own: a column block of the
+        wgmma layout is the layout of a narrower accumulator, so this only picks registers. Reads the
+        registers (the products must be complete); for math on a wide tile a slice at a time."""
+        m, n = self.shape
+        if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start < stop <= n
+                and start % 8 == 0 and stop % 8 == 0):
+            raise _bad(f"accumulator columns {start}:{stop} must be a non-empty range of multiples of 8 within {n}")
+        values, half = self.values, n // 2
+        picked = [values[chunk * half + 4 * q + r] for chunk in range(m // 64) for q in range(start // 8, stop // 8)
+                  for r in range(4)]
+        with at_user_line():
+            return WGMMAAccumulator._from_values(m, stop - start, picked)
+
     def store(self, destination: Array, at=None, *, tma: TMA | None = None) -> None:
         """Write the accumulator into ``destination``, converted to its element type (float32, float16
         or bfloat16), after waiting for every wgmma group of the warpgroup.

@@ -186,6 +186,7 @@ class _Consumer:
         self.pingpong = s.mapping.schedule == PINGPONG
         self.cooperative = s.consumers > 1 and not self.pingpong
         self.step = s.ring("step", c)
+        self._slice: dict = {}           # values of deferred math computed for the current column slice
 
     # -- where this consumer's part of a tensor is ------------------------------------------------------------
     def split(self, name: str) -> bool:
@@ -216,6 +217,10 @@ class _Consumer:
         for op in s.epilogue:
             if isinstance(op, Copy) and isinstance(op.target, Region):
                 self.store(op)
+            elif isinstance(op, Map):
+                # Elementwise math is computed where its result is stored, a column slice at a time, so that
+                # the registers hold one slice of it (and of its column vectors) beside the accumulators.
+                self.values[op.out] = _Deferred(op)
             else:
                 self.run(op)
 
@@ -311,52 +316,61 @@ class _Consumer:
             view = view.view((self.s.rows, cols), offset=self.row0(name) * cols * view.dtype.itemsize)
         return view, tma
 
-    def value(self, x, like=None):
+    def resolve(self, name: str, columns=None):
+        """Local ``name`` as a value: for a ``columns`` (start, stop) window of the tile, only those columns."""
+        v = self.values[name]
+        if isinstance(v, _Deferred):
+            key = (name, columns)
+            if key not in self._slice:
+                self._slice[key] = self.compute(v.op, columns)
+            return self._slice[key]
+        if isinstance(v, _Pending) and v.region.shape in ((1,), ()):    # a scalar: one element of an argument
+            v = self.values[name] = self.arrays[v.region.tensor][(0,) * len(v.region.shape)]
+        if columns is not None and isinstance(v, WGMMAAccumulator) and columns != (0, v.shape[1]):
+            return v.columns(*columns)
+        if columns is not None and isinstance(v, _Cast):
+            return _Cast(v.acc.columns(*columns), v.dtype)
+        return v
+
+    def value(self, x, like=None, columns=None):
         """An operand of tile math: a tile, a vector broadcast over ``like``, or a number."""
         if isinstance(x, float):
             return x
         if isinstance(x, Broadcast):
-            return self.vector(operand_name(x.tensor), x.axis, like)
-        v = self.values[x]
-        if isinstance(v, _Pending) and v.region.shape in ((1,), ()):    # a scalar: one element of an argument
-            v = self.values[x] = self.arrays[v.region.tensor][(0,) * len(v.region.shape)]
+            return self.vector(operand_name(x.tensor), x.axis, like, columns)
+        v = self.resolve(x, columns)
         return v.acc.to(v.dtype) if isinstance(v, _Cast) else v
 
-    def vector(self, name: str, axis: int, like):
+    def vector(self, name: str, axis: int, like, columns=None):
         """Vector ``name`` over the tile ``like``: broadcast down its rows (axis 0, one value per column) or
         across its columns (axis 1, one value per row)."""
         v = self.values[name]
         if isinstance(v, _Pending):
             kind = ColumnVector if axis == 0 else RowVector
             start = _evaluate(v.region.origin[-1], self.env)
-            if axis == 1:
-                start = start + self.row0(name) if self.row0(name) else start
-            return kind.load(like, self.arrays[v.region.tensor], start, fill=0.0)
-        return v
+            offset = (columns[0] if columns else 0) if axis == 0 else self.row0(name)
+            return kind.load(like, self.arrays[v.region.tensor], start + offset if offset else start, fill=0.0)
+        return self.resolve(name, columns)
 
     def map(self, op: Map) -> None:
-        tiles = [self.values[x] for x in op.inputs if isinstance(x, str)]
+        self.values[op.out] = self.compute(op, None)
+
+    def compute(self, op: Map, columns):
+        """The result of elementwise ``op`` (over a ``columns`` window of its tiles, or all of them)."""
+        if op.fn == "cast":
+            source = self.resolve(op.inputs[0], columns)
+            return _Cast(source.acc if isinstance(source, _Cast) else source, self.program.tensor(op.out).dtype)
+        tiles = [self.resolve(x, columns) for x in op.inputs if isinstance(x, str)]
         tiles = [t.acc if isinstance(t, _Cast) else t for t in tiles]
         like = next((t for t in tiles if isinstance(t, RegisterTile)), None)
-        args = [self.value(x, like) for x in op.inputs]
-        fn = op.fn
-        if fn == "cast":
-            source = self.values[op.inputs[0]]
-            self.values[op.out] = _Cast(source.acc if isinstance(source, _Cast) else source,
-                                        self.program.tensor(op.out).dtype)
-            return
+        args = [self.value(x, like, columns) for x in op.inputs]
         out_dtype = self.program.tensor(op.out).dtype
         args = [a if isinstance(a, float) or a.dtype == out_dtype else a.to(out_dtype) for a in args]
-        if not any(isinstance(a, RegisterTile) for a in args) and isinstance(args[0], Value) and fn in _BINARY:
-            self.values[op.out] = _BINARY[fn](*args)          # scalars only
-            return
-        if fn in _BINARY:
-            result = _BINARY[fn](*args)
-        elif fn == "maximum":
-            result = maximum(*args)
-        else:
-            result = _UNARY[fn](args[0])
-        self.values[op.out] = result
+        if op.fn in _BINARY:
+            return _BINARY[op.fn](*args)
+        if op.fn == "maximum":
+            return maximum(*args)
+        return _UNARY[op.fn](args[0])
 
     def reduce(self, op: Reduce) -> None:
         source = self.values[operand_name(op.input)]
@@ -389,21 +403,36 @@ class _Consumer:
             value.store(target.flatten(), start + row_start, stop=row_start + length)
             return
         plan = next(st for st in self.s.stores if st.source == op.source)
-        acc = value.acc if isinstance(value, _Cast) else value
-        if not isinstance(acc, WGMMAAccumulator):
-            raise TaskError(f"{op}: only float32 tiles in the accumulator layout (converted or not) are stored "
-                            "through TMA", code="unsupported-program", loc=op.loc)
         tma = self.store_tmas[op.source]
         buffer = self.staging[plan.staging[self.c]]
         leader = self.wg.thread_index.eq(0)
         row0 = self.row0(op.source)
-        for first in range(0, acc.shape[1], plan.slice_columns):
+        columns = self.program.tensor(op.source).shape[1]
+        for first in range(0, columns, plan.slice_columns):
+            window = (first, first + plan.slice_columns)
             tma_store_wait(0)                        # the last slice's copy has read the staging tile
             self.wg.sync()
-            acc[:, first:first + plan.slice_columns].store(buffer, tma=tma)
+            if isinstance(value, WGMMAAccumulator) or (isinstance(value, _Cast) and
+                                                        isinstance(value.acc, WGMMAAccumulator)):
+                accumulator = value.acc if isinstance(value, _Cast) else value
+                accumulator[:, window[0]:window[1]].store(buffer, tma=tma)
+            else:                                    # math computed for this slice only
+                self._slice = {}
+                self._stored_slice(op, window).store(buffer, tma=tma)
             fence_shared_to_async()
             self.wg.sync()
             tma.store(buffer, _origin(op.target, self.env, row0, first), predicate=leader, wait=False)
+
+    def _stored_slice(self, op: Copy, window) -> WGMMAAccumulator:
+        value = self.resolve(op.source, window)
+        tile = value.acc if isinstance(value, _Cast) else value
+        if isinstance(tile, RegisterTile) and not isinstance(tile, WGMMAAccumulator) and \
+                tile.dtype == dt.float32 and tile.layout == wgmma_accumulator(*tile.shape):
+            tile = WGMMAAccumulator._from_values(*tile.shape, tile.values)
+        if not isinstance(tile, WGMMAAccumulator):
+            raise TaskError(f"{op}: only float32 tiles in the accumulator layout (converted or not) are stored "
+                            "through TMA", code="unsupported-program", loc=op.loc)
+        return tile
 
 
 class _Pending:
@@ -411,6 +440,13 @@ class _Pending:
 
     def __init__(self, region: Region):
         self.region = region
+
+
+class _Deferred:
+    """Elementwise math of the epilogue, computed where it is stored (per column slice)."""
+
+    def __init__(self, op: Map):
+        self.op = op
 
 
 class _Cast:
