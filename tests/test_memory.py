@@ -363,7 +363,7 @@ def test_raw_mlir_writes_are_copied_back_on_the_gpu():
 
 
 @requires_gpu
-def test_an_out_of_bounds_write_in_debug_mode_traps_with_a_report():
+def test_an_out_of_bounds_write_in_debug_mode_traps_with_a_report(tmp_path):
     """README's saxpy with y shorter than x: silent corruption before; with NVDSL_DEBUG=1 a report and a trap."""
     script = textwrap.dedent('''
         import numpy as np, nvdsl
@@ -382,7 +382,9 @@ def test_an_out_of_bounds_write_in_debug_mode_traps_with_a_report():
             print("RESULT", e.result)
     ''')
     env = dict(os.environ, NVDSL_DEBUG="1", PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    path = tmp_path / "oob.py"                 # a file, so that the report can quote the line
+    path.write_text(script)
+    result = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300, env=env)
     assert "RESULT CUDA_ERROR_" in result.stdout, result.stdout + result.stderr
     assert re.search(r"nvdsl: out-of-bounds read of 'y' at index \[10(0\d|1\d|2[0-3])\] outside its shape \[1000\] "
-                     r"at <string>:\d+: y\[i\] = alpha \* x\[i\] \+ y\[i\]", result.stdout)
+                     r"at \S*oob.py:\d+: y\[i\] = alpha \* x\[i\] \+ y\[i\]", result.stdout), result.stdout
