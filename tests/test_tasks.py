@@ -381,4 +381,6 @@ def test_float8_gemm_with_scales_matches_torch(a_type, b_type, c_dtype, m, n, k)
     torch.cuda.synchronize()
     reference = (a.float() @ b.float().T) * 0.125
     error = ((c.float() - reference).norm() / reference.norm()).item()
-    assert not torch.isnan(c).any() and error < {"float32": 1e-5, "float16": 1e-3, "bfloat16": 4e-3}[c_dtype], error
+    # wgmma accumulates float8 products with about 14 bits of mantissa (not float32's 24), as cuBLAS's fast
+    # float8 accumulation does: the error grows with K, past float16's rounding of C.
+    assert not torch.isnan(c).any() and error < {"float32": 1e-3, "float16": 3e-3, "bfloat16": 6e-3}[c_dtype], error

@@ -146,5 +146,9 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None) ->
 
 def scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None = None) -> None:
     """``c[:] = (a @ b.T) * scale_a * scale_b``: ``a`` (M, K) and ``b`` (N, K) float8 (e4m3 or e5m2),
-    ``scale_a`` and ``scale_b`` float32 arrays of shape (1,), ``c`` float16, bfloat16 or float32."""
+    ``scale_a`` and ``scale_b`` float32 arrays of shape (1,), ``c`` float16, bfloat16 or float32.
+
+    The tensor cores accumulate float8 products with about 14 bits of mantissa (as cuBLAS's fast float8
+    accumulation), so the relative error grows with K: about 1e-4 at K = 256, 1e-3 at K = 4096.
+    """
     _kernel(scaled_matmul, mapping or FP8_MAPPING)(c, a, b, scale_a, scale_b)
