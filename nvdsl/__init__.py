@@ -38,6 +38,7 @@ _TRACING_NAMES = {
     "nvdsl.hopper.tma": ("TMA", "fence_shared_to_async", "tma_store_wait"),
     "nvdsl.hopper.warpgroup": ("Warpgroup",),
     "nvdsl.hopper.wgmma": ("WGMMAAccumulator", "WGMMAMatrix", "wgmma_group", "wgmma_wait"),
+    "nvdsl.interpreter.fuzz": ("fuzz", "FuzzReport"),
 }
 _LAZY = {(n if isinstance(n, str) else n[0]): (module, n if isinstance(n, str) else n[1])
          for module, names in _TRACING_NAMES.items() for n in names}
@@ -75,8 +76,8 @@ __all__ = [
     # dtypes
     "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "index",
-    # configuration and errors
-    "Options", "device_count", "synchronize",
+    # configuration, the interpreter's schedule fuzzing, errors
+    "Options", "device_count", "synchronize", "fuzz", "FuzzReport",
     "NvdslError", "UserError", "TraceError", "ArgumentError", "LaunchConfigError", "TaskError", "MappingError",
     "CompileError", "CudaError", "NoDeviceError", "InternalError", "PtxasWarning", "KernelFault", "ProtocolError",
 ]

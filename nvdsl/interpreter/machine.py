@@ -21,9 +21,12 @@ from .memory import SHARED, Buffer
 from .shadow import Agents, Shadow
 from .sync import BarSync
 
-# A fuzzed schedule draws the next warp at random, but, like the hardware's warp schedulers, never
-# leaves a warp that could run waiting for more than this many scheduling steps.
-STARVATION_LIMIT = 48
+# A fuzzed schedule draws the next warp at random but, like the hardware's warp schedulers, never
+# leaves a warp that could run waiting for more than about two rounds of the block's warps (this many
+# scheduling steps per warp). Without the bound a warp that only polls a barrier can fall two phases
+# behind and wait forever on a parity that has come round again: a real but practically unreachable
+# hazard of warps that wait on barriers whose phases they do not need.
+STARVATION_ROUNDS = 2
 
 # How far the simulated %globaltimer jumps when every warp is stuck and some poll a barrier with a
 # deadline (an Mbarrier.try_wait(timeout_ns=...)): far enough for any deadline to pass.
@@ -56,6 +59,9 @@ class Warp:
         self.wait = None
         self.done = False
         self.last_run = 0
+        self.waited: dict[int, tuple[int, int]] = {}   # barrier number -> (op, parity) of the last wait
+        self.last_wait = None                          # (op, barrier, parity, phase) of the last mbarrier wait
+        self.wgmma_waits: dict[int, dict] = {}         # wgmma group -> the warp's last waits when it was issued
 
     @property
     def epoch(self) -> int:
@@ -142,6 +148,7 @@ class Block:
         current = 0
         steps = 0
         warps = self.warps
+        starvation = STARVATION_ROUNDS * len(warps)
         count = len(warps)
         rng = self.rng
         while True:
@@ -159,13 +166,14 @@ class Block:
                 chosen = None
                 if ready:
                     oldest = min(ready, key=lambda w: w.last_run)
-                    chosen = oldest if steps - oldest.last_run > STARVATION_LIMIT else rng.choice(ready)
+                    chosen = oldest if steps - oldest.last_run > starvation else rng.choice(ready)
             if chosen is None:
                 if self.copies:
                     index = 0 if rng is None else rng.randrange(len(self.copies))
                     self.land(self.copies.pop(index))
                     continue
                 if all(w.done for w in warps):
+                    self.check_exit()
                     return
                 spinning = [w for w in warps if not w.done and w.wait is not None and w.wait.spin
                             and not w.wait.forced]
@@ -185,6 +193,19 @@ class Block:
                 chosen.done = True
                 self.exited += 1
                 self.on_exit(chosen)
+
+    def check_exit(self) -> None:
+        """A block must not end while TMA loads into its shared memory may still be in flight: each
+        load's phase must have been waited for by some thread."""
+        for group in self.mbarrier_groups.values():
+            for bar in group.barriers:
+                for phase, op in bar.unwaited.items():
+                    info = self.kernel.infos[op]
+                    raise self.fault("unwaited-copy", f"the block ends without any thread waiting for phase {phase} "
+                                     f"of {bar.name}, on which this TMA load completes: on the GPU the copy may "
+                                     "still be writing shared memory when the block exits", info,
+                                     hint="wait (Mbarrier.try_wait) for every phase that TMA loads complete on, "
+                                          "or do not issue loads whose data is never used")
 
     def on_exit(self, w: Warp) -> None:
         if w.wgmma_open or w.wgmma_committed > w.wgmma_retired:

@@ -172,7 +172,8 @@ def _wait_description(w, bar, parity: int):
     block = w.block
 
     def describe():
-        text = f"waits for the phase of parity {parity} of {bar.name}; {bar.describe()}"
+        text = (f"waits for the phase of parity {parity} of {bar.name} (initialised for {bar.expected} arrivals "
+                f"at {block.line_of(bar.init_op)}); {bar.describe()}")
         if bar.pending == 0 and bar.tx > 0:
             armed = [(thread, a) for thread, a in bar.armed.items() if a[0] == bar.phase]
             for thread, (phase, tx, op) in armed[:1]:
@@ -194,7 +195,10 @@ def _wait_phase(w, bar, parity: int, info, spin: bool):
     """Wait until a phase of ``parity`` completes (a generator); returns the clock to acquire, or
     ``False`` when a polling wait gave up (its deadline passed)."""
     if bar.parity_complete(parity):
-        return bar.completed_clock(parity)
+        phase = bar.completed_phase(parity)
+        w.waited[bar.agent] = (info.id, parity)
+        w.last_wait = (info.id, bar, parity, phase)
+        return bar.observe(phase)
     waiter = bar.wait(parity)
     wait = Wait(lambda: waiter.satisfied, _wait_description(w, bar, parity), info, spin=spin)
     while not waiter.satisfied:
@@ -202,6 +206,9 @@ def _wait_phase(w, bar, parity: int, info, spin: bool):
         if wait.forced and not waiter.satisfied:
             bar.waiters.remove(waiter)
             return False
+    w.waited[bar.agent] = (info.id, parity)
+    w.last_wait = (info.id, bar, parity, waiter.phase)
+    bar.observe(waiter.phase)
     return waiter.clock
 
 
@@ -295,6 +302,7 @@ class Copy:
         if self.armed_phase is not None and self.armed_phase < bar.phase:
             raise _expect_tx_short(block, self.warp, bar, self.thread, self.info, landing=True)
         block.shadow.record_write(self.smem_bytes, bar.tma_agent, bar.phase + 1, self.info.id)
+        bar.unwaited.setdefault(bar.phase, self.info.id)
         bar.tx -= tmap.box_bytes
         bar.in_flight -= 1
         np.maximum(bar.vc, self.clock, out=bar.vc)
@@ -364,20 +372,20 @@ def _tma_load(op, c, info):
             where = _coords(w, coords, lane)
             _check_box_inside(w, tmap, where, lane, info, "this TMA load")
             elements, nbytes = _box_addresses(w, tmap, mem, lane, info, "this TMA load")
-            conflict = block.shadow.check_write(nbytes, w.vc[lane])
-            if conflict is not None:
-                raise race_fault(block, w, conflict, info, "the TMA load issued here", w.vc[lane])
             thread = int(w.threads[lane])
             armed = bar.armed.get(thread)
+            if armed is not None and armed[0] < bar.phase:   # the phase it was armed for completed already
+                bar.issued[thread] = bar.issued.get(thread, 0) + tmap.box_bytes
+                raise _expect_tx_short(block, w, bar, thread, info, landing=False)
+            conflict = block.shadow.check_write(nbytes, w.vc[lane])
+            if conflict is not None:
+                raise race_fault(block, w, conflict, info, "the TMA load issued here", w.vc[lane], barrier=bar)
             copy = Copy()
             copy.warp, copy.lane, copy.thread, copy.bar, copy.tmap = w, lane, thread, bar, tmap
             copy.coords, copy.smem_elements, copy.smem_bytes = where, elements, nbytes
             copy.clock, copy.info = w.vc[lane].copy(), info
             copy.armed_phase = armed[0] if armed is not None else None
             if armed is not None:
-                if armed[0] < bar.phase:
-                    bar.issued[thread] = bar.issued.get(thread, 0) + tmap.box_bytes
-                    raise _expect_tx_short(block, w, bar, thread, info, landing=False)
                 bar.issued[thread] = bar.issued.get(thread, 0) + tmap.box_bytes
             bar.in_flight += 1
             if block.rng is None:
@@ -527,6 +535,8 @@ def _record_operand_reads(w, addresses, itemsize, info):
     group = w.wgmma_committed + 1
     block.shadow.record_read(nbytes, block.agents.wgmma(w.warpgroup), group, info.id)
     w.wgmma_open = True
+    w.wgmma_waits[group] = dict(w.waited)
+    w.wgmma_waits.pop(group - 16, None)
 
 
 def _mma_chunk(w, acc: np.ndarray, a: np.ndarray, b: np.ndarray, n: int, accumulate: bool) -> np.ndarray:

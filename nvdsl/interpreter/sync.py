@@ -14,12 +14,13 @@ class Waiter:
     """A thread group suspended in ``try_wait`` on a phase parity: the hardware wakes it when such a
     phase completes, even if the barrier moves on before the warp runs again."""
 
-    __slots__ = ("parity", "satisfied", "clock")
+    __slots__ = ("parity", "satisfied", "clock", "phase")
 
     def __init__(self, parity: int):
         self.parity = parity
         self.satisfied = False
         self.clock = None
+        self.phase = -1
 
 
 class Mbarrier:
@@ -45,11 +46,14 @@ class Mbarrier:
         self.phase = 0
         self.vc = np.zeros(clock_size, np.int32)
         self.completed: dict[int, np.ndarray] = {}
+        self.completed_arrivals: dict[int, list] = {}    # phase -> (thread, op) of its arrivals
         self.arrivals: list[tuple[int, int]] = []      # (thread, op) of this phase's arrivals, for reports
         self.armed: dict[int, tuple[int, int, int]] = {}  # thread -> (phase, tx bytes, op) of its last expect_tx
         self.issued: dict[int, int] = {}                # thread -> bytes of copies it issued since arming
         self.in_flight = 0                               # copies issued on this barrier, not yet landed
         self.waiters: list[Waiter] = []
+        self.observed = -1                               # the latest phase some thread waited for
+        self.unwaited: dict[int, int] = {}               # phase -> op of a TMA load that completed in it
 
     @property
     def address(self) -> int:
@@ -81,21 +85,30 @@ class Mbarrier:
         """``try_wait.parity``: has the phase with this parity completed (the current phase's parity differs)?"""
         return (self.phase & 1) != (parity & 1)
 
-    def completed_clock(self, parity: int) -> np.ndarray | None:
-        """The clock of the most recently completed phase with ``parity`` (None for a fresh barrier's
-        'preceding phase')."""
+    def completed_phase(self, parity: int) -> int:
+        """The most recently completed phase with ``parity`` (-1 for a fresh barrier's 'preceding phase')."""
         last = self.phase - 1 if ((self.phase - 1) & 1) == (parity & 1) else self.phase - 2
-        return self.completed.get(last)
+        return max(last, -1)
+
+    def observe(self, phase: int) -> np.ndarray | None:
+        """A thread saw ``phase`` complete: the clock it acquires (None for the preceding phase)."""
+        if phase > self.observed:
+            self.observed = phase
+            for done in [p for p in self.unwaited if p <= phase]:
+                del self.unwaited[done]
+        return self.completed.get(phase)
 
     def maybe_complete(self) -> bool:
         if self.pending == 0 and self.tx == 0:
             clock = self.completed[self.phase] = self.vc.copy()
             self.completed.pop(self.phase - 2, None)
+            self.completed_arrivals[self.phase] = self.arrivals
+            self.completed_arrivals.pop(self.phase - 2, None)
             if self.waiters:
                 parity = self.phase & 1
                 for waiter in self.waiters:
                     if waiter.parity == parity:
-                        waiter.satisfied, waiter.clock = True, clock
+                        waiter.satisfied, waiter.clock, waiter.phase = True, clock, self.phase
                 self.waiters = [waiter for waiter in self.waiters if not waiter.satisfied]
             self.phase += 1
             self.pending = self.expected
