@@ -17,8 +17,8 @@ import importlib
 from .dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16, float32, float64, index,
                      int8, int16, int32, int64, uint8, uint16, uint32, uint64)
 from .errors import (ArgumentError, CompileError, CudaError, InternalError, KernelFault, LaunchConfigError,
-                     MappingError, NoDeviceError, NvdslError, ProtocolError, PtxasWarning, TaskError, TraceError,
-                     UserError)
+                     MappingError, NoDeviceError, NvdslError, ProtocolCheckWarning, ProtocolError, PtxasWarning,
+                     TaskError, TraceError, UserError)
 from .frontend.trace import Compiled, Trace, TracedFunction, mlir_func
 from . import layouts
 from .layouts import FragmentLayout, Layout
@@ -80,4 +80,5 @@ __all__ = [
     "Options", "device_count", "synchronize", "fuzz", "FuzzReport",
     "NvdslError", "UserError", "TraceError", "ArgumentError", "LaunchConfigError", "TaskError", "MappingError",
     "CompileError", "CudaError", "NoDeviceError", "InternalError", "PtxasWarning", "KernelFault", "ProtocolError",
+    "ProtocolCheckWarning",
 ]

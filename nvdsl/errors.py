@@ -123,6 +123,10 @@ class ProtocolError(UserError):
     """The static check of a kernel's barrier protocol found a violation before anything ran."""
 
 
+class ProtocolCheckWarning(UserWarning):
+    """The static check of a kernel's barrier protocol could not decide (the message says why)."""
+
+
 class CompileError(NvdslError):
     """A compiler stage (an MLIR pass, ptxas) failed; quotes the tool's message."""
 

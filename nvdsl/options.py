@@ -15,6 +15,8 @@ Environment variables (each parsed strictly; a bad value is an error, not ignore
 ``NVDSL_BACKEND``             ``gpu`` or ``interpret`` (default: the GPU when
                               one is present, else the CPU interpreter)
 ``NVDSL_SEED``                an integer: the interpreter's schedule seed
+``NVDSL_PROTOCOL_CHECK``      ``1`` (default) or ``0``: check each kernel's
+                              barrier protocol before it is compiled or run
 ============================  ===============================================
 
 Options passed to a decorator win over the environment, field by field. A
@@ -59,6 +61,9 @@ class Options:
             and the interpreter otherwise.
         seed: for the interpreter, None runs warps in a fixed order; an int draws the order of warps
             and the landing of TMA copies from a generator seeded with it (schedule fuzzing).
+        protocol_check: before compiling or interpreting, check each kernel's barrier protocol
+            (arrival counts, transaction bytes, wait parities, stage reuse); a violation raises
+            ``ProtocolError``, a kernel the check cannot decide gets a ``ProtocolCheckWarning``.
     """
 
     chip: str = "sm_90a"
@@ -73,6 +78,7 @@ class Options:
     debug: bool = False
     backend: str | None = None
     seed: int | None = None
+    protocol_check: bool = True
 
     def __post_init__(self):
         if not _CHIP.match(self.chip):
@@ -145,6 +151,7 @@ _ENV_FIELDS = {
     "NVDSL_DEBUG": ("debug", _env_bool),
     "NVDSL_BACKEND": ("backend", _env_backend),
     "NVDSL_SEED": ("seed", _env_int),
+    "NVDSL_PROTOCOL_CHECK": ("protocol_check", _env_bool),
 }
 
 

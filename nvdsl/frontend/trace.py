@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from ..compiler.cache import cache_for, cache_key, call_toolchain
 from ..compiler.compiled import CompiledModule, ptxas_warnings
 from ..compiler.toolchain import disassemble
-from ..errors import (ArgumentError, InternalError, PtxasWarning, SourceLocation, TraceError, UserError,
-                      user_location)
+from ..errors import (ArgumentError, InternalError, ProtocolCheckWarning, PtxasWarning, SourceLocation, TraceError,
+                      UserError, user_location)
 from ..options import GPU, INTERPRET, Options, resolve
 from ..runtime.arrays import HOST, check_writable, describe, device_array_info, signature_key
 from ..runtime.device import device_count, get_device
@@ -220,10 +220,22 @@ class TracedFunction:
                                           f"kernel with .to(...)", loc=error.loc)
         return error
 
+    def _checked_trace(self, specs, constants) -> Trace:
+        """The trace, with its kernels' barrier protocol checked (unless ``Options.protocol_check`` is off)."""
+        trace = self._trace(specs, constants)
+        if self.options.protocol_check:
+            from ..interpreter.protocol import check_protocol  # imports MLIR, as tracing did
+            undecided = check_protocol(trace.module, trace.specs)
+            if undecided is not None:
+                warnings.warn(f"nvdsl could not check the barrier protocol of '{self.fn.__name__}': {undecided}; "
+                              "run it in the interpreter (nvdsl.fuzz) to check it", ProtocolCheckWarning,
+                              stacklevel=4)
+        return trace
+
     def _compile(self, specs, constants) -> Compiled:
         from ..compiler.driver import compile_module  # imports MLIR
         options = self.options
-        trace = self._trace(specs, constants)
+        trace = self._checked_trace(specs, constants)
         key = cache_key(trace.mlir, options)
         cache = cache_for(options)
         if options.dump_dir is None:
@@ -259,7 +271,7 @@ class TracedFunction:
         options = self.options
         if choose_backend(options) == INTERPRET:
             from ..interpreter.call import InterpretedProgram  # imports MLIR
-            trace = self._trace(specs, constants)
+            trace = self._checked_trace(specs, constants)
             written = trace.written
         else:
             module, written = self._compiled_for_call(specs, constants)

@@ -133,7 +133,8 @@ class _Located(Exception):
 
 
 def _located(error: Exception, info: OpInfo) -> Exception:
-    if isinstance(error, (KernelFault, TraceError, InternalError, _Located)):
+    from .protocol import Undecided
+    if isinstance(error, (KernelFault, TraceError, InternalError, _Located, Undecided)):
         return error
     if isinstance(error, V.Unsupported):
         return TraceError(f"the interpreter does not support {error} ({info.name})", code="interpreter-unsupported",
@@ -146,8 +147,9 @@ def _located(error: Exception, info: OpInfo) -> Exception:
 class Compiler:
     """Compiles a module's operations to instructions, numbering values and operations."""
 
-    def __init__(self, fuzz: bool):
+    def __init__(self, fuzz: bool, keep: set | None = None):
         self.fuzz = fuzz
+        self.keep = keep            # when set, only these operations are compiled (a protocol skeleton)
         self._slots: dict[ir.Value, int] = {}
         self.infos: list[OpInfo] = []
 
@@ -176,6 +178,8 @@ class Compiler:
             if op.name in ("scf.yield", "scf.condition", "gpu.terminator", "func.return", "gpu.return"):
                 terminator = op
                 yields = [self.slot(v) for v in op.operands]
+                continue
+            if self.keep is not None and op not in self.keep:
                 continue
             info = self.info(op)
             handler = HANDLERS.get(op.name)

@@ -61,7 +61,8 @@ def fuzz(fn, *args, seeds=20, rtol: float = 0.0, **constants) -> FuzzReport:
     for seed in seeds:
         tried.append(seed)
         try:
-            results = _run(fn.with_options(backend="interpret", seed=seed), args, constants)
+            # the static protocol check ran with the fixed schedule; it does not depend on the seed
+            results = _run(fn.with_options(backend="interpret", seed=seed, protocol_check=False), args, constants)
         except KernelFault as error:
             return FuzzReport(tuple(tried), seed, error.code, error)
         difference = _difference(reference, results, rtol)

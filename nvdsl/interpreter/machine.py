@@ -96,17 +96,19 @@ class Warp:
 class Block:
     """One thread block: its warps, shared memory, barriers, the race detector and the schedule."""
 
-    def __init__(self, launch, block_id: tuple[int, int, int]):
+    def __init__(self, launch, block_id: tuple[int, int, int], skeleton: bool = False):
         self.launch = launch
         kernel = launch.kernel
         self.kernel = kernel
         self.block_id = block_id
+        self.skeleton = skeleton      # a protocol skeleton: no data, shared memory watched in 128-byte granules
         bx, by, bz = launch.block_dims
         self.thread_count = bx * by * bz
         warps = (self.thread_count + V.LANES - 1) // V.LANES
         self.agents = Agents(warps, kernel.mbarrier_count)
         self.smem = Buffer(np.zeros(launch.smem_bytes, np.uint8), "shared memory", SHARED)
-        self.smem.shadow = self.shadow = Shadow(launch.smem_bytes, self.agents, self.thread_count)
+        watched = (launch.smem_bytes >> 7) + 1 if skeleton else launch.smem_bytes
+        self.smem.shadow = self.shadow = Shadow(watched, self.agents, self.thread_count)
         self.mbarrier_groups: dict = {}
         self.mbarrier_next = 0
         self.bars: dict[int, BarSync] = {}
@@ -149,6 +151,7 @@ class Block:
         steps = 0
         warps = self.warps
         starvation = STARVATION_ROUNDS * len(warps)
+        budget = self.launch.host.budget if self.skeleton else None
         count = len(warps)
         rng = self.rng
         while True:
@@ -176,7 +179,7 @@ class Block:
                     self.check_exit()
                     return
                 spinning = [w for w in warps if not w.done and w.wait is not None and w.wait.spin
-                            and not w.wait.forced]
+                            and not w.wait.forced and not self.skeleton]
                 if spinning:
                     self.time_ns += TIMER_JUMP_NS
                     for w in spinning:
@@ -185,6 +188,9 @@ class Block:
                 raise self.deadlock()
             current = chosen.index
             steps += 1
+            if budget is not None and steps > budget:
+                from .protocol import Undecided
+                raise Undecided(f"the synchronisation of {self.name} takes more than {budget} scheduling steps")
             chosen.last_run = steps
             chosen.wait = None
             try:

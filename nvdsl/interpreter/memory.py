@@ -181,6 +181,7 @@ class MatrixDescriptor:
     swizzle: int            # span in bytes: 0 (interleaved), 32, 64, 128
 
     @classmethod
+    @functools.lru_cache(maxsize=4096)
     def decode(cls, bits: int) -> "MatrixDescriptor":
         bits &= (1 << 64) - 1
         field = lambda lo, width: (bits >> lo) & ((1 << width) - 1)

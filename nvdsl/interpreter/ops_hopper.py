@@ -21,6 +21,7 @@ from .core import GEN, PLAIN, SYNC, Wait, handles
 from .memory import (MatrixDescriptor, MemRef, TensorMap, box_layout, encode_descriptor, is_shared,
                      operand_addresses, row_major_strides)
 from .ops_memory import check_shared_write, element_addresses
+from .protocol import granules
 from .reports import race_fault
 from .sync import MBARRIER_BASE, MBARRIER_GROUP_STRIDE, MbarrierGroup
 
@@ -41,11 +42,16 @@ def _converged(w, info, what: str) -> None:
                             hint="keep warpgroup-wide operations out of branches that only some threads take")
 
 
+_NO_LANES = np.zeros(0, np.int64)
+
+
 def _lanes(w, predicate_slot):
-    mask = w.mask
-    if predicate_slot is not None:
-        mask = mask & np.broadcast_to(w.env[predicate_slot], (V.LANES,))
-    return np.flatnonzero(mask)
+    if predicate_slot is None:
+        return w.lanes()
+    predicate = w.env[predicate_slot]
+    if predicate.shape[0] == 1:
+        return w.lanes() if predicate[0] else _NO_LANES
+    return np.flatnonzero(w.mask & predicate)
 
 
 def _per_lane(value: np.ndarray, lane: int):
@@ -161,6 +167,9 @@ def _arrive_op(op, c, info):
 
 def _by_barrier(w, group, index_slot, lanes, info):
     """The lanes grouped by the barrier they name (usually one)."""
+    index = w.env[index_slot]
+    if index.shape[0] == 1 or not lanes.size:
+        return [(_barrier(w, group, index_slot, int(lanes[0]) if lanes.size else 0, info), lanes)] if lanes.size else []
     groups: dict = {}
     for lane in lanes:
         bar = _barrier(w, group, index_slot, lane, info)
@@ -288,6 +297,20 @@ class Copy:
 
     def land(self, block) -> None:
         tmap, bar = self.tmap, self.bar
+        if not block.skeleton:
+            self._copy_data(block)
+        if self.armed_phase is not None and self.armed_phase < bar.phase:
+            raise _expect_tx_short(block, self.warp, bar, self.thread, self.info, landing=True)
+        block.shadow.record_write(self.smem_bytes, bar.tma_agent, bar.phase + 1, self.info.id)
+        bar.unwaited.setdefault(bar.phase, self.info.id)
+        bar.tx -= tmap.box_bytes
+        bar.in_flight -= 1
+        np.maximum(bar.vc, self.clock, out=bar.vc)
+        bar.vc[bar.tma_agent] = max(int(bar.vc[bar.tma_agent]), bar.phase + 1)
+        bar.maybe_complete()
+
+    def _copy_data(self, block) -> None:
+        tmap = self.tmap
         index, valid = tmap.box_elements(self.coords)
         source = tmap.buffer.typed(V.memory_dtype(tmap.element))
         data = source[index]
@@ -299,15 +322,6 @@ class Copy:
         data = np.where(valid, data, fill).astype(source.dtype)
         smem = block.smem.typed(source.dtype)
         smem[(self.smem_elements // source.dtype.itemsize).ravel()] = data.ravel()
-        if self.armed_phase is not None and self.armed_phase < bar.phase:
-            raise _expect_tx_short(block, self.warp, bar, self.thread, self.info, landing=True)
-        block.shadow.record_write(self.smem_bytes, bar.tma_agent, bar.phase + 1, self.info.id)
-        bar.unwaited.setdefault(bar.phase, self.info.id)
-        bar.tx -= tmap.box_bytes
-        bar.in_flight -= 1
-        np.maximum(bar.vc, self.clock, out=bar.vc)
-        bar.vc[bar.tma_agent] = max(int(bar.vc[bar.tma_agent]), bar.phase + 1)
-        bar.maybe_complete()
 
 
 def _expect_tx_short(block, w, bar, thread: int, info, landing: bool):
@@ -327,6 +341,12 @@ def _box_addresses(w, tmap: TensorMap, mem: MemRef, lane: int, info, what: str):
     if start % 16:
         raise w.block.fault("misaligned", f"{what}: the shared tile starts at byte {start}; TMA needs 16-byte "
                             "aligned shared memory", info, warp=w, lanes=[lane])
+    if w.block.skeleton:
+        if start < 0 or start + tmap.box_bytes > w.block.smem.nbytes:
+            raise w.block.fault("out-of-bounds", f"{what}: the {tmap.box_bytes}-byte box at shared byte {start} "
+                                f"runs past the block's {w.block.smem.nbytes} bytes of shared memory", info, warp=w,
+                                lanes=[lane])
+        return None, granules(start, tmap.box_bytes)
     offsets = box_layout(tmap.box, tmap.itemsize, tmap.swizzle, start & 1023)
     elements = start + offsets
     if elements.min() < 0 or elements.max() + tmap.itemsize > w.block.smem.nbytes:
@@ -503,6 +523,13 @@ def fragment_layout(n: int):
     return lane // 4 + 8 * h, 8 * q + 2 * (lane % 4) + e
 
 
+def _span(addresses: np.ndarray) -> tuple[int, int]:
+    return _SPANS.get(id(addresses)) or _SPANS.setdefault(id(addresses), (int(addresses.min()), int(addresses.max())))
+
+
+_SPANS: dict = {}   # operand_addresses' (cached, never freed) arrays -> their lowest and highest address
+
+
 def _matrix(w, descriptor_bits: int, rows: int, k: int, element: ir.Type, k_major: bool, info):
     """The (rows, k) operand wgmma reads through a descriptor, and the shared bytes it reads."""
     descriptor = MatrixDescriptor.decode(int(descriptor_bits))
@@ -511,23 +538,29 @@ def _matrix(w, descriptor_bits: int, rows: int, k: int, element: ir.Type, k_majo
     itemsize = V.item_bytes(element)
     addresses = operand_addresses(descriptor, rows, k, itemsize, k_major)
     smem = w.block.smem
-    if addresses.min() < 0 or addresses.max() + itemsize > smem.nbytes:
+    low, high = _span(addresses)
+    if low < 0 or high + itemsize > smem.nbytes:
         raise w.block.fault("out-of-bounds", f"a wgmma operand read through the descriptor at start byte "
                             f"{descriptor.start} reaches past the block's {smem.nbytes} bytes of shared memory",
                             info, warp=w)
+    if w.block.skeleton:
+        return None, addresses
     raw = smem.typed(V.memory_dtype(element))[addresses // itemsize]
     values = V.from_memory(raw, element).astype(np.float32)
     return values, addresses
 
 
-def _operand_bytes(addresses: list, itemsize: int) -> np.ndarray:
+def _operand_bytes(block, addresses: list, itemsize: int) -> np.ndarray:
+    if block.skeleton:
+        spans = [_span(a) for a in addresses]
+        return np.concatenate([granules(low, high + itemsize - low) for low, high in set(spans)])
     starts = np.concatenate([a.ravel() for a in addresses])
     return (starts[:, None] + np.arange(itemsize)).ravel()
 
 
 def _record_operand_reads(w, addresses, itemsize, info):
     block = w.block
-    nbytes = _operand_bytes(addresses, itemsize)
+    nbytes = _operand_bytes(block, addresses, itemsize)
     meet = w.vc[w.mask].min(axis=0)
     conflict = block.shadow.check_read(nbytes, meet) or block.shadow.check_fenced(nbytes)
     if conflict is not None:
@@ -586,21 +619,37 @@ def _warpgroup_mma(op, c, info):
         raise V.Unsupported(f"wgmma on {element} operands")
     total_k, k_steps = a_k, a_k // 16
 
+    skeleton_reads: dict = {}
+
     def fn(w):
         _converged(w, info, "nvgpu.warpgroup.mma")
         env = w.env
         desc_a = int(V.first_active(env[a_slot], w.mask))
         desc_b = int(V.first_active(env[b_slot], w.mask))
+        if w.block.skeleton:
+            # the same descriptors read the same shared memory: decode them once
+            touched = skeleton_reads.get((desc_a, desc_b))
+            if touched is None:
+                touched = [_matrix(w, desc_b + ((b_rows * 16 * k * itemsize) >> 4), n, 16, element, not transpose_b,
+                                   info)[1] for k in range(k_steps)]
+                touched += [_matrix(w, desc_a + (((16 * k + total_k * a_k * i) * itemsize) >> 4), 64, 16, element,
+                                    not transpose_a, info)[1] for i in range(m // 64) for k in range(k_steps)]
+                skeleton_reads[(desc_a, desc_b)] = touched
+            _record_operand_reads(w, touched, itemsize, info)
+            _commit(w)
+            yield from _wait(w, wait, info)
+            return
         acc = env[c_slot]
-        result = acc.copy()
+        result = None if w.block.skeleton else acc.copy()
         touched = []
         b_parts = []
+        skeleton = w.block.skeleton
         for k in range(k_steps):
             step_b = (b_rows * 16 * k * itemsize) >> 4
             b, addresses = _matrix(w, desc_b + step_b, n, 16, element, not transpose_b, info)
-            b_parts.append(b.T)
+            b_parts.append(None if skeleton else b.T)
             touched.append(addresses)
-        b_full = np.concatenate(b_parts, axis=0)
+        b_full = None if skeleton else np.concatenate(b_parts, axis=0)
         rows, cols = fragment_layout(n)
         for i in range(m // 64):
             a_parts = []
@@ -609,6 +658,8 @@ def _warpgroup_mma(op, c, info):
                 a, addresses = _matrix(w, desc_a + step_a, 64, 16, element, not transpose_a, info)
                 a_parts.append(a)
                 touched.append(addresses)
+            if skeleton:
+                continue
             quarter = w.index % 4
             mine = np.concatenate(a_parts, axis=1)[16 * quarter:16 * quarter + 16] @ b_full
             result[:, i, :] = acc[:, i, :] + mine[rows, cols]
@@ -680,11 +731,13 @@ def _mma_async(op, c, info):
         env = w.env
         a, a_addresses = _matrix(w, int(V.first_active(env[a_slot], w.mask)), 64, k, element, a_k_major, info)
         b, b_addresses = _matrix(w, int(V.first_active(env[b_slot], w.mask)), n, k, element, b_k_major, info)
+        _record_operand_reads(w, [a_addresses, b_addresses], V.item_bytes(element), info)
+        if w.block.skeleton:
+            return True
         if negate_a:
             a = -a
         if negate_b:
             b = -b
-        _record_operand_reads(w, [a_addresses, b_addresses], V.item_bytes(element), info)
         env[r] = _mma_chunk(w, env[inout], a, b.T, n, accumulate)
         return True
     return SYNC, fn

@@ -24,14 +24,16 @@ from .memory import GLOBAL, Buffer, MemRef, row_major_strides
 
 
 class Kernel:
-    """One ``gpu.launch`` body, compiled."""
+    """One ``gpu.launch`` body, compiled. ``skeleton`` ("first" or "first-and-last") marks a protocol
+    skeleton: only those blocks run, without data."""
 
-    def __init__(self, body, mbarrier_count: int, infos, info, name: str):
+    def __init__(self, body, mbarrier_count: int, infos, info, name: str, skeleton: str | None = None):
         self.body = body
         self.mbarrier_count = mbarrier_count
         self.infos = infos
         self.info = info
         self.name = name
+        self.skeleton = skeleton
 
 
 @handles("gpu.launch")
@@ -40,7 +42,7 @@ def _launch(op, c, info):
     saved, c.mbarriers = c.mbarriers, 0
     body = c.block(op.regions[0].blocks[0])
     name = str(op.attributes["function"]).lstrip("@") if "function" in op.attributes else "kernel"
-    kernel = Kernel(body, c.mbarriers, c.infos, info, name)
+    kernel = Kernel(body, c.mbarriers, c.infos, info, name, (c.skeleton_blocks or {}).get(op))
     c.mbarriers = saved
     sizes = [c.slot(v) for v in (view.gridSizeX, view.gridSizeY, view.gridSizeZ,
                                  view.blockSizeX, view.blockSizeY, view.blockSizeZ)]
@@ -56,8 +58,9 @@ def _launch(op, c, info):
 class Host:
     """The host function's frame: its values, one active lane."""
 
-    def __init__(self, program: "Program", env: list, seed: int | None, output):
+    def __init__(self, program: "Program", env: list, seed: int | None, output, budget: int | None = None):
         self.program = program
+        self.budget = budget        # scheduling steps a skeleton block may take before the check gives up
         self.env = env
         self.mask = np.zeros(V.LANES, np.bool_)
         self.mask[0] = True
@@ -105,6 +108,11 @@ class Launch:
 
     def run(self) -> None:
         gx, gy, gz = self.grid
+        if self.kernel.skeleton is not None:
+            last = (gx - 1, gy - 1, gz - 1)
+            for block_id in [(0, 0, 0)] + ([last] if self.kernel.skeleton == "first-and-last" and any(last) else []):
+                Block(self, block_id, skeleton=True).run()
+            return
         for z in range(gz):
             for y in range(gy):
                 for x in range(gx):
@@ -115,14 +123,19 @@ class Program:
     """A traced module (the one ``TracedFunction.trace`` builds, before outlining) compiled for the
     interpreter. ``fuzz`` compiles the extra scheduling points that seeded runs switch warps at."""
 
-    def __init__(self, module: ir.Module, fuzz: bool = False):
+    def __init__(self, module: ir.Module, fuzz: bool = False, keep: set | None = None,
+                 skeleton_blocks: dict | None = None):
         functions = [op for op in module.body.operations if op.operation.name == "func.func"]
         if len(functions) != 1:
             raise ValueError(f"expected one host function in the module, found {len(functions)}")
         with module.context:
-            compiler = Compiler(fuzz)
+            host = functions[0].regions[0].blocks[0]
+            if keep is not None:
+                keep = keep | {op.operation for op in host.operations}
+            compiler = Compiler(fuzz, keep)
             compiler.mbarriers = 0
-            self.host = compiler.block(functions[0].regions[0].blocks[0])
+            compiler.skeleton_blocks = skeleton_blocks
+            self.host = compiler.block(host)
         self.slot_count = compiler.slot_count
         self.infos = compiler.infos
         self.module = module
@@ -148,6 +161,18 @@ class Program:
                 array = args[i]
                 mem = buffers[i]
                 np.copyto(array, mem.buffer.data.view(array.dtype).reshape(array.shape))
+
+
+    def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int) -> None:
+        """Run a protocol skeleton (``keep=``): arguments are shapes only, nothing is printed."""
+        from .protocol import placeholder_array
+        env = [None] * self.slot_count
+        with self.module.context:
+            for spec, slot in zip(specs, self.host.args):
+                env[slot] = placeholder_array(spec) if spec.kind == ARRAY else np.zeros(1, np.int64)
+        host = Host(self, env, None, lambda text: None, budget=budget)
+        with np.errstate(all="ignore"):
+            self.host.run(host)
 
 
 def _stdout(text: str) -> None:

@@ -1,0 +1,176 @@
+"""The static check of the barrier protocol: what it refuses, what it passes, where it says it cannot decide."""
+
+import importlib
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import nvdsl
+from nvdsl.interpreter.protocol import check_protocol, protocol_skeleton
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tutorials"))
+
+
+def f16(*shape):
+    return np.zeros(shape, np.float16)
+
+
+def tutorial_traces():
+    chapter = importlib.import_module
+    from nvdsl.kernels.gemm import make_gemm
+    return {
+        "ch2": chapter("ch2_tma").double_by_tiles.trace(f16(256, 192), f16(256, 192)),
+        "ch3": chapter("ch3_gemm_single_tile").gemm_tile.trace(f16(128, 64), f16(64, 128),
+                                                              np.zeros((128, 128), np.float32)),
+        "ch4": chapter("ch4_gemm_multistage").make_gemm(4).trace(f16(512, 1024), f16(1024, 384),
+                                                                np.zeros((512, 384), np.float32)),
+        "ch5": chapter("ch5_gemm_warp_specialized").make_gemm(4).trace(f16(512, 1024), f16(1024, 512), f16(512, 512)),
+        "persistent": make_gemm(num_stages=3, sm_count=5).trace(f16(1024, 768), f16(768, 1024),
+                                                                np.zeros((1024, 1024), np.float32)),
+    }
+
+
+@pytest.mark.parametrize("name", ["ch2", "ch3", "ch4", "ch5", "persistent"])
+def test_the_tutorial_and_library_kernels_pass(name):
+    trace = tutorial_traces()[name]
+    assert check_protocol(trace.module, trace.specs) is None
+
+
+def test_the_skeleton_keeps_synchronisation_and_leaves_out_data():
+    trace = tutorial_traces()["ch5"]
+    (launch, piece), = protocol_skeleton(trace.module)
+    names = {op.name for op in piece.keep}
+    assert {"nvgpu.mbarrier.try_wait.parity", "nvgpu.tma.async.load", "nvgpu.warpgroup.mma", "scf.for"} <= names
+    assert not names & {"memref.store", "vector.store", "nvgpu.tma.async.store", "llvm.extractvalue", "arith.truncf"}
+
+
+def ring(depth=2, flip=True):
+    """A producer warp and a consumer warp handing 64-float rows through a ring of ``depth`` stages; the
+    stage is a traced index into the Mbarriers and the parity is carried through the loop. ``flip=False``
+    forgets to flip the phase when the ring wraps."""
+    @nvdsl.mlir_func
+    def hand_over(a, out):
+        steps = a.shape[0]
+        tma = nvdsl.TMA(a, box=(1, 64))
+
+        @nvdsl.gpu_launch(grid=1, block=64, smem=depth * 256)
+        def kernel(ctx):
+            tiles = [ctx.dynamic_shared((1, 64), nvdsl.float32, offset=s * 256, align=128) for s in range(depth)]
+            full, empty = nvdsl.Mbarriers(depth), nvdsl.Mbarriers(depth)
+            tid = ctx.thread_id.x
+            with nvdsl.when(tid.eq(0)):
+                for s in range(depth):
+                    full[s].init(1)
+                    empty[s].init(32)
+            ctx.sync_threads()
+            warp, lane = tid // 32, tid % 32
+            zero = nvdsl.constant(0, nvdsl.int32)
+
+            def advance(slot, phase):
+                wrapped = (slot + 1).eq(depth)
+                flipped = phase ^ 1 if flip else phase
+                return nvdsl.select(wrapped, zero, slot + 1), nvdsl.select(wrapped, flipped, phase)
+
+            with nvdsl.when(warp.eq(0)):
+                @nvdsl.fori(0, steps, carry=(zero, zero))
+                def produced(k, carry):
+                    slot, phase = carry
+                    empty[slot].try_wait(phase ^ 1)                      # a fresh barrier passes parity 1
+                    full[slot].arrive(256, predicate=lane.eq(0))
+                    for s in range(depth):
+                        with nvdsl.when(slot.eq(s) & lane.eq(0)):
+                            tma.load(tiles[s], full[s], (k, 0))
+                    return advance(slot, phase)
+
+            with nvdsl.when(warp.eq(1)):
+                @nvdsl.fori(0, steps, carry=(zero, zero, nvdsl.constant(0.0, nvdsl.float32)))
+                def consumed(k, carry):
+                    slot, phase, total = carry
+                    full[slot].try_wait(phase)                            # AT:ring-wait
+                    value = nvdsl.constant(0.0, nvdsl.float32)
+                    for s in range(depth):
+                        value = nvdsl.cond(slot.eq(s), lambda s=s: tiles[s][0, lane * 2] + tiles[s][0, lane * 2 + 1],
+                                           lambda value=value: value)
+                    empty[slot].arrive()
+                    return (*advance(slot, phase), total + value)
+                out[lane] = consumed[2]
+        kernel()
+    return hand_over
+
+
+@pytest.mark.parametrize("steps", [1, 5, 6])
+def test_a_ring_with_a_traced_stage_and_a_carried_phase_passes_and_computes(steps):
+    a = np.random.default_rng(0).standard_normal((steps, 64)).astype(np.float32)
+    out = np.zeros(32, np.float32)
+    trace = ring().trace(a, out)
+    assert check_protocol(trace.module, trace.specs) is None
+    ring().with_options(backend="interpret")(a, out)
+    np.testing.assert_allclose(out, a.reshape(steps, 32, 2).sum(axis=(0, 2)), rtol=1e-5)
+
+
+def test_a_ring_whose_phase_never_flips_is_refused_at_the_wait():
+    a, out = np.zeros((5, 64), np.float32), np.zeros(32, np.float32)   # 5 trips through 2 stages
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        ring(flip=False).compile(a, out)
+    assert info.value.code in ("deadlock", "tma-read-before-complete", "stage-refilled-early"), str(info.value)
+    assert "AT:ring-wait" in str(info.value) or "try_wait(phase ^ 1)" in str(info.value), str(info.value)
+
+
+def test_synchronisation_that_depends_on_memory_contents_is_undecided():
+    @nvdsl.mlir_func
+    def data_driven(flags, out):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def kernel(ctx):
+            bar = nvdsl.Mbarriers(1)[0]
+            bar.init(1, predicate=ctx.thread_id.x.eq(0))
+            ctx.sync_threads()
+            with nvdsl.when(flags[0] > 0):        # whether anyone arrives depends on memory
+                bar.arrive()
+            bar.try_wait(0)
+            out[ctx.thread_id.x] = 1
+        kernel()
+    trace = data_driven.trace(np.ones(1, np.int32), np.zeros(32, np.int32))
+    reason = check_protocol(trace.module, trace.specs)
+    assert reason is not None and "memory contents" in reason and "flags[0] > 0" in reason
+    with pytest.warns(nvdsl.ProtocolCheckWarning, match="could not check the barrier protocol of 'data_driven'"):
+        data_driven.compile(np.ones(1, np.int32), np.zeros(32, np.int32))
+
+
+def test_synchronisation_that_depends_on_a_runtime_scalar_is_undecided_naming_it():
+    @nvdsl.mlir_func
+    def scalar_driven(out, rounds):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def kernel(ctx):
+            bar = nvdsl.Mbarriers(1)[0]
+            bar.init(32, predicate=ctx.thread_id.x.eq(0))
+            ctx.sync_threads()
+            for r in nvdsl.for_range(rounds):
+                bar.arrive()
+                bar.try_wait(r)
+            out[ctx.thread_id.x] = 1
+        kernel()
+    trace = scalar_driven.trace(np.zeros(32, np.int32), 3)
+    assert "runtime scalar argument 'rounds'" in check_protocol(trace.module, trace.specs)
+
+
+def test_kernels_without_mbarriers_are_not_checked_and_cost_nothing():
+    trace = importlib.import_module("ch1_saxpy").saxpy.trace(np.zeros((64, 64), np.float32),
+                                                            np.zeros((64, 64), np.float32), 1.0)
+    assert protocol_skeleton(trace.module) == []
+
+
+def test_the_check_can_be_turned_off(monkeypatch):
+    import broken_kernels
+    fn, inputs = broken_kernels.make("arrival-count")
+    fn.with_options(protocol_check=False).trace(*inputs())       # no check at all when tracing
+    from nvdsl.options import from_env
+    assert from_env({"NVDSL_PROTOCOL_CHECK": "0"}).protocol_check is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if nvdsl.device_count() == 0:       # without the check, the interpreter is what reports it
+            with pytest.raises(nvdsl.KernelFault):
+                fn.with_options(protocol_check=False)(*inputs())
