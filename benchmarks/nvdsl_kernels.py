@@ -69,5 +69,14 @@ def register_gemms(registry: dict) -> None:
         ch5_kernels[str(a.dtype).removeprefix("torch.")](a, b, c)
     registry.setdefault("nvdsl-ch5", ch5)
 
-    from nvdsl.kernels.gemm import gemm
+    import nvdsl.tasks as nt
+    from nvdsl.kernels.gemm import MAPPING, gemm, matmul
     registry.setdefault("nvdsl-gemm", gemm)
+
+    # The same kernel under Options(debug=True): every mbarrier wait bounded (a hang becomes a report).
+    # Its ratio to nvdsl-gemm is the cost of making bounded waits the default.
+    debug = nt.build(matmul, MAPPING).with_options(debug=True)
+
+    def gemm_debug(a, b, c):
+        debug(c, a, b)
+    registry.setdefault("nvdsl-gemm-debug", gemm_debug)

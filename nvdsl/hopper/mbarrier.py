@@ -7,9 +7,13 @@ from mlir.dialects import arith, llvm, nvgpu, nvvm, scf
 
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
-from ..frontend.context import at_user_line, current_kernel
+from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.control import print_, when
 from ..frontend.values import Value, _convert, _index_value, _python_number, as_value
+
+
+# Under Options.debug (NVDSL_DEBUG=1) a wait given no timeout_ns gives up after this long, with a report.
+DEBUG_WAIT_TIMEOUT_NS = 2_000_000_000
 
 
 def _predicate(predicate):
@@ -90,9 +94,11 @@ class Mbarrier:
         By default the wait has no bound: a phase that never completes hangs the kernel. With
         ``timeout_ns`` (a positive Python int) the loop reads ``%globaltimer``; a thread still waiting
         after ``timeout_ns`` nanoseconds prints a report (``vprintf``: the Python line, the barrier
-        index, the expected phase parity, its block and thread) and executes ``trap;``, so the launch
-        fails with a :class:`~nvdsl.CudaError` instead of hanging. Meant for finding deadlocks; a
-        trapped kernel leaves the CUDA context unusable for the rest of the process.
+        index, the expected phase parity, its block, warpgroup and thread) and executes ``trap;``, so
+        the launch fails with a :class:`~nvdsl.CudaError` instead of hanging. Under
+        ``Options(debug=True)`` (``NVDSL_DEBUG=1``) every wait without a ``timeout_ns`` is bounded by
+        ``DEBUG_WAIT_TIMEOUT_NS`` (2 s). Meant for finding deadlocks; a trapped kernel leaves the CUDA
+        context unusable for the rest of the process.
         """
         ctx = current_kernel("Mbarrier.try_wait")
         if timeout_ns is not None and (not isinstance(timeout_ns, int) or isinstance(timeout_ns, bool)
@@ -100,6 +106,9 @@ class Mbarrier:
             raise TraceError(f"timeout_ns={timeout_ns!r} must be a positive Python int (nanoseconds)",
                              code="bad-timeout", hint="e.g. timeout_ns=1_000_000_000 for one second; "
                              "leave it out for an unbounded wait", loc=user_location())
+        options = current("Mbarrier.try_wait").options
+        if timeout_ns is None and options is not None and options.debug:
+            timeout_ns = DEBUG_WAIT_TIMEOUT_NS
         with at_user_line():
             parity = _parity(phase)
             if timeout_ns is None:
@@ -127,9 +136,10 @@ class Mbarrier:
             elapsed = Value(arith.subi(nvvm.read_ptx_sreg_globaltimer(i64), start), dt.uint64)
             with when(elapsed > timeout_ns):
                 print_("nvdsl: mbarrier wait timed out after {} ns at {}: barrier {} of {} never completed "
-                       "phase parity {} (block ({}, {}, {}), thread ({}, {}, {}))", timeout_ns,
+                       "phase parity {} (block ({}, {}, {}), warpgroup {}, thread ({}, {}, {}))", timeout_ns,
                        where if where is not None else "an unknown line", Value(self.index, dt.index),
-                       f"Mbarriers({self.group.count})", parity, *ctx.block_id, *ctx.thread_id)
+                       f"Mbarriers({self.group.count})", parity, *ctx.block_id, ctx.linear_thread_id // 128,
+                       *ctx.thread_id)
                 llvm.intr_trap()
             scf.yield_([])
 
