@@ -44,7 +44,7 @@ def test_the_skeleton_keeps_synchronisation_and_leaves_out_data():
     trace = tutorial_traces()["ch5"]
     (launch, piece), = protocol_skeleton(trace.module)
     names = {op.name for op in piece.keep}
-    assert {"nvgpu.mbarrier.try_wait.parity", "nvgpu.tma.async.load", "nvgpu.warpgroup.mma", "scf.for"} <= names
+    assert {"nvvm.mbarrier.try_wait", "nvgpu.tma.async.load", "nvgpu.warpgroup.mma", "scf.for"} <= names
     assert not names & {"memref.store", "vector.store", "nvgpu.tma.async.store", "llvm.extractvalue", "arith.truncf"}
 
 

@@ -31,6 +31,8 @@ STARVATION_ROUNDS = 2
 # How far the simulated %globaltimer jumps when every warp is stuck and some poll a barrier with a
 # deadline (an Mbarrier.try_wait(timeout_ns=...)): far enough for any deadline to pass.
 TIMER_JUMP_NS = 1 << 50
+# Polling loops that get nothing but timeouts this many times in a row wait forever: a deadlock.
+MAX_IDLE_JUMPS = 3
 
 
 class Warp:
@@ -149,6 +151,7 @@ class Block:
             w.gen = _warp_body(body, w)
         current = 0
         steps = 0
+        idle_jumps = 0
         warps = self.warps
         starvation = STARVATION_ROUNDS * len(warps)
         budget = self.launch.host.budget if self.skeleton else None
@@ -180,12 +183,16 @@ class Block:
                     return
                 spinning = [w for w in warps if not w.done and w.wait is not None and w.wait.spin
                             and not w.wait.forced and not self.skeleton]
-                if spinning:
+                if spinning and idle_jumps < MAX_IDLE_JUMPS:
+                    # polling loops get their try_wait back (false) after a long time: a deadline may pass
+                    idle_jumps += 1
                     self.time_ns += TIMER_JUMP_NS
                     for w in spinning:
                         w.wait.forced = True
                     continue
                 raise self.deadlock()
+            if chosen.wait is None or not chosen.wait.forced:
+                idle_jumps = 0      # something happened besides polling loops giving up
             current = chosen.index
             steps += 1
             if budget is not None and steps > budget:
