@@ -317,7 +317,6 @@ def test_out_of_bounds_accesses_are_reported_with_the_line():
 
 
 def test_device_arrays_need_a_gpu():
-    from helpers import FakeDLPackDeviceArray  # noqa: F811
     x = FakeDLPackDeviceArray((32,), 2, 32)
     with pytest.raises(nvdsl.ArgumentError) as info:
         interpreted(make_copy())(x, np.zeros(32, np.float32))

@@ -104,3 +104,13 @@ def test_ch6_checks_every_mapping_and_times_them(tmp_path):
     lines = result.stdout.splitlines()
     assert lines.count("PASS") == 3
     assert sum("TFLOP/s" in line for line in lines) == 3 or "PyTorch" in result.stdout
+
+
+def test_the_readme_example_runs_and_computes(tmp_path):
+    """The README's first code block, as a user would paste it, then its promise checked."""
+    text = open(os.path.join(ROOT, "README.md")).read()
+    example = text.split("```python\n", 1)[1].split("```", 1)[0]
+    script = example + "\nassert (y == 3.0).all(), y[:8]\nprint('README OK')\n"
+    result = subprocess.run([sys.executable, "-c", script], cwd=str(tmp_path), capture_output=True, text=True,
+                            timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert result.returncode == 0 and "README OK" in result.stdout, result.stderr

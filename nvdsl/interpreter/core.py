@@ -128,13 +128,9 @@ def _generator_runner(block: CompiledBlock):
     return run
 
 
-class _Located(Exception):
-    """Marks an exception that already names its operation (so outer blocks do not rename it)."""
-
-
 def _located(error: Exception, info: OpInfo) -> Exception:
     from .protocol import Undecided
-    if isinstance(error, (KernelFault, TraceError, InternalError, _Located, Undecided)):
+    if isinstance(error, (KernelFault, TraceError, InternalError, Undecided)):  # they name their line already
         return error
     if isinstance(error, V.Unsupported):
         return TraceError(f"the interpreter does not support {error} ({info.name})", code="interpreter-unsupported",
@@ -198,10 +194,3 @@ class Compiler:
             infos.append(info)
         return CompiledBlock(instrs, infos, args, yields, terminator)
 
-
-def int_attr(op, name: str) -> int:
-    return ir.IntegerAttr(op.attributes[name]).value
-
-
-def has_attr(op, name: str) -> bool:
-    return name in op.attributes

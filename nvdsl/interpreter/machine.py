@@ -221,8 +221,7 @@ class Block:
                                           "or do not issue loads whose data is never used")
 
     def on_exit(self, w: Warp) -> None:
-        if w.wgmma_open or w.wgmma_committed > w.wgmma_retired:
-            pass  # the hardware finishes them; nothing reads the registers any more
+        """An exited warp no longer counts towards the block's barrier 0."""
         bar = self.bars.get(0)
         if bar is not None:
             from .ops_gpu import release_if_complete

@@ -63,23 +63,6 @@ class MemRef:
     def space(self) -> str:
         return self.buffer.space
 
-    def uniform_offset(self, mask) -> int:
-        """The byte offset, which must be the same for every active lane."""
-        if isinstance(self.offset, int):
-            return self.offset
-        active = V.active_values(self.offset, mask)
-        if active.size and (active != active[0]).any():
-            raise V.Unsupported("a shared-memory view whose offset differs between the lanes that use it")
-        return int(active[0]) if active.size else 0
-
-    def contiguous_rows(self) -> bool:
-        expected = 1
-        for extent, stride in zip(reversed(self.shape), reversed(self.strides)):
-            if extent != 1 and stride != expected:
-                return False
-            expected *= extent
-        return True
-
     @property
     def nbytes(self) -> int:
         n = self.itemsize
@@ -188,12 +171,6 @@ class MatrixDescriptor:
         mode = field(62, 2)
         return cls(start=field(0, 14) << 4, leading=field(16, 14) << 4, stride=field(32, 14) << 4,
                    base_offset=field(49, 3), swizzle={0: 0, 1: 128, 2: 64, 3: 32}[mode])
-
-
-def encode_descriptor(start: int, leading: int, stride: int, swizzle_span: int) -> int:
-    """The descriptor nvgpu's lowering builds (``nvgpu.warpgroup.generate.descriptor``)."""
-    mode = {128: 1, 64: 2, 32: 3, 0: 0}[swizzle_span]
-    return (mode << 62) | ((stride >> 4) << 32) | ((leading >> 4) << 16) | ((start >> 4) & 0x3FFF)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -9,7 +9,7 @@ from mlir import ir
 
 from . import values as V
 from .core import GEN, PLAIN, Wait, handles
-from .memory import SHARED, MemRef
+from .memory import MemRef
 from .sync import BarSync
 
 
@@ -167,5 +167,3 @@ def _printf(op, c, info):
             out(c_format(fmt, [col[lane] for col in columns]))
     return PLAIN, fn
 
-
-__all__ = ["bar_sync", "release_if_complete", "SHARED"]

@@ -15,11 +15,9 @@ import re
 import numpy as np
 from mlir import ir
 
-from .. import errors
 from . import values as V
 from .core import GEN, PLAIN, SYNC, Wait, handles
-from .memory import (MatrixDescriptor, MemRef, TensorMap, box_layout, encode_descriptor, is_shared,
-                     operand_addresses, row_major_strides)
+from .memory import MatrixDescriptor, MemRef, TensorMap, box_layout, is_shared, operand_addresses
 from .ops_memory import check_shared_write, element_addresses
 from .protocol import granules
 from .reports import race_fault
@@ -998,5 +996,3 @@ def _tensormap(op, c, info, settings):
         w.env[r] = TensorMap(mem.buffer, mem.element, mem.shape, box, swizzle, oob_nan, mem.name)
     return PLAIN, fn
 
-
-__all__ = ["errors", "row_major_strides", "encode_descriptor"]

@@ -7,7 +7,7 @@ from mlir import ir
 
 from . import values as V
 from .core import PLAIN, SYNC, handles
-from .memory import SHARED, MemRef, memref_layout, row_major_strides
+from .memory import MemRef, row_major_strides
 from .reports import race_fault
 
 
@@ -287,11 +287,6 @@ def _view(op, c, info):
     return PLAIN, fn
 
 
-def _static_or_dynamic(op, name, dynamic_slots, sentinel):
-    values = list(ir.DenseI64ArrayAttr(op.attributes[name]))
-    return values, [i for i, v in enumerate(values) if v == sentinel]
-
-
 @handles("memref.subview")
 def _subview(op, c, info):
     source_type = ir.MemRefType(op.operands[0].type)
@@ -348,5 +343,3 @@ def _dim(op, c, info):
         w.env[r] = np.array([mem.shape[int(V.first_active(w.env[d], w.mask))]], np.int64)
     return PLAIN, fn
 
-
-__all__ = ["element_addresses", "check_shared_read", "check_shared_write", "memref_layout"]

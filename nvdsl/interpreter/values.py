@@ -127,10 +127,6 @@ def lane_array(value, dtype) -> np.ndarray:
     return np.array([value], dtype=dtype)
 
 
-def is_uniform(x: np.ndarray) -> bool:
-    return x.shape[0] == 1
-
-
 def first_active(x: np.ndarray, mask: np.ndarray):
     """The value of the first active lane (uniform values: their only lane)."""
     if x.shape[0] == 1:
