@@ -380,3 +380,68 @@ def test_the_interpreter_layer_does_not_import_the_frontend():
             for node in ast.walk(tree):
                 if isinstance(node, ast.ImportFrom):
                     assert not (node.module or "").startswith(("frontend", "hopper")), (name, node.module)
+
+
+_INDEX_OPS = """
+module attributes {gpu.container_module} {
+  func.func @f(%out: memref<32xi32>) {
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    gpu.launch blocks(%b0, %b1, %b2) in (%g0 = %c1, %g1 = %c1, %g2 = %c1)
+               threads(%t0, %t1, %t2) in (%s0 = %c32, %s1 = %c1, %s2 = %c1) {
+      %c7 = index.constant 7
+      %c3 = index.constant 3
+      %sum = index.add %t0, %c7
+      %q = index.floordivs %sum, %c3
+      %small = index.cmp slt(%t0, %c7)
+      %picked = arith.select %small, %q, %c3 : index
+      %v = index.casts %picked : index to i32
+      memref.store %v, %out[%t0] : memref<32xi32>
+      gpu.terminator
+    }
+    return
+  }
+}
+"""
+
+
+def test_index_dialect_operations():
+    from nvdsl.signature import ARRAY, ArgSpec
+    with ir.Context():
+        module = ir.Module.parse(_INDEX_OPS)
+        out = np.zeros(32, np.int32)
+        Program(module).run((ArgSpec("out", ARRAY, nvdsl.int32, (32,)),), (out,), frozenset({0}))
+    t = np.arange(32)
+    np.testing.assert_array_equal(out, np.where(t < 7, (t + 7) // 3, 3))
+
+
+def test_what_the_gpu_runtime_refuses_the_interpreter_refuses_too():
+    @nvdsl.mlir_func
+    def big(x):
+        @nvdsl.gpu_launch(grid=1, block=32, smem=240 * 1024)
+        def kernel(ctx):
+            x[ctx.thread_id.x] = 1.0
+        kernel()
+    with pytest.raises(nvdsl.LaunchConfigError) as info:
+        interpreted(big)(np.zeros(32, np.float32))
+    assert info.value.code == "smem-too-large" and "245760" in str(info.value)
+
+    y = np.zeros(32, np.float32)
+    y.flags.writeable = False
+    with pytest.raises(nvdsl.ArgumentError) as info:
+        interpreted(make_copy())(np.ones(32, np.float32), y)
+    assert info.value.code == "read-only" and "'y'" in str(info.value)
+
+
+def test_keyword_constants_and_arrays_untouched_when_not_written():
+    @nvdsl.mlir_func
+    def fill(x, y, *, value, offset):
+        @nvdsl.gpu_launch(grid=1, block=x.shape[0])
+        def kernel(ctx):
+            x[ctx.thread_id.x] = value + offset + y[ctx.thread_id.x]
+        kernel()
+    x, y = np.zeros(32, np.int32), np.arange(32, dtype=np.int32)
+    before = y.copy()
+    interpreted(fill)(x, y, value=3, offset=4)
+    np.testing.assert_array_equal(x, 7 + before)
+    np.testing.assert_array_equal(y, before)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from ..errors import InternalError, KernelFault, SourceLocation, TraceError
+from ..errors import InternalError, SourceLocation, TraceError, UserError
 from . import values as V
 
 PLAIN, GEN, SYNC = 0, 1, 2
@@ -130,7 +130,7 @@ def _generator_runner(block: CompiledBlock):
 
 def _located(error: Exception, info: OpInfo) -> Exception:
     from .protocol import Undecided
-    if isinstance(error, (KernelFault, TraceError, InternalError, Undecided)):  # they name their line already
+    if isinstance(error, (UserError, InternalError, Undecided)):  # they name their line already
         return error
     if isinstance(error, V.Unsupported):
         return TraceError(f"the interpreter does not support {error} ({info.name})", code="interpreter-unsupported",

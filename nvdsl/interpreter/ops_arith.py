@@ -180,7 +180,10 @@ handles("arith.shrui", "index.shru", "llvm.lshr")(_shift("shru"))
 
 @handles("arith.cmpi", "index.cmp")
 def _cmpi(op, c, info):
-    name = _CMPI[ir.IntegerAttr(op.attributes["predicate"]).value]
+    if op.name == "index.cmp":      # #index<cmp_predicate slt>
+        name = str(op.attributes["pred"]).rstrip(">").split()[-1]
+    else:
+        name = _CMPI[ir.IntegerAttr(op.attributes["predicate"]).value]
     dtype, bits, kind = kind_of(op.operands[0])
     compare = _COMPARE[name.lstrip("su")] if name not in ("eq", "ne") else _COMPARE[name]
     if name.startswith("u"):

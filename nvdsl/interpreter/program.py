@@ -14,13 +14,17 @@ import numpy as np
 from mlir import ir
 
 from .. import dtypes as dt
-from ..errors import ArgumentError
+from ..errors import ArgumentError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec
 from . import ops_arith, ops_control, ops_gpu, ops_hopper, ops_memory  # noqa: F401 - register the handlers
 from . import values as V
 from .core import PLAIN, Compiler, handles
 from .machine import Block
 from .memory import GLOBAL, Buffer, MemRef, row_major_strides
+
+
+# What an H100 or H200 lets one block use (227 KiB, with the opt-in), as the GPU runtime checks.
+HOPPER_SMEM_PER_BLOCK = 232448
 
 
 class Kernel:
@@ -51,6 +55,11 @@ def _launch(op, c, info):
     def fn(host):
         dims = [int(host.env[s][0]) for s in sizes]
         smem_bytes = int(host.env[smem][0]) if smem is not None else 0
+        if smem_bytes > HOPPER_SMEM_PER_BLOCK:
+            raise LaunchConfigError(
+                f"kernel '{kernel.name}' needs {smem_bytes} bytes of shared memory per block, but a Hopper GPU "
+                f"allows at most {HOPPER_SMEM_PER_BLOCK}", code="smem-too-large",
+                hint="use smaller tiles or fewer pipeline stages", loc=info.loc)
         Launch(host, kernel, tuple(dims[:3]), tuple(dims[3:]), smem_bytes).run()
     return PLAIN, fn
 
