@@ -174,3 +174,81 @@ def test_the_check_can_be_turned_off(monkeypatch):
         if nvdsl.device_count() == 0:       # without the check, the interpreter is what reports it
             with pytest.raises(nvdsl.KernelFault):
                 fn.with_options(protocol_check=False)(*inputs())
+
+
+# Stages picked by a traced index, as arefs will emit them: the mbarrier is Mbarriers(2)[slot] and the
+# tile a memref.view at byte slot * 256. Thread 0 loads row k of `a` into stage k % 2 (two rows, so no
+# stage is refilled); warp 1 waits on that stage and copies the row to `out`. WAIT_PARITY is the
+# parity the consumer waits with: 0 is right, 1 passes on a fresh barrier before the copy lands.
+_TRACED_STAGES = """
+module attributes {gpu.container_module} {
+  func.func @stages(%a: memref<2x64xf32>, %out: memref<2x64xf32>) {
+    %map = builtin.unrealized_conversion_cast %a : memref<2x64xf32> to !llvm.ptr {nvdsl.tensormap = {box = array<i64: 1, 64>, interleave = 0 : i64, l2_promotion = 0 : i64, oob_nan = false, swizzle = 0 : i64}}
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %smem = arith.constant 512 : i32
+    gpu.launch blocks(%b0, %b1, %b2) in (%g0 = %c1, %g1 = %c1, %g2 = %c1) threads(%t, %t1, %t2) in (%s0 = %c64, %s1 = %c1, %s2 = %c1) dynamic_shared_memory_size %smem {
+      %desc = builtin.unrealized_conversion_cast %map : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x64xf32, #gpu.address_space<workgroup>>, swizzle = none, l2promo = none, oob = zero, interleave = none>
+      %bars = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      %base = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %c32 = arith.constant 32 : index
+      %c256 = arith.constant 256 : index
+      %lead = arith.cmpi eq, %t, %c0 : index
+      nvgpu.mbarrier.init %bars[%c0], %c1, predicate = %lead : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      nvgpu.mbarrier.init %bars[%c1], %c1, predicate = %lead : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      gpu.barrier
+      %warp = arith.divui %t, %c32 : index
+      %lane = arith.remui %t, %c32 : index
+      %producer = arith.cmpi eq, %warp, %c0 : index
+      scf.if %producer {
+        scf.for %k = %c0 to %c2 step %c1 {
+          %slot = arith.remui %k, %c2 : index
+          %offset = arith.muli %slot, %c256 : index
+          %tile = memref.view %base[%offset][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64xf32, #gpu.address_space<workgroup>>
+          nvgpu.mbarrier.arrive.expect_tx %bars[%slot], %c256, predicate = %lead : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+          nvgpu.tma.async.load %desc[%c0, %k], %bars[%slot] to %tile, predicate = %lead : <tensor = memref<1x64xf32, #gpu.address_space<workgroup>>, swizzle = none, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2> -> memref<1x64xf32, #gpu.address_space<workgroup>>
+        }
+      } else {
+        scf.for %k = %c0 to %c2 step %c1 {
+          %slot = arith.remui %k, %c2 : index
+          %offset = arith.muli %slot, %c256 : index
+          %tile = memref.view %base[%offset][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64xf32, #gpu.address_space<workgroup>>
+          %parity = arith.constant WAIT_PARITY
+          %ticks = arith.constant 1000 : index
+          nvgpu.mbarrier.try_wait.parity %bars[%slot], %parity, %ticks : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+          %x = memref.load %tile[%c0, %lane] : memref<1x64xf32, #gpu.address_space<workgroup>>
+          memref.store %x, %out[%k, %lane] : memref<2x64xf32>
+        }
+      }
+      gpu.terminator
+    }
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("parity, error", [("false", None), ("true", "tma-read-before-complete")])
+def test_stages_at_traced_byte_offsets_with_a_traced_mbarrier_index(parity, error):
+    from mlir import ir
+
+    from nvdsl.interpreter import Program
+    from nvdsl.signature import ARRAY, ArgSpec
+    specs = (ArgSpec("a", ARRAY, nvdsl.float32, (2, 64)), ArgSpec("out", ARRAY, nvdsl.float32, (2, 64)))
+    a, out = np.random.default_rng(0).standard_normal((2, 64)).astype(np.float32), np.zeros((2, 64), np.float32)
+    with ir.Context():
+        module = ir.Module.parse(_TRACED_STAGES.replace("WAIT_PARITY", parity))
+        if error is None:
+            assert check_protocol(module, specs) is None
+            Program(module).run(specs, (a, out), frozenset({1}))
+            np.testing.assert_array_equal(out[:, :32], a[:, :32])
+        else:
+            # statically: the wait passes on the fresh barrier, so no thread waits for the copy's phase
+            with pytest.raises(nvdsl.ProtocolError) as info:
+                check_protocol(module, specs)
+            assert info.value.code == "unwaited-copy"
+            with pytest.raises(nvdsl.KernelFault) as info:       # running: the read comes first
+                Program(module).run(specs, (a, out), frozenset({1}))
+            assert info.value.code == error
