@@ -120,6 +120,20 @@ def race_fault(block, warp, conflict: Conflict, info: OpInfo, access: str, clock
         message = (f"{access} writes {where} while the wgmma at {other_line} (warpgroup {index}) may still be reading "
                    f"it: that product's group had not retired (wgmma.wait_group) before the release that lets "
                    f"this write happen; {_last_wait(block, warp)}")
+    elif conflict.kind == "write-after-read" and kind == "warp" and barrier is not None:
+        reader = block.warps[index]
+        observed = int(reader.vc[:, barrier.tma_agent].max()) - 1     # the latest phase the reader saw complete
+        last = reader.waited.get(barrier.agent)
+        waits = (f"its last wait on {barrier.name} was at {block.line_of(last[0])} (parity {last[1]})"
+                 if last else f"it never waited on {barrier.name}")
+        if barrier.phase == 0 or observed < barrier.phase - 1:   # not the reader of the previous fill
+            code = "tma-read-before-complete"
+            message = (f"{access} writes {where}, which warp {index} read at {other_line} before waiting for the "
+                       f"phase of {barrier.name} that this load completes (phase {barrier.phase}): {waits}")
+        else:
+            code = "stage-refilled-early"
+            message = (f"{access} refills {where}, which warp {index} read at {other_line} (the data of phase "
+                       f"{observed} of {barrier.name}) before releasing it; {_last_wait(block, warp)}")
     elif conflict.kind == "write-after-write" and kind == "tma" and barrier is not None:
         code = "stage-refilled-early"
         message = (f"{access} refills {where} before the data the TMA load at {other_line} put there (phase "
