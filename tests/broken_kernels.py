@@ -4,7 +4,9 @@
 into ``stages`` shared-memory stages, a consumer warpgroup running wgmma, full/empty mbarriers per
 stage, a TMA-store epilogue per tile); ``bug`` breaks one thing, on a line marked ``# BUG:<name>``
 (or on the line a report should name, marked ``# AT:<name>``). ``one_trip(bug)`` is a multistage
-pipeline whose prologue assumes at least ``stages - 1`` trips. Used by tests/test_broken_kernels.py
+pipeline whose prologue assumes at least ``stages - 1`` trips; ``ring(bug)`` a producer and a consumer
+warp handing rows through a ring whose slot and phase are traced loop-carried values, as arefs keep
+them. Used by tests/test_broken_kernels.py
 (the interpreter and the static check must catch each one, naming the line) and, on a GPU, by the
 ``NVDSL_DEBUG=1`` hang-report test.
 """
@@ -18,8 +20,10 @@ import nvdsl
 TILE = 64
 TILE_BYTES = TILE * TILE * 2
 BUGS = ("wrong-parity", "expect-tx-short", "expect-tx-long", "early-release", "missing-fence", "phase-reset",
-        "arrival-count", "read-before-wait", "one-trip", "wait-in-branch", "oob-coordinate", "init-race",
+        "arrival-count", "read-before-wait", "one-trip", "wait-in-branch", "ring-overrun", "init-race",
         "missing-store-wait", "divergent-barrier")
+# Refused while tracing: the prologue's box coordinates are Python ints, which nvdsl checks against the shape.
+TRACED = ("one-trip",)
 
 # The configuration (stages, groups of stages per tile, tiles) each bug needs to show.
 CONFIG = {"wrong-parity": (3, 2, 1), "phase-reset": (3, 1, 2), "missing-store-wait": (2, 1, 2)}
@@ -71,8 +75,7 @@ def pipeline(bug: str | None = None, *, stages: int | None = None, groups: int |
                             empty[s].try_wait((g if bug == "phase-reset" else uses) + 1)   # AT:producer-wait
                             full[s].arrive(expect, predicate=loader)                       # BUG:expect-tx
                             a_tma.load(a_tiles[s], full[s], (tile * TILE, k0), predicate=loader)
-                            column = TILE if bug == "oob-coordinate" else 0
-                            b_tma.load(b_tiles[s], full[s], (k0, column), predicate=loader)  # AT:b-load
+                            b_tma.load(b_tiles[s], full[s], (k0, 0), predicate=loader)
 
             with nvdsl.Warpgroup(ctx, 128) as consumer:
                 leader = consumer.thread_index.eq(0)
@@ -186,8 +189,70 @@ def one_trip(bug: bool = True, stages: int = 3):
     return gemm, inputs
 
 
+def ring(bug: str | None = None, depth: int = 2):
+    """A producer warp and a consumer warp handing 64-float rows through a ring of ``depth`` stages; the
+    stage is a traced index into the Mbarriers and the parity is carried through the loop. Bugs:
+    ``"no-flip"`` forgets to flip the phase when the ring wraps; ``"ring-overrun"`` wraps one slot late,
+    so the slot reaches ``depth``. ``out[lane]`` = the sum of ``a``'s columns ``2 lane`` and ``2 lane + 1``."""
+    @nvdsl.mlir_func
+    def hand_over(a, out):
+        steps = a.shape[0]
+        tma = nvdsl.TMA(a, box=(1, 64))
+
+        @nvdsl.gpu_launch(grid=1, block=64, smem=depth * 256)
+        def kernel(ctx):
+            tiles = [ctx.dynamic_shared((1, 64), nvdsl.float32, offset=s * 256, align=128) for s in range(depth)]
+            full, empty = nvdsl.Mbarriers(depth), nvdsl.Mbarriers(depth)
+            tid = ctx.thread_id.x
+            with nvdsl.when(tid.eq(0)):
+                for s in range(depth):
+                    full[s].init(1)
+                    empty[s].init(32)
+            ctx.sync_threads()
+            warp, lane = tid // 32, tid % 32
+            zero = nvdsl.constant(0, nvdsl.int32)
+
+            def advance(slot, phase):
+                wrapped = (slot + 1 > depth) if bug == "ring-overrun" else (slot + 1).eq(depth)  # BUG:ring-overrun
+                flipped = phase if bug == "no-flip" else phase ^ 1
+                return nvdsl.select(wrapped, zero, slot + 1), nvdsl.select(wrapped, flipped, phase)
+
+            with nvdsl.when(warp.eq(0)):
+                @nvdsl.fori(0, steps, carry=(zero, zero))
+                def produced(k, carry):
+                    slot, phase = carry
+                    empty[slot].try_wait(phase ^ 1)         # AT:ring-producer-wait (a fresh barrier passes parity 1)
+                    full[slot].arrive(256, predicate=lane.eq(0))
+                    for s in range(depth):
+                        with nvdsl.when(slot.eq(s) & lane.eq(0)):
+                            tma.load(tiles[s], full[s], (k, 0))
+                    return advance(slot, phase)
+
+            with nvdsl.when(warp.eq(1)):
+                @nvdsl.fori(0, steps, carry=(zero, zero, nvdsl.constant(0.0, nvdsl.float32)))
+                def consumed(k, carry):
+                    slot, phase, total = carry
+                    full[slot].try_wait(phase)                            # AT:ring-wait
+                    value = nvdsl.constant(0.0, nvdsl.float32)
+                    for s in range(depth):
+                        value = nvdsl.cond(slot.eq(s), lambda s=s: tiles[s][0, lane * 2] + tiles[s][0, lane * 2 + 1],
+                                           lambda value=value: value)
+                    empty[slot].arrive()
+                    return (*advance(slot, phase), total + value)
+                out[lane] = consumed[2]
+        kernel()
+
+    def inputs(steps: int = 5, seed: int = 0):
+        a = np.random.default_rng(seed).standard_normal((steps, 64)).astype(np.float32)
+        return a, np.zeros(32, np.float32)
+
+    return hand_over, inputs
+
+
 def make(bug: str | None):
     """The kernel and an input builder for a bug of BUGS (None: the correct pipeline)."""
     if bug == "one-trip":
         return one_trip(True)
+    if bug == "ring-overrun":
+        return ring(bug)
     return pipeline(bug)

@@ -24,11 +24,15 @@ PROGRAMS = {
     "ch3_gemm_single_tile": "import ch3_gemm_single_tile; ch3_gemm_single_tile.main()",
     "ch4_gemm_multistage": "import ch4_gemm_multistage; ch4_gemm_multistage.main(m=256, n=256, k=512)",
     "ch5_gemm_warp_specialized": "import ch5_gemm_warp_specialized; ch5_gemm_warp_specialized.main(m=256, n=512, k=512)",
-    "kernels.gemm": ("import numpy as np; from nvdsl.kernels.gemm import make_gemm; "
+    # each mapping checked, without main()'s timing on 8192^2 problems
+    "ch6_tasks_and_mappings": ("import ch6_tasks_and_mappings as ch6, nvdsl.tasks as nt; "
+                               "[ch6.check(nt.build(ch6.gemm, mapping), 256, 512, 320) "
+                               "for mapping in ch6.MAPPINGS.values()]"),
+    "kernels.gemm": ("import numpy as np; from nvdsl.kernels.gemm import MAPPING, gemm; "
                      "rng = np.random.default_rng(0); "
                      "a = rng.standard_normal((512, 256)).astype(np.float16); "
                      "b = rng.standard_normal((256, 512)).astype(np.float16); c = np.zeros((512, 512), np.float32); "
-                     "make_gemm(num_stages=4, sm_count=3)(a, b, c); "
+                     "gemm(a, b, c, mapping=MAPPING.replace(sm_count=3)); "
                      "e = np.linalg.norm(c - a.astype(np.float32) @ b.astype(np.float32)); "
                      "assert e / np.linalg.norm(c) < 1e-3, e; print('PASS')"),
 }
@@ -39,7 +43,7 @@ def environment(tmp_path, backend):
                 PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tutorials"), os.environ.get("PYTHONPATH", "")]))
 
 
-@pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "kernels.gemm"])
+@pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm"])
 def test_the_sanitized_programs_run_and_pass(program, tmp_path):
     """The programs the sanitizer runs (here in the interpreter, so this runs anywhere)."""
     run = subprocess.run([sys.executable, "-c", PROGRAMS[program]], cwd=ROOT, env=environment(tmp_path, "interpret"),

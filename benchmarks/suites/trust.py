@@ -35,27 +35,31 @@ def _tutorials():
     return ch4_gemm_multistage, ch5_gemm_warp_specialized
 
 
-def _inputs(m, n, k, c_dtype):
+def _inputs(m, n, k, c_dtype, c_first=False):
+    """(a, b, c), or (c, a, b) for the task layer's GEMM."""
     rng = np.random.default_rng(0)
-    return (rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16),
-            np.zeros((m, n), c_dtype))
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), c_dtype)
+    return (c, a, b) if c_first else (a, b, c)
 
 
 def cases():
     """(system, label, setup) where ``setup()`` returns the function to time."""
     from nvdsl.interpreter.protocol import check_protocol
-    from nvdsl.kernels.gemm import make_gemm
+    import nvdsl.tasks as nt
+    from nvdsl.kernels.gemm import MAPPING, matmul
     ch4, ch5 = _tutorials()
+    library = lambda sm_count: nt.build(matmul, MAPPING.replace(sm_count=sm_count))
 
     def checking(gemm, m, n, k, c_dtype):
         def setup():
-            trace = gemm.trace(*_inputs(m, n, k, c_dtype))
+            trace = gemm.trace(*_inputs(m, n, k, c_dtype, c_first=isinstance(gemm, nt.TaskKernel)))
             return lambda: check_protocol(trace.module, trace.specs)
         return setup
 
     def interpreting(gemm, m, n, k, c_dtype):
         def setup():
-            args = _inputs(m, n, k, c_dtype)
+            args = _inputs(m, n, k, c_dtype, c_first=isinstance(gemm, nt.TaskKernel))
             run = gemm.with_options(backend="interpret")
             return lambda: run(*args)
         return setup
@@ -64,11 +68,11 @@ def cases():
         ("nvdsl-protocol-check", "ch5 512x512x1024", checking(ch5.make_gemm(4), 512, 512, 1024, np.float16)),
         ("nvdsl-protocol-check", "ch5 8192x8192x16384", checking(ch5.make_gemm(4), 8192, 8192, 16384, np.float16)),
         ("nvdsl-protocol-check", "gemm 8192x8192x1024 (132 SMs)",
-         checking(make_gemm(num_stages=4, sm_count=132), 8192, 8192, 1024, np.float16)),
+         checking(library(132), 8192, 8192, 1024, np.float16)),
         ("nvdsl-interpreter", "ch4 512x384x1024", interpreting(ch4.make_gemm(4), 512, 384, 1024, np.float32)),
         ("nvdsl-interpreter", "ch5 512x512x1024", interpreting(ch5.make_gemm(4), 512, 512, 1024, np.float16)),
         ("nvdsl-interpreter", "gemm 512x512x512 (4 SMs)",
-         interpreting(make_gemm(num_stages=4, sm_count=4), 512, 512, 512, np.float32)),
+         interpreting(library(4), 512, 512, 512, np.float32)),
     ]
 
 

@@ -13,7 +13,8 @@ protocol; :mod:`.fuzz` runs a kernel under many schedules.
 
 Not modelled: races on global memory (blocks run one after the other), races between lanes of one
 warp (they run in lockstep), the timing of the accumulator registers of a running wgmma (reading
-them before ``wgmma.wait_group`` is not reported), TMA multicast and clusters.
+them before ``wgmma.wait_group`` is not reported), the hardware's order among lanes hitting one
+address with atomics (here lane order), TMA multicast and clusters.
 """
 
 from .program import Program

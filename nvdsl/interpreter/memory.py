@@ -9,6 +9,8 @@ may differ between lanes (a view at a traced offset).
 from __future__ import annotations
 
 import functools
+import itertools
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +20,14 @@ from . import values as V
 
 GLOBAL = "global"
 SHARED = "shared"
+LOCAL = "local"
+
+
+# Pointers (``memref.extract_aligned_pointer_as_index``, ``llvm.inttoptr``) are integers: a buffer's
+# number in the bits above ADDRESS_BITS, the byte offset below (mbarrier addresses, at 1 << 40, stay apart).
+ADDRESS_BITS = 44
+_ADDRESSED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_NUMBERS = itertools.count(1)
 
 
 class Buffer:
@@ -29,6 +39,18 @@ class Buffer:
         self.space = space
         self.shadow = None          # the race detector's state, for shared memory
         self._typed: dict = {}
+        self._base = None
+
+    @property
+    def base(self) -> int:
+        """The address of the buffer's first byte, given when a kernel first takes a pointer into it."""
+        if self._base is None:
+            number = next(_NUMBERS) % (1 << (62 - ADDRESS_BITS)) or next(_NUMBERS)
+            while number in _ADDRESSED:
+                number = next(_NUMBERS) % (1 << (62 - ADDRESS_BITS)) or next(_NUMBERS)
+            _ADDRESSED[number] = self
+            self._base = number << ADDRESS_BITS
+        return self._base
 
     @property
     def nbytes(self) -> int:
@@ -69,6 +91,12 @@ class MemRef:
         for s in self.shape:
             n *= s
         return n
+
+
+def addressed(address: int):
+    """The buffer a pointer points into and the byte offset in it (None where no buffer has that address)."""
+    buffer = _ADDRESSED.get(address >> ADDRESS_BITS)
+    return None if buffer is None else (buffer, address & ((1 << ADDRESS_BITS) - 1))
 
 
 def row_major_strides(shape) -> tuple[int, ...]:
@@ -145,10 +173,6 @@ class TensorMap:
             valid = valid & inside
             index = index + np.where(inside, positions, 0) * stride
         return index, valid
-
-    def intersects(self, coords) -> bool:
-        return all(start < size and start + extent > 0
-                   for start, extent, size in zip(coords, self.box, self.shape))
 
 
 # --- wgmma descriptors ---------------------------------------------------------------------------------

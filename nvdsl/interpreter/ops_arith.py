@@ -267,8 +267,12 @@ def _bitcast(op, c, info):
     src = scalar_type(op.operands[0].type)
     to = scalar_type(op.result.type)
 
+    vector_result = isinstance(op.result.type, ir.VectorType)
+
     def compute(x):
-        return V.from_memory(V.to_memory(x, src).view(V.memory_dtype(to)), to)
+        lanes = x.shape[0]
+        raw = np.ascontiguousarray(V.to_memory(x, src)).reshape(lanes, -1).view(V.memory_dtype(to))
+        return V.from_memory(raw if vector_result else raw.reshape(lanes), to)
     return _unary(op, c, info, compute)
 
 
@@ -294,8 +298,57 @@ def _float_unary(compute):
     return compile_fn
 
 
-handles("arith.addf", "llvm.fadd")(_float_op(np.add))
-handles("arith.subf", "llvm.fsub")(_float_op(np.subtract))
+def _contracts(op) -> bool:
+    flags = op.attributes["fastmath"] if "fastmath" in op.attributes else \
+        op.attributes["fastmathFlags"] if "fastmathFlags" in op.attributes else None
+    return flags is not None and ("contract" in str(flags) or "fast" in str(flags).replace("fastmath", ""))
+
+
+_MULTIPLIES = ("arith.mulf", "llvm.fmul")
+
+
+def contracted_multiply(op):
+    """The operand (0 or 1) of an add or subtract that LLVM's NVPTX back end fuses with its multiply into
+    one ``fma`` (rounded once), or None. It does so when both allow contraction (nvdsl's float operations
+    carry ``fastmath<contract>``, like nvcc's -fmad=true) and they are in one block, even where the product
+    has other uses (NVPTX fuses aggressively); of two products it takes the one with fewer uses."""
+    if not _contracts(op):
+        return None
+    candidates = []
+    for i, value in enumerate(list(op.operands)[:2]):
+        if isinstance(value, ir.OpResult):
+            producer = value.owner
+            if producer.name in _MULTIPLIES and _contracts(producer) and producer.parent == op.parent:
+                candidates.append((len(list(value.uses)), i))
+    return min(candidates)[1] if candidates else None
+
+
+def _fused(subtract: bool):
+    """``fadd``/``fsub`` of a product, as the ``fma`` the GPU executes (rounded once; for float64 the sum
+    is rounded twice here, which differs from the GPU in rare halfway cases)."""
+    plain = _float_op(np.subtract if subtract else np.add)
+
+    def compile_fn(op, c, info):
+        i = contracted_multiply(op)
+        if i is None:
+            return plain(op, c, info)
+        product = op.operands[i].owner
+        a, b = (c.slot(v) for v in product.operands)
+        addend, r = c.slot(op.operands[1 - i]), c.slot(op.result)
+        t = scalar_type(op.result.type)
+        sign = -1.0 if subtract and i == 1 else 1.0        # c - a * b = fma(-a, b, c)
+        negate_addend = subtract and i == 0                  # a * b - c = fma(a, b, -c)
+
+        def fn(w):
+            env = w.env
+            exact = sign * env[a].astype(np.float64) * env[b]
+            env[r] = V.convert_float(exact - env[addend] if negate_addend else exact + env[addend], t)
+        return PLAIN, fn
+    return compile_fn
+
+
+handles("arith.addf", "llvm.fadd")(_fused(subtract=False))
+handles("arith.subf", "llvm.fsub")(_fused(subtract=True))
 handles("arith.mulf", "llvm.fmul")(_float_op(np.multiply))
 handles("arith.divf", "llvm.fdiv")(_float_op(np.divide))
 handles("arith.remf")(_float_op(np.fmod))
@@ -328,7 +381,8 @@ def _cmpf(op, c, info):
 # --- math ---------------------------------------------------------------------------------------------
 
 def _math(compute):
-    return _float_unary(lambda x: compute(x.astype(np.float64) if x.dtype == np.float16 else x))
+    """A math function, computed in float64 and rounded once: within the error bound CUDA documents."""
+    return _float_unary(lambda x: compute(x.astype(np.float64)))
 
 
 for _name, _fn in {"floor": np.floor, "ceil": np.ceil, "absf": np.abs, "sqrt": np.sqrt, "exp": np.exp,
@@ -382,4 +436,41 @@ def _ctpop(op, c, info):
             count += (u & np.uint64(1)).astype(np.int64)
             u = u >> np.uint64(1)
         return count.astype(dtype)
+    return _unary(op, c, info, compute)
+
+
+def _flush_subnormals(x: np.ndarray) -> np.ndarray:
+    """``.ftz``: float32 subnormals as zero (of the same sign)."""
+    tiny = np.finfo(np.float32).tiny
+    return np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x).astype(np.float32)
+
+
+def _approximate(compute, ftz: bool = True):
+    """A PTX ``.approx`` instruction: here the float32 rounding of the exact result (within every bound
+    the PTX ISA gives), with subnormal inputs and results flushed to zero where the instruction is ``.ftz``."""
+    def apply(x):
+        x = _flush_subnormals(x) if ftz else x
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            y = compute(x.astype(np.float64)).astype(np.float32)
+        return _flush_subnormals(y) if ftz else y
+    return apply
+
+
+_INTRINSICS = {
+    "llvm.nvvm.ex2.approx.ftz.f32": _approximate(np.exp2),
+    "llvm.nvvm.lg2.approx.ftz.f": _approximate(np.log2),
+    "llvm.nvvm.sqrt.approx.ftz.f": _approximate(np.sqrt),
+    "llvm.nvvm.rsqrt.approx.ftz.f": _approximate(lambda x: 1 / np.sqrt(x)),
+    "llvm.tanh.f32": _approximate(np.tanh, ftz=False),
+    "llvm.sqrt.f32": lambda x: np.sqrt(x.astype(np.float64)).astype(np.float32),   # correctly rounded
+    "llvm.sqrt.f64": np.sqrt,
+}
+
+
+@handles("llvm.call_intrinsic")
+def _call_intrinsic(op, c, info):
+    name = ir.StringAttr(op.attributes["intrin"]).value
+    compute = _INTRINSICS.get(name)
+    if compute is None or len(op.operands) != 1 or len(op.results) != 1:
+        raise V.Unsupported(f"the intrinsic {name}")
     return _unary(op, c, info, compute)

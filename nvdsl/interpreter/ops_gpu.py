@@ -13,6 +13,17 @@ from .memory import MemRef
 from .sync import BarSync
 
 
+def converged(w, info, what: str) -> None:
+    """``.sync.aligned`` instructions, and shuffles over the whole warp, need every live thread of the warp."""
+    if not (w.mask == w.live).all():
+        active = np.flatnonzero(w.mask)
+        raise w.block.fault("divergent-collective", f"{what} reached by only {active.size} of the warp's "
+                            f"{int(w.live.sum())} threads; it is a .sync.aligned instruction that every thread "
+                            "of the warp must execute together", info, warp=w, lanes=active,
+                            hint="keep warp- and warpgroup-wide operations out of branches that only some "
+                                 "threads take")
+
+
 def release_if_complete(block, bar: BarSync) -> None:
     expected = bar.expected_warps if bar.expected_warps is not None else len(block.warps) - block.exited
     if bar.arrived and len(bar.arrived) >= expected:
@@ -167,3 +178,46 @@ def _printf(op, c, info):
             out(c_format(fmt, [col[lane] for col in columns]))
     return PLAIN, fn
 
+
+
+_SHUFFLE_SOURCE = {
+    "xor": lambda lanes, offset: lanes ^ offset,
+    "down": lambda lanes, offset: lanes + offset,
+    "up": lambda lanes, offset: lanes - offset,
+    "idx": lambda lanes, offset: np.broadcast_to(offset, lanes.shape),
+}
+
+
+@handles("gpu.shuffle")
+def _shuffle(op, c, info):
+    """``shfl.sync`` over a segment of ``width`` lanes: each lane reads the value of its source lane, or
+    keeps its own where the source falls outside its segment (the second result says which)."""
+    mode = str(op.attributes["mode"]).split()[-1].strip("<>#").split(".")[-1].strip("<>")
+    source_of = _SHUFFLE_SOURCE.get(mode)
+    if source_of is None:
+        raise V.Unsupported(f"gpu.shuffle {op.attributes['mode']}")
+    value, offset, width = (c.slot(v) for v in op.operands)
+    result, valid = (c.slot(v) for v in op.results)
+    lanes = np.arange(V.LANES, dtype=np.int64)
+
+    def fn(w):
+        converged(w, info, "gpu.shuffle")
+        env = w.env
+        segment = int(V.first_active(env[width], w.mask))
+        if not 1 <= segment <= V.LANES or segment & (segment - 1):
+            raise w.block.fault("bad-shuffle", f"a shuffle over {segment} lanes: the width must be a power of two "
+                                "from 1 to 32", info, warp=w)
+        if segment < V.LANES:
+            raise V.Unsupported("shuffles over part of a warp")
+        if not w.live.all():
+            raise w.block.fault("divergent-collective", f"a shuffle over the whole warp in a warp of only "
+                                f"{int(w.live.sum())} threads: the missing lanes cannot take part", info, warp=w)
+        source = source_of(lanes, env[offset].astype(np.int64))
+        inside = (source >= 0) & (source < segment)
+        x = env[value]
+        if x.shape[0] == 1:
+            env[result] = x
+        else:
+            env[result] = np.where(inside.reshape((-1,) + (1,) * (x.ndim - 1)), x[np.where(inside, source, lanes)], x)
+        env[valid] = inside
+    return PLAIN, fn

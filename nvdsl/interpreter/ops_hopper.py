@@ -18,6 +18,8 @@ from mlir import ir
 from . import values as V
 from .core import GEN, PLAIN, SYNC, Wait, handles
 from .memory import MatrixDescriptor, MemRef, TensorMap, box_layout, is_shared, operand_addresses
+from .ops_atomics import PAIR_ADD, pair_add
+from .ops_gpu import converged
 from .ops_memory import check_shared_write, element_addresses
 from .protocol import granules
 from .reports import race_fault
@@ -28,16 +30,6 @@ REGISTER_FILE = 65536
 
 def _opview(op):
     return op.opview
-
-
-def _converged(w, info, what: str) -> None:
-    """``.sync.aligned`` instructions need every live thread of the warp."""
-    if not (w.mask == w.live).all():
-        active = np.flatnonzero(w.mask)
-        raise w.block.fault("divergent-collective", f"{what} reached by only {active.size} of the warp's "
-                            f"{int(w.live.sum())} threads; it is a .sync.aligned instruction that every thread "
-                            "of the warp must execute together", info, warp=w, lanes=active,
-                            hint="keep warpgroup-wide operations out of branches that only some threads take")
 
 
 _NO_LANES = np.zeros(0, np.int64)
@@ -252,8 +244,11 @@ def barrier_at(w, address: int, info):
     block = w.block
     number, offset = divmod(address - MBARRIER_BASE, MBARRIER_GROUP_STRIDE)
     for group in block.mbarrier_groups.values():
-        if group.base == MBARRIER_BASE + number * MBARRIER_GROUP_STRIDE and 0 <= offset // 8 < len(group.barriers):
-            return group.barriers[offset // 8]
+        if group.base == MBARRIER_BASE + number * MBARRIER_GROUP_STRIDE:
+            if 0 <= offset // 8 < len(group.barriers):
+                return group.barriers[offset // 8]
+            raise block.fault("out-of-bounds", f"mbarrier index {offset // 8} is outside 0..{len(group.barriers) - 1} "
+                              f"of {group.name}", info, warp=w)
     raise block.fault("bad-mbarrier", f"address {address:#x} is not an mbarrier of this block", info, warp=w)
 
 
@@ -360,15 +355,6 @@ def _coords(w, slots, lane):
     return tuple(int(_per_lane(w.env[s], lane)) for s in reversed(slots))
 
 
-def _check_box_inside(w, tmap, coords, lane, info, what):
-    if not tmap.intersects(coords):
-        raise w.block.fault("out-of-bounds", f"{what} at coordinates {list(coords)} (outermost first): the box "
-                            f"{list(tmap.box)} lies entirely outside '{tmap.name}' of shape {list(tmap.shape)}",
-                            info, warp=w, lanes=[lane], hint="TMA fills what lies past the edge with zeros (and "
-                            "drops it on stores), but a box that misses the array is a wrong coordinate",
-                            coords=coords, shape=tmap.shape)
-
-
 @handles("nvgpu.tma.async.load")
 def _tma_load(op, c, info):
     view = _opview(op)
@@ -388,7 +374,6 @@ def _tma_load(op, c, info):
             bar = _barrier(w, env[group], index, lane, info)
             check_use(w, bar, np.array([lane]), info, "a TMA load completing")
             where = _coords(w, coords, lane)
-            _check_box_inside(w, tmap, where, lane, info, "this TMA load")
             elements, nbytes = _box_addresses(w, tmap, mem, lane, info, "this TMA load")
             thread = int(w.threads[lane])
             armed = bar.armed.get(thread)
@@ -429,7 +414,6 @@ def _tma_store(op, c, info):
         for lane in _lanes(w, predicate):
             tmap, mem = env[desc], env[src]
             where = _coords(w, coords, lane)
-            _check_box_inside(w, tmap, where, lane, info, "this TMA store")
             elements, nbytes = _box_addresses(w, tmap, mem, lane, info, "this TMA store")
             conflict = block.shadow.check_read(nbytes, w.vc[lane]) or block.shadow.check_fenced(nbytes)
             if conflict is not None:
@@ -544,8 +528,7 @@ def _matrix(w, descriptor_bits: int, rows: int, k: int, element: ir.Type, k_majo
     if w.block.skeleton:
         return None, addresses
     raw = smem.typed(V.memory_dtype(element))[addresses // itemsize]
-    values = V.from_memory(raw, element).astype(np.float32)
-    return values, addresses
+    return V.as_float32(raw, element), addresses
 
 
 def _operand_bytes(block, addresses: list, itemsize: int) -> np.ndarray:
@@ -620,7 +603,7 @@ def _warpgroup_mma(op, c, info):
     skeleton_reads: dict = {}
 
     def fn(w):
-        _converged(w, info, "nvgpu.warpgroup.mma")
+        converged(w, info, "nvgpu.warpgroup.mma")
         env = w.env
         desc_a = int(V.first_active(env[a_slot], w.mask))
         desc_b = int(V.first_active(env[b_slot], w.mask))
@@ -704,6 +687,10 @@ def _attr_text(op, name: str) -> str:
     return match.group(1).strip() if match else str(op.attributes[name])
 
 
+_OPERAND_TYPES = {"f16": ir.F16Type.get, "bf16": ir.BF16Type.get, "e4m3": ir.Float8E4M3FNType.get,
+                  "e5m2": ir.Float8E5M2Type.get}
+
+
 @handles("nvvm.wgmma.mma_async")
 def _mma_async(op, c, info):
     view = _opview(op)
@@ -713,23 +700,28 @@ def _mma_async(op, c, info):
     shape = dict(part.split("=") for part in _attr_text(op, "shape").replace(" ", "").split(","))
     m, n, k = int(shape["m"]), int(shape["n"]), int(shape["k"])
     types = {name: _attr_text(op, name) for name in ("typeA", "typeB", "typeD")}
-    if types["typeA"] not in ("f16", "bf16") or types["typeD"] != "f32" or types["typeA"] != types["typeB"]:
+    a_element, b_element = (_OPERAND_TYPES[t]() if t in _OPERAND_TYPES else None
+                            for t in (types["typeA"], types["typeB"]))
+    a_k_major = _attr_text(op, "layoutA") == "row"
+    b_k_major = _attr_text(op, "layoutB") == "col"
+    supported = a_element is not None and b_element is not None and types["typeD"] == "f32" and (
+        types["typeA"] == types["typeB"] if types["typeA"] in ("f16", "bf16") else
+        types["typeB"] in ("e4m3", "e5m2") and a_k_major and b_k_major)
+    if not supported:
         raise V.Unsupported(f"wgmma with {types['typeA']} x {types['typeB']} -> {types['typeD']}")
-    element = ir.F16Type.get() if types["typeA"] == "f16" else ir.BF16Type.get()
     accumulate = _attr_text(op, "scaleD") == "one"
     negate_a = _attr_text(op, "scaleA") == "neg"
     negate_b = _attr_text(op, "scaleB") == "neg"
-    a_k_major = _attr_text(op, "layoutA") == "row"
-    b_k_major = _attr_text(op, "layoutB") == "col"
-    if m != 64 or k != 16:
-        raise V.Unsupported(f"wgmma shape m{m}n{n}k{k}")
+    itemsize = V.item_bytes(a_element)
+    if m != 64 or k * itemsize != 32:
+        raise V.Unsupported(f"wgmma shape m{m}n{n}k{k} on {types['typeA']}")
 
     def fn(w):
-        _converged(w, info, "wgmma.mma_async")
+        converged(w, info, "wgmma.mma_async")
         env = w.env
-        a, a_addresses = _matrix(w, int(V.first_active(env[a_slot], w.mask)), 64, k, element, a_k_major, info)
-        b, b_addresses = _matrix(w, int(V.first_active(env[b_slot], w.mask)), n, k, element, b_k_major, info)
-        _record_operand_reads(w, [a_addresses, b_addresses], V.item_bytes(element), info)
+        a, a_addresses = _matrix(w, int(V.first_active(env[a_slot], w.mask)), 64, k, a_element, a_k_major, info)
+        b, b_addresses = _matrix(w, int(V.first_active(env[b_slot], w.mask)), n, k, b_element, b_k_major, info)
+        _record_operand_reads(w, [a_addresses, b_addresses], itemsize, info)
         if w.block.skeleton:
             return True
         if negate_a:
@@ -741,17 +733,67 @@ def _mma_async(op, c, info):
     return SYNC, fn
 
 
+_REGISTER_A = re.compile(r"setp\.ne\.b32 p, 1, 0;\s*wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.(f16|bf16)\.(f16|bf16) "
+                         r"\{[^}]*\}, \{[^}]*\}, \$\d+, p, 1, 1, ([01]);")
+
+
+def register_a_wgmma(op, c, info, match):
+    """nvdsl's inline ``wgmma.mma_async`` with A in registers: operands are the accumulator chunk's N/2
+    floats, A's four 32-bit registers (pairs of 16-bit values in the m64k16 fragment layout, which is the
+    accumulator's), and B's descriptor; D = A @ B + D (scale-d is the predicate ``p``, set true)."""
+    n = int(match.group(1))
+    if match.group(2) != match.group(3):
+        raise V.Unsupported(f"wgmma with A in registers of {match.group(2)} and B of {match.group(3)}")
+    bf16 = match.group(2) == "bf16"
+    element = ir.BF16Type.get() if bf16 else ir.F16Type.get()
+    b_k_major = match.group(4) == "0"
+    operands = [c.slot(v) for v in op.operands]
+    if len(operands) != n // 2 + 5:
+        raise V.Unsupported("an inline wgmma with unexpected operands")
+    old, a_registers, b_slot = operands[:n // 2], operands[n // 2:n // 2 + 4], operands[-1]
+    r = c.slot(op.result)
+    rows, cols = fragment_layout(16)
+    out_rows, out_cols = fragment_layout(n)
+
+    def fn(w):
+        converged(w, info, "wgmma.mma_async")
+        env = w.env
+        b, b_addresses = _matrix(w, int(V.first_active(env[b_slot], w.mask)), n, 16, element, b_k_major, info)
+        _record_operand_reads(w, [b_addresses], 2, info)
+        if w.block.skeleton:
+            return True
+        packed = np.stack([np.broadcast_to(env[x], (V.LANES,)) for x in a_registers], axis=1).astype(np.int32)
+        a = V.as_float32(packed.view(np.uint16 if bf16 else np.float16), element)   # (32, 8): a0 .. a7
+        a_rows = np.zeros((16, 16), np.float32)
+        a_rows[rows, cols] = a
+        accumulator = np.stack([np.broadcast_to(env[x], (V.LANES,)) for x in old], axis=1)
+        env[r] = (accumulator + (a_rows @ b.T)[out_rows, out_cols]).astype(np.float32)
+        return True
+    return SYNC, fn
+
+
+@handles("llvm.inline_asm")
+def _inline_asm(op, c, info):
+    """The inline PTX nvdsl emits, recognised by its text; any other is refused."""
+    text = ir.StringAttr(op.attributes["asm_string"]).value
+    for pattern, compile_fn in ((PAIR_ADD, pair_add), (_REGISTER_A, register_a_wgmma)):
+        match = pattern.search(text)
+        if match is not None:
+            return compile_fn(op, c, info, match)
+    raise V.Unsupported(f"the inline PTX {' '.join(text.split())!r}")
+
+
 @handles("nvvm.wgmma.fence.aligned")
 def _wgmma_fence(op, c, info):
     def fn(w):
-        _converged(w, info, "wgmma.fence")
+        converged(w, info, "wgmma.fence")
     return PLAIN, fn
 
 
 @handles("nvvm.wgmma.commit.group.sync.aligned")
 def _wgmma_commit(op, c, info):
     def fn(w):
-        _converged(w, info, "wgmma.commit_group")
+        converged(w, info, "wgmma.commit_group")
         _commit(w)
     return PLAIN, fn
 
@@ -761,7 +803,7 @@ def _wgmma_wait(op, c, info):
     keep = ir.IntegerAttr(op.attributes["group"]).value
 
     def gen(w):
-        _converged(w, info, "wgmma.wait_group")
+        converged(w, info, "wgmma.wait_group")
         yield from _wait(w, keep, info)
     return GEN, gen
 
@@ -836,7 +878,7 @@ def _setmaxnreg(op, c, info):
     verb = "inc" if increase else "dec"
 
     def gen(w):
-        _converged(w, info, "setmaxnreg")
+        converged(w, info, "setmaxnreg")
         block = w.block
         if count % 8 or not 24 <= count <= 256:
             raise block.fault("bad-setmaxnreg", f"setmaxnreg {count}: the count must be a multiple of 8 in 24..256",

@@ -7,7 +7,7 @@ from mlir import ir
 
 from . import values as V
 from .core import PLAIN, SYNC, handles
-from .memory import MemRef, row_major_strides
+from .memory import LOCAL, Buffer, MemRef, row_major_strides
 from .reports import race_fault
 
 
@@ -87,13 +87,13 @@ def check_shared_read(w, active, lanes, nbytes, info, what):
     shadow.record_read(addresses, w.agent, w.epoch, info.id)
 
 
-def check_shared_write(w, active, lanes, nbytes, info, what):
+def check_shared_write(w, active, lanes, nbytes, info, what, atomic: bool = False):
     shadow = w.block.shadow
     addresses, rows = shared_bytes(active, lanes, nbytes)
-    conflict = shadow.check_write(addresses, w.vc[rows], rows, skip_agent=w.agent)
+    conflict = shadow.check_write(addresses, w.vc[rows], rows, skip_agent=w.agent, atomic=atomic)
     if conflict is not None:
         raise race_fault(w.block, w, conflict, info, what, w.vc)
-    shadow.record_write(addresses, w.agent, w.epoch, info.id, threads=w.threads[rows])
+    shadow.record_write(addresses, w.agent, w.epoch, info.id, threads=w.threads[rows], atomic=atomic)
 
 
 def _shared(t: ir.Type) -> bool:
@@ -249,6 +249,25 @@ def _extract(op, c, info):
         position = [int(V.first_active(env[next(it)], w.mask)) if p == sentinel else p for p in static] or \
             [int(V.first_active(env[s], w.mask)) for s in dynamic]
         env[r] = env[a][(slice(None), *position)]
+    return PLAIN, fn
+
+
+@handles("memref.alloca")
+def _alloca(op, c, info):
+    """Memory private to each thread (nvdsl keeps loop state such as an aref's slot and phase there): one
+    buffer per warp, each lane's copy at its own byte offset."""
+    result_type = ir.MemRefType(op.result.type)
+    shape = tuple(result_type.shape)
+    if any(s < 0 for s in shape) or op.operands:
+        raise V.Unsupported("memref.alloca with dynamic sizes")
+    element = result_type.element_type
+    nbytes = max(V.item_bytes(element) * int(np.prod(shape)), 1)
+    lane_offsets = np.arange(V.LANES, dtype=np.int64) * nbytes
+    r = c.slot(op.result)
+
+    def fn(w):
+        buffer = Buffer(np.zeros(V.LANES * nbytes, np.uint8), "a thread's local variable", LOCAL)
+        w.env[r] = MemRef(buffer, lane_offsets, shape, row_major_strides(shape), element)
     return PLAIN, fn
 
 

@@ -7,6 +7,7 @@ back only when the call completes.
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 
@@ -15,8 +16,8 @@ from mlir import ir
 
 from .. import dtypes as dt
 from ..errors import ArgumentError, LaunchConfigError
-from ..signature import ARRAY, ArgSpec
-from . import ops_arith, ops_control, ops_gpu, ops_hopper, ops_memory  # noqa: F401 - register the handlers
+from ..signature import ARRAY, ArgSpec, ScratchSpec
+from . import ops_arith, ops_atomics, ops_control, ops_gpu, ops_hopper, ops_memory  # noqa: F401 - register the handlers
 from . import values as V
 from .core import PLAIN, Compiler, handles
 from .machine import Block
@@ -139,6 +140,7 @@ class Program:
             raise ValueError(f"expected one host function in the module, found {len(functions)}")
         with module.context:
             host = functions[0].regions[0].blocks[0]
+            self.scratch = _scratch_specs(functions[0].operation)
             if keep is not None:
                 keep = keep | {op.operation for op in host.operations}
             compiler = Compiler(fuzz, keep)
@@ -162,6 +164,12 @@ class Program:
                 env[slot] = array
             else:
                 env[slot] = _scalar(spec, arg)
+        with self.module.context:
+            for slot, (spec, zero) in zip(self.host.args[len(specs):], self.scratch):
+                # nvdsl.empty's contents are undefined: all-ones bytes (NaN, -1) make a read before a write show
+                data = np.full(spec.dtype.itemsize * int(np.prod(spec.shape)), 0 if zero else 0xFF, np.uint8)
+                env[slot] = MemRef(Buffer(data, spec.name, GLOBAL), 0, spec.shape, row_major_strides(spec.shape),
+                                   spec.dtype.mlir_type())
         host = Host(self, env, seed, output or _stdout)
         with np.errstate(all="ignore"):
             self.host.run(host)
@@ -177,11 +185,20 @@ class Program:
         from .protocol import placeholder_array
         env = [None] * self.slot_count
         with self.module.context:
-            for spec, slot in zip(specs, self.host.args):
+            for spec, slot in zip(specs + tuple(spec for spec, _ in self.scratch), self.host.args):
                 env[slot] = placeholder_array(spec) if spec.kind == ARRAY else np.zeros(1, np.int64)
         host = Host(self, env, None, lambda text: None, budget=budget)
         with np.errstate(all="ignore"):
             self.host.run(host)
+
+
+def _scratch_specs(function: ir.Operation) -> tuple[tuple[ArgSpec, bool], ...]:
+    """The host function's scratch arrays (``nvdsl.empty``/``zeros``, its trailing arguments): spec, zeroed."""
+    from ..compiler.driver import SCRATCH_ATTR
+    if SCRATCH_ATTR not in function.attributes:
+        return ()
+    specs = [ScratchSpec.from_json(d) for d in json.loads(ir.StringAttr(function.attributes[SCRATCH_ATTR]).value)]
+    return tuple((ArgSpec(f"scratch{j}", ARRAY, s.dtype, s.shape), s.zero) for j, s in enumerate(specs))
 
 
 def _stdout(text: str) -> None:

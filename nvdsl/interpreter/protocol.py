@@ -11,8 +11,8 @@ is checked), and the race detector watches shared memory in 128-byte granules.
 It finds: arrival counts that never complete a phase (a deadlock) or complete it early, ``expect_tx``
 bytes that differ from the boxes completing on the barrier, waits whose parity passes before the
 data landed or never passes, stages refilled before their consumers released them or while a
-wgmma may still read them, mbarriers used before their initialisation is ordered, TMA boxes that
-miss the array, barriers reached by part of a warp. A violation raises :class:`~nvdsl.ProtocolError`
+wgmma may still read them, mbarriers used before their initialisation is ordered, mbarrier indices
+and shared-memory tiles outside their range, barriers reached by part of a warp. A violation raises :class:`~nvdsl.ProtocolError`
 with the lines involved. Where the skeleton depends on memory contents or runtime scalars, or is
 too long to run, the check cannot decide and says so (it returns the reason) instead of guessing.
 Generic-proxy fences and TMA store sources involve ordinary stores, which the skeleton leaves out:
@@ -81,7 +81,7 @@ class _Slice:
     def _keep(self, op) -> None:
         if op in self.keep or op == self.launch:
             return
-        if op.name in MEMORY_READS:
+        if op.name in MEMORY_READS and not _private(op.operands[0]):
             from .core import source_location
             raise Undecided(f"the kernel's synchronisation depends on memory contents ({op.name} at "
                             f"{source_location(op.location)})")
@@ -95,6 +95,10 @@ class _Slice:
         parent = _parent(op)
         if parent is not None and parent != self.launch and parent.name != "func.func":
             self._keep(parent)
+        if op.name == "memref.alloca":
+            # a thread's local variable (an aref's slot and phase): what is loaded from it is what was stored
+            for use in op.result.uses:
+                self._keep(use.owner.operation if hasattr(use.owner, "operation") else use.owner)
 
     def _push(self, value) -> None:
         if value not in self._seen_values:
@@ -146,6 +150,11 @@ class _Slice:
             self._keep(op)
         else:
             self.host_values.add(value)
+
+
+def _private(memref: ir.Value) -> bool:
+    """Whether a memref is a thread's local variable (registers, after LLVM promotes it)."""
+    return isinstance(memref, ir.OpResult) and memref.owner.name == "memref.alloca"
 
 
 def _terminator(block):

@@ -74,6 +74,7 @@ class Shadow:
         self.w_agent = np.zeros(nbytes, np.int32)
         self.w_clock = np.zeros(nbytes, np.int32)
         self.w_op = np.full(nbytes, -1, np.int32)
+        self.w_atomic = np.zeros(nbytes, np.bool_)    # the last write was an atomic
         self.reads: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         # generic-proxy writes not yet fenced: writer thread (+1) and the write's sequence number
         self.g_thread = np.zeros(nbytes, np.int32)
@@ -107,12 +108,15 @@ class Shadow:
         return None
 
     def check_write(self, addresses: np.ndarray, clocks: np.ndarray, lanes: np.ndarray | None = None,
-                    skip_agent: int = -1):
-        """Writes of ``addresses``: earlier writes and reads by other agents must be ordered before."""
+                    skip_agent: int = -1, atomic: bool = False):
+        """Writes of ``addresses``: earlier writes and reads by other agents must be ordered before (an
+        atomic need not be ordered after another atomic)."""
         rows = None if clocks.ndim == 1 else np.arange(addresses.shape[0])
         seen = lambda agents: clocks[agents] if rows is None else clocks[rows, agents]
         agents = self.w_agent[addresses]
         bad = seen(agents) < self.w_clock[addresses]
+        if atomic:
+            bad &= ~self.w_atomic[addresses]
         if bad.any():
             i = int(np.argmax(bad))
             a = int(addresses[i])
@@ -152,11 +156,12 @@ class Shadow:
         ops[addresses] = op
 
     def record_write(self, addresses: np.ndarray, agent: int, clock: int, op: int,
-                     threads: np.ndarray | None = None) -> None:
+                     threads: np.ndarray | None = None, atomic: bool = False) -> None:
         """A write; ``threads`` (per address, block thread ids) marks generic-proxy writes awaiting a fence."""
         self.w_agent[addresses] = agent
         self.w_clock[addresses] = clock
         self.w_op[addresses] = op
+        self.w_atomic[addresses] = atomic
         if threads is None:
             self.g_thread[addresses] = 0
         else:

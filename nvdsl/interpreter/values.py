@@ -114,6 +114,15 @@ def from_memory(raw: np.ndarray, t: ir.Type) -> np.ndarray:
     return raw
 
 
+def as_float32(raw: np.ndarray, t: ir.Type) -> np.ndarray:
+    """Memory contents of a float type (float8 included) as float32 values, as the tensor cores read them."""
+    if isinstance(t, ir.Float8E4M3FNType):
+        return float8_values(raw, "e4m3")
+    if isinstance(t, ir.Float8E5M2Type):
+        return float8_values(raw, "e5m2")
+    return from_memory(raw, t).astype(np.float32)
+
+
 def convert_float(values: np.ndarray, t: ir.Type) -> np.ndarray:
     """Float values rounded to the float type ``t`` (nearest even), as registers of ``t``."""
     dtype, bits, kind = element_kind(t)
@@ -186,3 +195,39 @@ def storer(t: ir.Type):
     if kind in (BF16, "b"):
         return lambda values: to_memory(values, t)
     return lambda values: values.astype(dtype, copy=False)
+
+
+class Struct:
+    """An LLVM struct of differently typed fields (``llvm.cmpxchg``'s ``(old, success)``), indexed as
+    ``llvm.extractvalue`` indexes lane arrays: ``struct[:, i]``."""
+
+    __slots__ = ("fields",)
+
+    def __init__(self, fields: tuple):
+        self.fields = fields
+
+    def __getitem__(self, key):
+        return self.fields[key[1]]
+
+
+# float8 formats: (exponent bits, mantissa bits, exponent bias, whether the top exponent is IEEE inf/NaN)
+FLOAT8_FORMATS = {"e4m3": (4, 3, 7, False), "e5m2": (5, 2, 15, True)}
+
+
+def float8_values(bits: np.ndarray, name: str) -> np.ndarray:
+    """float8 bit patterns (uint8) as float32 values: e4m3 (OCP FN: no infinities, S.1111.111 is NaN) or
+    e5m2 (IEEE-like)."""
+    exponent_bits, mantissa_bits, bias, ieee = FLOAT8_FORMATS[name]
+    b = bits.astype(np.int32)
+    sign = np.where(b & 0x80, -1.0, 1.0)
+    exponent = (b >> mantissa_bits) & ((1 << exponent_bits) - 1)
+    mantissa = b & ((1 << mantissa_bits) - 1)
+    normal = np.ldexp(1.0 + mantissa / (1 << mantissa_bits), exponent - bias)
+    subnormal = np.ldexp(mantissa / (1 << mantissa_bits), 1 - bias)
+    values = sign * np.where(exponent == 0, subnormal, normal)
+    top = exponent == (1 << exponent_bits) - 1
+    if ieee:
+        values = np.where(top, np.where(mantissa == 0, sign * np.inf, np.nan), values)
+    else:
+        values = np.where(top & (mantissa == (1 << mantissa_bits) - 1), np.nan, values)
+    return values.astype(np.float32)
