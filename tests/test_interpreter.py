@@ -14,7 +14,8 @@ import nvdsl
 from helpers import FakeDLPackDeviceArray
 from nvdsl.interpreter import Program
 from test_gemm import single_tile, store_column_slices, store_row_major, store_through_tma_boxes
-from test_gpu import python_operators
+from test_gpu import (OPERATOR_CASES, check_python_operators, check_reverse, check_row_stats,
+                      check_too_much_shared_memory_is_refused, make_axpy, python_operators, reverse, row_stats)
 from test_hopper import k_loop_gemm, round_trip, stuck_wait
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -41,17 +42,9 @@ def relative_error(c, a, b):
 
 # --- scalar semantics --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("a, b", [
-    (np.array([-7, 7, -7, 7, -1, 0, 9, -9], np.int32), np.array([2, 2, -2, -2, 3, 5, -4, 4], np.int32)),
-    (np.array([4000000000, 7, 3, 1 << 31], np.uint32), np.array([3, 2, 5, 3], np.uint32)),
-    (np.array([-7.5, 7.5, -7.5, 7.5], np.float32), np.array([2.0, 2.0, -2.0, -2.0], np.float32)),
-])
+@pytest.mark.parametrize("a, b", OPERATOR_CASES)
 def test_operators_follow_python_semantics(a, b):
-    out = np.zeros((4, a.size), a.dtype)
-    interpreted(python_operators)(a, b, out)
-    with np.errstate(over="ignore"):
-        expected = np.stack([a // b, a % b, (a < b).astype(a.dtype), a ** 2])
-    np.testing.assert_array_equal(out, expected)
+    check_python_operators(interpreted(python_operators), a, b)
 
 
 def test_shifts_conversions_and_select_by_dtype():
@@ -84,66 +77,11 @@ def test_shifts_conversions_and_select_by_dtype():
 
 
 def test_divergent_loops_carries_and_branches():
-    @nvdsl.mlir_func
-    def row_stats(x, out):
-        rows, cols = x.shape
-
-        @nvdsl.gpu_launch(grid=1, block=rows)
-        def kernel(ctx):
-            r = ctx.thread_id.x
-
-            @nvdsl.fori(0, cols, carry=(nvdsl.constant(0.0, nvdsl.float32), nvdsl.constant(0, nvdsl.int32)))
-            def stats(j, carry):
-                total, positives = carry
-                return total + x[r, j], positives + (x[r, j] > 0.0).to(nvdsl.int32)
-            total, positives = stats
-            out[r, 0] = total
-            out[r, 1] = positives.to(nvdsl.float32)
-            out[r, 2] = nvdsl.cond(total > 0.0, lambda: total, lambda: -total)
-            with nvdsl.when(positives > cols // 2) as branch:
-                out[r, 3] = 1.0
-            with branch.otherwise():
-                out[r, 3] = -1.0
-            # a loop whose trip count differs per thread
-            @nvdsl.fori(0, r % 5, carry=nvdsl.constant(0, nvdsl.int32))
-            def count(j, n):
-                return n + 1
-            out[r, 4] = count.to(nvdsl.float32)
-        kernel()
-    x = np.random.default_rng(2).standard_normal((64, 100)).astype(np.float32)
-    out = np.zeros((64, 5), np.float32)
-    interpreted(row_stats)(x, out)
-    total, positives = x.sum(1), (x > 0).sum(1)
-    np.testing.assert_allclose(out[:, 0], total, rtol=1e-4, atol=1e-4)
-    np.testing.assert_array_equal(out[:, 1], positives)
-    np.testing.assert_allclose(out[:, 2], np.abs(total), rtol=1e-4, atol=1e-4)
-    np.testing.assert_array_equal(out[:, 3], np.where(positives > 50, 1.0, -1.0))
-    np.testing.assert_array_equal(out[:, 4], np.arange(64) % 5)
+    check_row_stats(interpreted(row_stats()))
 
 
 def test_shared_memory_and_block_barriers():
-    @nvdsl.mlir_func
-    def reverse(x):
-        n = x.shape[0]
-        block = 256
-
-        @nvdsl.gpu_launch(grid=1, block=block, smem=n * 4)
-        def kernel(ctx):
-            t = ctx.thread_id.x
-            staged = ctx.dynamic_shared((n,), nvdsl.float32)
-            flags = ctx.shared_array((block,), nvdsl.int32)
-            for k in nvdsl.for_range(0, n, block):
-                staged[k + t] = x[k + t]
-            flags[t] = t.to(nvdsl.int32)
-            ctx.sync_threads()
-            for k in nvdsl.for_range(0, n, block):
-                x[k + t] = staged[n - 1 - (k + t)] + flags[block - 1 - t].to(nvdsl.float32)
-        kernel()
-    n = 1024
-    x = np.arange(n, dtype=np.float32)
-    expected = x[::-1] + (255 - np.arange(n) % 256)
-    interpreted(reverse)(x)
-    np.testing.assert_array_equal(x, expected)
+    check_reverse(interpreted(reverse(256)), 1024, 256)
 
 
 def test_device_print_goes_to_stdout(capsys):
@@ -333,21 +271,28 @@ def make_copy():
     return copy
 
 
-_UNKNOWN = """
-module attributes {gpu.container_module} {
-  func.func @f(%arg0: memref<32xi32>) {
+def one_warp_module(body: str) -> str:
+    """MLIR text: a host function f(%out: memref<32xi32>) launching one warp that runs ``body``
+    (thread index %t0)."""
+    return f"""
+module attributes {{gpu.container_module}} {{
+  func.func @f(%out: memref<32xi32>) {{
     %c1 = arith.constant 1 : index
     %c32 = arith.constant 32 : index
     gpu.launch blocks(%b0, %b1, %b2) in (%g0 = %c1, %g1 = %c1, %g2 = %c1)
-               threads(%t0, %t1, %t2) in (%s0 = %c32, %s1 = %c1, %s2 = %c1) {
-      %v = arith.constant 3 : i32
-      %lo, %hi = arith.mulsi_extended %v, %v : i32 loc("kernel.py":7:0)
+               threads(%t0, %t1, %t2) in (%s0 = %c32, %s1 = %c1, %s2 = %c1) {{
+{body}
       gpu.terminator
-    }
+    }}
     return
-  }
-}
+  }}
+}}
 """
+
+
+_UNKNOWN = one_warp_module("""
+      %v = arith.constant 3 : i32
+      %lo, %hi = arith.mulsi_extended %v, %v : i32 loc("kernel.py":7:0)""")
 
 
 def test_an_operation_without_semantics_is_refused_naming_it_and_its_line():
@@ -382,13 +327,7 @@ def test_the_interpreter_layer_does_not_import_the_frontend():
                     assert not (node.module or "").startswith(("frontend", "hopper")), (name, node.module)
 
 
-_INDEX_OPS = """
-module attributes {gpu.container_module} {
-  func.func @f(%out: memref<32xi32>) {
-    %c1 = arith.constant 1 : index
-    %c32 = arith.constant 32 : index
-    gpu.launch blocks(%b0, %b1, %b2) in (%g0 = %c1, %g1 = %c1, %g2 = %c1)
-               threads(%t0, %t1, %t2) in (%s0 = %c32, %s1 = %c1, %s2 = %c1) {
+_INDEX_OPS = one_warp_module("""
       %c7 = index.constant 7
       %c3 = index.constant 3
       %sum = index.add %t0, %c7
@@ -396,27 +335,15 @@ module attributes {gpu.container_module} {
       %small = index.cmp slt(%t0, %c7)
       %picked = arith.select %small, %q, %c3 : index
       %v = index.casts %picked : index to i32
-      memref.store %v, %out[%t0] : memref<32xi32>
-      gpu.terminator
-    }
-    return
-  }
-}
-"""
+      memref.store %v, %out[%t0] : memref<32xi32>""")
 
 
 def test_a_multiply_feeding_an_add_is_one_fused_rounding_as_on_the_gpu():
     """nvdsl's float ops allow contraction and NVPTX fuses them: y = alpha * x + y is one fma, rounded once
     (in float16 two roundings differ in about 3% of these elements)."""
-    @nvdsl.mlir_func
-    def axpy(x, y, alpha):
-        @nvdsl.gpu_launch(grid=x.shape[0] // 128, block=128)
-        def kernel(ctx):
-            i = ctx.block_id.x * 128 + ctx.thread_id.x
-            y[i] = alpha * x[i] + y[i]
-        kernel()
+    axpy, _ = make_axpy()
     rng = np.random.default_rng(1)
-    x, y = ((rng.standard_normal(4096) * 8).astype(np.float16) for _ in range(2))
+    x, y = ((rng.standard_normal((100, 300)) * 8).astype(np.float16) for _ in range(2))
     alpha = np.float16(1.5)
     once = (np.float64(alpha) * x.astype(np.float64) + y).astype(np.float16)
     interpreted(axpy)(x, y, alpha)
@@ -463,15 +390,7 @@ def test_index_dialect_operations():
 
 
 def test_what_the_gpu_runtime_refuses_the_interpreter_refuses_too():
-    @nvdsl.mlir_func
-    def big(x):
-        @nvdsl.gpu_launch(grid=1, block=32, smem=240 * 1024)
-        def kernel(ctx):
-            x[ctx.thread_id.x] = 1.0
-        kernel()
-    with pytest.raises(nvdsl.LaunchConfigError) as info:
-        interpreted(big)(np.zeros(32, np.float32))
-    assert info.value.code == "smem-too-large" and "245760" in str(info.value)
+    check_too_much_shared_memory_is_refused({"backend": "interpret"})
 
     y = np.zeros(32, np.float32)
     y.flags.writeable = False

@@ -114,8 +114,7 @@ def test_kernels_without_mbarriers_are_not_checked_and_cost_nothing():
 
 
 def test_the_check_can_be_turned_off(monkeypatch):
-    import broken_kernels
-    fn, inputs = broken_kernels.make("arrival-count")
+    fn, inputs = bk.make("arrival-count")
     fn.with_options(protocol_check=False).trace(*inputs())       # no check at all when tracing
     from nvdsl.options import from_env
     assert from_env({"NVDSL_PROTOCOL_CHECK": "0"}).protocol_check is False

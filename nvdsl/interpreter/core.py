@@ -35,6 +35,15 @@ def handles(*names):
     return register
 
 
+def identity(op, c, info):
+    """An operation whose result is its operand as the interpreter holds values (casts of one value)."""
+    a, r = c.slot(op.operands[0]), c.slot(op.result)
+
+    def fn(w):
+        w.env[r] = w.env[a]
+    return PLAIN, fn
+
+
 @dataclass(frozen=True)
 class OpInfo:
     """What reports say about an operation: its name and the user's Python line."""

@@ -16,9 +16,9 @@ from mlir import ir
 from mlir.dialects import arith
 
 from . import values as V
-from .core import PLAIN, SYNC, handles
+from .core import PLAIN, SYNC, handles, identity
 from .memory import SHARED, addressed
-from .ops_memory import check_shared_write, element_addresses
+from .ops_memory import check_shared_write, element_addresses, shared_memref
 
 
 def _float(combine):
@@ -98,12 +98,11 @@ def _atomic_rmw(op, c, info):
         env[r] = apply_atomic(w, targets, element, lambda old, lane: combine(old, _lane(values, lane)), info,
                               "this atomic")
         return True
-    return SYNC if _shared(op.operands[1].type) else PLAIN, fn
+    return SYNC if shared_memref(op.operands[1].type) else PLAIN, fn
 
 
-def _shared(t: ir.Type) -> bool:
-    from .memory import is_shared
-    return is_shared(ir.MemRefType(t))
+# pointers are integers (see memory.ADDRESS_BITS): casts between them and integers change nothing
+handles("llvm.inttoptr", "llvm.ptrtoint", "llvm.addrspacecast")(identity)
 
 
 @handles("memref.extract_aligned_pointer_as_index")

@@ -51,6 +51,28 @@ def _uniform_int(x: np.ndarray, mask: np.ndarray, bits: int, unsigned: bool):
     return int(value)
 
 
+def _drivers(steps):
+    """One region op's logic, ``steps(w)``: a generator yielding each block to run next (it sets the
+    block's arguments and the warp's mask before yielding, and reads the block's results after), run
+    as a plain instruction when no block can block, else as a generator instruction."""
+    def plain(w):
+        for block in steps(w):
+            block.run(w)
+
+    def gen(w):
+        for block in steps(w):
+            if block.generator:
+                yield from block.run(w)
+            else:
+                block.run(w)
+    return plain, gen
+
+
+def _instruction(steps, blocks):
+    plain, gen = _drivers(steps)
+    return (GEN, gen) if any(b is not None and b.generator for b in blocks) else (PLAIN, plain)
+
+
 @handles("scf.for")
 def _for(op, c, info):
     lb, ub, step = (c.slot(v) for v in list(op.operands)[:3])
@@ -60,7 +82,7 @@ def _for(op, c, info):
     results = [c.slot(v) for v in op.results]
     unsigned = "unsignedCmp" in op.attributes
     dtype, bits, kind = V.element_kind(op.operands[0].type)
-    run, yields = body.run, body.yields
+    yields = body.yields
 
     def bounds(w):
         env = w.env
@@ -86,32 +108,7 @@ def _for(op, c, info):
             i = i + st
             active = active & (i < hi)
 
-    if not body.generator:
-        def fn(w):
-            env = w.env
-            lo, hi, st = bounds(w)
-            carried = [env[s] for s in inits]
-            if lo is not None and hi is not None and st is not None:
-                for i in range(lo, hi, st):
-                    env[iv] = np.array([i], dtype)
-                    for slot, value in zip(carried_args, carried):
-                        env[slot] = value
-                    run(w)
-                    carried = [env[s] for s in yields]
-            else:
-                mask = w.mask
-                for active in divergent_iterations(w):
-                    w.mask = active
-                    for slot, value in zip(carried_args, carried):
-                        env[slot] = value
-                    run(w)
-                    carried = [merge(active, env[s], old) for s, old in zip(yields, carried)]
-                w.mask = mask
-            for slot, value in zip(results, carried):
-                env[slot] = value
-        return PLAIN, fn
-
-    def gen(w):
+    def steps(w):
         env = w.env
         lo, hi, st = bounds(w)
         carried = [env[s] for s in inits]
@@ -120,7 +117,7 @@ def _for(op, c, info):
                 env[iv] = np.array([i], dtype)
                 for slot, value in zip(carried_args, carried):
                     env[slot] = value
-                yield from run(w)
+                yield body
                 carried = [env[s] for s in yields]
         else:
             mask = w.mask
@@ -128,12 +125,12 @@ def _for(op, c, info):
                 w.mask = active
                 for slot, value in zip(carried_args, carried):
                     env[slot] = value
-                yield from run(w)
+                yield body
                 carried = [merge(active, env[s], old) for s, old in zip(yields, carried)]
             w.mask = mask
         for slot, value in zip(results, carried):
             env[slot] = value
-    return GEN, gen
+    return _instruction(steps, [body])
 
 
 @handles("scf.if")
@@ -142,73 +139,30 @@ def _if(op, c, info):
     then = c.block(op.regions[0].blocks[0])
     otherwise = c.block(op.regions[1].blocks[0]) if len(op.regions[1].blocks) else None
     results = [c.slot(v) for v in op.results]
-    generator = then.generator or (otherwise is not None and otherwise.generator)
 
-    def plain(w):
+    def steps(w):
         env = w.env
         mask = w.mask
         taken = _uniform_bool(env[cond], mask)
-        if taken is True:
-            then.run(w)
-            branch = then
-        elif taken is False:
-            if otherwise is None:
-                return
-            otherwise.run(w)
-            branch = otherwise
-        else:
+        if taken is None:       # the lanes disagree: each side with its lanes, results merged
             take = env[cond] & mask
             w.mask = take
-            then.run(w)
+            yield then
             then_values = [env[s] for s in then.yields]
             w.mask = mask & ~take
             if otherwise is not None:
-                otherwise.run(w)
+                yield otherwise
             w.mask = mask
             for slot, new, old in zip(results, then_values, [env[s] for s in otherwise.yields] if otherwise else []):
                 env[slot] = merge(take, new, old)
             return
-        for slot, value in zip(results, [env[s] for s in branch.yields]):
-            env[slot] = value
-
-    if not generator:
-        return PLAIN, plain
-
-    def gen(w):
-        env = w.env
-        mask = w.mask
-        taken = _uniform_bool(env[cond], mask)
-        if taken is True:
-            yield from _run(then, w)
-            branch = then
-        elif taken is False:
-            if otherwise is None:
-                return
-            yield from _run(otherwise, w)
-            branch = otherwise
-        else:
-            take = env[cond] & mask
-            w.mask = take
-            yield from _run(then, w)
-            then_values = [env[s] for s in then.yields]
-            w.mask = mask & ~take
-            if otherwise is not None:
-                yield from _run(otherwise, w)
-            w.mask = mask
-            for slot, new, old in zip(results, then_values, [env[s] for s in otherwise.yields] if otherwise else []):
-                env[slot] = merge(take, new, old)
+        branch = then if taken else otherwise
+        if branch is None:
             return
+        yield branch
         for slot, value in zip(results, [env[s] for s in branch.yields]):
             env[slot] = value
-    return GEN, gen
-
-
-def _run(block, w):
-    """Run a block from a generator, whether or not the block itself yields."""
-    if block.generator:
-        yield from block.run(w)
-    else:
-        block.run(w)
+    return _instruction(steps, [then, otherwise])
 
 
 @handles("scf.while")
@@ -218,7 +172,7 @@ def _while(op, c, info):
     after = c.block(op.regions[1].blocks[0])
     results = [c.slot(v) for v in op.results]
 
-    def gen(w):
+    def steps(w):
         env = w.env
         mask = w.mask
         values = [env[s] for s in inits]
@@ -228,7 +182,7 @@ def _while(op, c, info):
             w.mask = active
             for slot, value in zip(before.args, values):
                 env[slot] = value
-            yield from _run(before, w)
+            yield before
             condition = env[before.yields[0]]
             forwarded = [env[s] for s in before.yields[1:]]
             decided = _uniform_bool(condition, active)
@@ -247,16 +201,9 @@ def _while(op, c, info):
                 w.mask = active
             for slot, value in zip(after.args, forwarded):
                 env[slot] = value
-            yield from _run(after, w)
+            yield after
             values = [env[s] for s in after.yields]
         w.mask = mask
         for slot, value in zip(results, finished):
             env[slot] = value
-
-    if before.generator or after.generator:
-        return GEN, gen
-
-    def plain(w):
-        for _ in gen(w):
-            raise AssertionError("a plain while loop yielded")
-    return PLAIN, plain
+    return _instruction(steps, [before, after])

@@ -119,10 +119,10 @@ def _ids(op, c, info):
     return PLAIN, fn
 
 
-@handles("gpu.lane_id")
+@handles("gpu.lane_id", "nvvm.read.ptx.sreg.laneid")
 def _lane_id(op, c, info):
     r = c.slot(op.result)
-    lanes = np.arange(V.LANES, dtype=np.int64)
+    lanes = np.arange(V.LANES, dtype=V.register_dtype(op.result.type))
 
     def fn(w):
         w.env[r] = lanes

@@ -16,7 +16,7 @@ import numpy as np
 from mlir import ir
 
 from . import values as V
-from .core import GEN, PLAIN, SYNC, Wait, handles
+from .core import GEN, PLAIN, SYNC, Wait, handles, identity
 from .memory import MatrixDescriptor, MemRef, TensorMap, box_layout, is_shared, operand_addresses
 from .ops_atomics import PAIR_ADD, pair_add
 from .ops_gpu import converged
@@ -948,16 +948,6 @@ for _kind in ("tid", "ctaid", "ntid", "nctaid"):
         handles(f"nvvm.read.ptx.sreg.{_kind}.{_axis}")(_sreg)
 
 
-@handles("nvvm.read.ptx.sreg.laneid")
-def _laneid(op, c, info):
-    r = c.slot(op.result)
-    lanes = np.arange(V.LANES, dtype=np.int32)
-
-    def fn(w):
-        w.env[r] = lanes
-    return PLAIN, fn
-
-
 # --- llvm ----------------------------------------------------------------------------------------------
 
 @handles("llvm.extractvalue")
@@ -987,15 +977,6 @@ def _insertvalue(op, c, info):
     return PLAIN, fn
 
 
-@handles("llvm.inttoptr", "llvm.ptrtoint", "llvm.addrspacecast")
-def _pointer_cast(op, c, info):
-    a, r = c.slot(op.operands[0]), c.slot(op.result)
-
-    def fn(w):
-        w.env[r] = w.env[a]
-    return PLAIN, fn
-
-
 @handles("llvm.intr.trap")
 def _trap(op, c, info):
     def fn(w):
@@ -1017,11 +998,7 @@ def _cast(op, c, info):
         return _tensormap(op, c, info, ir.DictAttr(op.attributes[TENSORMAP_ATTR]))
     if len(op.operands) != 1 or len(op.results) != 1:
         raise V.Unsupported("an unrealized conversion of several values")
-    a, r = c.slot(op.operands[0]), c.slot(op.result)
-
-    def fn(w):
-        w.env[r] = w.env[a]
-    return PLAIN, fn
+    return identity(op, c, info)
 
 
 def _tensormap(op, c, info, settings):

@@ -6,8 +6,8 @@ import numpy as np
 from mlir import ir
 
 from . import values as V
-from .core import PLAIN, SYNC, handles
-from .memory import LOCAL, Buffer, MemRef, row_major_strides
+from .core import PLAIN, SYNC, handles, identity
+from .memory import LOCAL, Buffer, MemRef, is_shared, row_major_strides
 from .reports import race_fault
 
 
@@ -96,117 +96,91 @@ def check_shared_write(w, active, lanes, nbytes, info, what, atomic: bool = Fals
     shadow.record_write(addresses, w.agent, w.epoch, info.id, threads=w.threads[rows], atomic=atomic)
 
 
-def _shared(t: ir.Type) -> bool:
-    from .memory import is_shared
+def shared_memref(t: ir.Type) -> bool:
     return is_shared(ir.MemRefType(t))
 
 
-@handles("memref.load")
-def _load(op, c, info):
-    m = c.slot(op.operands[0])
-    indices = [c.slot(v) for v in list(op.operands)[1:]]
-    r = c.slot(op.result)
-    element = op.result.type
-    shared = _shared(op.operands[0].type)
-    load = V.loader(element)
-    zero = np.zeros(1, V.register_dtype(element))
+def _access(op, c, info, memref: ir.Value, first_index: int, count: int, write: bool):
+    """What a load or store of ``count`` contiguous elements needs: ``at(w) -> (mem, lanes, addresses)``
+    (addresses bounds-checked; shared accesses checked by the race detector; None when no lane is
+    active) and whether it touches shared memory (then a scheduling point)."""
+    m = c.slot(memref)
+    indices = [c.slot(v) for v in list(op.operands)[first_index:]]
+    shared = shared_memref(memref.type)
+    verb = "store" if write else "load"
+    what = f"this {'vector ' if count > 1 else ''}{verb}"
+    check = check_shared_write if write else check_shared_read
 
-    def fn(w):
+    def at(w):
         env = w.env
         mem = env[m]
         lanes = w.lanes()
         if not lanes.size:
-            env[r] = zero
-            return False
-        addresses = element_addresses(w, mem, [_index(env[i]) for i in indices], info, what="load")
+            return None
+        addresses = element_addresses(w, mem, [_index(env[i]) for i in indices], info, count, verb)
         if shared:
-            check_shared_read(w, _active(addresses, lanes), lanes, mem.itemsize, info, "this load")
-        env[r] = load(mem.buffer.typed(mem.mem_dtype)[addresses // mem.itemsize])
+            check(w, _active(addresses, lanes), lanes, count * mem.itemsize, info, what)
+        return mem, lanes, addresses
+    return at, shared
+
+
+def _positions(mem: MemRef, addresses: np.ndarray, n: int | None) -> np.ndarray:
+    """Element positions in the buffer of the scalar (``n`` None) or of the ``n``-vector at each address."""
+    if n is None:
+        return addresses // mem.itemsize
+    return (addresses[:, None] + np.arange(n) * (mem.strides[-1] * mem.itemsize)) // mem.itemsize
+
+
+def _write(mem: MemRef, lanes: np.ndarray, addresses: np.ndarray, values: np.ndarray, n: int | None = None):
+    """The active lanes' values (as memory holds them) at their addresses; where all lanes have one
+    address, the last active lane's value wins."""
+    if addresses.shape[0] == 1:
+        addresses, values = addresses[:1], values[lanes[-1] if values.shape[0] > 1 else 0]
+    else:
+        addresses, values = addresses[lanes], values[lanes] if values.shape[0] > 1 else values[0]
+    mem.buffer.typed(mem.mem_dtype)[_positions(mem, addresses, n)] = values
+
+
+def _vector_length(t: ir.Type):
+    """(n, element type) of a vector type, (None, t) of a scalar one."""
+    if isinstance(t, ir.VectorType):
+        vector = ir.VectorType(t)
+        return vector.shape[-1], vector.element_type
+    return None, t
+
+
+@handles("memref.load", "vector.load")
+def _load(op, c, info):
+    n, element = _vector_length(op.result.type)
+    at, shared = _access(op, c, info, op.operands[0], 1, n or 1, write=False)
+    r = c.slot(op.result)
+    load = V.loader(element)
+    zero = np.zeros((1,) if n is None else (1, n), V.register_dtype(element))
+
+    def fn(w):
+        found = at(w)
+        if found is None:
+            w.env[r] = zero
+            return False
+        mem, lanes, addresses = found
+        w.env[r] = load(mem.buffer.typed(mem.mem_dtype)[_positions(mem, addresses, n)])
         return True
     return (SYNC if shared else PLAIN), fn
 
 
-@handles("memref.store")
+@handles("memref.store", "vector.store")
 def _store(op, c, info):
-    v, m = c.slot(op.operands[0]), c.slot(op.operands[1])
-    indices = [c.slot(x) for x in list(op.operands)[2:]]
-    element = op.operands[0].type
-    shared = _shared(op.operands[1].type)
+    n, element = _vector_length(op.operands[0].type)
+    at, shared = _access(op, c, info, op.operands[1], 2, n or 1, write=True)
+    v = c.slot(op.operands[0])
     store = V.storer(element)
 
     def fn(w):
-        env = w.env
-        mem = env[m]
-        lanes = w.lanes()
-        if not lanes.size:
+        found = at(w)
+        if found is None:
             return False
-        addresses = element_addresses(w, mem, [_index(env[i]) for i in indices], info, what="store")
-        if shared:
-            check_shared_write(w, _active(addresses, lanes), lanes, mem.itemsize, info, "this store")
-        values = store(env[v])
-        typed = mem.buffer.typed(mem.mem_dtype)
-        if addresses.shape[0] == 1:
-            # every active lane stores to one address: the last active lane's value wins
-            typed[addresses[0] // mem.itemsize] = values[lanes[-1]] if values.shape[0] > 1 else values[0]
-        else:
-            typed[addresses[lanes] // mem.itemsize] = values[lanes] if values.shape[0] > 1 else values[0]
-        return True
-    return (SYNC if shared else PLAIN), fn
-
-
-@handles("vector.load")
-def _vector_load(op, c, info):
-    m = c.slot(op.operands[0])
-    indices = [c.slot(x) for x in list(op.operands)[1:]]
-    r = c.slot(op.result)
-    vector_type = ir.VectorType(op.result.type)
-    n = vector_type.shape[-1]
-    element = vector_type.element_type
-    shared = _shared(op.operands[0].type)
-
-    def fn(w):
-        env = w.env
-        mem = env[m]
-        lanes = w.lanes()
-        if not lanes.size:
-            env[r] = np.zeros((1, n), V.register_dtype(element))
-            return False
-        addresses = element_addresses(w, mem, [_index(env[i]) for i in indices], info, n, "load")
-        if shared:
-            check_shared_read(w, _active(addresses, lanes), lanes, n * mem.itemsize, info, "this vector load")
-        step = mem.strides[-1] * mem.itemsize
-        positions = (addresses[:, None] + np.arange(n) * step) // mem.itemsize
-        env[r] = V.from_memory(mem.buffer.typed(mem.mem_dtype)[positions], element)
-        return True
-    return (SYNC if shared else PLAIN), fn
-
-
-@handles("vector.store")
-def _vector_store(op, c, info):
-    v, m = c.slot(op.operands[0]), c.slot(op.operands[1])
-    indices = [c.slot(x) for x in list(op.operands)[2:]]
-    vector_type = ir.VectorType(op.operands[0].type)
-    n = vector_type.shape[-1]
-    element = vector_type.element_type
-    shared = _shared(op.operands[1].type)
-
-    def fn(w):
-        env = w.env
-        mem = env[m]
-        lanes = w.lanes()
-        if not lanes.size:
-            return False
-        addresses = element_addresses(w, mem, [_index(env[i]) for i in indices], info, n, "store")
-        if shared:
-            check_shared_write(w, _active(addresses, lanes), lanes, n * mem.itemsize, info, "this vector store")
-        step = mem.strides[-1] * mem.itemsize
-        values = V.to_memory(env[v], element)
-        if addresses.shape[0] == 1:
-            positions = (addresses[0] + np.arange(n) * step) // mem.itemsize
-            mem.buffer.typed(mem.mem_dtype)[positions] = values[lanes[-1] if values.shape[0] > 1 else 0]
-        else:
-            positions = (addresses[lanes][:, None] + np.arange(n) * step) // mem.itemsize
-            mem.buffer.typed(mem.mem_dtype)[positions] = values[lanes] if values.shape[0] > 1 else values[0]
+        mem, lanes, addresses = found
+        _write(mem, lanes, addresses, store(w.env[v]), n)
         return True
     return (SYNC if shared else PLAIN), fn
 
@@ -342,15 +316,7 @@ def _subview(op, c, info):
     return PLAIN, fn
 
 
-@handles("memref.cast", "memref.reinterpret_cast")
-def _cast(op, c, info):
-    if op.name == "memref.reinterpret_cast":
-        raise V.Unsupported("memref.reinterpret_cast")
-    a, r = c.slot(op.operands[0]), c.slot(op.result)
-
-    def fn(w):
-        w.env[r] = w.env[a]
-    return PLAIN, fn
+handles("memref.cast")(identity)
 
 
 @handles("memref.dim")
