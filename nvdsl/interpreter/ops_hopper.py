@@ -262,14 +262,12 @@ def _nvvm_try_wait(op, c, info):
         env = w.env
         lanes = w.active_lanes()
         result = np.zeros(V.LANES, np.bool_)
-        addresses = np.broadcast_to(env[address], (V.LANES,))
-        parities = np.broadcast_to(env[phase], (V.LANES,)).astype(np.int64) & 1
-        pairs = {}
-        for lane in lanes:
-            bar = barrier_at(w, int(addresses[lane]), info)
-            pairs.setdefault((id(bar), int(parities[lane])), (bar, int(parities[lane]), []))[2].append(lane)
-        for bar, parity, group_lanes in pairs.values():
-            group_lanes = np.array(group_lanes)
+        # the lanes grouped by (barrier address, parity): usually one group
+        keys = (np.broadcast_to(env[address], (V.LANES,)).astype(np.int64) << 1) | \
+            (np.broadcast_to(env[phase], (V.LANES,)).astype(np.int64) & 1)
+        active_keys = keys[lanes]
+        for key in np.unique(active_keys):
+            bar, parity, group_lanes = barrier_at(w, int(key) >> 1, info), int(key) & 1, lanes[active_keys == key]
             check_use(w, bar, group_lanes, info, "try_wait")
             clock = yield from _wait_phase(w, bar, parity, info, spin=True)
             if clock is not False:

@@ -163,7 +163,10 @@ def _load(op, c, info):
             w.env[r] = zero
             return False
         mem, lanes, addresses = found
-        w.env[r] = load(mem.buffer.typed(mem.mem_dtype)[_positions(mem, addresses, n)])
+        values = load(mem.buffer.typed(mem.mem_dtype)[_positions(mem, addresses, n)])
+        if mem.buffer.space == LOCAL and n is None and (values == values[0]).all():
+            values = values[:1]     # the threads' copies agree (an aref's slot and phase): one lane-uniform value
+        w.env[r] = values
         return True
     return (SYNC if shared else PLAIN), fn
 
