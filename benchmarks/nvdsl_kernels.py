@@ -73,8 +73,9 @@ def register_gemms(registry: dict) -> None:
     from nvdsl.kernels.gemm import MAPPING, gemm, matmul
     registry.setdefault("nvdsl-gemm", gemm)
 
-    # The same kernel under Options(debug=True): every mbarrier wait bounded (a hang becomes a report).
-    # Its ratio to nvdsl-gemm is the cost of making bounded waits the default.
+    # The same kernel under Options(debug=True): every mbarrier wait bounded (a hang becomes a report)
+    # and traced-index array accesses bounds-checked. Its ratio to nvdsl-gemm bounds what making the
+    # waits bounded by default would cost.
     debug = nt.build(matmul, MAPPING).with_options(debug=True)
 
     def gemm_debug(a, b, c):
