@@ -1,4 +1,4 @@
-"""``python3 -m benchmarks {gemm,attention,launch,saxpy,compile,all} [options]``: run, print, write results."""
+"""``python3 -m benchmarks {gemm,attention,launch,saxpy,compile,trust,all} [options]``: run, print, write results."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="suites: gemm (fp16/bf16 GEMM, TFLOP/s), gemm_family (dual GEMM, GEMM + row sums, batched GEMM, "
                "linear + bias + activation against Triton and torch, TFLOP/s), attention (fp16 attention "
                "forward, TFLOP/s), launch (host overhead per call, µs), saxpy (bandwidth, GB/s), compile (cold "
-               "and disk-cached compile time, ms); all runs them in turn.")
+               "and disk-cached compile time, ms), trust (the static protocol check and the CPU interpreter, "
+               "ms, no GPU needed); all runs them in turn.")
     parser.add_argument("suite", choices=SUITES + ("all",), help="which suite to run")
     parser.add_argument("--quick", action="store_true",
                         help="a small subset (gemm: fp16, K in {1024, 4096}; gemm_family: fp16; attention: L=4096; "

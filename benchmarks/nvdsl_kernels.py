@@ -69,5 +69,15 @@ def register_gemms(registry: dict) -> None:
         ch5_kernels[str(a.dtype).removeprefix("torch.")](a, b, c)
     registry.setdefault("nvdsl-ch5", ch5)
 
-    from nvdsl.kernels.gemm import gemm
+    import nvdsl.tasks as nt
+    from nvdsl.kernels.gemm import MAPPING, gemm, matmul
     registry.setdefault("nvdsl-gemm", gemm)
+
+    # The same kernel under Options(debug=True): every mbarrier wait bounded (a hang becomes a report)
+    # and traced-index array accesses bounds-checked. Its ratio to nvdsl-gemm bounds what making the
+    # waits bounded by default would cost.
+    debug = nt.build(matmul, MAPPING).with_options(debug=True)
+
+    def gemm_debug(a, b, c):
+        debug(c, a, b)
+    registry.setdefault("nvdsl-gemm-debug", gemm_debug)

@@ -16,8 +16,9 @@ import importlib
 
 from .dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16, float32, float64, index,
                      int8, int16, int32, int64, uint8, uint16, uint32, uint64)
-from .errors import (ArgumentError, CompileError, CudaError, InternalError, LaunchConfigError, MappingError,
-                     NoDeviceError, NvdslError, PtxasWarning, TaskError, TraceError, UserError)
+from .errors import (ArgumentError, CompileError, CudaError, InternalError, KernelFault, LaunchConfigError,
+                     MappingError, NoDeviceError, NvdslError, ProtocolCheckWarning, ProtocolError, PtxasWarning,
+                     TaskError, TraceError, UserError)
 from .frontend.trace import Compiled, Trace, TracedFunction, mlir_func
 from . import layouts
 from .layouts import FragmentLayout, Layout
@@ -37,6 +38,7 @@ _TRACING_NAMES = {
     "nvdsl.hopper.tma": ("TMA", "fence_shared_to_async", "tma_store_wait"),
     "nvdsl.hopper.warpgroup": ("Warpgroup",),
     "nvdsl.hopper.wgmma": ("WGMMAAccumulator", "WGMMAMatrix", "wgmma_group", "wgmma_wait"),
+    "nvdsl.interpreter.fuzz": ("fuzz", "FuzzReport"),
 }
 _LAZY = {(n if isinstance(n, str) else n[0]): (module, n if isinstance(n, str) else n[1])
          for module, names in _TRACING_NAMES.items() for n in names}
@@ -74,8 +76,9 @@ __all__ = [
     # dtypes
     "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "index",
-    # configuration and errors
-    "Options", "device_count", "synchronize",
+    # configuration, the interpreter's schedule fuzzing, errors
+    "Options", "device_count", "synchronize", "fuzz", "FuzzReport",
     "NvdslError", "UserError", "TraceError", "ArgumentError", "LaunchConfigError", "TaskError", "MappingError",
-    "CompileError", "CudaError", "NoDeviceError", "InternalError", "PtxasWarning",
+    "CompileError", "CudaError", "NoDeviceError", "InternalError", "PtxasWarning", "KernelFault", "ProtocolError",
+    "ProtocolCheckWarning",
 ]

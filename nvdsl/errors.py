@@ -101,6 +101,32 @@ class MappingError(UserError, ValueError):
     numbers and is raised before anything is traced."""
 
 
+class KernelFault(UserError):
+    """The interpreter stopped a kernel that broke a rule while running: a deadlock, a race on shared
+    memory, an out-of-bounds access, an ``expect_tx`` that differs from the bytes the copies deliver.
+
+    ``code`` names the rule, ``loc`` is the Python line of the operation that broke it, and
+    ``details`` holds what the report names (block, warp, lanes, barrier, phase, arrivals,
+    outstanding transaction bytes, the other lines involved).
+    """
+
+    def __init__(self, message: str, *, code: str, hint: str | None = None,
+                 loc: SourceLocation | None = None, details: dict | None = None):
+        self.details = dict(details or {})
+        super().__init__(message, code=code, hint=hint, loc=loc)
+
+    def with_location(self, loc: SourceLocation | None) -> "KernelFault":
+        return type(self)(self.message, code=self.code, hint=self.hint, loc=loc, details=self.details)
+
+
+class ProtocolError(UserError):
+    """The static check of a kernel's barrier protocol found a violation before anything ran."""
+
+
+class ProtocolCheckWarning(UserWarning):
+    """The static check of a kernel's barrier protocol could not decide (the message says why)."""
+
+
 class CompileError(NvdslError):
     """A compiler stage (an MLIR pass, ptxas) failed; quotes the tool's message."""
 

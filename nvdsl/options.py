@@ -12,6 +12,11 @@ Environment variables (each parsed strictly; a bad value is an error, not ignore
 ``NVDSL_PTXAS``               path of the ptxas to assemble cubins with
 ``NVDSL_DEVICE``              CUDA device ordinal (default 0)
 ``NVDSL_DEBUG``               ``1``: compile kernels with device-side checks
+``NVDSL_BACKEND``             ``gpu`` or ``interpret`` (default: the GPU when
+                              one is present, else the CPU interpreter)
+``NVDSL_SEED``                an integer: the interpreter's schedule seed
+``NVDSL_PROTOCOL_CHECK``      ``1`` (default) or ``0``: check each kernel's
+                              barrier protocol before it is compiled or run
 ============================  ===============================================
 
 Options passed to a decorator win over the environment, field by field. A
@@ -29,6 +34,8 @@ from dataclasses import dataclass
 from .errors import UserError
 
 _CHIP = re.compile(r"sm_\d+[a-z]?$")
+GPU, INTERPRET = "gpu", "interpret"
+BACKENDS = (None, GPU, INTERPRET)
 _FEATURES = re.compile(r"\+ptx\d+$")
 
 
@@ -49,6 +56,14 @@ class Options:
         device: the CUDA device ordinal kernels run on.
         debug: compile kernels with device-side checks that report the Python line of a misuse
             instead of corrupting memory or hanging (slower; part of the compile cache key).
+        backend: where calls run: ``"gpu"``, ``"interpret"`` (the CPU interpreter, on NumPy arrays,
+            reporting races, deadlocks and protocol errors), or None for the GPU when one is present
+            and the interpreter otherwise.
+        seed: for the interpreter, None runs warps in a fixed order; an int draws the order of warps
+            and the landing of TMA copies from a generator seeded with it (schedule fuzzing).
+        protocol_check: before compiling or interpreting, check each kernel's barrier protocol
+            (arrival counts, transaction bytes, wait parities, stage reuse); a violation raises
+            ``ProtocolError``, a kernel the check cannot decide gets a ``ProtocolCheckWarning``.
     """
 
     chip: str = "sm_90a"
@@ -61,6 +76,9 @@ class Options:
     cache_dir: str | None = None
     device: int = 0
     debug: bool = False
+    backend: str | None = None
+    seed: int | None = None
+    protocol_check: bool = True
 
     def __post_init__(self):
         if not _CHIP.match(self.chip):
@@ -81,6 +99,11 @@ class Options:
             if path is not None and os.path.exists(path) and not os.path.isdir(path):
                 raise UserError(f"{field}={path!r} is a file, not a directory", code="bad-option",
                                 hint="point it at a directory (it is created when missing)")
+        if self.backend not in BACKENDS:
+            raise UserError(f"backend={self.backend!r} must be one of {', '.join(map(repr, BACKENDS))}",
+                            code="bad-option", hint="'gpu' runs on the GPU, 'interpret' in the CPU interpreter")
+        if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0):
+            raise UserError(f"seed={self.seed!r} must be None or an int >= 0", code="bad-option")
 
     def replace(self, **changes) -> "Options":
         return dataclasses.replace(self, **changes)
@@ -110,6 +133,12 @@ def _env_int(name: str, raw: str) -> int:
         raise UserError(f"{name}={raw!r} is not an integer", code="bad-env") from None
 
 
+def _env_backend(name: str, raw: str) -> str:
+    if raw not in (GPU, INTERPRET):
+        raise UserError(f"{name}={raw!r} is not a backend", code="bad-env", hint=f"use {GPU} or {INTERPRET}")
+    return raw
+
+
 _ENV_FIELDS = {
     "NVDSL_DUMP_DIR": ("dump_dir", str),
     "NVDSL_CACHE_DIR": ("cache_dir", str),
@@ -120,6 +149,9 @@ _ENV_FIELDS = {
     "NVDSL_PTXAS": ("ptxas", str),
     "NVDSL_DEVICE": ("device", _env_int),
     "NVDSL_DEBUG": ("debug", _env_bool),
+    "NVDSL_BACKEND": ("backend", _env_backend),
+    "NVDSL_SEED": ("seed", _env_int),
+    "NVDSL_PROTOCOL_CHECK": ("protocol_check", _env_bool),
 }
 
 

@@ -1,10 +1,15 @@
 import os
 import tempfile
 
+import pytest
+
 # Each test session gets its own disk cache, so tests never see another run's entries.
 os.environ.setdefault("NVDSL_CACHE_DIR", tempfile.mkdtemp(prefix="nvdsl-test-cache-"))
-for variable in ("NVDSL_DUMP_DIR", "NVDSL_CHIP", "NVDSL_OPT_LEVEL", "NVDSL_PTX_FEATURES", "NVDSL_DEVICE", "NVDSL_DEBUG"):
+for variable in ("NVDSL_DUMP_DIR", "NVDSL_CHIP", "NVDSL_OPT_LEVEL", "NVDSL_PTX_FEATURES", "NVDSL_DEVICE", "NVDSL_DEBUG",
+                 "NVDSL_SEED", "NVDSL_PROTOCOL_CHECK"):
     os.environ.pop(variable, None)
+
+from nvdsl.testing import GPU_MARKS  # noqa: E402 - after the environment is set
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -27,3 +32,13 @@ def pytest_configure(config):
 
 def pytest_report_header(config):
     return f"correctness matrix seed: --matrix-seed {config.getoption('--matrix-seed')}"
+
+
+
+@pytest.fixture(params=[pytest.param("gpu", marks=GPU_MARKS), "interpret"])
+def backend(request, monkeypatch):
+    """A test taking ``backend`` runs twice: on the GPU (marked gpu, skipped without one) and in the CPU
+    interpreter (so in CI too), with NVDSL_BACKEND set for the functions it makes (make them in the test:
+    a function's options are read once)."""
+    monkeypatch.setenv("NVDSL_BACKEND", request.param)
+    return request.param

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import nvdsl
-from nvdsl.testing import requires_gpu
 
 TILE = (16, 32)                      # float32: one 128-byte row per tile row
 
@@ -234,9 +233,8 @@ def test_slot_tiles_are_valid_only_while_held():
     assert "not made of whole TMA boxes" in str(trace_error(wrong_box))
 
 
-# --- on the GPU ----------------------------------------------------------------------------------
+# --- on the GPU and in the interpreter ----------------------------------------------------------------------------------
 
-@requires_gpu
 @pytest.mark.parametrize("depth, rows, k, blocks, consumers", [
     (3, 64, 7 * 32, None, 1),        # 7 tiles through 3 slots: the trip count is no multiple of the depth
     (2, 160, 5 * 32, 3, 2),          # persistent: 10 row blocks over 3 blocks; two consumer warpgroups
@@ -244,7 +242,7 @@ def test_slot_tiles_are_valid_only_while_held():
     (5, 96, 9 * 32, 2, 3),
     (2, 64, 7 * 32, None, -1),       # one role of one warpgroup fills and reads
     (3, 96, 4 * 32, 2, -2)])         # one role of two warpgroups, persistent
-def test_rings_hand_every_tile_to_every_consumer(depth, rows, k, blocks, consumers):
+def test_rings_hand_every_tile_to_every_consumer(depth, rows, k, blocks, consumers, backend):
     single_role, consumers = consumers < 0, abs(consumers)
     rng = np.random.default_rng(depth * 100 + rows)
     x = rng.standard_normal((rows, k)).astype(np.float32)

@@ -93,12 +93,16 @@ def test_a_shape_that_contradicts_the_kernel_is_a_trace_error_and_a_legal_one_re
     assert "memref<4x8xf32>" in transpose.trace(np.ones((8, 4), np.float32), np.ones((4, 8), np.float32)).mlir
 
 
-@pytest.mark.skipif(has_gpu(), reason="checks the no-GPU message")
-def test_calling_without_a_gpu_says_compiling_still_works():
+@pytest.mark.skipif(has_gpu(), reason="checks the no-GPU behaviour")
+def test_calling_without_a_gpu_runs_in_the_interpreter_and_asking_for_the_gpu_says_compiling_still_works():
+    x, y = vectors()
+    scale(x, y, 2.0)
+    assert scale.backend == "interpret" and (y == 2.0).all()
+    on_gpu = scale.with_options(backend="gpu")
     with pytest.raises(nvdsl.NoDeviceError) as info:
-        scale(*vectors(), 2.0)
+        on_gpu(*vectors(), 2.0)
     assert "compiling still works" in str(info.value)
-    assert scale.compile(*vectors(), 2.0).ptx  # and it does
+    assert on_gpu.compile(*vectors(), 2.0).ptx  # and it does
 
 
 def test_driver_errors_are_decoded_to_their_names():

@@ -143,17 +143,24 @@ def python_operators(a, b, out):
     kernel()
 
 
-@pytest.mark.parametrize("a, b", [
+OPERATOR_CASES = [
     (np.array([-7, 7, -7, 7, -1, 0, 9, -9], np.int32), np.array([2, 2, -2, -2, 3, 5, -4, 4], np.int32)),
     (np.array([4000000000, 7, 3, 1 << 31], np.uint32), np.array([3, 2, 5, 3], np.uint32)),
     (np.array([-7.5, 7.5, -7.5, 7.5], np.float32), np.array([2.0, 2.0, -2.0, -2.0], np.float32)),
-])
-def test_operators_follow_python_semantics(a, b):
+]
+
+
+def check_python_operators(call, a, b) -> None:
     out = np.zeros((4, a.size), a.dtype)
-    python_operators(a, b, out)
+    call(a, b, out)
     with np.errstate(over="ignore"):  # uint32 a**2 wraps, on the GPU as in NumPy
         expected = np.stack([a // b, a % b, (a < b).astype(a.dtype), a ** 2])
     np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("a, b", OPERATOR_CASES)
+def test_operators_follow_python_semantics(a, b):
+    check_python_operators(python_operators, a, b)
 
 
 def test_shifts_follow_signedness():
@@ -169,7 +176,9 @@ def test_shifts_follow_signedness():
         np.testing.assert_array_equal(out, a >> 1)
 
 
-def test_loops_with_carries_and_branches():
+def row_stats():
+    """Per row (one thread each): a loop carrying a sum and a count, a branch with results, a when/otherwise,
+    and a loop whose trip count differs between the threads of a warp."""
     @nvdsl.mlir_func
     def row_stats(x, out):
         rows, cols = x.shape
@@ -190,22 +199,36 @@ def test_loops_with_carries_and_branches():
                 out[r, 3] = 1.0
             with branch.otherwise():
                 out[r, 3] = -1.0
+
+            @nvdsl.fori(0, r % 5, carry=nvdsl.constant(0, nvdsl.int32))
+            def count(j, n):
+                return n + 1
+            out[r, 4] = count.to(nvdsl.float32)
         kernel()
+    return row_stats
+
+
+def check_row_stats(call) -> None:
     x = np.random.default_rng(2).standard_normal((64, 100)).astype(np.float32)
-    out = np.zeros((64, 4), np.float32)
-    row_stats(x, out)
+    out = np.zeros((64, 5), np.float32)
+    call(x, out)
     total, positives = x.sum(1), (x > 0).sum(1)
     np.testing.assert_allclose(out[:, 0], total, rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(out[:, 1], positives)
     np.testing.assert_allclose(out[:, 2], np.abs(total), rtol=1e-4, atol=1e-4)
     np.testing.assert_array_equal(out[:, 3], np.where(positives > 50, 1.0, -1.0))
+    np.testing.assert_array_equal(out[:, 4], np.arange(64) % 5)
 
 
-def test_shared_memory_static_and_dynamic_beyond_48_kib():
+def test_loops_with_carries_and_branches():
+    check_row_stats(row_stats())
+
+
+def reverse(block: int):
+    """x reversed through dynamic shared memory, plus a static shared array of thread ids read backwards."""
     @nvdsl.mlir_func
     def reverse(x):
         n = x.shape[0]
-        block = 1024
 
         @nvdsl.gpu_launch(grid=1, block=block, smem=n * 4)
         def kernel(ctx):
@@ -219,15 +242,22 @@ def test_shared_memory_static_and_dynamic_beyond_48_kib():
             for k in nvdsl.for_range(0, n, block):
                 x[k + t] = staged[n - 1 - (k + t)] + flags[block - 1 - t].to(nvdsl.float32)
         kernel()
-    n = 48 * 1024  # 192 KiB of dynamic shared memory: needs the opt-in
+    return reverse
+
+
+def check_reverse(call, n: int, block: int) -> None:
     x = np.arange(n, dtype=np.float32)
-    t = np.arange(n) % 1024
-    expected = x[::-1] + (1023 - t)
-    reverse(x)
+    expected = x[::-1] + (block - 1 - np.arange(n) % block)
+    call(x)
     np.testing.assert_array_equal(x, expected)
 
 
-def test_shared_memory_above_the_device_limit_names_both_numbers():
+def test_shared_memory_static_and_dynamic_beyond_48_kib():
+    check_reverse(reverse(1024), 48 * 1024, 1024)   # 192 KiB of dynamic shared memory: needs the opt-in
+
+
+def check_too_much_shared_memory_is_refused(backend_options: dict) -> None:
+    """240 KiB of dynamic shared memory, past the device's limit: refused naming both numbers."""
     @nvdsl.mlir_func
     def big(x):
         @nvdsl.gpu_launch(grid=1, block=32, smem=240 * 1024)
@@ -235,9 +265,13 @@ def test_shared_memory_above_the_device_limit_names_both_numbers():
             x[ctx.thread_id.x] = 1.0
         kernel()
     with pytest.raises(nvdsl.LaunchConfigError) as info:
-        big(np.zeros(32, np.float32))
+        big.with_options(**backend_options)(np.zeros(32, np.float32))
     assert info.value.code == "smem-too-large"
     assert "245760" in str(info.value) and "allows at most" in str(info.value)
+
+
+def test_shared_memory_above_the_device_limit_names_both_numbers():
+    check_too_much_shared_memory_is_refused({})
 
 
 def test_read_only_numpy_output_is_refused():

@@ -182,8 +182,9 @@ def test_tma_on_device_arrays_and_a_misaligned_one():
 # --- bounded mbarrier waits -------------------------------------------------------------------------
 
 def stuck_wait(timeout_ns, phase=0):
-    """Two blocks of 32 threads waiting for ``phase`` of barrier 1, on which nobody arrives."""
-    @nvdsl.mlir_func
+    """Two blocks of 32 threads waiting for ``phase`` of barrier 1, on which nobody arrives (deliberately:
+    the static protocol check, which would refuse it before it runs, is off)."""
+    @nvdsl.mlir_func(options=nvdsl.Options(protocol_check=False))
     def stuck(out):
         @nvdsl.gpu_launch(grid=2, block=32)
         def kernel(ctx):
@@ -212,9 +213,30 @@ def test_a_bounded_wait_polls_try_wait_and_traps_with_a_report():
             assert {"SYNCS", "BPT"} <= sass_opcodes(compiled.sass())   # BPT.TRAP
 
 
-def test_an_unbounded_wait_stays_the_plain_loop():
-    ptx = round_trip((64, 64), 128).compile(*[np.zeros((128, 128), np.float16)] * 2).ptx
-    assert "LAB_WAIT" in ptx and "%globaltimer" not in ptx and "trap;" not in ptx
+def test_an_unbounded_wait_is_a_try_wait_loop_without_a_suspend_hint():
+    arrays = [np.zeros((128, 128), np.float16)] * 2
+    compiled = round_trip((64, 64), 128).compile(*arrays)
+    ptx = compiled.ptx
+    assert re.search(r"mbarrier.try_wait.parity.shared.b64\s+%p\d+, \[[^\]]+\], %r\d+;", ptx)  # no hint operand
+    assert "LAB_WAIT" not in ptx and "%globaltimer" not in ptx and "trap;" not in ptx
+    if compiled.cubin is not None and find_tool("nvdisasm"):
+        # threads can leave a NANOSLEEP one by one, in a loop whose branch nvgpu declares uniform
+        assert "NANOSLEEP" not in sass_opcodes(compiled.sass())
+
+
+def test_a_suspend_hint_uses_nvgpus_wait():
+    @nvdsl.mlir_func
+    def hinted(out):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def kernel(ctx):
+            bar = nvdsl.Mbarriers(1)[0]
+            bar.init(1, predicate=ctx.thread_id.x.eq(0))
+            ctx.sync_threads()
+            bar.arrive(0, predicate=ctx.thread_id.x.eq(0))
+            bar.try_wait(0, ticks=10_000_000)
+            out[ctx.thread_id.x] = 1
+        kernel()
+    assert "LAB_WAIT" in hinted.compile(np.zeros(32, np.int32)).ptx
 
 
 def test_a_traced_phase_and_ticks_work_with_a_timeout():
@@ -226,7 +248,8 @@ def test_a_traced_phase_and_ticks_work_with_a_timeout():
             bar.try_wait(phase, ticks=ctx.thread_id.x * 1000, timeout_ns=10**9)
             out[ctx.thread_id.x] = 1
         kernel()
-    ptx = host.compile(np.zeros(32, np.int32), np.int64(3)).ptx
+    with pytest.warns(nvdsl.ProtocolCheckWarning, match="runtime scalar argument 'phase'"):
+        ptx = host.compile(np.zeros(32, np.int32), np.int64(3)).ptx
     assert "mbarrier.try_wait.parity.shared.b64" in ptx and "trap;" in ptx
 
 

@@ -24,9 +24,11 @@ def tma_kernel(offset=0, coords=(0, 0), swizzle=128, box=(64, 64)):
         def kernel(ctx):
             tile = ctx.dynamic_shared(box, nvdsl.float16, offset=offset)
             bar = nvdsl.Mbarriers(1)[0]
-            bar.init(1)
-            bar.arrive(tile_bytes)
-            tma.load(tile, bar, coords)
+            leader = ctx.thread_id.x.eq(0)      # one thread initialises, arms and loads (the protocol check)
+            bar.init(1, predicate=leader)
+            ctx.sync_threads()
+            bar.arrive(tile_bytes, predicate=leader)
+            tma.load(tile, bar, coords, predicate=leader)
             bar.try_wait(0)
         kernel()
     return host

@@ -1,5 +1,5 @@
-"""Math functions on traced floats: what each lowers to (PTX, SASS) and misuse errors on CPU; on the GPU,
-the error against NumPy (float64) within the bound each function documents."""
+"""Math functions on traced floats: what each lowers to (PTX, SASS) and misuse errors on CPU; on the GPU
+and in the interpreter, the error against NumPy (float64) within the bound each function documents."""
 
 import re
 
@@ -8,7 +8,7 @@ import pytest
 
 import nvdsl
 from nvdsl.compiler.toolchain import find_tool
-from nvdsl.testing import requires_gpu, sass_opcodes
+from nvdsl.testing import sass_opcodes
 
 N = 4096
 FUNCTIONS = ["exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf", "abs"]
@@ -100,7 +100,7 @@ def test_math_functions_need_a_kernel():
     assert info.value.code == "outside-trace"
 
 
-# --- accuracy on the GPU -------------------------------------------------------------------------
+# --- accuracy on the GPU and in the interpreter -------------------------------------------------------------------------
 
 def _inputs(name: str, dtype) -> np.ndarray:
     rng = np.random.default_rng(7)
@@ -154,10 +154,9 @@ def _run(name, approx, dtype):
     return x, y, _reference(name, x)
 
 
-@requires_gpu
 @pytest.mark.parametrize("name", FUNCTIONS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_accurate_functions_are_within_their_documented_ulps(name, dtype):
+def test_accurate_functions_are_within_their_documented_ulps(name, dtype, backend):
     x, y, reference = _run(name, False, dtype)
     bound = _ACCURATE_ULPS[name][dtype == np.float64]
     if name == "erf" and dtype == np.float64:
@@ -166,16 +165,14 @@ def test_accurate_functions_are_within_their_documented_ulps(name, dtype):
     assert _ulps(y, reference, dtype).max() <= bound + 0.5, name
 
 
-@requires_gpu
 @pytest.mark.parametrize("name", FUNCTIONS)
-def test_half_precision_functions_round_the_float32_result(name):
+def test_half_precision_functions_round_the_float32_result(name, backend):
     x, y, reference = _run(name, False, np.float16)
     assert _ulps(y, reference, np.float16).max() <= 1.0, name
 
 
-@requires_gpu
 @pytest.mark.parametrize("name", APPROX)
-def test_approx_functions_are_within_their_documented_error(name):
+def test_approx_functions_are_within_their_documented_error(name, backend):
     x, y, reference = _run(name, True, np.float32)
     x64, y64, reference = x.astype(np.float64), y.astype(np.float64), reference.astype(np.float64)
     ulps = _ulps(y, reference, np.float32) - 0.5

@@ -1,6 +1,7 @@
 """Register tiles: elementwise math, broadcasting, row reductions, where-masking, casts and wgmma with A in
 registers. CPU: the IR, PTX and SASS (SHFL.BFLY, MUFU.EX2, HGMMA with a register A, no spills) and the
-layout errors; GPU: every operation against NumPy, and one block of attention end to end."""
+layout errors; on the GPU and in the interpreter: every operation against NumPy, and one block of attention
+end to end."""
 
 import math
 import re
@@ -11,7 +12,7 @@ import pytest
 import nvdsl
 from nvdsl.compiler.toolchain import find_tool
 from nvdsl.layouts import wgmma_accumulator
-from nvdsl.testing import requires_gpu, sass_opcodes
+from nvdsl.testing import sass_opcodes
 
 LOG2_E = 1 / math.log(2)
 
@@ -373,10 +374,9 @@ def test_b_boxes_must_hold_the_rows_wgmma_reads_together():
     assert info.value.code == "bad-wgmma-shape" and "all 128 K rows" in str(info.value)
 
 
-# --- on the GPU ----------------------------------------------------------------------------------------
+# --- on the GPU and in the interpreter ----------------------------------------------------------------------------------------
 
-@requires_gpu
-def test_softmax_rows_match_numpy():
+def test_softmax_rows_match_numpy(backend):
     rng = np.random.default_rng(1)
     s, p, m, l, bias = softmax_arrays()
     s[:] = rng.standard_normal(s.shape) * 4
@@ -391,8 +391,7 @@ def test_softmax_rows_match_numpy():
     np.testing.assert_allclose(p, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
 
 
-@requires_gpu
-def test_indices_loads_and_stores_follow_the_layout():
+def test_indices_loads_and_stores_follow_the_layout(backend):
     """The layout against two independent writers: nvgpu's own accumulator store (float32) and the
     pair writer of WGMMAAccumulator.store (_fragments, float16)."""
     def body(ctx, a, half, rows_out, cols_out, row_sums, by_nvgpu, by_pairs):
@@ -417,8 +416,7 @@ def test_indices_loads_and_stores_follow_the_layout():
     np.testing.assert_array_equal(by_pairs, a.astype(np.float16))
 
 
-@requires_gpu
-def test_online_softmax_through_fori_matches_numpy():
+def test_online_softmax_through_fori_matches_numpy(backend):
     def online(ctx, s_in, o, lse):
         layout = wgmma_accumulator(64, 64)
         zero = nvdsl.WGMMAAccumulator(64, 64)
@@ -454,50 +452,43 @@ def attention_reference(q, k, v, causal):
     return (e / e.sum(axis=1, keepdims=True)) @ v.astype(np.float64), (m[:, 0] + np.log(e.sum(axis=1)))
 
 
-@requires_gpu
+def random_arrays(seed, dtype, *shapes):
+    """Standard normal NumPy arrays of a 16-bit float type (bfloat16 through ml_dtypes)."""
+    np_dtype = nvdsl.dtypes.numpy_dtype(getattr(nvdsl, dtype))
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(shape).astype(np.float32).astype(np_dtype) for shape in shapes]
+
+
 @pytest.mark.parametrize("d, causal, dtype", [(64, False, "float16"), (128, False, "float16"),
                                               (128, True, "float16"), (64, True, "bfloat16")])
-def test_one_block_of_attention_matches_numpy(d, causal, dtype):
-    torch = pytest.importorskip("torch")
-    t = getattr(torch, dtype)
-    gen = torch.Generator().manual_seed(d)
-    q, k, v = (torch.randn(n, d, generator=gen).to(t).cuda() for n in (64, 128, 128))
-    o, lse = torch.zeros(64, d, device="cuda"), torch.zeros(64, device="cuda")
+def test_one_block_of_attention_matches_numpy(d, causal, dtype, backend):
+    q, k, v = random_arrays(d, dtype, (64, d), (128, d), (128, d))
+    o, lse = np.zeros((64, d), np.float32), np.zeros(64, np.float32)
     attention_block(d, dtype=getattr(nvdsl, dtype), causal=causal)(q, k, v, o, lse)
-    torch.cuda.synchronize()
-    o_ref, lse_ref = attention_reference(*(x.float().cpu().numpy() for x in (q, k, v)), causal)
+    o_ref, lse_ref = attention_reference(*(x.astype(np.float32) for x in (q, k, v)), causal)
     tolerance = 2e-3 if dtype == "float16" else 1.6e-2          # P is rounded to 16 bits for P @ V
-    np.testing.assert_allclose(o.cpu().numpy(), o_ref, atol=tolerance, rtol=tolerance)
-    np.testing.assert_allclose(lse.cpu().numpy(), lse_ref, atol=1e-4, rtol=1e-5)
+    np.testing.assert_allclose(o, o_ref, atol=tolerance, rtol=tolerance)
+    np.testing.assert_allclose(lse, lse_ref, atol=1e-4, rtol=1e-5)
 
 
-@requires_gpu
 @pytest.mark.parametrize("m_rows", [64, 128])
-def test_register_a_product_matches_numpy(m_rows):
+def test_register_a_product_matches_numpy(m_rows, backend):
     """P @ V with P in registers: two 64-row chunks of wgmma for m_rows=128."""
-    torch = pytest.importorskip("torch")
-    q = torch.randn(m_rows, 64).half().cuda()
-    k = torch.randn(128, 64).half().cuda()
-    v = torch.randn(128, 64).half().cuda()
-    o, lse = torch.zeros(m_rows, 64, device="cuda"), torch.zeros(m_rows, device="cuda")
+    q, k, v = random_arrays(m_rows, "float16", (m_rows, 64), (128, 64), (128, 64))
+    o, lse = np.zeros((m_rows, 64), np.float32), np.zeros(m_rows, np.float32)
     attention_block(64, m_rows=m_rows)(q, k, v, o, lse)
-    torch.cuda.synchronize()
-    o_ref, lse_ref = attention_reference(*(x.float().cpu().numpy() for x in (q, k, v)), False)
-    np.testing.assert_allclose(o.cpu().numpy(), o_ref, atol=2e-3, rtol=2e-3)
-    np.testing.assert_allclose(lse.cpu().numpy(), lse_ref, atol=1e-4, rtol=1e-5)
+    o_ref, lse_ref = attention_reference(*(x.astype(np.float32) for x in (q, k, v)), False)
+    np.testing.assert_allclose(o, o_ref, atol=2e-3, rtol=2e-3)
+    np.testing.assert_allclose(lse, lse_ref, atol=1e-4, rtol=1e-5)
 
 
-@requires_gpu
 @pytest.mark.parametrize("k, dtype", [(128, "float16"), (256, "bfloat16")])
-def test_products_deeper_than_one_box_match_numpy(k, dtype):
-    torch = pytest.importorskip("torch")
-    t = getattr(torch, dtype)
-    a, b = torch.randn(64, k).to(t).cuda(), torch.randn(k, 128).to(t).cuda()
-    c = torch.full((64, 128), float("nan"), device="cuda")
+def test_products_deeper_than_one_box_match_numpy(k, dtype, backend):
+    a, b = random_arrays(k, dtype, (64, k), (k, 128))
+    c = np.full((64, 128), np.nan, np.float32)
     deep_k_product(k, getattr(nvdsl, dtype))(a, b, c)
-    torch.cuda.synchronize()
-    reference = a.double() @ b.double()
-    assert (torch.linalg.norm(c.double() - reference) / torch.linalg.norm(reference)).item() < 1e-3
+    reference = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(c - reference) / np.linalg.norm(reference) < 1e-3
 
 
 def test_a_column_slice_of_an_accumulator_is_the_narrower_accumulators_layout():

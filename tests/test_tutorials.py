@@ -1,4 +1,5 @@
-"""Tutorial chapters: golden MLIR on every machine; compile-only runs without a GPU, checked runs with one."""
+"""Tutorial chapters: golden MLIR on every machine; each chapter runs and checks itself, on a GPU or in the
+CPU interpreter."""
 
 import importlib
 import os
@@ -54,17 +55,18 @@ def run_chapter(name, tmp_path):
                           capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.skipif(has_gpu(), reason="checks the compile-only path")
-@pytest.mark.parametrize("name", CHAPTERS + ["ch6_tasks_and_mappings"])
-def test_chapter_without_gpu_compiles_and_says_where_artifacts_went(name, tmp_path):
+INTERPRETER_NOTICE = "nvdsl: no GPU found, so calls run in the CPU interpreter"
+
+
+@pytest.mark.skipif(has_gpu(), reason="checks the interpreter, the default without a GPU")
+@pytest.mark.parametrize("name", CHAPTERS + ["ch5_gemm_warp_specialized", "ch6_tasks_and_mappings"])
+def test_chapter_without_gpu_runs_in_the_interpreter_and_passes(name, tmp_path):
     result = run_chapter(name, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert str(tmp_path) in result.stdout and "needs an NVIDIA Hopper GPU" in result.stdout
-    assert any(f.endswith(".ptx") for f in os.listdir(tmp_path))
-    assert any(f.endswith(".traced.mlir") for f in os.listdir(tmp_path))
+    assert result.stdout.strip().endswith("PASS")
+    assert result.stderr.count(INTERPRETER_NOTICE) == 1     # said once, on the first call
 
 
-@requires_gpu
 def test_ch0_prints_every_thread_id(tmp_path):
     result = run_chapter("ch0_hello", tmp_path)
     assert result.returncode == 0, result.stderr
@@ -102,3 +104,13 @@ def test_ch6_checks_every_mapping_and_times_them(tmp_path):
     lines = result.stdout.splitlines()
     assert lines.count("PASS") == 3
     assert sum("TFLOP/s" in line for line in lines) == 3 or "PyTorch" in result.stdout
+
+
+def test_the_readme_example_runs_and_computes(tmp_path):
+    """The README's first code block, as a user would paste it, then its promise checked."""
+    text = open(os.path.join(ROOT, "README.md")).read()
+    example = text.split("```python\n", 1)[1].split("```", 1)[0]
+    script = example + "\nassert (y == 3.0).all(), y[:8]\nprint('README OK')\n"
+    result = subprocess.run([sys.executable, "-c", script], cwd=str(tmp_path), capture_output=True, text=True,
+                            timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert result.returncode == 0 and "README OK" in result.stdout, result.stderr

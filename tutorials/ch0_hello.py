@@ -16,14 +16,16 @@ The body receives ``ctx``, its launch context: ``ctx.block_id`` and
 
 ``nvdsl.print`` is printf on the device (``gpu.printf``, PTX ``vprintf``):
 each ``{}`` takes the next value and prints it by its type. Output appears
-when the host waits for the GPU, here in ``nvdsl.synchronize()``.
+when the host waits for the GPU (``nvdsl.synchronize()`` in ``_chapter.py``).
 
-Run it: ``python3 tutorials/ch0_hello.py``. Without a GPU it compiles and
-tells you where the traced MLIR, the PTX and the cubin were written.
+Run it: ``python3 tutorials/ch0_hello.py``. Without a GPU it runs in nvdsl's
+CPU interpreter, which executes the same traced MLIR (and prints the same
+lines); ``NVDSL_DUMP_DIR=...`` with ``hello.compile()`` still writes the PTX
+and cubin.
 """
 
 import nvdsl
-from _chapter import run_or_compile
+from _chapter import run_and_verify
 
 
 @nvdsl.mlir_func
@@ -38,4 +40,4 @@ def hello(*, blocks=2, threads=4):
 
 
 if __name__ == "__main__":
-    run_or_compile(hello, (), verify=lambda: None)
+    run_and_verify(hello, (), verify=lambda: None)

@@ -24,7 +24,7 @@ Run it: ``python3 tutorials/ch1_saxpy.py``.
 import numpy as np
 
 import nvdsl
-from _chapter import run_or_compile
+from _chapter import run_and_verify
 
 TILE_N, TILE_M = 32, 32     # each block covers a 32 x 32 tile
 THREADS = (32, 8)           # 32 threads along a row, 8 rows of threads
@@ -56,7 +56,7 @@ def main(rows=1000, cols=1500, alpha=2.5):
     def verify():
         np.testing.assert_allclose(y, expected, rtol=1e-6, atol=1e-6)
 
-    run_or_compile(saxpy, (x, y, alpha), verify)
+    run_and_verify(saxpy, (x, y, alpha), verify)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ Run it: ``python3 tutorials/ch2_tma.py``.
 import numpy as np
 
 import nvdsl
-from _chapter import run_or_compile
+from _chapter import run_and_verify
 
 TILE = (64, 64)
 
@@ -66,7 +66,7 @@ def main(rows=256, cols=192):
     def verify():
         np.testing.assert_array_equal(out, a * np.float16(2))
 
-    run_or_compile(double_by_tiles, (a, out), verify)
+    run_and_verify(double_by_tiles, (a, out), verify)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ Run it: ``python3 tutorials/ch3_gemm_single_tile.py``. The PTX holds
 import numpy as np
 
 import nvdsl
-from _chapter import run_or_compile
+from _chapter import run_and_verify
 
 M, N, K = 128, 128, 64
 HALF = 64                           # a 128-byte swizzle row holds 64 f16 values
@@ -74,7 +74,7 @@ def main():
     def verify():
         np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
 
-    run_or_compile(gemm_tile, (a, b, c), verify)
+    run_and_verify(gemm_tile, (a, b, c), verify)
 
 
 if __name__ == "__main__":

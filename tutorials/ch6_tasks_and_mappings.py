@@ -41,7 +41,7 @@ import numpy as np
 
 import nvdsl
 import nvdsl.tasks as nt
-from _chapter import run_or_compile
+from _chapter import run_and_verify
 
 
 @nt.task(reads=("A", "B"), writes=("C",))
@@ -75,7 +75,7 @@ def check(kernel, m: int, n: int, k: int) -> None:
         expected = a.astype(np.float32) @ b.astype(np.float32)
         error = np.linalg.norm(c.astype(np.float32) - expected) / np.linalg.norm(expected)
         assert error < 2e-3, f"relative error {error}"
-    run_or_compile(kernel, (c, a, b), verify)
+    run_and_verify(kernel, (c, a, b), verify)
 
 
 def speed(kernels: dict, m: int = 8192, n: int = 8192, k: int = 4096) -> None:

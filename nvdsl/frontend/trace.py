@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from ..compiler.cache import cache_for, cache_key, call_toolchain
 from ..compiler.compiled import CompiledModule, ptxas_warnings
 from ..compiler.toolchain import disassemble
-from ..errors import (ArgumentError, InternalError, PtxasWarning, SourceLocation, TraceError, UserError,
-                      user_location)
-from ..options import Options, resolve
+from ..errors import (ArgumentError, InternalError, ProtocolCheckWarning, PtxasWarning, SourceLocation, TraceError,
+                      UserError, user_location)
+from ..options import GPU, INTERPRET, Options, resolve
 from ..runtime.arrays import HOST, check_writable, describe, device_array_info, signature_key
-from ..runtime.device import get_device
+from ..runtime.device import device_count, get_device
 from ..runtime.launch import LoadedProgram, load_module, stream_handle
 from ..signature import ArgSpec
 from .keying import call_key
@@ -91,6 +91,9 @@ class TracedFunction:
     A signature is traced once per process. Its compiled kernels are also kept on disk, keyed by
     the function's code, the closure values and globals it reads, the signature and constants, so a
     new process runs them without tracing (see :mod:`nvdsl.frontend.keying`).
+
+    Without a GPU (or with ``Options(backend="interpret")``) the call runs in the CPU interpreter,
+    on NumPy arrays only.
     """
 
     def __init__(self, fn, options: Options | None):
@@ -111,6 +114,12 @@ class TracedFunction:
         if self._options is None:
             self._options = resolve(self._options_given)
         return self._options
+
+    @property
+    def backend(self) -> str:
+        """Where calls run: ``"gpu"`` or ``"interpret"`` (``Options.backend``; by default the GPU when
+        one is present, else the CPU interpreter)."""
+        return choose_backend(self.options)
 
     def with_options(self, **changes) -> "TracedFunction":
         """The same function under options with ``changes`` applied (e.g. ``dump_dir=...``)."""
@@ -211,10 +220,22 @@ class TracedFunction:
                                           f"kernel with .to(...)", loc=error.loc)
         return error
 
+    def _checked_trace(self, specs, constants) -> Trace:
+        """The trace, with its kernels' barrier protocol checked (unless ``Options.protocol_check`` is off)."""
+        trace = self._trace(specs, constants)
+        if self.options.protocol_check:
+            from ..interpreter.protocol import check_protocol  # imports MLIR, as tracing did
+            undecided = check_protocol(trace.module, trace.specs)
+            if undecided is not None:
+                warnings.warn(f"nvdsl could not check the barrier protocol of '{self.fn.__name__}': {undecided}; "
+                              "run it in the interpreter (nvdsl.fuzz) to check it", ProtocolCheckWarning,
+                              stacklevel=4)
+        return trace
+
     def _compile(self, specs, constants) -> Compiled:
         from ..compiler.driver import compile_module  # imports MLIR
         options = self.options
-        trace = self._trace(specs, constants)
+        trace = self._checked_trace(specs, constants)
         key = cache_key(trace.mlir, options)
         cache = cache_for(options)
         if options.dump_dir is None:
@@ -245,18 +266,26 @@ class TracedFunction:
             cache.put_call(call, compiled.module, compiled.trace.written, options)
         return compiled.module, compiled.trace.written
 
-    def _load(self, args, constants, key, constants_key) -> LoadedProgram:
+    def _load(self, args, constants, key, constants_key):
         specs, locations = self._describe(args, constants)
-        module, written = self._compiled_for_call(specs, constants)
+        options = self.options
+        if choose_backend(options) == INTERPRET:
+            from ..interpreter.call import InterpretedProgram  # imports MLIR
+            trace = self._checked_trace(specs, constants)
+            written = trace.written
+        else:
+            module, written = self._compiled_for_call(specs, constants)
         for i in sorted(written):  # before looking for a GPU: a read-only output is wrong on any machine
             if locations[i] is not None:
                 check_writable(args[i] if locations[i] == HOST else device_array_info(args[i]), specs[i].name,
                                user_location())
-        options = self.options
-        device = get_device(options.device)
-        loaded = load_module(device, module.cubin, module.ptx, options.chip)
-        program = LoadedProgram(device, module.plan, loaded, specs, locations, written, self.name, args,
-                                constants_key)
+        if choose_backend(options) == INTERPRET:
+            program = InterpretedProgram(trace.module, specs, locations, written, options.seed, args, constants_key)
+        else:
+            device = get_device(options.device)
+            loaded = load_module(device, module.cubin, module.ptx, options.chip)
+            program = LoadedProgram(device, module.plan, loaded, specs, locations, written, self.name, args,
+                                    constants_key)
         if key is not None:
             self._programs[key] = program
         return program
@@ -286,6 +315,25 @@ def _refuse_inside_a_trace(name: str) -> None:
                          "is called from Python, not from another one", code="nested-mlir-func",
                          hint=f"to trace its kernels into '{trace.name}', call the plain function it wraps: "
                               f"{name}.fn(...), with the same arrays", loc=user_location())
+
+
+_NOTICE = ("nvdsl: no GPU found, so calls run in the CPU interpreter (slow; it reports races, deadlocks and "
+           "barrier-protocol errors). Choose with nvdsl.Options(backend='gpu'|'interpret') or "
+           "NVDSL_BACKEND=gpu|interpret.")
+_noticed = False
+
+
+def choose_backend(options: Options) -> str:
+    """``options.backend``, or the GPU when the driver sees one and else the interpreter, saying so once."""
+    global _noticed
+    if options.backend is not None:
+        return options.backend
+    if device_count() > 0:
+        return GPU
+    if not _noticed:
+        _noticed = True
+        print(_NOTICE, file=sys.stderr)
+    return INTERPRET
 
 
 def _given(spec: ArgSpec) -> str:

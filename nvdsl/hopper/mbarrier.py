@@ -7,9 +7,13 @@ from mlir.dialects import arith, llvm, nvgpu, nvvm, scf
 
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
-from ..frontend.context import at_user_line, current_kernel
+from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.control import print_, when
 from ..frontend.values import Value, _convert, _index_value, _python_number, as_value
+
+
+# Under Options.debug (NVDSL_DEBUG=1) a wait given no timeout_ns gives up after this long, with a report.
+DEBUG_WAIT_TIMEOUT_NS = 2_000_000_000
 
 
 def _predicate(predicate):
@@ -83,16 +87,24 @@ class Mbarrier:
                 nvgpu.mbarrier_arrive_expect_tx(self.group.ir, _index_value(tx_bytes, "tx_bytes"), self.index,
                                                 predicate=_predicate(predicate))
 
-    def try_wait(self, phase, *, ticks: int = 10_000_000, timeout_ns: int | None = None) -> None:
-        """Wait until the barrier's ``phase`` (parity 0 or 1) completes (``mbarrier.try_wait.parity``,
-        retried in a loop; each try suspends for at most ``ticks`` nanoseconds).
+    def try_wait(self, phase, *, ticks=None, timeout_ns: int | None = None) -> None:
+        """Wait until the barrier's ``phase`` (parity 0 or 1) completes: ``mbarrier.try_wait.parity``
+        retried in a loop, each try suspending for the hardware's time limit, or for at most ``ticks``
+        nanoseconds when given (a suspend-time hint).
+
+        Without ``ticks`` the loop is CUTLASS's (no hint), an ``scf.while`` whose branch the compiler
+        treats as one threads may take differently. With ``ticks`` it is nvgpu's lowering, whose retry
+        loop ptxas compiles around a ``NANOSLEEP`` that threads may leave separately while its branch
+        is declared warp-uniform (``bra.uni``).
 
         By default the wait has no bound: a phase that never completes hangs the kernel. With
         ``timeout_ns`` (a positive Python int) the loop reads ``%globaltimer``; a thread still waiting
         after ``timeout_ns`` nanoseconds prints a report (``vprintf``: the Python line, the barrier
-        index, the expected phase parity, its block and thread) and executes ``trap;``, so the launch
-        fails with a :class:`~nvdsl.CudaError` instead of hanging. Meant for finding deadlocks; a
-        trapped kernel leaves the CUDA context unusable for the rest of the process.
+        index, the expected phase parity, its block, warpgroup and thread) and executes ``trap;``, so
+        the launch fails with a :class:`~nvdsl.CudaError` instead of hanging. Under
+        ``Options(debug=True)`` (``NVDSL_DEBUG=1``) every wait without a ``timeout_ns`` is bounded by
+        ``DEBUG_WAIT_TIMEOUT_NS`` (2 s). Meant for finding deadlocks; a trapped kernel leaves the CUDA
+        context unusable for the rest of the process.
         """
         ctx = current_kernel("Mbarrier.try_wait")
         if timeout_ns is not None and (not isinstance(timeout_ns, int) or isinstance(timeout_ns, bool)
@@ -100,36 +112,46 @@ class Mbarrier:
             raise TraceError(f"timeout_ns={timeout_ns!r} must be a positive Python int (nanoseconds)",
                              code="bad-timeout", hint="e.g. timeout_ns=1_000_000_000 for one second; "
                              "leave it out for an unbounded wait", loc=user_location())
+        options = current("Mbarrier.try_wait").options
+        if timeout_ns is None and options is not None and options.debug:
+            timeout_ns = DEBUG_WAIT_TIMEOUT_NS
         with at_user_line():
             parity = _parity(phase)
-            if timeout_ns is None:
+            if timeout_ns is None and ticks is not None:
                 nvgpu.mbarrier_try_wait_parity(self.group.ir, parity.ir, _index_value(ticks, "ticks"), self.index)
             else:
-                self._bounded_wait(ctx, parity, ticks, timeout_ns)
+                self._wait_loop(ctx, parity, ticks, timeout_ns)
 
-    def _bounded_wait(self, ctx, parity: Value, ticks, timeout_ns: int) -> None:
-        """The loop of :meth:`try_wait` with a deadline: one ``mbarrier.try_wait.parity`` per round,
-        then ``%globaltimer`` against the deadline, and ``trap;`` past it."""
+    def _wait_loop(self, ctx, parity: Value, ticks, timeout_ns: int | None) -> None:
+        """The loop of :meth:`try_wait`: one ``mbarrier.try_wait.parity`` per round (with the ``ticks``
+        hint when given) in an ``scf.while``; with ``timeout_ns``, ``%globaltimer`` against the deadline
+        after each round, and ``trap;`` past it."""
         where = user_location()
         i1, i32, i64 = (ir.IntegerType.get_signless(bits) for bits in (1, 32, 64))
-        if isinstance(ticks, int):  # a single try never suspends past the deadline
-            hint = as_value(min(ticks, timeout_ns), dt.uint32, "ticks").ir
-        else:
-            hint = arith.index_castui(i32, _index_value(ticks, "ticks"))
+        hint = {}
+        if isinstance(ticks, int):  # with a deadline, a single try never suspends past it
+            hint["ticks"] = as_value(ticks if timeout_ns is None else min(ticks, timeout_ns), dt.uint32, "ticks").ir
+        elif ticks is not None:
+            hint["ticks"] = arith.index_castui(i32, _index_value(ticks, "ticks"))
         address = llvm.inttoptr(ir.Type.parse("!llvm.ptr<3>"), nvgpu.mbarrier_get(i64, self.group.ir, self.index))
         expected = _convert(parity, dt.int32).ir
-        start = nvvm.read_ptx_sreg_globaltimer(i64)
+        start = nvvm.read_ptx_sreg_globaltimer(i64) if timeout_ns is not None else None
         loop = scf.WhileOp([], [])
         with ir.InsertionPoint(loop.before.blocks.append()):
-            done = nvvm.MBarrierTryWaitOp(i1, address, expected, ticks=hint).result
+            done = nvvm.MBarrierTryWaitOp(i1, address, expected, **hint).result
             scf.condition(arith.xori(done, arith.constant(i1, 1)), [])
+        if timeout_ns is None:
+            with ir.InsertionPoint(loop.after.blocks.append()):
+                scf.yield_([])
+            return
         with ir.InsertionPoint(loop.after.blocks.append()):
             elapsed = Value(arith.subi(nvvm.read_ptx_sreg_globaltimer(i64), start), dt.uint64)
             with when(elapsed > timeout_ns):
                 print_("nvdsl: mbarrier wait timed out after {} ns at {}: barrier {} of {} never completed "
-                       "phase parity {} (block ({}, {}, {}), thread ({}, {}, {}))", timeout_ns,
+                       "phase parity {} (block ({}, {}, {}), warpgroup {}, thread ({}, {}, {}))", timeout_ns,
                        where if where is not None else "an unknown line", Value(self.index, dt.index),
-                       f"Mbarriers({self.group.count})", parity, *ctx.block_id, *ctx.thread_id)
+                       f"Mbarriers({self.group.count})", parity, *ctx.block_id, ctx.linear_thread_id // 128,
+                       *ctx.thread_id)
                 llvm.intr_trap()
             scf.yield_([])
 

@@ -123,6 +123,11 @@ class TaskKernel:
         """The compile options in force (see ``nvdsl.Options``)."""
         return self._function.options
 
+    @property
+    def backend(self) -> str:
+        """Where calls run: ``"gpu"`` or ``"interpret"`` (see ``TracedFunction.backend``)."""
+        return self._function.backend
+
     def with_options(self, **changes):
         """The traced function behind this kernel under options with ``changes`` applied (e.g. ``dump_dir=``)."""
         return self._function.with_options(**changes)

@@ -29,18 +29,27 @@ module attributes {gpu.container_module} {
       nvgpu.mbarrier.arrive.expect_tx %2[%c0_2], %c8192, predicate = %4 : <memorySpace = #gpu.address_space<workgroup>>
       nvgpu.tma.async.load %1[%6, %5], %2[%c0_2] to %view, predicate = %4 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = none, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>> -> memref<64x64xf16, #gpu.address_space<workgroup>>
       %false = arith.constant false
-      %c10000000 = arith.constant 10000000 : index
-      nvgpu.mbarrier.try_wait.parity %2[%c0_2], %false, %c10000000 : <memorySpace = #gpu.address_space<workgroup>>
+      %7 = nvgpu.mbarrier.get %2[%c0_2] : <memorySpace = #gpu.address_space<workgroup>> -> i64
+      %8 = llvm.inttoptr %7 : i64 to !llvm.ptr<3>
+      %9 = arith.extui %false : i1 to i32
+      scf.while : () -> () {
+        %10 = nvvm.mbarrier.try_wait %8, %9 : !llvm.ptr<3>, i32 -> i1
+        %true = arith.constant true
+        %11 = arith.xori %10, %true : i1
+        scf.condition(%11)
+      } do {
+        scf.yield
+      }
       %c0_7 = arith.constant 0 : index
       %c64_8 = arith.constant 64 : index
       %c1_9 = arith.constant 1 : index
       scf.for %arg14 = %c0_7 to %c64_8 step %c1_9 {
-        %7 = memref.load %view[%arg5, %arg14] : memref<64x64xf16, #gpu.address_space<workgroup>>
+        %10 = memref.load %view[%arg5, %arg14] : memref<64x64xf16, #gpu.address_space<workgroup>>
         %cst = arith.constant 2.000000e+00 : f16
-        %8 = arith.mulf %7, %cst fastmath<contract> : f16
-        %9 = arith.addi %5, %arg5 : index
-        %10 = arith.addi %6, %arg14 : index
-        memref.store %8, %arg1[%9, %10] : memref<256x192xf16>
+        %11 = arith.mulf %10, %cst fastmath<contract> : f16
+        %12 = arith.addi %5, %arg5 : index
+        %13 = arith.addi %6, %arg14 : index
+        memref.store %11, %arg1[%12, %13] : memref<256x192xf16>
       }
       gpu.terminator
     }

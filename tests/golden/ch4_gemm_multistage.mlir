@@ -129,170 +129,206 @@ module attributes {gpu.container_module} {
         %499 = arith.andi %arg15, %c1_192 : index
         %c0_193 = arith.constant 0 : index
         %500 = arith.cmpi ne, %499, %c0_193 : index
-        %c10000000 = arith.constant 10000000 : index
-        nvgpu.mbarrier.try_wait.parity %4[%c0_191], %500, %c10000000 : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-        %501 = nvgpu.warpgroup.generate.descriptor %view, %3 : memref<128x64xf16, #gpu.address_space<workgroup>>, <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>
-        %502 = nvgpu.warpgroup.generate.descriptor %view_3, %2 : memref<64x128xf16, #gpu.address_space<workgroup>>, <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>
-        %503 = nvgpu.warpgroup.mma %501, %502, %arg16 {transposeB, waitGroup = 0 : i64} : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>, <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>, <fragmented = vector<128x128xf32>> -> <fragmented = vector<128x128xf32>>
+        %501 = nvgpu.mbarrier.get %4[%c0_191] : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> i64
+        %502 = llvm.inttoptr %501 : i64 to !llvm.ptr<3>
+        %503 = arith.extui %500 : i1 to i32
+        scf.while : () -> () {
+          %549 = nvvm.mbarrier.try_wait %502, %503 : !llvm.ptr<3>, i32 -> i1
+          %true = arith.constant true
+          %550 = arith.xori %549, %true : i1
+          scf.condition(%550)
+        } do {
+          scf.yield
+        }
+        %504 = nvgpu.warpgroup.generate.descriptor %view, %3 : memref<128x64xf16, #gpu.address_space<workgroup>>, <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>
+        %505 = nvgpu.warpgroup.generate.descriptor %view_3, %2 : memref<64x128xf16, #gpu.address_space<workgroup>>, <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>
+        %506 = nvgpu.warpgroup.mma %504, %505, %arg16 {transposeB, waitGroup = 0 : i64} : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>, <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>, <fragmented = vector<128x128xf32>> -> <fragmented = vector<128x128xf32>>
         gpu.barrier
         %c4_194 = arith.constant 4 : index
-        %504 = arith.addi %498, %c4_194 : index
+        %507 = arith.addi %498, %c4_194 : index
         %c1_195 = arith.constant 1 : index
-        %505 = arith.subi %504, %c1_195 : index
+        %508 = arith.subi %507, %c1_195 : index
         %c8_196 = arith.constant 8 : index
-        %506 = arith.cmpi slt, %505, %c8_196 : index
-        scf.if %506 {
-          %c3_224 = arith.constant 3 : index
-          %c32768_225 = arith.constant 32768 : index
-          nvgpu.mbarrier.arrive.expect_tx %4[%c3_224], %c32768_225, predicate = %6 : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-          %c3_226 = arith.constant 3 : index
-          %c64_227 = arith.constant 64 : index
-          %537 = arith.muli %505, %c64_227 : index
-          nvgpu.tma.async.load %3[%537, %7], %4[%c3_226] to %view_17, predicate = %6 : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<128x64xf16, #gpu.address_space<workgroup>>
+        %509 = arith.cmpi slt, %508, %c8_196 : index
+        scf.if %509 {
+          %c3_221 = arith.constant 3 : index
+          %c32768_222 = arith.constant 32768 : index
+          nvgpu.mbarrier.arrive.expect_tx %4[%c3_221], %c32768_222, predicate = %6 : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+          %c3_223 = arith.constant 3 : index
+          %c64_224 = arith.constant 64 : index
+          %549 = arith.muli %508, %c64_224 : index
+          nvgpu.tma.async.load %3[%549, %7], %4[%c3_223] to %view_17, predicate = %6 : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<128x64xf16, #gpu.address_space<workgroup>>
+          %c3_225 = arith.constant 3 : index
+          %c64_226 = arith.constant 64 : index
+          %550 = arith.muli %508, %c64_226 : index
+          %c0_227 = arith.constant 0 : index
+          %551 = arith.addi %8, %c0_227 : index
+          nvgpu.tma.async.load %2[%551, %550], %4[%c3_225] to %view_20, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
           %c3_228 = arith.constant 3 : index
           %c64_229 = arith.constant 64 : index
-          %538 = arith.muli %505, %c64_229 : index
-          %c0_230 = arith.constant 0 : index
-          %539 = arith.addi %8, %c0_230 : index
-          nvgpu.tma.async.load %2[%539, %538], %4[%c3_228] to %view_20, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
-          %c3_231 = arith.constant 3 : index
-          %c64_232 = arith.constant 64 : index
-          %540 = arith.muli %505, %c64_232 : index
-          %c64_233 = arith.constant 64 : index
-          %541 = arith.addi %8, %c64_233 : index
-          nvgpu.tma.async.load %2[%541, %540], %4[%c3_231] to %view_21, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
+          %552 = arith.muli %508, %c64_229 : index
+          %c64_230 = arith.constant 64 : index
+          %553 = arith.addi %8, %c64_230 : index
+          nvgpu.tma.async.load %2[%553, %552], %4[%c3_228] to %view_21, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
         } else {
         }
         %c4_197 = arith.constant 4 : index
-        %507 = arith.muli %arg15, %c4_197 : index
+        %510 = arith.muli %arg15, %c4_197 : index
         %c1_198 = arith.constant 1 : index
-        %508 = arith.addi %507, %c1_198 : index
+        %511 = arith.addi %510, %c1_198 : index
         %c1_199 = arith.constant 1 : index
         %c1_200 = arith.constant 1 : index
-        %509 = arith.andi %arg15, %c1_200 : index
+        %512 = arith.andi %arg15, %c1_200 : index
         %c0_201 = arith.constant 0 : index
-        %510 = arith.cmpi ne, %509, %c0_201 : index
-        %c10000000_202 = arith.constant 10000000 : index
-        nvgpu.mbarrier.try_wait.parity %4[%c1_199], %510, %c10000000_202 : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-        %511 = nvgpu.warpgroup.generate.descriptor %view_7, %3 : memref<128x64xf16, #gpu.address_space<workgroup>>, <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>
-        %512 = nvgpu.warpgroup.generate.descriptor %view_8, %2 : memref<64x128xf16, #gpu.address_space<workgroup>>, <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>
-        %513 = nvgpu.warpgroup.mma %511, %512, %503 {transposeB, waitGroup = 0 : i64} : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>, <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>, <fragmented = vector<128x128xf32>> -> <fragmented = vector<128x128xf32>>
+        %513 = arith.cmpi ne, %512, %c0_201 : index
+        %514 = nvgpu.mbarrier.get %4[%c1_199] : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> i64
+        %515 = llvm.inttoptr %514 : i64 to !llvm.ptr<3>
+        %516 = arith.extui %513 : i1 to i32
+        scf.while : () -> () {
+          %549 = nvvm.mbarrier.try_wait %515, %516 : !llvm.ptr<3>, i32 -> i1
+          %true = arith.constant true
+          %550 = arith.xori %549, %true : i1
+          scf.condition(%550)
+        } do {
+          scf.yield
+        }
+        %517 = nvgpu.warpgroup.generate.descriptor %view_7, %3 : memref<128x64xf16, #gpu.address_space<workgroup>>, <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>
+        %518 = nvgpu.warpgroup.generate.descriptor %view_8, %2 : memref<64x128xf16, #gpu.address_space<workgroup>>, <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>
+        %519 = nvgpu.warpgroup.mma %517, %518, %506 {transposeB, waitGroup = 0 : i64} : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>, <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>, <fragmented = vector<128x128xf32>> -> <fragmented = vector<128x128xf32>>
         gpu.barrier
-        %c4_203 = arith.constant 4 : index
-        %514 = arith.addi %508, %c4_203 : index
-        %c1_204 = arith.constant 1 : index
-        %515 = arith.subi %514, %c1_204 : index
-        %c8_205 = arith.constant 8 : index
-        %516 = arith.cmpi slt, %515, %c8_205 : index
-        scf.if %516 {
-          %c0_224 = arith.constant 0 : index
-          %c32768_225 = arith.constant 32768 : index
-          nvgpu.mbarrier.arrive.expect_tx %4[%c0_224], %c32768_225, predicate = %6 : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-          %c0_226 = arith.constant 0 : index
-          %c64_227 = arith.constant 64 : index
-          %537 = arith.muli %515, %c64_227 : index
-          nvgpu.tma.async.load %3[%537, %7], %4[%c0_226] to %view, predicate = %6 : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<128x64xf16, #gpu.address_space<workgroup>>
+        %c4_202 = arith.constant 4 : index
+        %520 = arith.addi %511, %c4_202 : index
+        %c1_203 = arith.constant 1 : index
+        %521 = arith.subi %520, %c1_203 : index
+        %c8_204 = arith.constant 8 : index
+        %522 = arith.cmpi slt, %521, %c8_204 : index
+        scf.if %522 {
+          %c0_221 = arith.constant 0 : index
+          %c32768_222 = arith.constant 32768 : index
+          nvgpu.mbarrier.arrive.expect_tx %4[%c0_221], %c32768_222, predicate = %6 : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+          %c0_223 = arith.constant 0 : index
+          %c64_224 = arith.constant 64 : index
+          %549 = arith.muli %521, %c64_224 : index
+          nvgpu.tma.async.load %3[%549, %7], %4[%c0_223] to %view, predicate = %6 : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<128x64xf16, #gpu.address_space<workgroup>>
+          %c0_225 = arith.constant 0 : index
+          %c64_226 = arith.constant 64 : index
+          %550 = arith.muli %521, %c64_226 : index
+          %c0_227 = arith.constant 0 : index
+          %551 = arith.addi %8, %c0_227 : index
+          nvgpu.tma.async.load %2[%551, %550], %4[%c0_225] to %view_5, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
           %c0_228 = arith.constant 0 : index
           %c64_229 = arith.constant 64 : index
-          %538 = arith.muli %515, %c64_229 : index
-          %c0_230 = arith.constant 0 : index
-          %539 = arith.addi %8, %c0_230 : index
-          nvgpu.tma.async.load %2[%539, %538], %4[%c0_228] to %view_5, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
-          %c0_231 = arith.constant 0 : index
-          %c64_232 = arith.constant 64 : index
-          %540 = arith.muli %515, %c64_232 : index
-          %c64_233 = arith.constant 64 : index
-          %541 = arith.addi %8, %c64_233 : index
-          nvgpu.tma.async.load %2[%541, %540], %4[%c0_231] to %view_6, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
+          %552 = arith.muli %521, %c64_229 : index
+          %c64_230 = arith.constant 64 : index
+          %553 = arith.addi %8, %c64_230 : index
+          nvgpu.tma.async.load %2[%553, %552], %4[%c0_228] to %view_6, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
         } else {
         }
-        %c4_206 = arith.constant 4 : index
-        %517 = arith.muli %arg15, %c4_206 : index
+        %c4_205 = arith.constant 4 : index
+        %523 = arith.muli %arg15, %c4_205 : index
+        %c2_206 = arith.constant 2 : index
+        %524 = arith.addi %523, %c2_206 : index
         %c2_207 = arith.constant 2 : index
-        %518 = arith.addi %517, %c2_207 : index
-        %c2_208 = arith.constant 2 : index
-        %c1_209 = arith.constant 1 : index
-        %519 = arith.andi %arg15, %c1_209 : index
-        %c0_210 = arith.constant 0 : index
-        %520 = arith.cmpi ne, %519, %c0_210 : index
-        %c10000000_211 = arith.constant 10000000 : index
-        nvgpu.mbarrier.try_wait.parity %4[%c2_208], %520, %c10000000_211 : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-        %521 = nvgpu.warpgroup.generate.descriptor %view_12, %3 : memref<128x64xf16, #gpu.address_space<workgroup>>, <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>
-        %522 = nvgpu.warpgroup.generate.descriptor %view_13, %2 : memref<64x128xf16, #gpu.address_space<workgroup>>, <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>
-        %523 = nvgpu.warpgroup.mma %521, %522, %513 {transposeB, waitGroup = 0 : i64} : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>, <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>, <fragmented = vector<128x128xf32>> -> <fragmented = vector<128x128xf32>>
+        %c1_208 = arith.constant 1 : index
+        %525 = arith.andi %arg15, %c1_208 : index
+        %c0_209 = arith.constant 0 : index
+        %526 = arith.cmpi ne, %525, %c0_209 : index
+        %527 = nvgpu.mbarrier.get %4[%c2_207] : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> i64
+        %528 = llvm.inttoptr %527 : i64 to !llvm.ptr<3>
+        %529 = arith.extui %526 : i1 to i32
+        scf.while : () -> () {
+          %549 = nvvm.mbarrier.try_wait %528, %529 : !llvm.ptr<3>, i32 -> i1
+          %true = arith.constant true
+          %550 = arith.xori %549, %true : i1
+          scf.condition(%550)
+        } do {
+          scf.yield
+        }
+        %530 = nvgpu.warpgroup.generate.descriptor %view_12, %3 : memref<128x64xf16, #gpu.address_space<workgroup>>, <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>
+        %531 = nvgpu.warpgroup.generate.descriptor %view_13, %2 : memref<64x128xf16, #gpu.address_space<workgroup>>, <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>
+        %532 = nvgpu.warpgroup.mma %530, %531, %519 {transposeB, waitGroup = 0 : i64} : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>, <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>, <fragmented = vector<128x128xf32>> -> <fragmented = vector<128x128xf32>>
         gpu.barrier
-        %c4_212 = arith.constant 4 : index
-        %524 = arith.addi %518, %c4_212 : index
-        %c1_213 = arith.constant 1 : index
-        %525 = arith.subi %524, %c1_213 : index
-        %c8_214 = arith.constant 8 : index
-        %526 = arith.cmpi slt, %525, %c8_214 : index
-        scf.if %526 {
-          %c1_224 = arith.constant 1 : index
-          %c32768_225 = arith.constant 32768 : index
-          nvgpu.mbarrier.arrive.expect_tx %4[%c1_224], %c32768_225, predicate = %6 : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-          %c1_226 = arith.constant 1 : index
-          %c64_227 = arith.constant 64 : index
-          %537 = arith.muli %525, %c64_227 : index
-          nvgpu.tma.async.load %3[%537, %7], %4[%c1_226] to %view_7, predicate = %6 : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<128x64xf16, #gpu.address_space<workgroup>>
+        %c4_210 = arith.constant 4 : index
+        %533 = arith.addi %524, %c4_210 : index
+        %c1_211 = arith.constant 1 : index
+        %534 = arith.subi %533, %c1_211 : index
+        %c8_212 = arith.constant 8 : index
+        %535 = arith.cmpi slt, %534, %c8_212 : index
+        scf.if %535 {
+          %c1_221 = arith.constant 1 : index
+          %c32768_222 = arith.constant 32768 : index
+          nvgpu.mbarrier.arrive.expect_tx %4[%c1_221], %c32768_222, predicate = %6 : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+          %c1_223 = arith.constant 1 : index
+          %c64_224 = arith.constant 64 : index
+          %549 = arith.muli %534, %c64_224 : index
+          nvgpu.tma.async.load %3[%549, %7], %4[%c1_223] to %view_7, predicate = %6 : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<128x64xf16, #gpu.address_space<workgroup>>
+          %c1_225 = arith.constant 1 : index
+          %c64_226 = arith.constant 64 : index
+          %550 = arith.muli %534, %c64_226 : index
+          %c0_227 = arith.constant 0 : index
+          %551 = arith.addi %8, %c0_227 : index
+          nvgpu.tma.async.load %2[%551, %550], %4[%c1_225] to %view_10, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
           %c1_228 = arith.constant 1 : index
           %c64_229 = arith.constant 64 : index
-          %538 = arith.muli %525, %c64_229 : index
-          %c0_230 = arith.constant 0 : index
-          %539 = arith.addi %8, %c0_230 : index
-          nvgpu.tma.async.load %2[%539, %538], %4[%c1_228] to %view_10, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
-          %c1_231 = arith.constant 1 : index
-          %c64_232 = arith.constant 64 : index
-          %540 = arith.muli %525, %c64_232 : index
-          %c64_233 = arith.constant 64 : index
-          %541 = arith.addi %8, %c64_233 : index
-          nvgpu.tma.async.load %2[%541, %540], %4[%c1_231] to %view_11, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
+          %552 = arith.muli %534, %c64_229 : index
+          %c64_230 = arith.constant 64 : index
+          %553 = arith.addi %8, %c64_230 : index
+          nvgpu.tma.async.load %2[%553, %552], %4[%c1_228] to %view_11, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
         } else {
         }
-        %c4_215 = arith.constant 4 : index
-        %527 = arith.muli %arg15, %c4_215 : index
-        %c3_216 = arith.constant 3 : index
-        %528 = arith.addi %527, %c3_216 : index
-        %c3_217 = arith.constant 3 : index
-        %c1_218 = arith.constant 1 : index
-        %529 = arith.andi %arg15, %c1_218 : index
-        %c0_219 = arith.constant 0 : index
-        %530 = arith.cmpi ne, %529, %c0_219 : index
-        %c10000000_220 = arith.constant 10000000 : index
-        nvgpu.mbarrier.try_wait.parity %4[%c3_217], %530, %c10000000_220 : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-        %531 = nvgpu.warpgroup.generate.descriptor %view_17, %3 : memref<128x64xf16, #gpu.address_space<workgroup>>, <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>
-        %532 = nvgpu.warpgroup.generate.descriptor %view_18, %2 : memref<64x128xf16, #gpu.address_space<workgroup>>, <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>
-        %533 = nvgpu.warpgroup.mma %531, %532, %523 {transposeB, waitGroup = 0 : i64} : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>, <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>, <fragmented = vector<128x128xf32>> -> <fragmented = vector<128x128xf32>>
+        %c4_213 = arith.constant 4 : index
+        %536 = arith.muli %arg15, %c4_213 : index
+        %c3_214 = arith.constant 3 : index
+        %537 = arith.addi %536, %c3_214 : index
+        %c3_215 = arith.constant 3 : index
+        %c1_216 = arith.constant 1 : index
+        %538 = arith.andi %arg15, %c1_216 : index
+        %c0_217 = arith.constant 0 : index
+        %539 = arith.cmpi ne, %538, %c0_217 : index
+        %540 = nvgpu.mbarrier.get %4[%c3_215] : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> i64
+        %541 = llvm.inttoptr %540 : i64 to !llvm.ptr<3>
+        %542 = arith.extui %539 : i1 to i32
+        scf.while : () -> () {
+          %549 = nvvm.mbarrier.try_wait %541, %542 : !llvm.ptr<3>, i32 -> i1
+          %true = arith.constant true
+          %550 = arith.xori %549, %true : i1
+          scf.condition(%550)
+        } do {
+          scf.yield
+        }
+        %543 = nvgpu.warpgroup.generate.descriptor %view_17, %3 : memref<128x64xf16, #gpu.address_space<workgroup>>, <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>
+        %544 = nvgpu.warpgroup.generate.descriptor %view_18, %2 : memref<64x128xf16, #gpu.address_space<workgroup>>, <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none> -> <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>
+        %545 = nvgpu.warpgroup.mma %543, %544, %532 {transposeB, waitGroup = 0 : i64} : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>>, <tensor = memref<64x128xf16, #gpu.address_space<workgroup>>>, <fragmented = vector<128x128xf32>> -> <fragmented = vector<128x128xf32>>
         gpu.barrier
-        %c4_221 = arith.constant 4 : index
-        %534 = arith.addi %528, %c4_221 : index
-        %c1_222 = arith.constant 1 : index
-        %535 = arith.subi %534, %c1_222 : index
-        %c8_223 = arith.constant 8 : index
-        %536 = arith.cmpi slt, %535, %c8_223 : index
-        scf.if %536 {
-          %c2_224 = arith.constant 2 : index
-          %c32768_225 = arith.constant 32768 : index
-          nvgpu.mbarrier.arrive.expect_tx %4[%c2_224], %c32768_225, predicate = %6 : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
-          %c2_226 = arith.constant 2 : index
-          %c64_227 = arith.constant 64 : index
-          %537 = arith.muli %535, %c64_227 : index
-          nvgpu.tma.async.load %3[%537, %7], %4[%c2_226] to %view_12, predicate = %6 : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<128x64xf16, #gpu.address_space<workgroup>>
+        %c4_218 = arith.constant 4 : index
+        %546 = arith.addi %537, %c4_218 : index
+        %c1_219 = arith.constant 1 : index
+        %547 = arith.subi %546, %c1_219 : index
+        %c8_220 = arith.constant 8 : index
+        %548 = arith.cmpi slt, %547, %c8_220 : index
+        scf.if %548 {
+          %c2_221 = arith.constant 2 : index
+          %c32768_222 = arith.constant 32768 : index
+          nvgpu.mbarrier.arrive.expect_tx %4[%c2_221], %c32768_222, predicate = %6 : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+          %c2_223 = arith.constant 2 : index
+          %c64_224 = arith.constant 64 : index
+          %549 = arith.muli %547, %c64_224 : index
+          nvgpu.tma.async.load %3[%549, %7], %4[%c2_223] to %view_12, predicate = %6 : <tensor = memref<128x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<128x64xf16, #gpu.address_space<workgroup>>
+          %c2_225 = arith.constant 2 : index
+          %c64_226 = arith.constant 64 : index
+          %550 = arith.muli %547, %c64_226 : index
+          %c0_227 = arith.constant 0 : index
+          %551 = arith.addi %8, %c0_227 : index
+          nvgpu.tma.async.load %2[%551, %550], %4[%c2_225] to %view_15, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
           %c2_228 = arith.constant 2 : index
           %c64_229 = arith.constant 64 : index
-          %538 = arith.muli %535, %c64_229 : index
-          %c0_230 = arith.constant 0 : index
-          %539 = arith.addi %8, %c0_230 : index
-          nvgpu.tma.async.load %2[%539, %538], %4[%c2_228] to %view_15, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
-          %c2_231 = arith.constant 2 : index
-          %c64_232 = arith.constant 64 : index
-          %540 = arith.muli %535, %c64_232 : index
-          %c64_233 = arith.constant 64 : index
-          %541 = arith.addi %8, %c64_233 : index
-          nvgpu.tma.async.load %2[%541, %540], %4[%c2_231] to %view_16, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
+          %552 = arith.muli %547, %c64_229 : index
+          %c64_230 = arith.constant 64 : index
+          %553 = arith.addi %8, %c64_230 : index
+          nvgpu.tma.async.load %2[%553, %552], %4[%c2_228] to %view_16, predicate = %6 : <tensor = memref<64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4> -> memref<64x64xf16, #gpu.address_space<workgroup>>
         } else {
         }
-        scf.yield %533 : !nvgpu.warpgroup.accumulator<fragmented = vector<128x128xf32>>
+        scf.yield %545 : !nvgpu.warpgroup.accumulator<fragmented = vector<128x128xf32>>
       }
       nvvm.wgmma.wait.group.sync.aligned 0
       %17 = builtin.unrealized_conversion_cast %16 : !nvgpu.warpgroup.accumulator<fragmented = vector<128x128xf32>> to !llvm.struct<(struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>, struct<(f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)>)>

@@ -1,0 +1,102 @@
+"""The cost of trust (CPU only): the static barrier-protocol check and the interpreter, in ms.
+
+* ``nvdsl-protocol-check``: ``check_protocol`` on the traced module (what compiling and interpreting
+  add before anything runs) for tutorial chapter 5 at its default problem, chapter 5 with a long K,
+  and the persistent ``nvdsl.kernels.gemm`` at M = N = 8192 on 132 SMs;
+* ``nvdsl-interpreter``: a call in the CPU interpreter (fixed schedule, including the check) of the
+  tutorials' ``main()`` problems: chapter 4 (512 x 384 x 1024) and chapter 5 (512 x 512 x 1024;
+  the bar is under 60 s), and the persistent GEMM at 512 x 512 x 512.
+
+Needs no GPU: ``python3 -m benchmarks trust``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+from .. import harness
+
+REPEATS = 3
+QUICK_REPEATS = 1
+TABLE_METRIC = "ms"
+
+
+def _tutorials():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.path.join(root, "tutorials")
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    import ch4_gemm_multistage
+    import ch5_gemm_warp_specialized
+    return ch4_gemm_multistage, ch5_gemm_warp_specialized
+
+
+def _inputs(m, n, k, c_dtype, c_first=False):
+    """(a, b, c), or (c, a, b) for the task layer's GEMM."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), c_dtype)
+    return (c, a, b) if c_first else (a, b, c)
+
+
+def cases():
+    """(system, label, setup) where ``setup()`` returns the function to time."""
+    from nvdsl.interpreter.protocol import check_protocol
+    import nvdsl.tasks as nt
+    from nvdsl.kernels.gemm import MAPPING, matmul
+    ch4, ch5 = _tutorials()
+    library = lambda sm_count: nt.build(matmul, MAPPING.replace(sm_count=sm_count))
+
+    def checking(gemm, m, n, k, c_dtype):
+        def setup():
+            trace = gemm.trace(*_inputs(m, n, k, c_dtype, c_first=isinstance(gemm, nt.TaskKernel)))
+            return lambda: check_protocol(trace.module, trace.specs)
+        return setup
+
+    def interpreting(gemm, m, n, k, c_dtype):
+        def setup():
+            args = _inputs(m, n, k, c_dtype, c_first=isinstance(gemm, nt.TaskKernel))
+            run = gemm.with_options(backend="interpret")
+            return lambda: run(*args)
+        return setup
+
+    return [
+        ("nvdsl-protocol-check", "ch5 512x512x1024", checking(ch5.make_gemm(4), 512, 512, 1024, np.float16)),
+        ("nvdsl-protocol-check", "ch5 8192x8192x16384", checking(ch5.make_gemm(4), 8192, 8192, 16384, np.float16)),
+        ("nvdsl-protocol-check", "gemm 8192x8192x1024 (132 SMs)",
+         checking(library(132), 8192, 8192, 1024, np.float16)),
+        ("nvdsl-interpreter", "ch4 512x384x1024", interpreting(ch4.make_gemm(4), 512, 384, 1024, np.float32)),
+        ("nvdsl-interpreter", "ch5 512x512x1024", interpreting(ch5.make_gemm(4), 512, 512, 1024, np.float16)),
+        ("nvdsl-interpreter", "gemm 512x512x512 (4 SMs)",
+         interpreting(library(4), 512, 512, 512, np.float32)),
+    ]
+
+
+def row_label(p: dict) -> str:
+    return p["case"]
+
+
+def run(args) -> list[harness.Measurement]:
+    repeats = QUICK_REPEATS if args.quick else REPEATS
+    results = []
+    for system, label, setup in cases():
+        if not harness.selected(args, system):
+            continue
+        params = {"case": label}
+        try:
+            fn = setup()
+            times_ms = []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                fn()
+                times_ms.append((time.perf_counter() - start) * 1e3)
+            results.append(harness.Measurement.from_times("trust", system, params, times_ms,
+                                                          extra={"timing": "perf_counter, CPU"}))
+        except Exception as e:
+            results.append(harness.Measurement.failure("trust", system, params, e))
+        harness.log(results[-1])
+    return results

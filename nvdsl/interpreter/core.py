@@ -1,0 +1,205 @@
+"""Turning MLIR operations into Python closures, once per module.
+
+Every SSA value gets a slot number; a warp's registers are a list indexed by slot. Each operation
+becomes an *instruction*, a ``(kind, fn)`` pair called with the warp:
+
+* ``PLAIN``: ``fn(warp)`` computes and returns;
+* ``GEN``: ``fn(warp)`` is a generator that may block (yields a :class:`Wait`) or let other warps
+  run (yields None), e.g. barriers and mbarrier waits;
+* ``SYNC``: a plain instruction touching shared state; when it returns True (it acted), a fuzzed
+  schedule may switch warps after it.
+
+Unknown operations are refused when the module is compiled, naming the op and its Python line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from ..errors import InternalError, SourceLocation, TraceError, UserError
+from . import values as V
+
+PLAIN, GEN, SYNC = 0, 1, 2
+
+HANDLERS: dict = {}
+
+
+def handles(*names):
+    """Register a compile function ``(op, compiler) -> (kind, fn)`` for these operation names."""
+    def register(compile_fn):
+        for name in names:
+            HANDLERS[name] = compile_fn
+        return compile_fn
+    return register
+
+
+def identity(op, c, info):
+    """An operation whose result is its operand as the interpreter holds values (casts of one value)."""
+    a, r = c.slot(op.operands[0]), c.slot(op.result)
+
+    def fn(w):
+        w.env[r] = w.env[a]
+    return PLAIN, fn
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """What reports say about an operation: its name and the user's Python line."""
+
+    id: int
+    name: str
+    loc: SourceLocation | None
+
+    def where(self) -> str:
+        return f"{self.name} at {self.loc}" if self.loc else self.name
+
+
+def source_location(loc: ir.Location) -> SourceLocation | None:
+    try:
+        if loc.is_a_file():
+            return SourceLocation(loc.filename, loc.start_line)
+        if loc.is_a_name():
+            return source_location(loc.child_loc)
+        if loc.is_a_callsite():
+            return source_location(loc.callee)
+        if loc.is_a_fused():
+            for inner in loc.locations:
+                found = source_location(inner)
+                if found is not None:
+                    return found
+    except Exception:  # an exotic location kind: reports just lack the line
+        return None
+    return None
+
+
+class Wait:
+    """Why a warp cannot go on: ``ready()`` says when it can; ``describe()`` is for deadlock reports."""
+
+    __slots__ = ("ready", "describe", "info", "spin", "forced")
+
+    def __init__(self, ready, describe, info: OpInfo, spin: bool = False):
+        self.ready = ready
+        self.describe = describe
+        self.info = info
+        self.spin = spin          # a polling loop (try_wait in user code) that a timer may end
+        self.forced = False
+
+
+class CompiledBlock:
+    """The instructions of one MLIR block, the slots of its arguments and of its terminator's operands."""
+
+    __slots__ = ("instrs", "args", "yields", "terminator", "generator", "run", "infos")
+
+    def __init__(self, instrs, infos, args, yields, terminator):
+        self.instrs = instrs
+        self.infos = infos
+        self.args = args
+        self.yields = yields
+        self.terminator = terminator
+        self.generator = any(kind != PLAIN for kind, _ in instrs)
+        self.run = _generator_runner(self) if self.generator else _plain_runner(self)
+
+
+def _plain_runner(block: CompiledBlock):
+    fns = [fn for _, fn in block.instrs]
+    infos = block.infos
+
+    def run(w):
+        i = 0
+        try:
+            for i, fn in enumerate(fns):
+                fn(w)
+        except Exception as e:
+            raise _located(e, infos[i]) from None
+    return run
+
+
+def _generator_runner(block: CompiledBlock):
+    instrs = block.instrs
+    infos = block.infos
+
+    def run(w):
+        i = 0
+        try:
+            for i, (kind, fn) in enumerate(instrs):
+                if kind == PLAIN:
+                    fn(w)
+                elif kind == GEN:
+                    yield from fn(w)
+                elif fn(w):
+                    yield None
+        except GeneratorExit:
+            raise
+        except Exception as e:
+            raise _located(e, infos[i]) from None
+    return run
+
+
+def _located(error: Exception, info: OpInfo) -> Exception:
+    from .protocol import Undecided
+    if isinstance(error, (UserError, InternalError, Undecided)):  # they name their line already
+        return error
+    if isinstance(error, V.Unsupported):
+        return TraceError(f"the interpreter does not support {error} ({info.name})", code="interpreter-unsupported",
+                          hint="run on a GPU (Options(backend='gpu')), or report the missing case", loc=info.loc)
+    located = InternalError(f"interpreting {info.where()} failed: {type(error).__name__}: {error}")
+    located.__cause__ = error
+    return located
+
+
+class Compiler:
+    """Compiles a module's operations to instructions, numbering values and operations."""
+
+    def __init__(self, fuzz: bool, keep: set | None = None):
+        self.fuzz = fuzz
+        self.keep = keep            # when set, only these operations are compiled (a protocol skeleton)
+        self._slots: dict[ir.Value, int] = {}
+        self.infos: list[OpInfo] = []
+
+    @property
+    def slot_count(self) -> int:
+        return len(self._slots)
+
+    def slot(self, value: ir.Value) -> int:
+        found = self._slots.get(value)
+        if found is None:
+            found = self._slots[value] = len(self._slots)
+        return found
+
+    def info(self, op) -> OpInfo:
+        op = op.operation
+        info = OpInfo(len(self.infos), op.name, source_location(op.location))
+        self.infos.append(info)
+        return info
+
+    def block(self, block: ir.Block) -> CompiledBlock:
+        instrs, infos = [], []
+        args = [self.slot(a) for a in block.arguments]
+        terminator, yields = None, []
+        for op in block.operations:
+            op = op.operation
+            if op.name in ("scf.yield", "scf.condition", "gpu.terminator", "func.return", "gpu.return"):
+                terminator = op
+                yields = [self.slot(v) for v in op.operands]
+                continue
+            if self.keep is not None and op not in self.keep:
+                continue
+            info = self.info(op)
+            handler = HANDLERS.get(op.name)
+            if handler is None:
+                raise TraceError(f"the interpreter has no semantics for the operation '{op.name}'",
+                                 code="interpreter-unknown-op",
+                                 hint="run on a GPU (Options(backend='gpu')); if nvdsl emitted this op, "
+                                      "please report it", loc=info.loc)
+            try:
+                kind, fn = handler(op, self, info)
+            except V.Unsupported as e:
+                raise _located(e, info) from None
+            if kind == SYNC and not self.fuzz:
+                kind = PLAIN
+            instrs.append((kind, fn))
+            infos.append(info)
+        return CompiledBlock(instrs, infos, args, yields, terminator)
+

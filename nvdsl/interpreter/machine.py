@@ -1,0 +1,263 @@
+"""Running a launch: blocks one after the other, the warps of a block interleaved by a scheduler.
+
+A warp runs until it reaches a point where it must wait (a barrier, an mbarrier phase); with a
+fuzzing seed it may also be switched out after any operation touching shared state. Without a seed
+the schedule is deterministic (each warp runs until it blocks, then the next one in order) and TMA
+copies land as soon as they are issued; with a seed the next warp is drawn at random and copies land
+at random later points. When no warp can go on, the block is deadlocked and the report names every
+waiting warp, what it waits for, and the state of that barrier.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from ..errors import KernelFault
+from . import values as V
+from .core import OpInfo
+from .memory import SHARED, Buffer
+from .shadow import Agents, Shadow
+from .sync import BarSync
+
+# A fuzzed schedule draws the next warp at random but, like the hardware's warp schedulers, never
+# leaves a warp that could run waiting for more than about two rounds of the block's warps (this many
+# scheduling steps per warp). Without the bound a warp that only polls a barrier can fall two phases
+# behind and wait forever on a parity that has come round again: a real but practically unreachable
+# hazard of warps that wait on barriers whose phases they do not need.
+STARVATION_ROUNDS = 2
+
+# How far the simulated %globaltimer jumps when every warp is stuck and some poll a barrier with a
+# deadline (an Mbarrier.try_wait(timeout_ns=...)): far enough for any deadline to pass.
+TIMER_JUMP_NS = 1 << 50
+# Polling loops that get nothing but timeouts this many times in a row wait forever: a deadlock.
+MAX_IDLE_JUMPS = 3
+
+
+class Warp:
+    """32 lanes running the kernel body together, with their registers, active mask and clocks."""
+
+    def __init__(self, block: "Block", index: int, env: list):
+        self.block = block
+        self.index = index
+        self.env = env
+        self.threads = np.arange(index * V.LANES, (index + 1) * V.LANES, dtype=np.int64)
+        self.live = self.threads < block.thread_count
+        self.mask = self.live.copy()
+        self.agent = block.agents.warp(index)
+        self.vc = np.zeros((V.LANES, block.agents.count), np.int32)
+        self.vc[:, self.agent] = 1
+        self.wgmma_committed = 0        # wgmma groups committed so far
+        self.wgmma_retired = 0
+        self.wgmma_open = False         # a group has wgmma.mma_async issued but not committed
+        self.wgmma_reads: list = []     # (group, op) of issued operand reads, for reports
+        self.bulk_open = np.zeros(V.LANES, np.int64)       # per lane: id of its open bulk group (0: none)
+        self.bulk_committed: dict[int, list] = {}           # per lane: ids of committed, unretired groups
+        self.bulk_counter = 0
+        self._lanes_of = None
+        self._lanes = None
+        self.gen = None
+        self.wait = None
+        self.done = False
+        self.last_run = 0
+        self.waited: dict[int, tuple[int, int]] = {}   # barrier number -> (op, parity) of the last wait
+        self.last_wait = None                          # (op, barrier, parity, phase) of the last mbarrier wait
+        self.wgmma_waits: dict[int, dict] = {}         # wgmma group -> the warp's last waits when it was issued
+
+    @property
+    def epoch(self) -> int:
+        return int(self.vc[0, self.agent])
+
+    def tick(self) -> None:
+        """After a release: later accesses of this warp are not covered by it."""
+        self.vc[:, self.agent] += 1
+
+    def lanes(self) -> np.ndarray:
+        """The active lanes' numbers (cached per mask: masks are replaced, never changed in place)."""
+        if self._lanes_of is not self.mask:
+            self._lanes_of = self.mask
+            self._lanes = np.flatnonzero(self.mask)
+        return self._lanes
+
+    active_lanes = lanes
+
+    @property
+    def warpgroup(self) -> int:
+        return self.index // 4
+
+    def describe(self, lanes=None) -> str:
+        first, last = int(self.threads[0]), int(self.threads[-1])
+        text = f"warp {self.index} (threads {first}-{last})"
+        if lanes is not None and len(lanes) and len(lanes) < int(self.live.sum()):
+            shown = ", ".join(str(int(self.threads[l])) for l in lanes[:4])
+            text += f", thread{'s' if len(lanes) > 1 else ''} {shown}{', ...' if len(lanes) > 4 else ''}"
+        return text
+
+
+class Block:
+    """One thread block: its warps, shared memory, barriers, the race detector and the schedule."""
+
+    def __init__(self, launch, block_id: tuple[int, int, int], skeleton: bool = False):
+        self.launch = launch
+        kernel = launch.kernel
+        self.kernel = kernel
+        self.block_id = block_id
+        self.skeleton = skeleton      # a protocol skeleton: no data, shared memory watched in 128-byte granules
+        bx, by, bz = launch.block_dims
+        self.thread_count = bx * by * bz
+        warps = (self.thread_count + V.LANES - 1) // V.LANES
+        self.agents = Agents(warps, kernel.mbarrier_count)
+        self.smem = Buffer(np.zeros(launch.smem_bytes, np.uint8), "shared memory", SHARED)
+        watched = (launch.smem_bytes >> 7) + 1 if skeleton else launch.smem_bytes
+        self.smem.shadow = self.shadow = Shadow(watched, self.agents, self.thread_count)
+        self.mbarrier_groups: dict = {}
+        self.mbarrier_next = 0
+        self.bars: dict[int, BarSync] = {}
+        self.copies: list = []
+        self.rng: random.Random | None = launch.rng
+        self.time_ns = 1_000_000
+        self.registers: dict[int, int] = {}
+        self.output = launch.output
+        self.warps = [Warp(self, i, launch.warp_env(self, i)) for i in range(warps)]
+        self.exited = 0
+
+    @property
+    def name(self) -> str:
+        return f"block ({', '.join(map(str, self.block_id))})"
+
+    # --- reports ---------------------------------------------------------------------------------------
+
+    def fault(self, code: str, message: str, info: OpInfo | None, hint: str | None = None,
+              warp: Warp | None = None, lanes=None, **details) -> KernelFault:
+        """A report of a broken rule at ``info``'s line, naming this block (and warp, lanes)."""
+        where = self.name + (f", {warp.describe(lanes)}" if warp is not None else "")
+        details.update(block=self.block_id, warp=None if warp is None else warp.index,
+                       op=None if info is None else info.name)
+        return KernelFault(f"{message}\n  in {where}", code=code, hint=hint,
+                           loc=None if info is None else info.loc, details=details)
+
+    def line_of(self, op_id: int) -> str:
+        if op_id is None or op_id < 0:
+            return "an unknown line"
+        info = self.kernel.infos[op_id]
+        return str(info.loc) if info.loc else info.name
+
+    # --- scheduling ------------------------------------------------------------------------------------
+
+    def run(self) -> None:
+        body = self.kernel.body
+        for w in self.warps:
+            w.gen = _warp_body(body, w)
+        current = 0
+        steps = 0
+        idle_jumps = 0
+        warps = self.warps
+        starvation = STARVATION_ROUNDS * len(warps)
+        budget = self.launch.host.budget if self.skeleton else None
+        count = len(warps)
+        rng = self.rng
+        while True:
+            if rng is not None and self.copies and rng.random() < 0.25:
+                self.land(self.copies.pop(rng.randrange(len(self.copies))))
+            if rng is None:
+                chosen = None
+                for step in range(count):
+                    w = warps[(current + step) % count]
+                    if not w.done and (w.wait is None or w.wait.forced or w.wait.ready()):
+                        chosen = w
+                        break
+            else:
+                ready = [w for w in warps if not w.done and (w.wait is None or w.wait.forced or w.wait.ready())]
+                chosen = None
+                if ready:
+                    oldest = min(ready, key=lambda w: w.last_run)
+                    chosen = oldest if steps - oldest.last_run > starvation else rng.choice(ready)
+            if chosen is None:
+                if self.copies:
+                    index = 0 if rng is None else rng.randrange(len(self.copies))
+                    self.land(self.copies.pop(index))
+                    continue
+                if all(w.done for w in warps):
+                    self.check_exit()
+                    return
+                spinning = [w for w in warps if not w.done and w.wait is not None and w.wait.spin
+                            and not w.wait.forced and not self.skeleton]
+                if spinning and idle_jumps < MAX_IDLE_JUMPS:
+                    # polling loops get their try_wait back (false) after a long time: a deadline may pass
+                    idle_jumps += 1
+                    self.time_ns += TIMER_JUMP_NS
+                    for w in spinning:
+                        w.wait.forced = True
+                    continue
+                raise self.deadlock()
+            if chosen.wait is None or not chosen.wait.forced:
+                idle_jumps = 0      # something happened besides polling loops giving up
+            current = chosen.index
+            steps += 1
+            if budget is not None and steps > budget:
+                from .protocol import Undecided
+                raise Undecided(f"the synchronisation of {self.name} takes more than {budget} scheduling steps")
+            chosen.last_run = steps
+            chosen.wait = None
+            try:
+                chosen.wait = next(chosen.gen)
+            except StopIteration:
+                chosen.done = True
+                self.exited += 1
+                self.on_exit(chosen)
+
+    def check_exit(self) -> None:
+        """A block must not end while TMA loads into its shared memory may still be in flight: each
+        load's phase must have been waited for by some thread."""
+        for group in self.mbarrier_groups.values():
+            for bar in group.barriers:
+                for phase, op in bar.unwaited.items():
+                    info = self.kernel.infos[op]
+                    raise self.fault("unwaited-copy", f"the block ends without any thread waiting for phase {phase} "
+                                     f"of {bar.name}, on which this TMA load completes: on the GPU the copy may "
+                                     "still be writing shared memory when the block exits", info,
+                                     hint="wait (Mbarrier.try_wait) for every phase that TMA loads complete on, "
+                                          "or do not issue loads whose data is never used")
+
+    def on_exit(self, w: Warp) -> None:
+        """An exited warp no longer counts towards the block's barrier 0."""
+        bar = self.bars.get(0)
+        if bar is not None:
+            from .ops_gpu import release_if_complete
+            release_if_complete(self, bar)
+
+    def land(self, copy) -> None:
+        copy.land(self)
+
+    def deadlock(self) -> KernelFault:
+        waiting = [w for w in self.warps if not w.done]
+        lines, seen = [], {}
+        for w in waiting:
+            wait = w.wait
+            key = (wait.info.id, wait.describe()) if wait is not None else (None, "runnable")
+            seen.setdefault(key, []).append(w)
+        first_info = None
+        for (op_id, text), group in seen.items():
+            info = self.kernel.infos[op_id] if op_id is not None else None
+            first_info = first_info or info
+            who = group[0].describe() if len(group) == 1 else \
+                f"warps {', '.join(str(w.index) for w in group)}"
+            where = f" at {info.loc}" if info is not None and info.loc else ""
+            lines.append(f"  {who}{where}: {text}")
+        done = [w.index for w in self.warps if w.done]
+        if done:
+            lines.append(f"  warps {', '.join(map(str, done))} have exited")
+        message = "deadlock: every warp that has not exited waits, and nothing can wake it\n" + "\n".join(lines)
+        return self.fault("deadlock", message, first_info,
+                          hint="check the arrival counts of Mbarrier.init, the transaction bytes of "
+                               "arrive(...) against the TMA boxes, and that each wait's parity is the number "
+                               "of phases the barrier completed before, modulo 2",
+                          waits=[text for (_, text) in seen])
+
+
+def _warp_body(body, w: Warp):
+    if body.generator:
+        yield from body.run(w)
+    else:
+        body.run(w)

@@ -1,0 +1,209 @@
+"""Structured control flow (``scf.for``, ``scf.if``, ``scf.while``) over the lanes of a warp.
+
+A branch or loop bound that every active lane agrees on runs once for the warp. Where lanes
+disagree the warp diverges: each side runs with the lanes that take it (the warp's active mask),
+and values leaving the region are merged lane by lane.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import values as V
+from .core import GEN, PLAIN, handles
+
+
+def merge(take: np.ndarray, new, old):
+    """``new`` on the lanes in ``take`` (a 32-lane mask), ``old`` elsewhere."""
+    if new is old:
+        return new
+    if not isinstance(new, np.ndarray) or not isinstance(old, np.ndarray):
+        if old is None:
+            return new
+        raise V.Unsupported("a loop or branch result that is not a register value (a memref, a barrier "
+                            "group, a descriptor) and differs between lanes")
+    mask = take.reshape((take.shape[0],) + (1,) * (max(new.ndim, old.ndim) - 1))
+    return np.where(mask, new, old)
+
+
+def _uniform_bool(cond: np.ndarray, mask: np.ndarray):
+    """True or False when all active lanes agree, else None."""
+    if cond.shape[0] == 1:
+        return bool(cond[0])
+    taken = cond & mask
+    if not taken.any():
+        return False
+    if (taken == mask).all():
+        return True
+    return None
+
+
+def _uniform_int(x: np.ndarray, mask: np.ndarray, bits: int, unsigned: bool):
+    if x.shape[0] == 1:
+        value = x[0]
+    else:
+        active = x[mask]
+        if active.size and (active != active[0]).any():
+            return None
+        value = active[0] if active.size else x[0]
+    if unsigned:
+        value = V.unsigned(np.asarray(value), bits)
+    return int(value)
+
+
+def _drivers(steps):
+    """One region op's logic, ``steps(w)``: a generator yielding each block to run next (it sets the
+    block's arguments and the warp's mask before yielding, and reads the block's results after), run
+    as a plain instruction when no block can block, else as a generator instruction."""
+    def plain(w):
+        for block in steps(w):
+            block.run(w)
+
+    def gen(w):
+        for block in steps(w):
+            if block.generator:
+                yield from block.run(w)
+            else:
+                block.run(w)
+    return plain, gen
+
+
+def _instruction(steps, blocks):
+    plain, gen = _drivers(steps)
+    return (GEN, gen) if any(b is not None and b.generator for b in blocks) else (PLAIN, plain)
+
+
+@handles("scf.for")
+def _for(op, c, info):
+    lb, ub, step = (c.slot(v) for v in list(op.operands)[:3])
+    inits = [c.slot(v) for v in list(op.operands)[3:]]
+    body = c.block(op.regions[0].blocks[0])
+    iv, carried_args = body.args[0], body.args[1:]
+    results = [c.slot(v) for v in op.results]
+    unsigned = "unsignedCmp" in op.attributes
+    dtype, bits, kind = V.element_kind(op.operands[0].type)
+    yields = body.yields
+
+    def bounds(w):
+        env = w.env
+        m = w.mask
+        lo = _uniform_int(env[lb], m, bits, unsigned)
+        hi = _uniform_int(env[ub], m, bits, unsigned)
+        st = _uniform_int(env[step], m, bits, unsigned)
+        if st is not None and st <= 0:
+            raise w.block.fault("bad-loop", f"scf.for with step {st}: a loop that never ends", info)
+        return lo, hi, st
+
+    def divergent_iterations(w):
+        """Per-lane bounds: yields the mask of lanes running each iteration."""
+        env = w.env
+        lo, hi, st = (np.broadcast_to(env[s], (V.LANES,)) for s in (lb, ub, step))
+        if unsigned:
+            lo, hi = V.unsigned(lo, bits), V.unsigned(hi, bits)
+        i = lo.copy()
+        active = w.mask & (i < hi)
+        while active.any():
+            env[iv] = i.astype(dtype)
+            yield active
+            i = i + st
+            active = active & (i < hi)
+
+    def steps(w):
+        env = w.env
+        lo, hi, st = bounds(w)
+        carried = [env[s] for s in inits]
+        if lo is not None and hi is not None and st is not None:
+            for i in range(lo, hi, st):
+                env[iv] = np.array([i], dtype)
+                for slot, value in zip(carried_args, carried):
+                    env[slot] = value
+                yield body
+                carried = [env[s] for s in yields]
+        else:
+            mask = w.mask
+            for active in divergent_iterations(w):
+                w.mask = active
+                for slot, value in zip(carried_args, carried):
+                    env[slot] = value
+                yield body
+                carried = [merge(active, env[s], old) for s, old in zip(yields, carried)]
+            w.mask = mask
+        for slot, value in zip(results, carried):
+            env[slot] = value
+    return _instruction(steps, [body])
+
+
+@handles("scf.if")
+def _if(op, c, info):
+    cond = c.slot(op.operands[0])
+    then = c.block(op.regions[0].blocks[0])
+    otherwise = c.block(op.regions[1].blocks[0]) if len(op.regions[1].blocks) else None
+    results = [c.slot(v) for v in op.results]
+
+    def steps(w):
+        env = w.env
+        mask = w.mask
+        taken = _uniform_bool(env[cond], mask)
+        if taken is None:       # the lanes disagree: each side with its lanes, results merged
+            take = env[cond] & mask
+            w.mask = take
+            yield then
+            then_values = [env[s] for s in then.yields]
+            w.mask = mask & ~take
+            if otherwise is not None:
+                yield otherwise
+            w.mask = mask
+            for slot, new, old in zip(results, then_values, [env[s] for s in otherwise.yields] if otherwise else []):
+                env[slot] = merge(take, new, old)
+            return
+        branch = then if taken else otherwise
+        if branch is None:
+            return
+        yield branch
+        for slot, value in zip(results, [env[s] for s in branch.yields]):
+            env[slot] = value
+    return _instruction(steps, [then, otherwise])
+
+
+@handles("scf.while")
+def _while(op, c, info):
+    inits = [c.slot(v) for v in op.operands]
+    before = c.block(op.regions[0].blocks[0])
+    after = c.block(op.regions[1].blocks[0])
+    results = [c.slot(v) for v in op.results]
+
+    def steps(w):
+        env = w.env
+        mask = w.mask
+        values = [env[s] for s in inits]
+        finished = [None] * len(results)
+        active = mask
+        while True:
+            w.mask = active
+            for slot, value in zip(before.args, values):
+                env[slot] = value
+            yield before
+            condition = env[before.yields[0]]
+            forwarded = [env[s] for s in before.yields[1:]]
+            decided = _uniform_bool(condition, active)
+            if decided is True:
+                pass
+            elif decided is False:
+                finished = [merge(active, new, old) if old is not None else new
+                            for new, old in zip(forwarded, finished)]
+                break
+            else:
+                going_on = np.broadcast_to(condition, (V.LANES,)) & active
+                leaving = active & ~going_on
+                finished = [merge(leaving, new, old) if old is not None else new
+                            for new, old in zip(forwarded, finished)]
+                active = going_on
+                w.mask = active
+            for slot, value in zip(after.args, forwarded):
+                env[slot] = value
+            yield after
+            values = [env[s] for s in after.yields]
+        w.mask = mask
+        for slot, value in zip(results, finished):
+            env[slot] = value
+    return _instruction(steps, [before, after])

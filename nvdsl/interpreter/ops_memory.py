@@ -1,0 +1,333 @@
+"""``memref`` and ``vector`` memory operations, with bounds checks and the race detector on shared memory."""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+
+from . import values as V
+from .core import PLAIN, SYNC, handles, identity
+from .memory import LOCAL, Buffer, MemRef, is_shared, row_major_strides
+from .reports import race_fault
+
+
+def _index(value: np.ndarray) -> np.ndarray:
+    return value if value.dtype == np.int64 else value.astype(np.int64)
+
+
+def element_addresses(w, mem: MemRef, indices: list, info, count: int = 1, what: str = "access"):
+    """Byte addresses of ``mem[indices]`` (``count`` contiguous elements along the last axis) for every
+    lane, after checking the active lanes' indices against the shape (views are checked against their
+    buffer when made). Inactive lanes get a valid address, so that gathers need no special case."""
+    linear = None
+    last = len(indices) - 1
+    repair = False
+    for axis, i in enumerate(indices):
+        extent = mem.shape[axis]
+        if extent >= 0:
+            limit = extent - (count - 1 if axis == last else 0)
+            # one unsigned comparison catches negative indices too
+            bad = i.view(np.uint64) >= limit
+            if bad.any():
+                _out_of_bounds(w, mem, indices, bad, info, what)
+                repair = True
+        stride = mem.strides[axis]
+        term = i if stride == 1 else i * stride
+        linear = term if linear is None else linear + term
+    addresses = linear * mem.itemsize + mem.offset
+    if mem.dynamic:
+        end = addresses + count * mem.itemsize
+        bad = (addresses < 0) | (end > mem.buffer.nbytes)
+        if bad.any():
+            if (bad & w.mask).any() if bad.shape[0] > 1 else True:
+                lane = int(np.argmax(bad & w.mask)) if bad.shape[0] > 1 else int(np.argmax(w.mask))
+                raise w.block.fault("out-of-bounds", f"{what} of '{mem.name}' at byte "
+                                    f"{int(addresses[lane if addresses.shape[0] > 1 else 0])} is outside its "
+                                    f"{mem.buffer.nbytes}-byte {mem.space} buffer", info, warp=w, lanes=[lane],
+                                    hint="check the offsets of shared-memory views and the indices")
+            repair = True
+    if repair:
+        lanes = w.lanes()
+        addresses = np.where(w.mask, addresses, addresses[lanes[0]] if lanes.size else 0)
+    return addresses
+
+
+def _out_of_bounds(w, mem, indices, bad, info, what) -> None:
+    mask = w.mask
+    hit = bad if bad.shape[0] == 1 else bad & mask
+    if not hit.any() or not mask.any():
+        return
+    lane = int(np.argmax(mask)) if bad.shape[0] == 1 else int(np.argmax(hit))
+    position = tuple(int(np.broadcast_to(x, (V.LANES,))[lane]) for x in indices)
+    raise w.block.fault("out-of-bounds", f"{what} of '{mem.name}' at index {list(position)} is outside its shape "
+                        f"{list(mem.shape)} ({mem.space} memory)", info, warp=w, lanes=[lane],
+                        hint="guard the access with nvdsl.when(...) or fix the index", index=position,
+                        shape=mem.shape)
+
+
+def _active(addresses: np.ndarray, lanes: np.ndarray) -> np.ndarray:
+    return addresses if addresses.shape[0] == 1 else addresses[lanes]
+
+
+def shared_bytes(active: np.ndarray, lanes: np.ndarray, nbytes: int):
+    """Every byte the lanes touch (``nbytes`` from each address) and the lane touching it."""
+    if active.shape[0] == 1 and lanes.shape[0] > 1:
+        active = np.repeat(active, lanes.shape[0])
+    offsets = np.arange(nbytes, dtype=np.int64)
+    return (active[:, None] + offsets).ravel(), np.repeat(lanes, nbytes)
+
+
+def check_shared_read(w, active, lanes, nbytes, info, what):
+    shadow = w.block.shadow
+    addresses, rows = shared_bytes(active, lanes, nbytes)
+    clocks = w.vc[rows]
+    conflict = shadow.check_read(addresses, clocks, rows)
+    if conflict is not None:
+        raise race_fault(w.block, w, conflict, info, what, w.vc)
+    shadow.record_read(addresses, w.agent, w.epoch, info.id)
+
+
+def check_shared_write(w, active, lanes, nbytes, info, what, atomic: bool = False):
+    shadow = w.block.shadow
+    addresses, rows = shared_bytes(active, lanes, nbytes)
+    conflict = shadow.check_write(addresses, w.vc[rows], rows, skip_agent=w.agent, atomic=atomic)
+    if conflict is not None:
+        raise race_fault(w.block, w, conflict, info, what, w.vc)
+    shadow.record_write(addresses, w.agent, w.epoch, info.id, threads=w.threads[rows], atomic=atomic)
+
+
+def shared_memref(t: ir.Type) -> bool:
+    return is_shared(ir.MemRefType(t))
+
+
+def _access(op, c, info, memref: ir.Value, first_index: int, count: int, write: bool):
+    """What a load or store of ``count`` contiguous elements needs: ``at(w) -> (mem, lanes, addresses)``
+    (addresses bounds-checked; shared accesses checked by the race detector; None when no lane is
+    active) and whether it touches shared memory (then a scheduling point)."""
+    m = c.slot(memref)
+    indices = [c.slot(v) for v in list(op.operands)[first_index:]]
+    shared = shared_memref(memref.type)
+    verb = "store" if write else "load"
+    what = f"this {'vector ' if count > 1 else ''}{verb}"
+    check = check_shared_write if write else check_shared_read
+
+    def at(w):
+        env = w.env
+        mem = env[m]
+        lanes = w.lanes()
+        if not lanes.size:
+            return None
+        addresses = element_addresses(w, mem, [_index(env[i]) for i in indices], info, count, verb)
+        if shared:
+            check(w, _active(addresses, lanes), lanes, count * mem.itemsize, info, what)
+        return mem, lanes, addresses
+    return at, shared
+
+
+def _positions(mem: MemRef, addresses: np.ndarray, n: int | None) -> np.ndarray:
+    """Element positions in the buffer of the scalar (``n`` None) or of the ``n``-vector at each address."""
+    if n is None:
+        return addresses // mem.itemsize
+    return (addresses[:, None] + np.arange(n) * (mem.strides[-1] * mem.itemsize)) // mem.itemsize
+
+
+def _write(mem: MemRef, lanes: np.ndarray, addresses: np.ndarray, values: np.ndarray, n: int | None = None):
+    """The active lanes' values (as memory holds them) at their addresses; where all lanes have one
+    address, the last active lane's value wins."""
+    if addresses.shape[0] == 1:
+        addresses, values = addresses[:1], values[lanes[-1] if values.shape[0] > 1 else 0]
+    else:
+        addresses, values = addresses[lanes], values[lanes] if values.shape[0] > 1 else values[0]
+    mem.buffer.typed(mem.mem_dtype)[_positions(mem, addresses, n)] = values
+
+
+def _vector_length(t: ir.Type):
+    """(n, element type) of a vector type, (None, t) of a scalar one."""
+    if isinstance(t, ir.VectorType):
+        vector = ir.VectorType(t)
+        return vector.shape[-1], vector.element_type
+    return None, t
+
+
+@handles("memref.load", "vector.load")
+def _load(op, c, info):
+    n, element = _vector_length(op.result.type)
+    at, shared = _access(op, c, info, op.operands[0], 1, n or 1, write=False)
+    r = c.slot(op.result)
+    load = V.loader(element)
+    zero = np.zeros((1,) if n is None else (1, n), V.register_dtype(element))
+
+    def fn(w):
+        found = at(w)
+        if found is None:
+            w.env[r] = zero
+            return False
+        mem, lanes, addresses = found
+        values = load(mem.buffer.typed(mem.mem_dtype)[_positions(mem, addresses, n)])
+        if mem.buffer.space == LOCAL and n is None and (values == values[0]).all():
+            values = values[:1]     # the threads' copies agree (an aref's slot and phase): one lane-uniform value
+        w.env[r] = values
+        return True
+    return (SYNC if shared else PLAIN), fn
+
+
+@handles("memref.store", "vector.store")
+def _store(op, c, info):
+    n, element = _vector_length(op.operands[0].type)
+    at, shared = _access(op, c, info, op.operands[1], 2, n or 1, write=True)
+    v = c.slot(op.operands[0])
+    store = V.storer(element)
+
+    def fn(w):
+        found = at(w)
+        if found is None:
+            return False
+        mem, lanes, addresses = found
+        _write(mem, lanes, addresses, store(w.env[v]), n)
+        return True
+    return (SYNC if shared else PLAIN), fn
+
+
+@handles("vector.from_elements")
+def _from_elements(op, c, info):
+    parts = [c.slot(v) for v in op.operands]
+    r = c.slot(op.result)
+
+    def fn(w):
+        env = w.env
+        values = [env[p] for p in parts]
+        lanes = max(x.shape[0] for x in values)
+        env[r] = np.stack([np.broadcast_to(x, (lanes,)) for x in values], axis=1)
+    return PLAIN, fn
+
+
+@handles("vector.broadcast", "vector.splat")
+def _broadcast(op, c, info):
+    a, r = c.slot(op.operands[0]), c.slot(op.result)
+    n = ir.VectorType(op.result.type).shape[-1]
+
+    def fn(w):
+        x = w.env[a]
+        w.env[r] = np.repeat(x[:, None], n, axis=1) if x.ndim == 1 else x
+    return PLAIN, fn
+
+
+@handles("vector.extract", "vector.extractelement")
+def _extract(op, c, info):
+    a, r = c.slot(op.operands[0]), c.slot(op.result)
+    dynamic = [c.slot(v) for v in list(op.operands)[1:]]
+    static = list(ir.DenseI64ArrayAttr(op.attributes["static_position"])) if "static_position" in op.attributes \
+        else []
+    sentinel = ir.ShapedType.get_dynamic_size()
+
+    def fn(w):
+        env = w.env
+        it = iter(dynamic)
+        position = [int(V.first_active(env[next(it)], w.mask)) if p == sentinel else p for p in static] or \
+            [int(V.first_active(env[s], w.mask)) for s in dynamic]
+        env[r] = env[a][(slice(None), *position)]
+    return PLAIN, fn
+
+
+@handles("memref.alloca")
+def _alloca(op, c, info):
+    """Memory private to each thread (nvdsl keeps loop state such as an aref's slot and phase there): one
+    buffer per warp, each lane's copy at its own byte offset."""
+    result_type = ir.MemRefType(op.result.type)
+    shape = tuple(result_type.shape)
+    if any(s < 0 for s in shape) or op.operands:
+        raise V.Unsupported("memref.alloca with dynamic sizes")
+    element = result_type.element_type
+    nbytes = max(V.item_bytes(element) * int(np.prod(shape)), 1)
+    lane_offsets = np.arange(V.LANES, dtype=np.int64) * nbytes
+    r = c.slot(op.result)
+
+    def fn(w):
+        buffer = Buffer(np.zeros(V.LANES * nbytes, np.uint8), "a thread's local variable", LOCAL)
+        w.env[r] = MemRef(buffer, lane_offsets, shape, row_major_strides(shape), element)
+    return PLAIN, fn
+
+
+# --- views --------------------------------------------------------------------------------------------
+
+@handles("memref.view")
+def _view(op, c, info):
+    src, shift = c.slot(op.operands[0]), c.slot(op.operands[1])
+    result_type = ir.MemRefType(op.result.type)
+    shape = tuple(result_type.shape)
+    if any(s < 0 for s in shape):
+        raise V.Unsupported("memref.view with dynamic sizes")
+    element = result_type.element_type
+    strides = row_major_strides(shape)
+    r = c.slot(op.result)
+
+    itemsize = V.item_bytes(element)
+    nbytes = itemsize * int(np.prod(shape))
+
+    def fn(w):
+        env = w.env
+        base = env[src]
+        offset = _index(env[shift])
+        start = base.offset + offset
+        active = start if start.shape[0] == 1 else start[w.mask]
+        if active.size and ((active < 0).any() or (active + nbytes > base.buffer.nbytes).any()):
+            raise w.block.fault("out-of-bounds", f"a view of {nbytes} bytes at byte {int(active.max())} runs past "
+                                f"the {base.buffer.nbytes} bytes of {base.name}", info, warp=w,
+                                hint="check the view's offset against the kernel's smem size")
+        if active.size and (active % itemsize).any():
+            raise w.block.fault("misaligned", f"a view of {element} elements at byte {int(active[0])} is not "
+                                f"aligned to {itemsize} bytes", info, warp=w)
+        start = int(start[0]) if start.shape[0] == 1 else start
+        env[r] = MemRef(base.buffer, start, shape, strides, element,
+                        name=f"{base.name}@{start if isinstance(start, int) else '?'}")
+    return PLAIN, fn
+
+
+@handles("memref.subview")
+def _subview(op, c, info):
+    source_type = ir.MemRefType(op.operands[0].type)
+    result_type = ir.MemRefType(op.result.type)
+    if len(result_type.shape) != len(source_type.shape):
+        raise V.Unsupported("rank-reducing memref.subview")
+    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    operands = list(op.operands)
+    src = c.slot(operands[0])
+    offsets_dyn = [c.slot(v) for v in operands[1:1 + segments[1]]]
+    sizes_dyn = operands[1 + segments[1]:1 + segments[1] + segments[2]]
+    strides_dyn = operands[1 + segments[1] + segments[2]:]
+    if sizes_dyn or strides_dyn:
+        raise V.Unsupported("memref.subview with dynamic sizes or strides")
+    sentinel = ir.ShapedType.get_dynamic_stride_or_offset()
+    static_offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+    sizes = tuple(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    steps = tuple(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    r = c.slot(op.result)
+
+    def fn(w):
+        env = w.env
+        base = env[src]
+        dynamic = iter(offsets_dyn)
+        elements = 0
+        for offset, stride in zip(static_offsets, base.strides):
+            value = _index(env[next(dynamic)]) if offset == sentinel else offset
+            elements = elements + value * stride
+        if isinstance(elements, np.ndarray):
+            elements = int(elements[0]) if elements.shape[0] == 1 else elements
+        strides = tuple(s * k for s, k in zip(base.strides, steps))
+        env[r] = MemRef(base.buffer, base.offset + elements * base.itemsize, sizes, strides, base.element,
+                        name=base.name)
+    return PLAIN, fn
+
+
+handles("memref.cast")(identity)
+
+
+@handles("memref.dim")
+def _dim(op, c, info):
+    m, d, r = c.slot(op.operands[0]), c.slot(op.operands[1]), c.slot(op.result)
+
+    def fn(w):
+        mem = w.env[m]
+        w.env[r] = np.array([mem.shape[int(V.first_active(w.env[d], w.mask))]], np.int64)
+    return PLAIN, fn
+

@@ -1,0 +1,227 @@
+"""A traced module compiled for the interpreter, and one call of it on NumPy arrays.
+
+The host function runs once, on one "lane"; each ``gpu.launch`` runs its grid block by block (see
+:mod:`.machine`). Arguments are copied in, as on the GPU, and the arrays a kernel writes are copied
+back only when the call completes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+
+import numpy as np
+from mlir import ir
+
+from .. import dtypes as dt
+from ..errors import ArgumentError, LaunchConfigError
+from ..signature import ARRAY, ArgSpec, ScratchSpec
+from . import ops_arith, ops_atomics, ops_control, ops_gpu, ops_hopper, ops_memory  # noqa: F401 - register the handlers
+from . import values as V
+from .core import PLAIN, Compiler, handles
+from .machine import Block
+from .memory import GLOBAL, Buffer, MemRef, row_major_strides
+
+
+# What an H100 or H200 lets one block use (227 KiB, with the opt-in), as the GPU runtime checks.
+HOPPER_SMEM_PER_BLOCK = 232448
+
+
+class Kernel:
+    """One ``gpu.launch`` body, compiled. ``skeleton`` ("first" or "first-and-last") marks a protocol
+    skeleton: only those blocks run, without data."""
+
+    def __init__(self, body, mbarrier_count: int, infos, info, name: str, skeleton: str | None = None):
+        self.body = body
+        self.mbarrier_count = mbarrier_count
+        self.infos = infos
+        self.info = info
+        self.name = name
+        self.skeleton = skeleton
+
+
+@handles("gpu.launch")
+def _launch(op, c, info):
+    view = op.opview
+    saved, c.mbarriers = c.mbarriers, 0
+    body = c.block(op.regions[0].blocks[0])
+    name = str(op.attributes["function"]).lstrip("@") if "function" in op.attributes else "kernel"
+    kernel = Kernel(body, c.mbarriers, c.infos, info, name, (c.skeleton_blocks or {}).get(op))
+    c.mbarriers = saved
+    sizes = [c.slot(v) for v in (view.gridSizeX, view.gridSizeY, view.gridSizeZ,
+                                 view.blockSizeX, view.blockSizeY, view.blockSizeZ)]
+    smem = c.slot(view.dynamicSharedMemorySize) if view.dynamicSharedMemorySize is not None else None
+
+    def fn(host):
+        dims = [int(host.env[s][0]) for s in sizes]
+        smem_bytes = int(host.env[smem][0]) if smem is not None else 0
+        if smem_bytes > HOPPER_SMEM_PER_BLOCK:
+            raise LaunchConfigError(
+                f"kernel '{kernel.name}' needs {smem_bytes} bytes of shared memory per block, but a Hopper GPU "
+                f"allows at most {HOPPER_SMEM_PER_BLOCK}", code="smem-too-large",
+                hint="use smaller tiles or fewer pipeline stages", loc=info.loc)
+        Launch(host, kernel, tuple(dims[:3]), tuple(dims[3:]), smem_bytes).run()
+    return PLAIN, fn
+
+
+class Host:
+    """The host function's frame: its values, one active lane."""
+
+    def __init__(self, program: "Program", env: list, seed: int | None, output, budget: int | None = None):
+        self.program = program
+        self.budget = budget        # scheduling steps a skeleton block may take before the check gives up
+        self.env = env
+        self.mask = np.zeros(V.LANES, np.bool_)
+        self.mask[0] = True
+        self.block = None
+        self.rng = None if seed is None else random.Random(seed)
+        self.output = output
+
+
+class Launch:
+    """One kernel launch: the grid, run block by block."""
+
+    def __init__(self, host: Host, kernel: Kernel, grid, block_dims, smem_bytes: int):
+        self.host = host
+        self.kernel = kernel
+        self.grid = grid
+        self.block_dims = block_dims
+        self.smem_bytes = smem_bytes
+        self.rng = host.rng
+        self.output = host.output
+        bx, by, bz = block_dims
+        count = bx * by * bz
+        warps = (count + V.LANES - 1) // V.LANES
+        linear = np.arange(warps * V.LANES, dtype=np.int64)
+        self._thread_xyz = (linear % bx, (linear // bx) % by, linear // (bx * by))
+
+    def thread_x(self, w) -> np.ndarray:
+        return self._thread_xyz[0][w.threads]
+
+    def special(self, w, kind: str, axis: int) -> np.ndarray:
+        if kind == "thread_id":
+            return self._thread_xyz[axis][w.threads]
+        values = {"block_id": w.block.block_id, "block_dim": self.block_dims, "grid_dim": self.grid}[kind]
+        return np.array([values[axis]], np.int64)
+
+    def warp_env(self, block: Block, index: int) -> list:
+        env = list(self.host.env)
+        args = self.kernel.body.args
+        threads = np.arange(index * V.LANES, (index + 1) * V.LANES, dtype=np.int64)
+        values = [np.array([v], np.int64) for v in block.block_id] + \
+            [self._thread_xyz[axis][threads] for axis in range(3)] + \
+            [np.array([v], np.int64) for v in self.grid] + [np.array([v], np.int64) for v in self.block_dims]
+        for slot, value in zip(args, values):
+            env[slot] = value
+        return env
+
+    def run(self) -> None:
+        gx, gy, gz = self.grid
+        if self.kernel.skeleton is not None:
+            last = (gx - 1, gy - 1, gz - 1)
+            for block_id in [(0, 0, 0)] + ([last] if self.kernel.skeleton == "first-and-last" and any(last) else []):
+                Block(self, block_id, skeleton=True).run()
+            return
+        for z in range(gz):
+            for y in range(gy):
+                for x in range(gx):
+                    Block(self, (x, y, z)).run()
+
+
+class Program:
+    """A traced module (the one ``TracedFunction.trace`` builds, before outlining) compiled for the
+    interpreter. ``fuzz`` compiles the extra scheduling points that seeded runs switch warps at."""
+
+    def __init__(self, module: ir.Module, fuzz: bool = False, keep: set | None = None,
+                 skeleton_blocks: dict | None = None):
+        functions = [op for op in module.body.operations if op.operation.name == "func.func"]
+        if len(functions) != 1:
+            raise ValueError(f"expected one host function in the module, found {len(functions)}")
+        with module.context:
+            host = functions[0].regions[0].blocks[0]
+            self.scratch = _scratch_specs(functions[0].operation)
+            if keep is not None:
+                keep = keep | {op.operation for op in host.operations}
+            compiler = Compiler(fuzz, keep)
+            compiler.mbarriers = 0
+            compiler.skeleton_blocks = skeleton_blocks
+            self.host = compiler.block(host)
+        self.slot_count = compiler.slot_count
+        self.infos = compiler.infos
+        self.module = module
+
+    def run(self, specs: tuple[ArgSpec, ...], args, written: frozenset[int], *, seed: int | None = None,
+            output=None) -> None:
+        """Run on ``args`` (NumPy arrays and scalars, as ``specs`` describe them); the arrays in
+        ``written`` get the results when the run completes."""
+        env = [None] * self.slot_count
+        buffers = {}
+        for i, (spec, arg, slot) in enumerate(zip(specs, args, self.host.args)):
+            if spec.kind == ARRAY:
+                with self.module.context:
+                    buffers[i] = array = _array_buffer(spec, arg)
+                env[slot] = array
+            else:
+                env[slot] = _scalar(spec, arg)
+        with self.module.context:
+            for slot, (spec, zero) in zip(self.host.args[len(specs):], self.scratch):
+                # nvdsl.empty's contents are undefined: all-ones bytes (NaN, -1) make a read before a write show
+                data = np.full(spec.dtype.itemsize * int(np.prod(spec.shape)), 0 if zero else 0xFF, np.uint8)
+                env[slot] = MemRef(Buffer(data, spec.name, GLOBAL), 0, spec.shape, row_major_strides(spec.shape),
+                                   spec.dtype.mlir_type())
+        host = Host(self, env, seed, output or _stdout)
+        with np.errstate(all="ignore"):
+            self.host.run(host)
+        for i in written:
+            if i in buffers:
+                array = args[i]
+                mem = buffers[i]
+                np.copyto(array, mem.buffer.data.view(array.dtype).reshape(array.shape))
+
+
+    def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int) -> None:
+        """Run a protocol skeleton (``keep=``): arguments are shapes only, nothing is printed."""
+        from .protocol import placeholder_array
+        env = [None] * self.slot_count
+        with self.module.context:
+            for spec, slot in zip(specs + tuple(spec for spec, _ in self.scratch), self.host.args):
+                env[slot] = placeholder_array(spec) if spec.kind == ARRAY else np.zeros(1, np.int64)
+        host = Host(self, env, None, lambda text: None, budget=budget)
+        with np.errstate(all="ignore"):
+            self.host.run(host)
+
+
+def _scratch_specs(function: ir.Operation) -> tuple[tuple[ArgSpec, bool], ...]:
+    """The host function's scratch arrays (``nvdsl.empty``/``zeros``, its trailing arguments): spec, zeroed."""
+    from ..compiler.driver import SCRATCH_ATTR
+    if SCRATCH_ATTR not in function.attributes:
+        return ()
+    specs = [ScratchSpec.from_json(d) for d in json.loads(ir.StringAttr(function.attributes[SCRATCH_ATTR]).value)]
+    return tuple((ArgSpec(f"scratch{j}", ARRAY, s.dtype, s.shape), s.zero) for j, s in enumerate(specs))
+
+
+def _stdout(text: str) -> None:
+    sys.stdout.write(text)
+
+
+def _array_buffer(spec: ArgSpec, arg) -> MemRef:
+    if not isinstance(arg, np.ndarray):
+        raise ArgumentError(f"argument '{spec.name}' is a device array, which needs a GPU; the interpreter "
+                            "runs on NumPy arrays", code="device-array-needs-gpu",
+                            hint="pass a NumPy array (e.g. t.cpu().numpy()), or run on a GPU")
+    data = np.ascontiguousarray(arg).reshape(-1).view(np.uint8).copy()
+    buffer = Buffer(data, spec.name, GLOBAL)
+    return MemRef(buffer, 0, spec.shape, row_major_strides(spec.shape), spec.dtype.mlir_type(), name=spec.name)
+
+
+def _scalar(spec: ArgSpec, value) -> np.ndarray:
+    dtype = spec.dtype
+    if dtype.is_bool:
+        return np.array([bool(value)])
+    if dtype is dt.bfloat16:
+        return V.bf16_round(np.array([float(value)], np.float32))
+    if dtype.kind == "u":
+        return np.array([int(value)], np.uint64).astype(V.UNSIGNED[dtype.bits]).view(
+            np.dtype(f"int{dtype.bits}"))
+    return np.array([value], dtype=np.dtype("int64" if dtype.kind == "index" else dtype.name))

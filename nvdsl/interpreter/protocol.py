@@ -1,0 +1,268 @@
+"""The static check of a kernel's barrier protocol, run on the traced module before anything runs.
+
+Each kernel is cut down to its *synchronisation skeleton*: the mbarrier operations, ``bar.sync``,
+TMA loads (as the bytes they complete), wgmma groups (as the shared memory they read), and the
+control flow and arithmetic those depend on (a backward slice). The skeleton of one block (of the
+first and the last block when it depends on the block's index) is then executed by the interpreter
+with the exact mbarrier semantics, without data: loops run their real trip counts (so trip counts
+that are not a multiple of the stage count, and phases carried across persistent tiles, are what
+is checked), and the race detector watches shared memory in 128-byte granules.
+
+It finds: arrival counts that never complete a phase (a deadlock) or complete it early, ``expect_tx``
+bytes that differ from the boxes completing on the barrier, waits whose parity passes before the
+data landed or never passes, stages refilled before their consumers released them or while a
+wgmma may still read them, mbarriers used before their initialisation is ordered, mbarrier indices
+and shared-memory tiles outside their range, barriers reached by part of a warp. A violation raises :class:`~nvdsl.ProtocolError`
+with the lines involved. Where the skeleton depends on memory contents or runtime scalars, or is
+too long to run, the check cannot decide and says so (it returns the reason) instead of guessing.
+Generic-proxy fences and TMA store sources involve ordinary stores, which the skeleton leaves out:
+the interpreter checks those when the kernel runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+
+from ..errors import KernelFault, ProtocolError
+from ..signature import ARRAY, ArgSpec
+from . import values as V
+from .memory import GLOBAL, Buffer, MemRef, row_major_strides
+
+ROOTS = frozenset({
+    "nvgpu.mbarrier.init", "nvgpu.mbarrier.arrive", "nvgpu.mbarrier.arrive.expect_tx",
+    "nvgpu.mbarrier.arrive.nocomplete", "nvgpu.mbarrier.try_wait.parity", "nvvm.mbarrier.try_wait",
+    "nvgpu.tma.async.load", "nvgpu.warpgroup.mma", "nvvm.wgmma.mma_async", "nvvm.wgmma.commit.group.sync.aligned",
+    "nvvm.wgmma.wait.group.sync.aligned", "nvvm.wgmma.fence.aligned", "gpu.barrier", "nvvm.barrier",
+    "nvvm.barrier0", "nvvm.setmaxregister",
+})
+MBARRIER_OPS = frozenset(name for name in ROOTS if "mbarrier" in name)
+MEMORY_READS = frozenset({"memref.load", "vector.load"})
+# Operands of roots that the skeleton does not need (accumulator registers: wgmma math is left out).
+_UNNEEDED = {"nvgpu.warpgroup.mma": {2}, "nvvm.wgmma.mma_async": {0}}
+STEP_BUDGET = 200_000
+GRANULE_BITS = 7
+
+
+class Undecided(Exception):
+    """The skeleton depends on something the check cannot know before running."""
+
+
+def _ops(region):
+    for block in region.blocks:
+        for op in block.operations:
+            yield op.operation
+
+
+def _walk(op):
+    yield op
+    for region in op.regions:
+        for inner in _ops(region):
+            yield from _walk(inner)
+
+
+class _Slice:
+    """The operations of one kernel that its synchronisation depends on."""
+
+    def __init__(self, launch: ir.Operation):
+        self.launch = launch
+        self.keep: set = set()
+        self.uses_block_id = False
+        self.host_values: set = set()
+        self._seen_values: set = set()
+        self._work: list = []
+        roots = [op for op in _walk(launch) if op.name in ROOTS]
+        self.has_mbarriers = any(op.name in MBARRIER_OPS for op in roots)
+        for op in roots:
+            self._keep(op)
+        while self._work:
+            self._need(self._work.pop())
+
+    def _keep(self, op) -> None:
+        if op in self.keep or op == self.launch:
+            return
+        if op.name in MEMORY_READS and not _private(op.operands[0]):
+            from .core import source_location
+            raise Undecided(f"the kernel's synchronisation depends on memory contents ({op.name} at "
+                            f"{source_location(op.location)})")
+        self.keep.add(op)
+        skip = _UNNEEDED.get(op.name, ())
+        if op.name in ("scf.for", "scf.if", "scf.while"):
+            skip = range(3, len(op.operands)) if op.name == "scf.for" else range(len(op.operands))
+        for i, value in enumerate(op.operands):
+            if i not in skip:
+                self._push(value)
+        parent = _parent(op)
+        if parent is not None and parent != self.launch and parent.name != "func.func":
+            self._keep(parent)
+        if op.name == "memref.alloca":
+            # a thread's local variable (an aref's slot and phase): what is loaded from it is what was stored
+            for use in op.result.uses:
+                self._keep(use.owner.operation if hasattr(use.owner, "operation") else use.owner)
+
+    def _push(self, value) -> None:
+        if value not in self._seen_values:
+            self._seen_values.add(value)
+            self._work.append(value)
+
+    def _need(self, value) -> None:
+        if isinstance(value, ir.BlockArgument):
+            block = value.owner
+            owner = block.owner.operation
+            name = owner.name
+            index = value.arg_number
+            if owner == self.launch:
+                if index < 3:
+                    self.uses_block_id = True
+                return
+            if name == "func.func":
+                self.host_values.add(value)
+                return
+            self._keep(owner)
+            if name == "scf.for" and index > 0:
+                self._push(owner.operands[3 + index - 1])
+                self._push(_terminator(block).operands[index - 1])
+            elif name == "scf.while":
+                regions = list(owner.regions)
+                if block == regions[0].blocks[0]:
+                    self._push(owner.operands[index])
+                    self._push(_terminator(regions[1].blocks[0]).operands[index])
+                else:
+                    self._push(_terminator(regions[0].blocks[0]).operands[1 + index])
+            return
+        op = value.owner.operation
+        if _inside(op, self.launch):
+            name = op.name
+            if name in ("scf.for", "scf.if", "scf.while"):
+                self._keep(op)
+                index = value.result_number
+                if name == "scf.for":
+                    self._push(op.operands[3 + index])
+                    self._push(_terminator(op.regions[0].blocks[0]).operands[index])
+                elif name == "scf.if":
+                    for region in op.regions:
+                        if len(region.blocks):
+                            self._push(_terminator(region.blocks[0]).operands[index])
+                else:
+                    before = _terminator(op.regions[0].blocks[0])
+                    self._push(before.operands[1 + index])
+                return
+            self._keep(op)
+        else:
+            self.host_values.add(value)
+
+
+def _private(memref: ir.Value) -> bool:
+    """Whether a memref is a thread's local variable (registers, after LLVM promotes it)."""
+    return isinstance(memref, ir.OpResult) and memref.owner.name == "memref.alloca"
+
+
+def _terminator(block):
+    ops = list(block.operations)
+    return ops[-1].operation
+
+
+def _parent(op):
+    parent = op.parent
+    return None if parent is None else parent.operation
+
+
+def _inside(op, ancestor) -> bool:
+    parent = _parent(op)
+    while parent is not None:
+        if parent == ancestor:
+            return True
+        parent = _parent(parent)
+    return False
+
+
+def _control_operands(op):
+    """The operands a kept region op always needs: loop bounds, branch conditions, while conditions."""
+    if op.name == "scf.for":
+        return list(op.operands)[:3]
+    if op.name == "scf.if":
+        return [op.operands[0]]
+    if op.name == "scf.while":
+        return [_terminator(op.regions[0].blocks[0]).operands[0]]
+    return []
+
+
+def protocol_skeleton(module: ir.Module):
+    """For each kernel with mbarriers: (launch op, the operations to keep, whether the block index matters)."""
+    functions = [op.operation for op in module.body.operations if op.operation.name == "func.func"]
+    kernels = []
+    for launch in (op for op in _ops(functions[0].regions[0]) if op.name == "gpu.launch"):
+        piece = _Slice(launch)
+        if not piece.has_mbarriers:
+            continue
+        # the control operands of every kept region op (bounds, conditions) are needed too
+        grew = True
+        while grew:
+            before = len(piece.keep)
+            for op in list(piece.keep):
+                for value in _control_operands(op):
+                    piece._push(value)
+            while piece._work:
+                piece._need(piece._work.pop())
+            grew = len(piece.keep) != before
+        kernels.append((launch, piece))
+    return kernels
+
+
+def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
+    """Check the barrier protocol of every kernel of a traced module (see the module's docstring).
+
+    Raises :class:`~nvdsl.ProtocolError` on a violation; returns None when every kernel was checked,
+    else the reason the check could not decide.
+    """
+    from .program import Program
+    try:
+        kernels = protocol_skeleton(module)
+    except Undecided as reason:
+        return str(reason)
+    if not kernels:
+        return None
+    host_args = list(functions_args(module))
+    scalars = {arg for arg, spec in zip(host_args, specs) if spec.kind != ARRAY}
+    keep = set()
+    blocks = {}
+    for launch, piece in kernels:
+        needed_scalars = [spec.name for arg, spec in zip(host_args, specs) if arg in piece.host_values and
+                          arg in scalars]
+        if needed_scalars:
+            return (f"the synchronisation of a kernel depends on the runtime scalar argument "
+                    f"'{needed_scalars[0]}'")
+        keep |= piece.keep
+        blocks[launch] = "first-and-last" if piece.uses_block_id else "first"
+    with module.context:
+        try:
+            program = Program(module, keep=keep, skeleton_blocks=blocks)
+        except Undecided as reason:
+            return str(reason)
+        try:
+            program.run_skeleton(specs, STEP_BUDGET)
+        except Undecided as reason:
+            return str(reason)
+        except KernelFault as fault:
+            raise ProtocolError("the barrier protocol check found a violation before running the kernel: "
+                                + fault.message, code=fault.code, hint=fault.hint, loc=fault.loc) from None
+    return None
+
+
+def functions_args(module: ir.Module):
+    function = next(op.operation for op in module.body.operations if op.operation.name == "func.func")
+    return function.regions[0].blocks[0].arguments
+
+
+def placeholder_array(spec: ArgSpec) -> MemRef:
+    """An argument array without contents: the skeleton moves no data, it only needs shapes."""
+    buffer = Buffer(np.zeros(0, np.uint8), spec.name, GLOBAL)
+    return MemRef(buffer, 0, spec.shape, row_major_strides(spec.shape), spec.dtype.mlir_type(), name=spec.name)
+
+
+def granules(start: int, nbytes: int) -> np.ndarray:
+    """The 128-byte granules of shared memory a range of bytes touches (the skeleton's race detector unit)."""
+    return np.arange(start >> GRANULE_BITS, ((start + nbytes - 1) >> GRANULE_BITS) + 1, dtype=np.int64)
+
+
+__all__ = ["check_protocol", "protocol_skeleton", "Undecided", "V"]

@@ -1,0 +1,154 @@
+"""Synchronisation objects of one block: mbarriers (arrival counts, transaction bytes, phases) and the
+``bar.sync`` barriers (the block's barrier 0 and named barriers 1-15)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# The mbarrier groups' addresses, as ``nvgpu.mbarrier.get`` returns them: outside the dynamic buffer.
+MBARRIER_BASE = 1 << 40
+MBARRIER_GROUP_STRIDE = 1 << 20
+
+
+class Waiter:
+    """A thread group suspended in ``try_wait`` on a phase parity: the hardware wakes it when such a
+    phase completes, even if the barrier moves on before the warp runs again."""
+
+    __slots__ = ("parity", "satisfied", "clock", "phase")
+
+    def __init__(self, parity: int):
+        self.parity = parity
+        self.satisfied = False
+        self.clock = None
+        self.phase = -1
+
+
+class Mbarrier:
+    """One mbarrier: ``pending`` arrivals and ``tx`` transaction bytes left in phase ``phase``.
+
+    A phase completes when both reach zero; the next phase then expects ``expected`` arrivals again.
+    ``vc`` accumulates the vector clocks released into the phase (arrivals, completed copies);
+    ``completed`` keeps the clocks of the last completed phases for the threads that wait on them.
+    """
+
+    def __init__(self, group: "MbarrierGroup", index: int, agent: int, tma_agent: int, clock_size: int):
+        self.group = group
+        self.index = index
+        self.agent = agent              # this barrier's number among the block's mbarriers
+        self.tma_agent = tma_agent      # the agent of TMA copies completing on it
+        self.initialized = False
+        self.init_op = -1
+        self.init_agent = 0
+        self.init_clock = 0
+        self.expected = 0
+        self.pending = 0
+        self.tx = 0
+        self.phase = 0
+        self.vc = np.zeros(clock_size, np.int32)
+        self.completed: dict[int, np.ndarray] = {}
+        self.completed_arrivals: dict[int, list] = {}    # phase -> (thread, op) of its arrivals
+        self.arrivals: list[tuple[int, int]] = []      # (thread, op) of this phase's arrivals, for reports
+        self.armed: dict[int, tuple[int, int, int]] = {}  # thread -> (phase, tx bytes, op) of its last expect_tx
+        self.issued: dict[int, int] = {}                # thread -> bytes of copies it issued since arming
+        self.in_flight = 0                               # copies issued on this barrier, not yet landed
+        self.waiters: list[Waiter] = []
+        self.observed = -1                               # the latest phase some thread waited for
+        self.unwaited: dict[int, int] = {}               # phase -> op of a TMA load that completed in it
+
+    @property
+    def address(self) -> int:
+        return self.group.base + 8 * self.index
+
+    @property
+    def name(self) -> str:
+        return f"barrier {self.index} of {self.group.name}"
+
+    def init(self, count: int, op: int, agent: int, clock: int) -> None:
+        self.initialized = True
+        self.init_op, self.init_agent, self.init_clock = op, agent, clock
+        self.expected = self.pending = count
+        self.tx = 0
+        self.phase = 0
+        self.vc[:] = 0
+        self.completed.clear()
+        self.arrivals = []
+        self.armed.clear()
+        self.issued.clear()
+        self.waiters = []
+
+    def wait(self, parity: int) -> Waiter:
+        waiter = Waiter(parity)
+        self.waiters.append(waiter)
+        return waiter
+
+    def parity_complete(self, parity: int) -> bool:
+        """``try_wait.parity``: has the phase with this parity completed (the current phase's parity differs)?"""
+        return (self.phase & 1) != (parity & 1)
+
+    def completed_phase(self, parity: int) -> int:
+        """The most recently completed phase with ``parity`` (-1 for a fresh barrier's 'preceding phase')."""
+        last = self.phase - 1 if ((self.phase - 1) & 1) == (parity & 1) else self.phase - 2
+        return max(last, -1)
+
+    def observe(self, phase: int) -> np.ndarray | None:
+        """A thread saw ``phase`` complete: the clock it acquires (None for the preceding phase)."""
+        if phase > self.observed:
+            self.observed = phase
+            for done in [p for p in self.unwaited if p <= phase]:
+                del self.unwaited[done]
+        return self.completed.get(phase)
+
+    def maybe_complete(self) -> bool:
+        if self.pending == 0 and self.tx == 0:
+            clock = self.completed[self.phase] = self.vc.copy()
+            self.completed.pop(self.phase - 2, None)
+            self.completed_arrivals[self.phase] = self.arrivals
+            self.completed_arrivals.pop(self.phase - 2, None)
+            if self.waiters:
+                parity = self.phase & 1
+                for waiter in self.waiters:
+                    if waiter.parity == parity:
+                        waiter.satisfied, waiter.clock, waiter.phase = True, clock, self.phase
+                self.waiters = [waiter for waiter in self.waiters if not waiter.satisfied]
+            self.phase += 1
+            self.pending = self.expected
+            self.arrivals = []
+            return True
+        return False
+
+    def describe(self) -> str:
+        arrived = self.expected - self.pending
+        text = (f"{self.name} is in phase {self.phase} (parity {self.phase & 1}): {arrived} of {self.expected} "
+                f"arrivals")
+        if self.tx:
+            text += f", {self.tx} transaction bytes outstanding" if self.tx > 0 else \
+                f", {-self.tx} more transaction bytes delivered than expected so far"
+        return text
+
+
+class MbarrierGroup:
+    """The barriers of one ``nvgpu.mbarrier.create`` in one block."""
+
+    def __init__(self, count: int, number: int, first_agent: int, agents, clock_size: int, name: str):
+        self.base = MBARRIER_BASE + number * MBARRIER_GROUP_STRIDE
+        self.name = name
+        self.barriers = [Mbarrier(self, i, first_agent + i, agents.tma(first_agent + i), clock_size)
+                         for i in range(count)]
+
+
+class BarSync:
+    """A ``bar.sync`` barrier: warps arrive; when ``expected_warps`` have, all of them go on."""
+
+    def __init__(self, barrier_id: int, clock_size: int):
+        self.id = barrier_id
+        self.expected_warps = None
+        self.arrived: list = []          # the warps waiting in the current generation
+        self.generation = 0
+        self.vc = np.zeros(clock_size, np.int32)
+        self.released: dict[int, np.ndarray] = {}
+        self.threads = None
+
+    def describe(self) -> str:
+        name = "the block's barrier (bar.sync 0)" if self.id == 0 else f"named barrier {self.id}"
+        expected = "?" if self.expected_warps is None else self.expected_warps * 32
+        return f"{name}: {len(self.arrived) * 32} of {expected} threads arrived"

@@ -1,0 +1,203 @@
+"""The static check of the barrier protocol: what it refuses, what it passes, where it says it cannot decide."""
+
+import importlib
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import nvdsl
+import broken_kernels as bk
+from nvdsl.interpreter.protocol import check_protocol, protocol_skeleton
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tutorials"))
+
+
+def f16(*shape):
+    return np.zeros(shape, np.float16)
+
+
+def tutorial_traces():
+    chapter = importlib.import_module
+    from nvdsl.kernels.gemm import MAPPING, matmul
+    return {
+        "ch2": chapter("ch2_tma").double_by_tiles.trace(f16(256, 192), f16(256, 192)),
+        "ch3": chapter("ch3_gemm_single_tile").gemm_tile.trace(f16(128, 64), f16(64, 128),
+                                                              np.zeros((128, 128), np.float32)),
+        "ch4": chapter("ch4_gemm_multistage").make_gemm(4).trace(f16(512, 1024), f16(1024, 384),
+                                                                np.zeros((512, 384), np.float32)),
+        "ch5": chapter("ch5_gemm_warp_specialized").make_gemm(4).trace(f16(512, 1024), f16(1024, 512), f16(512, 512)),
+        "persistent": nvdsl.tasks.build(matmul, MAPPING.replace(pipeline=3, sm_count=5)).trace(
+            np.zeros((1024, 1024), np.float32), f16(1024, 768), f16(768, 1024)),
+    }
+
+
+@pytest.mark.parametrize("name", ["ch2", "ch3", "ch4", "ch5", "persistent"])
+def test_the_tutorial_and_library_kernels_pass(name):
+    trace = tutorial_traces()[name]
+    assert check_protocol(trace.module, trace.specs) is None
+
+
+def test_the_skeleton_keeps_synchronisation_and_leaves_out_data():
+    trace = tutorial_traces()["ch5"]
+    (launch, piece), = protocol_skeleton(trace.module)
+    names = {op.name for op in piece.keep}
+    assert {"nvvm.mbarrier.try_wait", "nvgpu.tma.async.load", "nvgpu.warpgroup.mma", "scf.for"} <= names
+    assert not names & {"vector.store", "nvgpu.tma.async.store", "llvm.extractvalue", "arith.truncf"}
+    # the only stores kept are to the threads' local variables (the aref's slot and phase)
+    stores = [op for op in piece.keep if op.name == "memref.store"]
+    assert stores and all(op.operands[1].owner.name == "memref.alloca" for op in stores)
+
+
+@pytest.mark.parametrize("steps", [1, 5, 6])
+def test_a_ring_with_a_traced_stage_and_a_carried_phase_passes_and_computes(steps):
+    a = np.random.default_rng(0).standard_normal((steps, 64)).astype(np.float32)
+    out = np.zeros(32, np.float32)
+    trace = bk.ring()[0].trace(a, out)
+    assert check_protocol(trace.module, trace.specs) is None
+    bk.ring()[0].with_options(backend="interpret")(a, out)
+    np.testing.assert_allclose(out, a.reshape(steps, 32, 2).sum(axis=(0, 2)), rtol=1e-5)
+
+
+def test_a_ring_whose_phase_never_flips_is_refused_at_the_wait():
+    a, out = np.zeros((5, 64), np.float32), np.zeros(32, np.float32)   # 5 trips through 2 stages
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        bk.ring("no-flip")[0].compile(a, out)
+    assert info.value.code in ("deadlock", "tma-read-before-complete", "stage-refilled-early"), str(info.value)
+    assert "AT:ring-wait" in str(info.value) or "try_wait(phase ^ 1)" in str(info.value), str(info.value)
+
+
+def test_synchronisation_that_depends_on_memory_contents_is_undecided():
+    @nvdsl.mlir_func
+    def data_driven(flags, out):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def kernel(ctx):
+            bar = nvdsl.Mbarriers(1)[0]
+            bar.init(1, predicate=ctx.thread_id.x.eq(0))
+            ctx.sync_threads()
+            with nvdsl.when(flags[0] > 0):        # whether anyone arrives depends on memory
+                bar.arrive()
+            bar.try_wait(0)
+            out[ctx.thread_id.x] = 1
+        kernel()
+    trace = data_driven.trace(np.ones(1, np.int32), np.zeros(32, np.int32))
+    reason = check_protocol(trace.module, trace.specs)
+    assert reason is not None and "memory contents" in reason and "flags[0] > 0" in reason
+    with pytest.warns(nvdsl.ProtocolCheckWarning, match="could not check the barrier protocol of 'data_driven'"):
+        data_driven.compile(np.ones(1, np.int32), np.zeros(32, np.int32))
+
+
+def test_synchronisation_that_depends_on_a_runtime_scalar_is_undecided_naming_it():
+    @nvdsl.mlir_func
+    def scalar_driven(out, rounds):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def kernel(ctx):
+            bar = nvdsl.Mbarriers(1)[0]
+            bar.init(32, predicate=ctx.thread_id.x.eq(0))
+            ctx.sync_threads()
+            for r in nvdsl.for_range(rounds):
+                bar.arrive()
+                bar.try_wait(r)
+            out[ctx.thread_id.x] = 1
+        kernel()
+    trace = scalar_driven.trace(np.zeros(32, np.int32), 3)
+    assert "runtime scalar argument 'rounds'" in check_protocol(trace.module, trace.specs)
+
+
+def test_kernels_without_mbarriers_are_not_checked_and_cost_nothing():
+    trace = importlib.import_module("ch1_saxpy").saxpy.trace(np.zeros((64, 64), np.float32),
+                                                            np.zeros((64, 64), np.float32), 1.0)
+    assert protocol_skeleton(trace.module) == []
+
+
+def test_the_check_can_be_turned_off(monkeypatch):
+    fn, inputs = bk.make("arrival-count")
+    fn.with_options(protocol_check=False).trace(*inputs())       # no check at all when tracing
+    from nvdsl.options import from_env
+    assert from_env({"NVDSL_PROTOCOL_CHECK": "0"}).protocol_check is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        if nvdsl.device_count() == 0:       # without the check, the interpreter is what reports it
+            with pytest.raises(nvdsl.KernelFault):
+                fn.with_options(protocol_check=False)(*inputs())
+
+
+# Stages picked by a traced index, as arefs will emit them: the mbarrier is Mbarriers(2)[slot] and the
+# tile a memref.view at byte slot * 256. Thread 0 loads row k of `a` into stage k % 2 (two rows, so no
+# stage is refilled); warp 1 waits on that stage and copies the row to `out`. WAIT_PARITY is the
+# parity the consumer waits with: 0 is right, 1 passes on a fresh barrier before the copy lands.
+_TRACED_STAGES = """
+module attributes {gpu.container_module} {
+  func.func @stages(%a: memref<2x64xf32>, %out: memref<2x64xf32>) {
+    %map = builtin.unrealized_conversion_cast %a : memref<2x64xf32> to !llvm.ptr {nvdsl.tensormap = {box = array<i64: 1, 64>, interleave = 0 : i64, l2_promotion = 0 : i64, oob_nan = false, swizzle = 0 : i64}}
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %smem = arith.constant 512 : i32
+    gpu.launch blocks(%b0, %b1, %b2) in (%g0 = %c1, %g1 = %c1, %g2 = %c1) threads(%t, %t1, %t2) in (%s0 = %c64, %s1 = %c1, %s2 = %c1) dynamic_shared_memory_size %smem {
+      %desc = builtin.unrealized_conversion_cast %map : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x64xf32, #gpu.address_space<workgroup>>, swizzle = none, l2promo = none, oob = zero, interleave = none>
+      %bars = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      %base = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %c0 = arith.constant 0 : index
+      %c2 = arith.constant 2 : index
+      %c32 = arith.constant 32 : index
+      %c256 = arith.constant 256 : index
+      %lead = arith.cmpi eq, %t, %c0 : index
+      nvgpu.mbarrier.init %bars[%c0], %c1, predicate = %lead : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      nvgpu.mbarrier.init %bars[%c1], %c1, predicate = %lead : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+      gpu.barrier
+      %warp = arith.divui %t, %c32 : index
+      %lane = arith.remui %t, %c32 : index
+      %producer = arith.cmpi eq, %warp, %c0 : index
+      scf.if %producer {
+        scf.for %k = %c0 to %c2 step %c1 {
+          %slot = arith.remui %k, %c2 : index
+          %offset = arith.muli %slot, %c256 : index
+          %tile = memref.view %base[%offset][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64xf32, #gpu.address_space<workgroup>>
+          nvgpu.mbarrier.arrive.expect_tx %bars[%slot], %c256, predicate = %lead : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+          nvgpu.tma.async.load %desc[%c0, %k], %bars[%slot] to %tile, predicate = %lead : <tensor = memref<1x64xf32, #gpu.address_space<workgroup>>, swizzle = none, l2promo = none, oob = zero, interleave = none>, <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2> -> memref<1x64xf32, #gpu.address_space<workgroup>>
+        }
+      } else {
+        scf.for %k = %c0 to %c2 step %c1 {
+          %slot = arith.remui %k, %c2 : index
+          %offset = arith.muli %slot, %c256 : index
+          %tile = memref.view %base[%offset][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x64xf32, #gpu.address_space<workgroup>>
+          %parity = arith.constant WAIT_PARITY
+          %ticks = arith.constant 1000 : index
+          nvgpu.mbarrier.try_wait.parity %bars[%slot], %parity, %ticks : <memorySpace = #gpu.address_space<workgroup>, num_barriers = 2>
+          %x = memref.load %tile[%c0, %lane] : memref<1x64xf32, #gpu.address_space<workgroup>>
+          memref.store %x, %out[%k, %lane] : memref<2x64xf32>
+        }
+      }
+      gpu.terminator
+    }
+    return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("parity, error", [("false", None), ("true", "tma-read-before-complete")])
+def test_stages_at_traced_byte_offsets_with_a_traced_mbarrier_index(parity, error):
+    from mlir import ir
+
+    from nvdsl.interpreter import Program
+    from nvdsl.signature import ARRAY, ArgSpec
+    specs = (ArgSpec("a", ARRAY, nvdsl.float32, (2, 64)), ArgSpec("out", ARRAY, nvdsl.float32, (2, 64)))
+    a, out = np.random.default_rng(0).standard_normal((2, 64)).astype(np.float32), np.zeros((2, 64), np.float32)
+    with ir.Context():
+        module = ir.Module.parse(_TRACED_STAGES.replace("WAIT_PARITY", parity))
+        if error is None:
+            assert check_protocol(module, specs) is None
+            Program(module).run(specs, (a, out), frozenset({1}))
+            np.testing.assert_array_equal(out[:, :32], a[:, :32])
+        else:
+            # statically: the wait passes on the fresh barrier, so no thread waits for the copy's phase
+            with pytest.raises(nvdsl.ProtocolError) as info:
+                check_protocol(module, specs)
+            assert info.value.code == "unwaited-copy"
+            with pytest.raises(nvdsl.KernelFault) as info:       # running: the read comes first
+                Program(module).run(specs, (a, out), frozenset({1}))
+            assert info.value.code == error

@@ -1,0 +1,90 @@
+"""compute-sanitizer (memcheck, racecheck, synccheck) over every tutorial and nvdsl.kernels at small sizes.
+
+Each program runs on the GPU in a process of its own under one tool; a clean run exits 0 and reports
+"ERROR SUMMARY: 0 errors". Marked ``sanitizer`` (and ``gpu``): slow, so run them alone with
+``python3 -m pytest -m sanitizer``; ``-m "gpu and not sanitizer"`` runs the other GPU tests.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from nvdsl.compiler.toolchain import find_tool
+from nvdsl.testing import requires_gpu
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOOLS = ("memcheck", "racecheck", "synccheck")
+
+PROGRAMS = {
+    "ch0_hello": "import ch0_hello; ch0_hello.run_and_verify(ch0_hello.hello, (), verify=lambda: None)",
+    "ch1_saxpy": "import ch1_saxpy; ch1_saxpy.main(rows=100, cols=150)",
+    "ch2_tma": "import ch2_tma; ch2_tma.main(rows=128, cols=128)",
+    "ch3_gemm_single_tile": "import ch3_gemm_single_tile; ch3_gemm_single_tile.main()",
+    "ch4_gemm_multistage": "import ch4_gemm_multistage; ch4_gemm_multistage.main(m=256, n=256, k=512)",
+    "ch5_gemm_warp_specialized": "import ch5_gemm_warp_specialized; ch5_gemm_warp_specialized.main(m=256, n=512, k=512)",
+    # each mapping checked, without main()'s timing on 8192^2 problems
+    "ch6_tasks_and_mappings": ("import ch6_tasks_and_mappings as ch6, nvdsl.tasks as nt; "
+                               "[ch6.check(nt.build(ch6.gemm, mapping), 256, 512, 320) "
+                               "for mapping in ch6.MAPPINGS.values()]"),
+    "kernels.gemm": ("import numpy as np; from nvdsl.kernels.gemm import MAPPING, gemm; "
+                     "rng = np.random.default_rng(0); "
+                     "a = rng.standard_normal((512, 256)).astype(np.float16); "
+                     "b = rng.standard_normal((256, 512)).astype(np.float16); c = np.zeros((512, 512), np.float32); "
+                     "gemm(a, b, c, mapping=MAPPING.replace(sm_count=3)); "
+                     "e = np.linalg.norm(c - a.astype(np.float32) @ b.astype(np.float32)); "
+                     "assert e / np.linalg.norm(c) < 1e-3, e; print('PASS')"),
+}
+
+
+def environment(tmp_path, backend):
+    return dict(os.environ, NVDSL_BACKEND=backend, NVDSL_CACHE_DIR=str(tmp_path),
+                PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tutorials"), os.environ.get("PYTHONPATH", "")]))
+
+
+@pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm"])
+def test_the_sanitized_programs_run_and_pass(program, tmp_path):
+    """The programs the sanitizer runs (here in the interpreter, so this runs anywhere)."""
+    run = subprocess.run([sys.executable, "-c", PROGRAMS[program]], cwd=ROOT, env=environment(tmp_path, "interpret"),
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and "PASS" in run.stdout, run.stderr[-3000:]
+
+
+@pytest.mark.sanitizer
+@requires_gpu
+@pytest.mark.parametrize("tool", TOOLS)
+@pytest.mark.parametrize("program", sorted(PROGRAMS))
+def test_compute_sanitizer_is_clean(program, tool, tmp_path):
+    sanitizer = find_tool("compute-sanitizer")
+    if sanitizer is None:
+        pytest.skip("compute-sanitizer is not installed")
+    env = environment(tmp_path, "gpu")
+    command = [sanitizer, "--tool", tool, "--error-exitcode", "99", "--print-limit", "20",
+               sys.executable, "-c", PROGRAMS[program]]
+    if tool == "racecheck":
+        command[1:1] = ["--racecheck-report", "all"]
+    run = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0 and "ERROR SUMMARY: 0 errors" in output, \
+        f"{tool} on {program} (exit {run.returncode}):\n{output[-6000:]}"
+    assert "PASS" in run.stdout, output[-3000:]
+
+
+@pytest.mark.sanitizer
+@requires_gpu
+@pytest.mark.parametrize("variant", ["nohint"])
+def test_synccheck_is_clean_on_the_minimal_cuda_wait(variant, tmp_path):
+    """tests/cuda/wait_divergence.cu: chapter 5's wait and named barrier in CUDA C++ (see the file).
+    Its ``hint`` variant is the wait nvdsl emitted before; run it by hand to compare."""
+    sanitizer, nvcc = find_tool("compute-sanitizer"), find_tool("nvcc")
+    if sanitizer is None or nvcc is None:
+        pytest.skip("needs compute-sanitizer and nvcc")
+    binary = str(tmp_path / "wait_divergence")
+    build = subprocess.run([nvcc, "-arch=sm_90a", "-o", binary, os.path.join(ROOT, "tests", "cuda", "wait_divergence.cu")],
+                           capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([sanitizer, "--tool", "synccheck", "--error-exitcode", "99", binary, variant],
+                         capture_output=True, text=True, timeout=600)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0 and "ERROR SUMMARY: 0 errors" in output, output[-4000:]
