@@ -11,7 +11,7 @@ straight from registers (``acc.accumulate(p.to(nvdsl.float16) @ v)``, attention'
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, llvm, memref, nvgpu, nvvm, vector
+from mlir.dialects import arith, llvm, nvgpu, nvvm, vector
 
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
@@ -131,7 +131,7 @@ class _Product:
         if a.dtype != b.dtype and not (a.dtype in _FLOAT8 and b.dtype in _FLOAT8):
             raise _bad(f"A is {a.dtype.name} but B is {b.dtype.name}")
         if b.dtype in _FLOAT8 and not b.transposed:
-            raise _bad(f"a float8 B must be K-major: wgmma transposes only 16-bit operands", code="bad-wgmma-shape",
+            raise _bad("a float8 B must be K-major: wgmma transposes only 16-bit operands", code="bad-wgmma-shape",
                        hint="store B as (N, K) and use WGMMAMatrix(b_tile, b_tma, transposed=True)")
         if b._boxes_per_row > 1 and b.box[0] != b.tile.shape[0]:
             what = "N rows of the K-major" if b.transposed else "K rows of the N-major"

@@ -11,7 +11,7 @@ from ..frontend.control import fori, for_range, when
 from ..frontend.launch import gpu_launch
 from ..frontend.math import erf, exp2, tanh
 from ..frontend.memory import Array
-from ..frontend.values import Value, constant, maximum, minimum
+from ..frontend.values import constant, maximum, minimum
 from ..hopper.aref import Aref
 from ..hopper.tile import ColumnVector, RegisterTile, RowVector
 from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait

@@ -15,8 +15,8 @@ from .. import dtypes as dt
 from ..errors import MappingError, TaskError, user_location
 from . import ir
 from .analysis import operand_name
-from .ir import REGISTER, SHARED, Broadcast, Copy, Fill, Loop, Map, Mma, Program, Reduce, Region
-from .mapping import BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers
+from .ir import SHARED, Broadcast, Copy, Fill, Loop, Map, Mma, Program, Reduce, Region
+from .mapping import BLOCK, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers
 
 TILE_ALIGNMENT = 1024                 # ring tiles and staging buffers: 128-byte swizzled TMA tiles
 STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the output in slices of this size
@@ -161,7 +161,6 @@ def _shape_of(program: Program):
 def _derive_levels(program: Program, mapping: Mapping) -> tuple:
     """Processor level per task: the program's task runs its prange on the host (one tile per block), its
     tile body on the block, and its matrix products on warpgroups."""
-    levels = {program.name: HOST}
     for name, level in mapping.levels:
         if name != program.name:
             raise MappingError(f"levels['{name}']: the program has no task '{name}' left after launches are "
