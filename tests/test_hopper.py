@@ -644,3 +644,21 @@ def test_tma_plan_entries_survive_the_disk_cache(tmp_path):
     from_disk = CompileCache(str(tmp_path)).get(compiled.module.key, compiled.trace.mlir)
     assert from_disk is not None and from_disk.plan == compiled.module.plan
     assert isinstance(from_disk.plan.launches[0].params[0], TensorMapSpec)
+
+
+def test_named_barriers_across_roles_are_the_non_aligned_form():
+    """Threads of several Warpgroup bodies meeting at one named barrier execute different instructions:
+    PTX's bar.sync (barrier.sync.aligned) forbids that (synccheck: "divergent thread(s) in block"), so
+    sync_threads(threads, ...) emits barrier.sync; a warpgroup's own barrier stays bar.sync."""
+    @nvdsl.mlir_func
+    def host(x):
+        @nvdsl.gpu_launch(grid=1, block=256)
+        def kernel(ctx):
+            for i in range(2):
+                with nvdsl.Warpgroup(ctx, 128 * i) as wg:
+                    wg.sync()
+                    ctx.sync_threads(256, barrier=9)
+            x[ctx.thread_id.x] = 1.0
+        kernel()
+    ptx = host.compile(np.zeros(256, np.float32)).ptx
+    assert ptx.count("barrier.sync ") == 2 and "bar.sync \t1, 128;" in ptx and "bar.sync \t2, 128;" in ptx

@@ -12,7 +12,7 @@ import inspect
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, gpu, nvvm
+from mlir.dialects import arith, gpu, llvm, nvvm
 
 from .. import dtypes as dt
 from ..errors import LaunchConfigError, TraceError, user_location
@@ -101,11 +101,14 @@ class LaunchContext:
         with at_user_line():
             return t.x + t.y * b.x + t.z * (b.x * b.y)
 
-    def sync_threads(self, threads: int | None = None, *, barrier: int = 9) -> None:
+    def sync_threads(self, threads: int | None = None, *, barrier: int = 9, aligned: bool = False) -> None:
         """Barrier for all threads of the block (``gpu.barrier``, PTX ``bar.sync 0``), or, with
         ``threads``, for that many threads (a multiple of 32) meeting at named barrier ``barrier``
-        (``bar.sync barrier, threads``). Named barriers 1 to 8 belong to ``Warpgroup.sync`` of
-        warpgroups 0 to 7; use 9 to 15 for other groups of warps.
+        (``barrier.sync barrier, threads``: the threads may arrive from different code, e.g. the bodies
+        of several ``nvdsl.Warpgroup`` roles). Named barriers 1 to 8 belong to ``Warpgroup.sync`` of
+        warpgroups 0 to 7; use 9 to 15 for other groups of warps. ``aligned=True`` emits ``bar.sync``
+        (``barrier.sync.aligned``), which requires every participating thread to execute this very
+        instruction (compute-sanitizer's synccheck reports it otherwise).
         """
         if threads is None:
             with at_user_line():
@@ -120,7 +123,13 @@ class LaunchContext:
                              code="bad-barrier", loc=user_location())
         i32 = ir.IntegerType.get_signless(32)
         with at_user_line():
-            nvvm.BarrierOp(None, barrierId=arith.constant(i32, barrier), numberOfThreads=arith.constant(i32, threads))
+            ids = [arith.constant(i32, barrier), arith.constant(i32, threads)]
+            if aligned:
+                nvvm.BarrierOp(None, barrierId=ids[0], numberOfThreads=ids[1])
+            else:
+                # Threads of different code paths (one per warpgroup role) meet here: PTX's bar.sync is
+                # barrier.sync.aligned, for threads that all execute the same instruction; this one is not.
+                llvm.inline_asm(None, ids, "barrier.sync $0, $1;", "r,r", has_side_effects=True, asm_dialect=0)
 
     def shared_array(self, shape, dtype: dt.DType, *, align: int = 16) -> Array:
         """A shared-memory array of fixed shape, placed after the ``smem`` bytes of dynamic views.

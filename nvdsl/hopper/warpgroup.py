@@ -91,7 +91,8 @@ class Warpgroup:
             raise TraceError("Warpgroup.sync() is for inside the warpgroup's `with` body", code="bad-warpgroup",
                              loc=user_location())
         # Barrier 0 is the block's __syncthreads; warpgroup i uses barrier i + 1.
-        self.ctx.sync_threads(WARPGROUP_THREADS, barrier=self.index + 1)
+        # the warpgroup's threads run this body's one instruction: the aligned form is right
+        self.ctx.sync_threads(WARPGROUP_THREADS, barrier=self.index + 1, aligned=True)
 
     def __enter__(self) -> "Warpgroup":
         ctx = self.ctx

@@ -90,6 +90,22 @@ def _named_barrier(op, c, info):
     return GEN, gen
 
 
+# nvdsl's named barrier for threads arriving from different code (``LaunchContext.sync_threads``): PTX's
+# non-aligned ``barrier.sync``, which the NVVM dialect has no operation for.
+NAMED_BARRIER_ASM = re.compile(r"^barrier\.sync \$0, \$1;$")
+
+
+def named_barrier_asm(op, c, info, match):
+    barrier_slot, count_slot = (c.slot(v) for v in list(op.operands)[:2])
+
+    def gen(w):
+        env = w.env
+        barrier_id = int(V.first_active(env[barrier_slot], w.mask))
+        threads = int(V.first_active(env[count_slot], w.mask))
+        yield from bar_sync(w, barrier_id, threads, info)
+    return GEN, gen
+
+
 @handles("gpu.dynamic_shared_memory")
 def _dynamic_shared(op, c, info):
     r = c.slot(op.result)

@@ -19,7 +19,7 @@ from . import values as V
 from .core import GEN, PLAIN, SYNC, Wait, handles, identity
 from .memory import MatrixDescriptor, MemRef, TensorMap, box_layout, is_shared, operand_addresses
 from .ops_atomics import PAIR_ADD, pair_add
-from .ops_gpu import converged
+from .ops_gpu import NAMED_BARRIER_ASM, converged, named_barrier_asm
 from .ops_memory import check_shared_write, element_addresses
 from .protocol import granules
 from .reports import race_fault
@@ -774,7 +774,8 @@ def register_a_wgmma(op, c, info, match):
 def _inline_asm(op, c, info):
     """The inline PTX nvdsl emits, recognised by its text; any other is refused."""
     text = ir.StringAttr(op.attributes["asm_string"]).value
-    for pattern, compile_fn in ((PAIR_ADD, pair_add), (_REGISTER_A, register_a_wgmma)):
+    for pattern, compile_fn in ((PAIR_ADD, pair_add), (_REGISTER_A, register_a_wgmma),
+                                (NAMED_BARRIER_ASM, named_barrier_asm)):
         match = pattern.search(text)
         if match is not None:
             return compile_fn(op, c, info, match)

@@ -61,6 +61,12 @@ def _walk(op):
             yield from _walk(inner)
 
 
+def _is_barrier_asm(op) -> bool:
+    """nvdsl's non-aligned named barrier, emitted as inline PTX."""
+    return op.name == "llvm.inline_asm" and \
+        ir.StringAttr(op.attributes["asm_string"]).value.startswith("barrier.sync")
+
+
 class _Slice:
     """The operations of one kernel that its synchronisation depends on."""
 
@@ -71,7 +77,7 @@ class _Slice:
         self.host_values: set = set()
         self._seen_values: set = set()
         self._work: list = []
-        roots = [op for op in _walk(launch) if op.name in ROOTS]
+        roots = [op for op in _walk(launch) if op.name in ROOTS or _is_barrier_asm(op)]
         self.has_mbarriers = any(op.name in MBARRIER_OPS for op in roots)
         for op in roots:
             self._keep(op)

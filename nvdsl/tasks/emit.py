@@ -232,9 +232,10 @@ class _Consumer:
         issuer = not s.warp_specialized and self.c == 0
         ring = self.rings[self.step.name] if self.step is not None else None
         if issuer and ring is not None:
-            for k in range(min(s.lookahead, extent)):
-                env[s.main.vars[0]] = k
-                _put(ring, self.step, self.ring_tmas, env)
+            with when(self.wg.thread_index.eq(0)):   # one thread waits for free slots and issues (as a producer)
+                for k in range(min(s.lookahead, extent)):
+                    env[s.main.vars[0]] = k
+                    _put(ring, self.step, self.ring_tmas, env)
 
         body = [op for op in s.main.body if op not in loads]
 
@@ -248,7 +249,7 @@ class _Consumer:
             else:
                 self.run_all(body)
             if issuer and ring is not None:
-                with when(k + s.lookahead < extent):
+                with when((k + s.lookahead < extent) & self.wg.thread_index.eq(0)):
                     env[s.main.vars[0]] = k + s.lookahead
                     _put(ring, self.step, self.ring_tmas, env)
 
