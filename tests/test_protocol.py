@@ -201,3 +201,21 @@ def test_stages_at_traced_byte_offsets_with_a_traced_mbarrier_index(parity, erro
             with pytest.raises(nvdsl.KernelFault) as info:       # running: the read comes first
                 Program(module).run(specs, (a, out), frozenset({1}))
             assert info.value.code == error
+
+
+def test_the_check_gives_up_at_its_time_budget_and_says_so(monkeypatch):
+    """The check's cost grows with the trip counts (a persistent 8192^2 GEMM took 7 s in full); it stops at its
+    time budget and reports that it could not decide, instead of slowing every first call."""
+    import time
+
+    import nvdsl.interpreter.protocol as protocol
+    import nvdsl.tasks as nt
+    from nvdsl.kernels.gemm import MAPPING, matmul
+    monkeypatch.setattr(protocol, "TIME_BUDGET_S", 0.05)
+    f16 = np.float16
+    trace = nt.build(matmul, MAPPING.replace(sm_count=132)).trace(
+        np.zeros((8192, 8192), f16), np.zeros((8192, 4096), f16), np.zeros((4096, 8192), f16))
+    start = time.perf_counter()
+    undecided = protocol.check_protocol(trace.module, trace.specs)
+    assert time.perf_counter() - start < 2.0
+    assert undecided is not None and "time budget" in undecided

@@ -10,6 +10,8 @@ waiting warp, what it waits for, and the state of that barrier.
 
 from __future__ import annotations
 
+import time
+
 import random
 
 import numpy as np
@@ -155,6 +157,7 @@ class Block:
         warps = self.warps
         starvation = STARVATION_ROUNDS * len(warps)
         budget = self.launch.host.budget if self.skeleton else None
+        deadline = self.launch.host.deadline if self.skeleton else None
         count = len(warps)
         rng = self.rng
         while True:
@@ -198,6 +201,10 @@ class Block:
             if budget is not None and steps > budget:
                 from .protocol import Undecided
                 raise Undecided(f"the synchronisation of {self.name} takes more than {budget} scheduling steps")
+            if deadline is not None and steps % 64 == 0 and time.perf_counter() > deadline:
+                from .protocol import Undecided
+                raise Undecided(f"checking the synchronisation of {self.name} took longer than the check's time "
+                                f"budget ({steps} scheduling steps simulated, no violation found)")
             chosen.last_run = steps
             chosen.wait = None
             try:

@@ -68,9 +68,11 @@ def _launch(op, c, info):
 class Host:
     """The host function's frame: its values, one active lane."""
 
-    def __init__(self, program: "Program", env: list, seed: int | None, output, budget: int | None = None):
+    def __init__(self, program: "Program", env: list, seed: int | None, output, budget: int | None = None,
+                 deadline: float | None = None):
         self.program = program
         self.budget = budget        # scheduling steps a skeleton block may take before the check gives up
+        self.deadline = deadline    # and the time.perf_counter() past which it gives up
         self.env = env
         self.mask = np.zeros(V.LANES, np.bool_)
         self.mask[0] = True
@@ -180,14 +182,17 @@ class Program:
                 np.copyto(array, mem.buffer.data.view(array.dtype).reshape(array.shape))
 
 
-    def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int) -> None:
-        """Run a protocol skeleton (``keep=``): arguments are shapes only, nothing is printed."""
+    def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int, seconds: float | None = None) -> None:
+        """Run a protocol skeleton (``keep=``): arguments are shapes only, nothing is printed; give up (Undecided)
+        after ``budget`` scheduling steps of a block or ``seconds`` of simulation."""
+        import time
         from .protocol import placeholder_array
         env = [None] * self.slot_count
         with self.module.context:
             for spec, slot in zip(specs + tuple(spec for spec, _ in self.scratch), self.host.args):
                 env[slot] = placeholder_array(spec) if spec.kind == ARRAY else np.zeros(1, np.int64)
-        host = Host(self, env, None, lambda text: None, budget=budget)
+        host = Host(self, env, None, lambda text: None, budget=budget,
+                    deadline=None if seconds is None else time.perf_counter() + seconds)
         with np.errstate(all="ignore"):
             self.host.run(host)
 

@@ -41,6 +41,10 @@ MEMORY_READS = frozenset({"memref.load", "vector.load"})
 # Operands of roots that the skeleton does not need (accumulator registers: wgmma math is left out).
 _UNNEEDED = {"nvgpu.warpgroup.mma": {2}, "nvvm.wgmma.mma_async": {0}}
 STEP_BUDGET = 200_000
+# Wall-clock seconds the check may simulate one kernel's synchronisation: its cost grows with the trip counts
+# (a persistent 8192^2 GEMM took 7 s to check in full), and it runs before every compile. Past the deadline
+# the check says it could not decide rather than slowing every first call.
+TIME_BUDGET_S = 1.0
 GRANULE_BITS = 7
 
 
@@ -246,7 +250,7 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
         except Undecided as reason:
             return str(reason)
         try:
-            program.run_skeleton(specs, STEP_BUDGET)
+            program.run_skeleton(specs, STEP_BUDGET, TIME_BUDGET_S)
         except Undecided as reason:
             return str(reason)
         except KernelFault as fault:
