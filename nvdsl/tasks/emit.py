@@ -5,6 +5,8 @@ accumulators and a TMA-store epilogue. Generated and hand-written kernels share 
 
 from __future__ import annotations
 
+import contextlib
+
 from .. import dtypes as dt
 from ..errors import TaskError
 from ..frontend.control import fori, for_range, when
@@ -81,7 +83,7 @@ def emit(schedule: Schedule, arrays: dict) -> None:
                     for group in for_range(my_groups):
                         for member in range(per_block):
                             number, exists = tile_of(group, member)
-                            with when(exists) if pingpong else _nothing():
+                            with when(exists) if pingpong else contextlib.nullcontext():
                                 env = coordinates(number)
                                 _put_tile_loads(s, rings, ring_tmas, env, member)
                                 step = s.ring("step", member)
@@ -97,20 +99,12 @@ def emit(schedule: Schedule, arrays: dict) -> None:
                 member = c if pingpong else 0
                 for group in for_range(my_groups):
                     number, exists = tile_of(group, member)
-                    with when(exists) if pingpong else _nothing():
+                    with when(exists) if pingpong else contextlib.nullcontext():
                         _Consumer(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, arrays,
                                   coordinates(number)).run_tile()
                 tma_store_wait(0)
 
     kernel()
-
-
-class _nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _tile_coordinates(s: Schedule, number) -> dict:
