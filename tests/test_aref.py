@@ -115,8 +115,9 @@ def test_wgmma_reads_release_the_previous_slot_once_its_product_retired():
     import ch5_gemm_warp_specialized as ch5
     ptx = ch5.make_gemm(num_stages=3).compile(np.zeros((128, 640), np.float16), np.zeros((640, 256), np.float16),
                                               np.zeros((128, 256), np.float16)).ptx
-    # the release of the previous slot follows the wait that leaves only this product running
-    assert re.search(r"wgmma.wait_group.sync.aligned\s+1;.*?mbarrier.arrive.shared.b64", ptx, re.S)
+    # the release of the previous slot follows the wait that leaves only this product running, before any other
+    # wgmma instruction (a release issued before that wait would be followed by the next wgmma first)
+    assert re.search(r"wgmma.wait_group.sync.aligned\s+1;(?:(?!wgmma\.).)*?mbarrier.arrive.shared.b64", ptx, re.S)
     # and the last slot is released after the epilogue's wait for every product
     assert re.search(r"wgmma.wait_group.sync.aligned\s+0;\s*(?:.*\n){0,12}?.*mbarrier.arrive.shared.b64", ptx)
 

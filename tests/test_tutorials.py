@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 
+import nvdsl.tasks as nt
 from nvdsl.testing import has_gpu, requires_gpu
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -86,15 +87,10 @@ def test_chapter_checks_itself_and_passes(name, tmp_path):
 def test_ch6_explains_each_mapping_it_derives_from_one_program(tmp_path):
     ch6 = chapter("ch6_tasks_and_mappings")
     args = (np.zeros((512, 768), np.float16), np.zeros((512, 1000), np.float16), np.zeros((1000, 768), np.float16))
-    texts = {name: nt_build(ch6, name).explain(*args) for name in ch6.MAPPINGS}
+    texts = {name: nt.build(ch6.gemm, mapping).explain(*args) for name, mapping in ch6.MAPPINGS.items()}
     assert "they also issue the loads" in texts["multistage"] and "producer = warpgroup 0" not in texts["multistage"]
     assert "producer = warpgroup 0" in texts["warp-specialized"] and "one block per tile" in texts["warp-specialized"]
     assert "grouped order" in texts["persistent"] and "(whole kernel)" in texts["persistent"]
-
-
-def nt_build(ch6, name):
-    import nvdsl.tasks as nt
-    return nt.build(ch6.gemm, ch6.MAPPINGS[name])
 
 
 @requires_gpu

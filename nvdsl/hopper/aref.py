@@ -37,7 +37,7 @@ from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current_kernel
 from ..frontend.control import when
-from ..frontend.memory import Array, _check_shape, _nbytes
+from ..frontend.memory import Array, _align, _check_shape, _nbytes
 from ..frontend.values import Value, select
 from .mbarrier import Mbarriers
 from .tma import TMA
@@ -201,7 +201,7 @@ class Aref:
         offset, layout = 0, []
         for shape, dtype in specs:
             layout.append(SlotTile(shape, dtype, offset))
-            offset += _round_up(_nbytes(shape, dtype), TILE_ALIGNMENT)
+            offset += _align(_nbytes(shape, dtype), TILE_ALIGNMENT)
         self.tiles: tuple[SlotTile, ...] = tuple(layout)
         self.slot_bytes = offset
         #: The bytes the producer's copies deliver into one slot (the ``full`` barrier's expected transactions).
@@ -392,7 +392,3 @@ class _Get:
 def _wrap(slot: Value, depth: int) -> Value:
     """``slot`` (in 0 .. 2 * depth - 1) modulo ``depth``."""
     return select(slot >= depth, slot - depth, slot)
-
-
-def _round_up(n: int, align: int) -> int:
-    return (n + align - 1) // align * align

@@ -7,6 +7,8 @@ and passes it to the kernel, where ``load``/``store`` move one box.
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import nvgpu, nvvm
 
@@ -107,7 +109,7 @@ class TMA:
                              code="bad-tma", hint="make each tile extent a multiple of the box's", loc=user_location())
         counts = [t // b for t, b in zip(tile_shape, inner)]
         result = []
-        for number in range(self.box_bytes and _product(counts)):
+        for number in range(self.box_bytes and math.prod(counts)):
             position, rest = [], number
             for count in reversed(counts):
                 rest, i = divmod(rest, count)
@@ -262,13 +264,6 @@ class SharedBoxes:
         box = (row // self.box_rows) * self.boxes_per_row + col // self.box_cols
         offset = box * self.box_bytes + (row % self.box_rows) * self.row_bytes + (col % self.box_cols) * self.item
         return self.swizzled_index(offset)
-
-
-def _product(values) -> int:
-    n = 1
-    for v in values:
-        n *= v
-    return n
 
 
 def shared_alignment(swizzle: int) -> int:

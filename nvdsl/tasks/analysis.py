@@ -157,7 +157,8 @@ def _with_dependences(program: Program) -> Program:
             if name in last_write:
                 deps.add(last_write[name])
             deps.update(reads_since.get(name, ()))
-        deps.discard(op.id) if not (write_names & read_names) else None
+        if not write_names & read_names:
+            deps.discard(op.id)
         for name in read_names:
             reads_since.setdefault(name, set()).add(op.id)
         for name in write_names:
