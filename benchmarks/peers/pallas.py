@@ -140,7 +140,7 @@ def prepare_matmul(a, b_kn, args) -> tuple[Callable[[], Any], dict]:
     operands = (to_jax(a), to_jax(b_kn))
 
     def build(wanted):
-        config, dropped = _config(module.TuningConfig, wanted)
+        config, dropped = _config(module.TuningConfig, {**wanted, "causal": True} if causal else wanted)
         call = jax.jit(_bind(fn, 2, config))
         return call, {"function": f"{fn.__name__}{inspect.signature(fn)}", "config": repr(config),
                       "dropped_config_fields": dropped, "b_layout": "KN (row-major)"}
@@ -149,20 +149,23 @@ def prepare_matmul(a, b_kn, args) -> tuple[Callable[[], Any], dict]:
     return (lambda: call(*operands)), info
 
 
-def prepare_attention(q, k, v) -> tuple[Callable[[], Any], dict]:
+def prepare_attention(q, k, v, *, causal: bool = False) -> tuple[Callable[[], Any], dict]:
     """``attention_mgpu.attention`` on torch tensors laid out (batch, seq, heads, head_dim).
 
     The kernel computes ``softmax(q k^T) v`` with no extra scaling. Returns
-    ``(call, info)``; ``call()`` returns the output JAX array, same layout.
+    ``(call, info)``; ``call()`` returns the output JAX array, same layout. A causal mask needs a JAX
+    whose ``TuningConfig`` has a ``causal`` field (otherwise this raises, and the system is reported failed).
     """
     import_jax()
     from jax.experimental.pallas.ops.gpu import attention_mgpu as module
 
     fn = module.attention
+    if causal and "causal" not in {f.name for f in dataclasses.fields(module.TuningConfig)}:
+        raise NotImplementedError("this JAX's attention_mgpu.TuningConfig has no causal field")
     operands = (to_jax(q), to_jax(k), to_jax(v))
 
     def build(wanted):
-        config, dropped = _config(module.TuningConfig, wanted)
+        config, dropped = _config(module.TuningConfig, {**wanted, "causal": True} if causal else wanted)
         return _bind(fn, 3, config), {
             "function": f"attention{inspect.signature(fn)}", "config": repr(config),
             "dropped_config_fields": dropped, "layout": "BSHD"}

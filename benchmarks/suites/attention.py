@@ -1,16 +1,17 @@
-"""Attention forward: ``O = softmax(Q Kᵀ) V``, fp16, non-causal, 4·B·H·L²·D FLOPs.
+"""Attention forward: ``O = softmax(Q Kᵀ [+ causal mask]) V``, fp16; 4·B·H·L²·D FLOPs (half under a causal mask).
 
 Inputs are drawn once per shape in the (batch, seq, heads, head_dim) "BSHD"
 layout, with ``Q`` and ``K`` scaled by ``D^-1/4`` so the logits have unit
 variance; every system then computes the softmax with no further scaling (the
-Pallas kernel has no scale parameter; torch SDPA gets ``scale=1.0``), so all
-solve exactly the same problem on the same values. Layout by system:
+Pallas kernel has no scale parameter; torch SDPA and nvdsl get ``scale=1.0``),
+so all solve exactly the same problem on the same values. Layout by system:
 
-* ``sdpa-cudnn``, ``sdpa-flash``: ``torch.nn.functional.scaled_dot_product_attention``
+* ``sdpa-cudnn``, ``sdpa-flash`` (FlashAttention-2): ``torch.nn.functional.scaled_dot_product_attention``
   restricted to one backend with ``torch.nn.attention.sdpa_kernel``; given
   contiguous (B, H, L, D) copies (made once, outside the timing).
-* ``pallas``: JAX Pallas ``attention_mgpu.attention`` on the BSHD tensors.
-* ``NVDSL_ATTENTION``: BSHD.
+* ``pallas``: JAX Pallas ``attention_mgpu.attention`` on the BSHD tensors (non-causal only, unless this
+  JAX's ``TuningConfig`` has a ``causal`` field).
+* ``nvdsl-attention`` (``nvdsl.kernels.attention``): the (B, H, L, D) copies.
 
 Outputs are checked against a float32 torch reference computed in chunks.
 """
@@ -22,31 +23,37 @@ from typing import Callable
 
 from .. import harness
 
-BATCH, HEADS, HEAD_DIM = 4, 16, 128
+BATCH, HEADS = 4, 16
+HEAD_DIMS = (128, 64)
 SEQ = (1024, 4096, 16384)
 QUICK_SEQ = (4096,)
 RTOL = 1e-2
 
 TABLE_METRIC = "tflops"
-PLOT = {"x": "L", "xlabel": f"sequence length L (B = {BATCH}, H = {HEADS}, D = {HEAD_DIM})", "group": ("dtype",),
+PLOT = {"x": "L", "xlabel": f"sequence length L (B = {BATCH}, H = {HEADS})", "group": ("dtype", "D", "causal"),
         "peak": True}
 
-# nvdsl's attention kernels register here: name -> fn(q, k, v, o) -> None on torch CUDA fp16
-# tensors of shape (B, L, H, D), writing o = softmax(q kᵀ) v (no scaling) on the current stream.
+# nvdsl's attention kernels: name -> fn(q, k, v, o, causal) -> None on torch CUDA fp16 tensors of shape
+# (B, H, L, D), writing o = softmax(q kᵀ) v (no scaling) on the current stream.
 NVDSL_ATTENTION: dict[str, Callable] = {}
 
 
 def shapes(args) -> list[dict]:
-    return [{"dtype": "fp16", "B": BATCH, "H": HEADS, "L": L, "D": HEAD_DIM} for L in
-            (QUICK_SEQ if args.quick else SEQ)]
+    return [{"dtype": "fp16", "B": BATCH, "H": HEADS, "L": L, "D": D, "causal": causal}
+            for D in ((128,) if args.quick else HEAD_DIMS) for causal in (False, True)
+            for L in (QUICK_SEQ if args.quick else SEQ)]
 
 
 def row_label(p: dict) -> str:
-    return f"{p['dtype']} B={p['B']} H={p['H']} L={p['L']} D={p['D']}"
+    return f"{p['dtype']} B={p['B']} H={p['H']} L={p['L']} D={p['D']}{' causal' if p['causal'] else ''}"
 
 
-def reference(q, k, v, *, budget_bytes: int = 1 << 30):
-    """float32 softmax(q kᵀ) v for BSHD tensors, a block of queries at a time (bounded memory)."""
+def flops(p: dict) -> float:
+    return 4 * p["B"] * p["H"] * p["L"] ** 2 * p["D"] / (2 if p["causal"] else 1)
+
+
+def reference(q, k, v, causal: bool = False, *, budget_bytes: int = 1 << 30):
+    """float32 softmax(q kᵀ [+ causal mask]) v for BSHD tensors, a block of queries at a time (bounded memory)."""
     import torch
 
     B, L, H, D = q.shape
@@ -58,7 +65,12 @@ def reference(q, k, v, *, budget_bytes: int = 1 << 30):
             vb = v[b].float().transpose(0, 1)
             for s in range(0, L, rows):
                 qb = q[b, s:s + rows].float().transpose(0, 1)   # (H, rows, D)
-                p = torch.softmax(qb @ kb.transpose(1, 2), dim=-1)
+                scores = qb @ kb.transpose(1, 2)
+                if causal:
+                    query = torch.arange(s, s + qb.shape[1], device=q.device)[:, None]
+                    key = torch.arange(k.shape[1], device=q.device)[None, :]
+                    scores = scores.masked_fill(key > query, float("-inf"))
+                p = torch.softmax(scores, dim=-1)
                 out[b, s:s + rows] = (p @ vb).transpose(0, 1)
     return out
 
@@ -71,7 +83,8 @@ def _operands(p: dict):
     k = harness.randn(shape, torch.float16, scale=scale, seed=2)
     v = harness.randn(shape, torch.float16, seed=3)
     bhld = lambda t: t.transpose(1, 2).contiguous()
-    return SimpleNamespace(q=q, k=k, v=v, q_t=bhld(q), k_t=bhld(k), v_t=bhld(v), ref=reference(q, k, v))
+    return SimpleNamespace(q=q, k=k, v=v, q_t=bhld(q), k_t=bhld(k), v_t=bhld(v), causal=p["causal"],
+                           ref=reference(q, k, v, p["causal"]))
 
 
 def _sdpa(backend_name: str) -> Callable:
@@ -83,7 +96,8 @@ def _sdpa(backend_name: str) -> Callable:
 
         def call():
             with sdpa_kernel([backend]):
-                return torch.nn.functional.scaled_dot_product_attention(ops.q_t, ops.k_t, ops.v_t, scale=1.0)
+                return torch.nn.functional.scaled_dot_product_attention(ops.q_t, ops.k_t, ops.v_t, scale=1.0,
+                                                                        is_causal=ops.causal)
 
         out = call()
         torch.cuda.synchronize()
@@ -95,7 +109,7 @@ def _sdpa(backend_name: str) -> Callable:
 def _pallas(ops, args) -> harness.Prepared:
     from ..peers import pallas
 
-    call, info = pallas.prepare_attention(ops.q, ops.k, ops.v)
+    call, info = pallas.prepare_attention(ops.q, ops.k, ops.v, causal=ops.causal)
     return pallas.prepared(call, info, ops.ref, RTOL)
 
 
@@ -103,13 +117,22 @@ def _nvdsl(fn: Callable) -> Callable:
     def prepare(ops, args) -> harness.Prepared:
         import torch
 
-        o = torch.empty_like(ops.q)
-        call = lambda: fn(ops.q, ops.k, ops.v, o)
-        return harness.Prepared(call, harness.checked_call(call, o, ops.ref, RTOL), {"layout": "BSHD"})
+        o = torch.empty_like(ops.q_t)
+        call = lambda: fn(ops.q_t, ops.k_t, ops.v_t, o, ops.causal)
+        check = harness.checked_call(call, o.transpose(1, 2), ops.ref, RTOL)
+        return harness.Prepared(call, check, {"layout": "BHLD contiguous"})
     return prepare
 
 
+def _register_nvdsl() -> None:
+    from nvdsl.kernels.attention import attention
+
+    NVDSL_ATTENTION.setdefault("nvdsl-attention", lambda q, k, v, o, causal: attention(q, k, v, o, causal=causal,
+                                                                                        scale=1.0))
+
+
 def systems() -> dict[str, Callable]:
+    _register_nvdsl()
     found = {"sdpa-cudnn": _sdpa("CUDNN_ATTENTION"), "sdpa-flash": _sdpa("FLASH_ATTENTION"), "pallas": _pallas}
     for name, fn in NVDSL_ATTENTION.items():
         found[name if name.startswith("nvdsl") else f"nvdsl-{name}"] = _nvdsl(fn)
@@ -117,5 +140,4 @@ def systems() -> dict[str, Callable]:
 
 
 def run(args) -> list[harness.Measurement]:
-    return harness.run_shapes("attention", shapes(args), _operands, systems(),
-                              lambda p: 4 * p["B"] * p["H"] * p["L"] ** 2 * p["D"], args)
+    return harness.run_shapes("attention", shapes(args), _operands, systems(), flops, args)

@@ -322,6 +322,25 @@ def _subview(op, c, info):
 handles("memref.cast")(identity)
 
 
+@handles("memref.collapse_shape")
+def _collapse_shape(op, c, info):
+    result_type = ir.MemRefType(op.result.type)
+    groups = [[int(ir.IntegerAttr(i).value) for i in group] for group in ir.ArrayAttr(op.attributes["reassociation"])]
+    shape = tuple(result_type.shape)
+    src, r = c.slot(op.operands[0]), c.slot(op.result)
+
+    def fn(w):
+        base = w.env[src]
+        strides = []
+        for group in groups:        # each group of axes must be contiguous: its innermost stride steps it
+            for outer, inner in zip(group, group[1:]):
+                if base.strides[outer] != base.strides[inner] * base.shape[inner]:
+                    raise V.Unsupported("memref.collapse_shape of non-contiguous axes")
+            strides.append(base.strides[group[-1]])
+        w.env[r] = MemRef(base.buffer, base.offset, shape, strides, base.element, name=base.name)
+    return PLAIN, fn
+
+
 @handles("memref.dim")
 def _dim(op, c, info):
     m, d, r = c.slot(op.operands[0]), c.slot(op.operands[1]), c.slot(op.result)

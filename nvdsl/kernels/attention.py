@@ -1,0 +1,249 @@
+"""Flash Attention forward: ``O = softmax(Q Kᵀ · scale [+ causal mask]) V``, with the log-sum-exp of each row.
+
+    from nvdsl.kernels.attention import attention
+    attention(q, k, v, o)                         # q, o (B, H, L, D); k, v (B, Hkv, Lk, D); float16 or bfloat16
+    attention(q, k, v, o, lse, causal=True)       # lse (B, H, L) float32: the natural log of each row's sum
+
+``H`` must be a multiple of ``Hkv`` (grouped-query attention: query head ``h`` reads key/value head
+``h // (H // Hkv)``); ``D`` is 64, 128 or 256; ``L`` and ``Lk`` need not be multiples of the tile.
+``causal=True`` masks key ``j`` for query ``i`` where ``j > i`` (top-left aligned, as
+``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``). ``scale`` defaults to ``D ** -0.5``.
+
+How it runs (the FlashAttention-3 algorithm). One block per 128 query rows of one (batch, head), three
+warpgroups:
+
+* the **producer** (warpgroup 0, 24 registers per thread) loads the block's Q once and streams the K and
+  V tiles of the key blocks through two :class:`nvdsl.Aref` rings, K a block ahead of V;
+* two **consumers** (warpgroups 1 and 2, 240 registers) own 64 query rows each. Per key block ``j`` a
+  consumer issues ``S_j = Q K_jᵀ``, then ``O += P_{j-1} V_{j-1}`` with ``P`` straight from registers, and
+  waits only for ``S_j``: the softmax of block ``j`` (row max, ``exp2`` with the scale folded in, row sum,
+  the rescale factor) runs on the CUDA cores while the tensor cores compute ``P_{j-1} V_{j-1}``. The two
+  consumers run the same loop at the same time, so one's softmax also overlaps the other's products.
+
+Only the key blocks on the causal diagonal or past the end of the keys are masked (a second loop over
+them); blocks are launched longest first under a causal mask. ``O`` leaves through shared memory and
+TMA (clipped at ``L``); ``lse`` rows past ``L`` are not written.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import nvdsl
+
+from ..errors import ArgumentError, user_location
+
+BM = 128                    # query rows per block
+ROWS = 64                   # query rows per consumer warpgroup (one wgmma M)
+CONSUMERS = BM // ROWS
+BOX = 64                    # TMA boxes are one 128-byte swizzle row of 16-bit values wide
+LOG2_E = 1 / math.log(2)
+LN_2 = math.log(2)
+HEAD_DIMS = (64, 128, 256)
+
+
+def _key_block(d: int) -> int:
+    """Keys per block: 128, or 64 at D = 256 (where two K and two V slots of 128 keys would not fit)."""
+    return 128 if d <= 128 else 64
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@functools.lru_cache(maxsize=None)
+def _attention(causal: bool, scale: float):
+    """The traced function for one masking mode and scale (shapes and dtypes specialise at call time)."""
+    scale_log2 = scale * LOG2_E          # softmax in base 2: exp(x * scale) = exp2(x * scale * log2(e))
+
+    @nvdsl.mlir_func
+    def attention(q, k, v, o, lse):
+        batch, heads, seq_q, d = q.shape
+        kv_heads, seq_k = k.shape[1], k.shape[2]
+        group, bn, dtype = heads // kv_heads, _key_block(d), q.dtype
+        q_tma = nvdsl.TMA(q, box=(1, 1, ROWS, BOX), swizzle=128)
+        k_tma = nvdsl.TMA(k, box=(1, 1, bn, BOX), swizzle=128)
+        v_tma = nvdsl.TMA(v, box=(1, 1, bn, BOX), swizzle=128)
+        o_tma = nvdsl.TMA(o, box=(1, 1, ROWS, BOX), swizzle=128)
+        m_tiles, k_blocks, whole_k_blocks = _cdiv(seq_q, BM), _cdiv(seq_k, bn), seq_k // bn
+
+        @nvdsl.gpu_launch(grid=m_tiles * heads * batch, block=(1 + CONSUMERS) * 128)
+        def kernel(ctx):
+            q_tiles = [ctx.shared_array((ROWS, d), dtype, align=1024) for _ in range(CONSUMERS)]
+            q_full = nvdsl.Mbarriers(1)[0]
+            with nvdsl.when(ctx.linear_thread_id.eq(0)):
+                q_full.init(1)
+            k_ring = nvdsl.Aref(ctx, [((bn, d), dtype)], depth=2, name="k")    # initialises and syncs the block
+            v_ring = nvdsl.Aref(ctx, [((bn, d), dtype)], depth=2, name="v")
+
+            # Blocks of one (batch, head) are neighbours, so they share K and V in L2; under a causal mask
+            # the longest rows of query blocks go first.
+            tile = ctx.block_id.x
+            m_tile = tile % m_tiles
+            if causal:
+                m_tile = (m_tiles - 1) - m_tile
+            bh = tile // m_tiles
+            b, h = bh // heads, bh % heads
+            row0 = m_tile * BM
+            if causal:      # key blocks up to the diagonal (BM is a multiple of bn); unmasked below it
+                blocks = nvdsl.minimum((m_tile + 1) * (BM // bn), k_blocks)
+                unmasked = nvdsl.minimum(m_tile * (BM // bn), whole_k_blocks)
+            else:
+                blocks, unmasked = k_blocks, whole_k_blocks
+
+            with nvdsl.Warpgroup(ctx, 0, register_size=24) as producer:
+                leader = producer.thread_index.eq(0)
+                q_full.arrive(CONSUMERS * ROWS * d * dtype.itemsize, predicate=leader)
+                for i, q_tile in enumerate(q_tiles):
+                    q_tma.load(q_tile, q_full, (b, h, row0 + i * ROWS, 0), predicate=leader)
+                for j in nvdsl.for_range(blocks):
+                    k_ring.put((k_tma, (b, h // group, j * bn, 0)))
+                    v_ring.put((v_tma, (b, h // group, j * bn, 0)))
+
+            for i in range(CONSUMERS):
+                with nvdsl.Warpgroup(ctx, 128 * (1 + i), register_size=240) as consumer:
+                    first_row = row0 + i * ROWS
+                    q_full.try_wait(0)
+                    q_matrix = nvdsl.WGMMAMatrix(q_tiles[i], q_tma)
+
+                    def scores():
+                        """Issue S = Q K_jᵀ for the next key block; it runs on after the call."""
+                        with k_ring.get() as (k_tile,):
+                            s = nvdsl.WGMMAAccumulator(ROWS, bn)
+                            s.accumulate(q_matrix @ nvdsl.WGMMAMatrix(k_tile, k_tma, transposed=True), in_flight=1)
+                        return s
+
+                    def masked(s, j):
+                        """S with -inf where key j * bn + column is past the keys or (causal) after the row."""
+                        rows, cols = s.indices()
+                        key = cols if isinstance(j, int) else cols + (j * bn).to(nvdsl.int32)
+                        keep = key < seq_k
+                        if causal:
+                            keep = keep & (key <= rows + first_row.to(nvdsl.int32))
+                        return nvdsl.where(keep, s, -math.inf)
+
+                    def exp2_scaled(s, m):
+                        return nvdsl.exp2(s * scale_log2 - m * scale_log2, approx=True)
+
+                    # Key block 0: its softmax starts the running max m and sum l.
+                    s = scores()
+                    nvdsl.wgmma_wait(0)
+                    if isinstance(unmasked, int):
+                        s = s if unmasked > 0 else masked(s, 0)
+                    else:
+                        s = nvdsl.cond(unmasked > 0, lambda: s, lambda: masked(s, 0))
+                    m = s.max(axis=1)
+                    p = exp2_scaled(s, m)
+                    l = p.sum(axis=1)
+
+                    def step(masking: bool):
+                        def body(j, carry):
+                            o, m, l, p = carry
+                            s = scores()
+                            with v_ring.get() as (v_tile,):     # the previous block's V
+                                o.accumulate(p @ nvdsl.WGMMAMatrix(v_tile, v_tma), in_flight=1)  # S_j is done
+                            if masking:
+                                s = masked(s, j)
+                            m_new = nvdsl.maximum(m, s.max(axis=1))
+                            p_new = exp2_scaled(s, m_new)
+                            alpha = nvdsl.exp2((m - m_new) * scale_log2, approx=True)
+                            l = l * alpha + p_new.sum(axis=1)
+                            nvdsl.wgmma_wait(0)                 # P_{j-1} V_{j-1} is done: rescale O
+                            return o * alpha, m_new, l, p_new.to(dtype)
+                        return body
+
+                    carry = (nvdsl.WGMMAAccumulator(ROWS, d), m, l, p.to(dtype))
+                    split = max(unmasked, 1) if isinstance(unmasked, int) else nvdsl.maximum(unmasked, 1)
+                    carry = nvdsl.fori(1, split, carry=carry)(step(False))
+                    carry = nvdsl.fori(split, blocks, carry=carry)(step(True))
+                    o_acc, m, l, p = carry
+                    with v_ring.get() as (v_tile,):
+                        o_acc.accumulate(p @ nvdsl.WGMMAMatrix(v_tile, v_tma), in_flight=1)
+                    nvdsl.wgmma_wait(0)
+
+                    # Epilogue: O / l through this consumer's Q tile (every read of Q has retired) and TMA,
+                    # which clips rows past L; the log-sum-exp of each row, in natural log.
+                    (o_acc * (1.0 / l)).store(q_tiles[i], tma=o_tma)
+                    nvdsl.fence_shared_to_async()
+                    consumer.sync()
+                    o_tma.store(q_tiles[i], (b, h, first_row, 0), predicate=consumer.thread_index.eq(0))
+                    row_lse = (m * scale_log2 + nvdsl.log2(l, approx=True)) * LN_2
+                    start = bh * seq_q
+                    row_lse.store(lse.flatten(), start + first_row, stop=start + seq_q)
+
+        kernel()
+
+    return attention
+
+
+def _shape(x, name: str) -> tuple[int, ...]:
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        raise ArgumentError(f"attention: {name} must be an array, got {type(x).__name__}", code="bad-argument",
+                            loc=user_location())
+    return tuple(int(e) for e in shape)
+
+
+def _dtype_name(x) -> str:
+    return str(getattr(x, "dtype", "")).replace("torch.", "")
+
+
+def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None = None) -> None:
+    """``o[:] = softmax(q kᵀ · scale) v`` per (batch, head), and ``lse[:]`` the natural log of each row's sum
+    of ``exp(q kᵀ · scale)`` (scores measured from 0), if given.
+
+    Args:
+        q: (B, H, L, D) float16 or bfloat16 (NumPy, or a CUDA array: torch, CuPy).
+        k, v: (B, Hkv, Lk, D), q's dtype; H a multiple of Hkv.
+        o: (B, H, L, D), q's dtype: the output.
+        lse: (B, H, L) float32, or None.
+        causal: mask key j for query i where j > i.
+        scale: the factor on q kᵀ, default D ** -0.5.
+
+    Compiled once per shape, dtype, ``causal`` and ``scale``.
+    """
+    shapes = {name: _shape(x, name) for name, x in (("q", q), ("k", k), ("v", v), ("o", o))}
+    if any(len(s) != 4 for s in shapes.values()):
+        raise ArgumentError(f"attention takes 4-D (batch, heads, seq, head_dim) arrays, got shapes {shapes}",
+                            code="bad-shape", loc=user_location())
+    (batch, heads, seq_q, d), (kb, kv_heads, seq_k, kd) = shapes["q"], shapes["k"]
+    if shapes["v"] != shapes["k"] or (kb, kd) != (batch, d) or shapes["o"] != shapes["q"]:
+        raise ArgumentError(f"attention needs k and v of one shape (B, Hkv, Lk, D) and o of q's shape, with q's B "
+                            f"and D; got {shapes}", code="bad-shape", loc=user_location())
+    if d not in HEAD_DIMS:
+        raise ArgumentError(f"attention: head_dim {d} is not supported", code="bad-shape",
+                            hint=f"head_dim must be one of {HEAD_DIMS}", loc=user_location())
+    if kv_heads == 0 or heads % kv_heads:
+        raise ArgumentError(f"attention: q has {heads} heads, not a multiple of k's {kv_heads}", code="bad-shape",
+                            hint="grouped-query attention shares each K/V head among H // Hkv query heads",
+                            loc=user_location())
+    dtypes = {name: _dtype_name(x) for name, x in (("q", q), ("k", k), ("v", v), ("o", o))}
+    if len(set(dtypes.values())) != 1 or dtypes["q"] not in ("float16", "bfloat16"):
+        raise ArgumentError(f"attention needs q, k, v and o all float16 or all bfloat16, got {dtypes}",
+                            code="bad-dtype", loc=user_location())
+    if lse is not None and (_shape(lse, "lse") != (batch, heads, seq_q) or _dtype_name(lse) != "float32"):
+        raise ArgumentError(f"attention: lse must be float32 of shape {(batch, heads, seq_q)}, got "
+                            f"{_dtype_name(lse)}{list(_shape(lse, 'lse'))}", code="bad-shape", loc=user_location())
+    if not isinstance(causal, bool):
+        raise ArgumentError(f"attention: causal={causal!r} must be True or False", code="bad-argument",
+                            loc=user_location())
+    scale = d ** -0.5 if scale is None else scale
+    if not (isinstance(scale, (int, float)) and not isinstance(scale, bool) and math.isfinite(scale) and scale > 0):
+        raise ArgumentError(f"attention: scale={scale!r} must be a positive finite number", code="bad-argument",
+                            loc=user_location())
+    if lse is None:
+        _attention_without_lse(causal, float(scale))(q, k, v, o)
+    else:
+        _attention(causal, float(scale))(q, k, v, o, lse)
+
+
+@functools.lru_cache(maxsize=None)
+def _attention_without_lse(causal: bool, scale: float):
+    traced = _attention(causal, scale).fn
+
+    @nvdsl.mlir_func
+    def attention_o(q, k, v, o):
+        traced(q, k, v, o, nvdsl.empty((q.shape[0], q.shape[1], q.shape[2]), nvdsl.float32, name="lse"))
+
+    return attention_o
