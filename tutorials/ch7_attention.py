@@ -263,6 +263,7 @@ def make_flash_attention(d: int, causal: bool = False, bn: int = 128, dtype=nvds
 
             out, m, l = state
             o_staging = q_tile                              # Q is read no more: its tile stages O
+            ctx.sync_threads()                              # once every warp's last Q K^T has read it
             (out * (1.0 / l)).store(o_staging, tma=o_tma)
             nvdsl.fence_shared_to_async()
             ctx.sync_threads()
