@@ -3,20 +3,23 @@ CPU interpreter."""
 
 import importlib
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+import nvdsl
 import nvdsl.tasks as nt
-from nvdsl.testing import has_gpu, requires_gpu
+from nvdsl.compiler.toolchain import find_tool
+from nvdsl.testing import has_gpu, requires_gpu, sass_opcodes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TUTORIALS = os.path.join(ROOT, "tutorials")
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
-# golden IR and the compile-only path; all chapters run on a GPU below. Chapter 5's traced IR (~380 KB)
-# has no golden file: tests/test_gemm.py checks its PTX and SASS instead.
+# golden IR and the compile-only path; all chapters run on a GPU below. Chapters 5 and 7 trace to 260-400 KB
+# of IR and have no golden file: their PTX and SASS are checked instead (tests/test_gemm.py, and below).
 CHAPTERS = ["ch0_hello", "ch1_saxpy", "ch2_tma", "ch3_gemm_single_tile", "ch4_gemm_multistage"]
 
 
@@ -60,7 +63,7 @@ INTERPRETER_NOTICE = "nvdsl: no GPU found, so calls run in the CPU interpreter"
 
 
 @pytest.mark.skipif(has_gpu(), reason="checks the interpreter, the default without a GPU")
-@pytest.mark.parametrize("name", CHAPTERS + ["ch5_gemm_warp_specialized", "ch6_tasks_and_mappings"])
+@pytest.mark.parametrize("name", CHAPTERS + ["ch5_gemm_warp_specialized", "ch6_tasks_and_mappings", "ch7_attention"])
 def test_chapter_without_gpu_runs_in_the_interpreter_and_passes(name, tmp_path):
     result = run_chapter(name, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -77,7 +80,7 @@ def test_ch0_prints_every_thread_id(tmp_path):
 
 @requires_gpu
 @pytest.mark.parametrize("name", ["ch1_saxpy", "ch2_tma", "ch3_gemm_single_tile", "ch4_gemm_multistage",
-                                  "ch5_gemm_warp_specialized"])
+                                  "ch5_gemm_warp_specialized", "ch7_attention"])
 def test_chapter_checks_itself_and_passes(name, tmp_path):
     result = run_chapter(name, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -100,6 +103,70 @@ def test_ch6_checks_every_mapping_and_times_them(tmp_path):
     lines = result.stdout.splitlines()
     assert lines.count("PASS") == 3
     assert sum("TFLOP/s" in line for line in lines) == 3 or "PyTorch" in result.stdout
+
+
+def test_ch7_explains_which_thread_holds_each_score(capsys):
+    """The owners chapter 7 prints are those of its docstring's formula: thread t = t0 + 4 t1 + 32 t2 holds
+    rows 16 t2 + t1 (+ 8) and columns 2 t0, 2 t0 + 1 of each 8-column block."""
+    chapter("ch7_attention").explain_accumulator_layout(128)
+    text = capsys.readouterr().out
+    owner = np.full((64, 128), -1)
+    for t in range(128):
+        t0, t1, t2 = t % 4, t // 4 % 8, t // 32
+        for h, q, j in np.ndindex(2, 16, 2):
+            owner[16 * t2 + t1 + 8 * h, 8 * q + 2 * t0 + j] = t
+    table = [[int(cell[1:]) for cell in line.split()] for line in text.splitlines() if line.startswith("T")]
+    assert table == owner[:len(table), :len(table[0])].tolist() and len(table) >= 9      # row 8 is thread 0's again
+    assert "((4,8,4),(2,2,16)):((128,1,16),(64,8,512))" in text and "lanes 1 and 2 apart" in text
+
+
+@pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not installed")
+@pytest.mark.parametrize("causal", [False, True])
+def test_ch7_online_softmax_is_shuffles_ex2_and_register_a_wgmma_without_spills(causal):
+    """Step 2 at head_dim 128: S and O are 64 x 128 float32 tiles (64 registers each) beside P in float16.
+    Row reductions are quad shuffles, each score one MUFU.EX2, P V reads A from registers."""
+    ch7 = chapter("ch7_attention")
+    q = np.zeros((1000, 128), np.float16)
+    compiled = ch7.make_flash_attention(128, causal, bn=128).compile(q, q, q, q.copy(), np.zeros(1000, np.float32))
+    ptx = compiled.ptx
+    register_a = re.findall(r"wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 \{[^}]*\}, "
+                            r"\{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+", ptx)
+    assert len(register_a) == 128 // 16 and ptx.count("wgmma.mma_async") == 2 * 128 // 16
+    resources = compiled.resources["attention_kernel"]
+    assert resources.spill_stores == 0 and resources.spill_loads == 0 and resources.stack_frame == 0
+    assert "serialized" not in compiled.module.ptxas_log          # ptxas keeps the wgmma pipeline
+    if find_tool("nvdisasm"):
+        sass = compiled.sass()
+        assert {"HGMMA", "SHFL", "MUFU", "UTMALDG", "UTMASTG"} <= sass_opcodes(sass)
+        assert len(re.findall(r"HGMMA\.64x128x16\.F32 R\d+, R\d+, gdesc", sass)) == 128 // 16
+        assert sass.count("SHFL.BFLY") == 2 * 2 * 2                   # (max, sum) x 2 rows x lanes 1, 2 apart
+        assert sass.count("MUFU.EX2") >= 64 * 128 // 128             # at least one per score a thread holds
+
+
+@pytest.mark.parametrize("d, n, dtype", [(128, 256, "bfloat16")])
+def test_ch7_step1_at_full_width_matches_numpy(d, n, dtype, backend):
+    chapter("ch7_attention").check_attention_block(d, n, getattr(nvdsl, dtype))
+
+
+@pytest.mark.parametrize("seq_len, d, causal, bn, dtype", [(300, 128, True, 128, "bfloat16")])
+def test_ch7_step2_at_full_size_blocks_matches_numpy(seq_len, d, causal, bn, dtype, backend):
+    chapter("ch7_attention").check_flash_attention(seq_len, d, causal, bn, getattr(nvdsl, dtype))
+
+
+@requires_gpu
+@pytest.mark.parametrize("d, n, dtype", [(64, 64, "float16"), (128, 256, "float16"), (128, 128, "bfloat16"),
+                                         (64, 256, "bfloat16")])
+def test_ch7_step1_matches_numpy_on_the_gpu(d, n, dtype):
+    chapter("ch7_attention").check_attention_block(d, n, getattr(nvdsl, dtype))
+
+
+@requires_gpu
+@pytest.mark.parametrize("seq_len, d, causal, bn, dtype", [
+    (64, 64, False, 64, "float16"), (1000, 64, False, 64, "float16"), (1000, 128, False, 128, "float16"),
+    (1000, 128, True, 128, "float16"), (4095, 64, True, 128, "bfloat16"), (4096, 128, False, 128, "bfloat16"),
+    (4095, 128, True, 64, "float16")])
+def test_ch7_step2_matches_numpy_on_the_gpu(seq_len, d, causal, bn, dtype):
+    chapter("ch7_attention").check_flash_attention(seq_len, d, causal, bn, getattr(nvdsl, dtype))
 
 
 def test_the_readme_example_runs_and_computes(tmp_path):
