@@ -320,3 +320,79 @@ def test_float8_operands_use_the_k32_instruction_and_must_be_k_major():
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3") == 4       # K = 128 in k32 steps
     with pytest.raises(nvdsl.TraceError, match="float8 B must be K-major"):
         kernel_for(False).trace(f8(64, 128), f8(128, 128), np.zeros((64, 128), np.float32))
+
+
+def products_per_step(second_in_flight: int, first: bool = True):
+    """A 128-thread kernel whose fori step issues two products (or only the second), then waits for all."""
+    @nvdsl.mlir_func
+    def kernel_fn(a, b, c):
+        a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
+        b_tma = nvdsl.TMA(b, box=(64, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=128)
+        def kernel(ctx):
+            a_tile = ctx.shared_array((64, 64), nvdsl.float16, align=1024)
+            b_tile = ctx.shared_array((64, 64), nvdsl.float16, align=1024)
+
+            @nvdsl.fori(0, 4, carry=(nvdsl.WGMMAAccumulator(64, 64), nvdsl.WGMMAAccumulator(64, 64)))
+            def accs(k, accs):
+                one, two = accs
+                product = nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma)
+                if first:
+                    one.accumulate(product, in_flight=1)
+                two.accumulate(product, in_flight=second_in_flight)
+                if first:
+                    nvdsl.wgmma_wait(0)
+                return one, two
+            nvdsl.wgmma_wait(0)
+            accs[1].store(c)
+        kernel()
+    return kernel_fn
+
+
+def test_a_commit_waits_only_where_more_groups_could_run():
+    """ptxas serializes every wgmma of a kernel around a `wgmma.wait_group 2` right after a second commit
+    (C7513), though it cannot wait for anything: such a wait is left out, where the bound comes from a wait
+    earlier in the same straight-line code, never from before a loop (its later iterations may have more)."""
+    args = (np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float32))
+    elided = products_per_step(2).compile(*args)
+    assert re.search(r"wgmma.wait_group.sync.aligned\s+1;", elided.ptx)
+    assert not re.search(r"wgmma.wait_group.sync.aligned\s+2;", elided.ptx)
+    if elided.cubin is not None:
+        assert "C7513" not in elided.module.ptxas_log
+    # the body's first commit: before the loop nothing ran, but in the loop's later iterations more may
+    needed = products_per_step(2, first=False).compile(*args).ptx
+    assert re.search(r"wgmma.wait_group.sync.aligned\s+2;", needed)
+
+
+def test_warpgroups_take_turns_with_arrive_and_sync(backend):
+    """Named barrier 10 + i is warpgroup i's turn: it waits there (sync) and the other opens it (arrive)."""
+    @nvdsl.mlir_func
+    def turns(order):
+        counter = nvdsl.zeros((1,), nvdsl.int32)
+
+        @nvdsl.gpu_launch(grid=1, block=256)
+        def kernel(ctx):
+            for i in (0, 1):
+                with nvdsl.Warpgroup(ctx, 128 * i) as wg:
+                    if i == 1:
+                        ctx.arrive_threads(256, barrier=10)
+                    for step in range(3):
+                        ctx.sync_threads(256, barrier=10 + i)
+                        with nvdsl.when(wg.thread_index.eq(0)):
+                            order[2 * step + i] = counter.atomic_add(0, 1)
+                        if not (i == 1 and step == 2):      # the last turn opens nothing
+                            ctx.arrive_threads(256, barrier=11 - i)
+        kernel()
+
+    order = np.full(6, -1, np.int32)
+    turns(order)
+    assert order.tolist() == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(nvdsl.TraceError, match="arrive_threads"):
+        @nvdsl.mlir_func
+        def bad(order):
+            @nvdsl.gpu_launch(grid=1, block=128)
+            def kernel(ctx):
+                ctx.arrive_threads(100, barrier=10)
+            kernel()
+        bad.trace(order)

@@ -58,7 +58,7 @@ def for_range(start, stop=None, step=1):
     compare unsigned). ``break`` and ``return`` inside the body are errors.
     To carry values across iterations use :func:`fori`.
     """
-    current_kernel("nvdsl.for_range")
+    ctx = current_kernel("nvdsl.for_range")
     if stop is None:
         start, stop = 0, start
     with at_user_line():
@@ -67,7 +67,7 @@ def for_range(start, stop=None, step=1):
         if not dtype.is_signed:
             op.attributes["unsignedCmp"] = ir.UnitAttr.get()
     trace = current("nvdsl.for_range")
-    loop = _loop_body(op, dtype, user_location(), trace)
+    loop = _loop_body(op, dtype, user_location(), trace, ctx.wgmma_bound_at_loop(op.body))
     # A body that raises leaves this generator suspended inside the loop's insertion point; the trace
     # closes it (see TraceContext.close_open_loops) before it unwinds past that insertion point. A weak
     # reference, so that a `break` still closes it at once.
@@ -75,7 +75,7 @@ def for_range(start, stop=None, step=1):
     return loop
 
 
-def _loop_body(op, dtype, loop_loc, trace):
+def _loop_body(op, dtype, loop_loc, trace, after_body):
     finished = False
     try:
         with ir.InsertionPoint(op.body):
@@ -83,6 +83,7 @@ def _loop_body(op, dtype, loop_loc, trace):
             with mlir_location(loop_loc):
                 scf.yield_([])
         finished = True
+        after_body()
     finally:
         trace.open_loops.pop()
         if not finished:
@@ -103,7 +104,7 @@ def fori(start, stop, step=1, *, carry):
         def total(i, acc):
             return acc + x[i]
     """
-    current_kernel("nvdsl.fori")
+    ctx = current_kernel("nvdsl.fori")
 
     def decorate(body):
         leaves, tree = _flatten(carry, "fori carry")
@@ -112,12 +113,14 @@ def fori(start, stop, step=1, *, carry):
             op = scf.ForOp(lo.ir, hi.ir, st.ir, [v.ir for v in leaves])
             if not dtype.is_signed:
                 op.attributes["unsignedCmp"] = ir.UnitAttr.get()
+        after_body = ctx.wgmma_bound_at_loop(op.body)
         with ir.InsertionPoint(op.body):
             inner = _unflatten(tree, [v._rebuild(a) for a, v in zip(op.inner_iter_args, leaves)])
             result = body(Value(op.induction_variable, dtype), inner)
             with at_user_line():
                 new_leaves = _match(result, tree, leaves, f"the body of fori '{body.__name__}'")
                 scf.yield_([v.ir for v in new_leaves])
+        after_body()
         # Rebuilt from what the body returned, so that what a value knows of itself (an accumulator's
         # product still in flight) holds for the loop's result.
         return _unflatten(tree, [v._rebuild(r) for r, v in zip(op.results, new_leaves)])

@@ -68,6 +68,7 @@ class LaunchContext:
         #: wgmma groups committed so far in the trace, and how many may still run after the last wait.
         self.wgmma_committed = 0
         self.wgmma_in_flight = 0
+        self._wgmma_bound_block = None   # the block of the wait that set the bound, see commit_needs_wait
         self.wgmma_group = None      # the open ``nvdsl.wgmma_group``, if any
         self._wgmma_listeners = []
         self._finishers = []
@@ -85,12 +86,42 @@ class LaunchContext:
         """Call ``listener(in_flight)`` after every wgmma wait this kernel emits."""
         self._wgmma_listeners.append(listener)
 
-    def note_wgmma(self, committed: int, in_flight: int) -> None:
-        """Record that ``committed`` wgmma groups were committed and then at most ``in_flight`` left running."""
+    def note_wgmma(self, committed: int, in_flight: int, *, waited: bool = True) -> None:
+        """Record that ``committed`` wgmma groups were committed and then at most ``in_flight`` left running
+        (after a wait, or, with ``waited=False``, because no more can be running)."""
         self.wgmma_committed += committed
         self.wgmma_in_flight = in_flight
+        if waited:
+            self._wgmma_bound_block = ir.InsertionPoint.current.block
         for listener in self._wgmma_listeners:
             listener(in_flight)
+
+    def commit_needs_wait(self, in_flight: int) -> bool:
+        """Whether a wait for at most ``in_flight`` groups is needed after committing one more group.
+
+        It is not when the bound on the groups still running was set by a wait earlier in this same
+        block (straight-line code: no loop back edge or branch in between) and one more group stays within
+        ``in_flight``. ptxas serializes the wgmma pipeline around a ``wgmma.wait_group`` that it cannot see
+        to be redundant, e.g. ``wait_group 2`` right after the second of two commits.
+        """
+        bound_here = self._wgmma_bound_block is not None and self._wgmma_bound_block == ir.InsertionPoint.current.block
+        return not (bound_here and self.wgmma_in_flight + 1 <= in_flight)
+
+    def wgmma_bound_at_loop(self, body: ir.Block):
+        """Call before tracing a loop whose body is ``body``; call what it returns once the body is traced.
+
+        After the loop at most as many groups run as before it or at its body's end, whichever is more;
+        that bound holds in the code after the loop only where both were set in straight-line code (the
+        body's own bound from a wait in its block).
+        """
+        before_here = self._wgmma_bound_block is not None and self._wgmma_bound_block == ir.InsertionPoint.current.block
+        before, outer = self.wgmma_in_flight, ir.InsertionPoint.current.block
+
+        def after() -> None:
+            end_here = self._wgmma_bound_block is not None and self._wgmma_bound_block == body
+            self.wgmma_in_flight = max(before, self.wgmma_in_flight)
+            self._wgmma_bound_block = outer if before_here and end_here else None
+        return after
 
     @property
     def linear_thread_id(self) -> Value:
@@ -114,22 +145,37 @@ class LaunchContext:
             with at_user_line():
                 gpu.barrier()
             return
-        total = self.block.x * self.block.y * self.block.z
-        if not (isinstance(threads, int) and 0 < threads <= total and threads % 32 == 0):
-            raise TraceError(f"sync_threads(threads={threads!r}) needs a multiple of 32 up to the block's "
-                             f"{total} threads", code="bad-barrier", loc=user_location())
-        if not (isinstance(barrier, int) and 1 <= barrier <= 15):
-            raise TraceError(f"barrier={barrier!r} must be a named barrier id in 1..15 (0 is the whole block's)",
-                             code="bad-barrier", loc=user_location())
-        i32 = ir.IntegerType.get_signless(32)
+        ids = self._named_barrier(threads, barrier, "sync_threads")
         with at_user_line():
-            ids = [arith.constant(i32, barrier), arith.constant(i32, threads)]
             if aligned:
                 nvvm.BarrierOp(None, barrierId=ids[0], numberOfThreads=ids[1])
             else:
                 # Threads of different code paths (one per warpgroup role) meet here: PTX's bar.sync is
                 # barrier.sync.aligned, for threads that all execute the same instruction; this one is not.
                 llvm.inline_asm(None, ids, "barrier.sync $0, $1;", "r,r", has_side_effects=True, asm_dialect=0)
+
+    def arrive_threads(self, threads: int, *, barrier: int) -> None:
+        """Arrive at named barrier ``barrier`` of ``threads`` threads without waiting (``barrier.arrive``).
+
+        The signalling side of a barrier that other warps wait at with ``sync_threads(threads,
+        barrier=...)``: the barrier completes once ``threads`` threads have arrived, counting both
+        sides. For ordering roles, e.g. two consumer warpgroups taking turns at issuing their products.
+        """
+        ids = self._named_barrier(threads, barrier, "arrive_threads")
+        with at_user_line():
+            llvm.inline_asm(None, ids, "barrier.arrive $0, $1;", "r,r", has_side_effects=True, asm_dialect=0)
+
+    def _named_barrier(self, threads, barrier, what: str) -> list:
+        total = self.block.x * self.block.y * self.block.z
+        if not (isinstance(threads, int) and 0 < threads <= total and threads % 32 == 0):
+            raise TraceError(f"{what}(threads={threads!r}) needs a multiple of 32 up to the block's "
+                             f"{total} threads", code="bad-barrier", loc=user_location())
+        if not (isinstance(barrier, int) and 1 <= barrier <= 15):
+            raise TraceError(f"barrier={barrier!r} must be a named barrier id in 1..15 (0 is the whole block's)",
+                             code="bad-barrier", loc=user_location())
+        i32 = ir.IntegerType.get_signless(32)
+        with at_user_line():
+            return [arith.constant(i32, barrier), arith.constant(i32, threads)]
 
     def shared_array(self, shape, dtype: dt.DType, *, align: int = 16) -> Array:
         """A shared-memory array of fixed shape, placed after the ``smem`` bytes of dynamic views.

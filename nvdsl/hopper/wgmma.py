@@ -252,7 +252,8 @@ class WGMMAAccumulator(RegisterTile):
 
     def accumulate(self, product: _Product, *, in_flight: int | None = None) -> None:
         """Issue ``self += product`` as one wgmma group, then wait until at most ``in_flight`` (default 0)
-        of the warpgroup's groups still run (``wgmma.commit_group``; ``wgmma.wait_group in_flight``).
+        of the warpgroup's groups still run (``wgmma.commit_group``; ``wgmma.wait_group in_flight``, left out
+        where the groups committed since the last wait in the same straight-line code cannot exceed it).
 
         With ``in_flight=1`` this product may still be reading its tiles (or A's registers) on return,
         but every earlier one is complete. Reading the accumulator (``store``) waits for all groups first.
@@ -278,14 +279,16 @@ class WGMMAAccumulator(RegisterTile):
                 self._issue(product, fence=not group.products)
                 group.products.append(self)
                 return
-            if product._nvgpu_steps_correctly:
+            waited = ctx.commit_needs_wait(in_flight)
+            if product._nvgpu_steps_correctly and waited:
                 self.ir = nvgpu.warpgroup_mma(self.type, product.a.ir, product.b.ir, self.ir, wait_group=in_flight,
                                               transpose_b=ir.UnitAttr.get())
             else:
                 self._issue(product)
                 nvvm.wgmma_commit_group_sync_aligned()
-                nvvm.wgmma_wait_group_sync_aligned(in_flight)
-        ctx.note_wgmma(committed=1, in_flight=in_flight)
+                if waited:
+                    nvvm.wgmma_wait_group_sync_aligned(in_flight)
+        ctx.note_wgmma(committed=1, in_flight=in_flight, waited=waited)
         self._group = ctx.wgmma_committed
 
     def _issue(self, product: _Product, fence: bool = True) -> None:

@@ -34,8 +34,9 @@ def release_if_complete(block, bar: BarSync) -> None:
         bar.vc[:] = 0
 
 
-def bar_sync(w, barrier_id: int, threads: int | None, info):
-    """The warp arrives at ``bar.sync barrier_id[, threads]`` and waits for the others (a generator)."""
+def bar_sync(w, barrier_id: int, threads: int | None, info, wait: bool = True):
+    """The warp arrives at ``bar.sync barrier_id[, threads]`` and waits for the others (a generator);
+    with ``wait=False`` it only arrives (``barrier.arrive``) and goes on."""
     block = w.block
     if not (w.mask == w.live).all():
         active = np.flatnonzero(w.mask)
@@ -57,6 +58,9 @@ def bar_sync(w, barrier_id: int, threads: int | None, info):
     np.maximum(bar.vc, w.vc.max(axis=0), out=bar.vc)
     generation = bar.generation
     release_if_complete(block, bar)
+    if not wait:
+        w.tick()
+        return
     while bar.generation <= generation:
         yield Wait(lambda: bar.generation > generation, bar.describe, info)
     np.maximum(w.vc, bar.released[generation], out=w.vc)
@@ -90,19 +94,21 @@ def _named_barrier(op, c, info):
     return GEN, gen
 
 
-# nvdsl's named barrier for threads arriving from different code (``LaunchContext.sync_threads``): PTX's
-# non-aligned ``barrier.sync``, which the NVVM dialect has no operation for.
-NAMED_BARRIER_ASM = re.compile(r"^barrier\.sync \$0, \$1;$")
+# nvdsl's named barrier for threads arriving from different code (``LaunchContext.sync_threads`` and
+# ``arrive_threads``): PTX's non-aligned ``barrier.sync`` and ``barrier.arrive``, which the NVVM dialect has
+# no operations for.
+NAMED_BARRIER_ASM = re.compile(r"^barrier\.(sync|arrive) \$0, \$1;$")
 
 
 def named_barrier_asm(op, c, info, match):
     barrier_slot, count_slot = (c.slot(v) for v in list(op.operands)[:2])
+    wait = match.group(1) == "sync"
 
     def gen(w):
         env = w.env
         barrier_id = int(V.first_active(env[barrier_slot], w.mask))
         threads = int(V.first_active(env[count_slot], w.mask))
-        yield from bar_sync(w, barrier_id, threads, info)
+        yield from bar_sync(w, barrier_id, threads, info, wait)
     return GEN, gen
 
 

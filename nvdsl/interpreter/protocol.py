@@ -66,9 +66,9 @@ def _walk(op):
 
 
 def _is_barrier_asm(op) -> bool:
-    """nvdsl's non-aligned named barrier, emitted as inline PTX."""
+    """nvdsl's non-aligned named barrier (sync or arrive), emitted as inline PTX."""
     return op.name == "llvm.inline_asm" and \
-        ir.StringAttr(op.attributes["asm_string"]).value.startswith("barrier.sync")
+        ir.StringAttr(op.attributes["asm_string"]).value.startswith(("barrier.sync", "barrier.arrive"))
 
 
 class _Slice:

@@ -40,6 +40,7 @@ CONSUMERS = BM // ROWS
 BOX = 64                    # TMA boxes are one 128-byte swizzle row of 16-bit values wide
 LOG2_E = 1 / math.log(2)
 LN_2 = math.log(2)
+TURN = 10                   # named barriers 10 and 11: the consumers' turns at the tensor cores
 HEAD_DIMS = (64, 128, 256)
 
 
@@ -75,7 +76,8 @@ def _attention(causal: bool, scale: float):
             with nvdsl.when(ctx.linear_thread_id.eq(0)):
                 q_full.init(1)
             k_ring = nvdsl.Aref(ctx, [((bn, d), dtype)], depth=2, name="k")    # initialises and syncs the block
-            v_ring = nvdsl.Aref(ctx, [((bn, d), dtype)], depth=2, name="v")
+            # V is read by the product issued after S_j, so with both in flight one more V slot is held
+            v_ring = nvdsl.Aref(ctx, [((bn, d), dtype)], depth=3, name="v")
 
             # Blocks of one (batch, head) are neighbours, so they share K and V in L2; under a causal mask
             # the longest rows of query blocks go first.
@@ -107,12 +109,31 @@ def _attention(causal: bool, scale: float):
                     q_full.try_wait(0)
                     q_matrix = nvdsl.WGMMAMatrix(q_tiles[i], q_tma)
 
+                    # Ping-pong: the consumers take turns at issuing their products (named barrier
+                    # TURN + i is consumer i's turn), so that one's softmax runs while the other's
+                    # products hold the tensor cores. Consumer 1 opens consumer 0's first turn; the
+                    # last turn opens nothing, so every arrival is matched by a wait.
+                    def my_turn():
+                        ctx.sync_threads(2 * 128, barrier=TURN + i)
+
+                    def their_turn(last: bool = False):
+                        if not (last and i == CONSUMERS - 1):
+                            ctx.arrive_threads(2 * 128, barrier=TURN + (1 - i))
+
+                    if i == 1:
+                        their_turn()
+
                     def scores():
                         """Issue S = Q K_jᵀ for the next key block; it runs on after the call."""
                         with k_ring.get() as (k_tile,):
                             s = nvdsl.WGMMAAccumulator(ROWS, bn)
                             s.accumulate(q_matrix @ nvdsl.WGMMAMatrix(k_tile, k_tma, transposed=True), in_flight=1)
                         return s
+
+                    def accumulate_pv(o, p):
+                        """Issue O += P V for the previous key block (P from registers); it runs on too."""
+                        with v_ring.get() as (v_tile,):
+                            o.accumulate(p @ nvdsl.WGMMAMatrix(v_tile, v_tma), in_flight=2)
 
                     def masked(s, j):
                         """S with -inf where key j * bn + column is past the keys or (causal) after the row."""
@@ -127,7 +148,9 @@ def _attention(causal: bool, scale: float):
                         return nvdsl.exp2(s * scale_log2 - m * scale_log2, approx=True)
 
                     # Key block 0: its softmax starts the running max m and sum l.
+                    my_turn()
                     s = scores()
+                    their_turn()
                     nvdsl.wgmma_wait(0)
                     if isinstance(unmasked, int):
                         s = s if unmasked > 0 else masked(s, 0)
@@ -139,31 +162,37 @@ def _attention(causal: bool, scale: float):
 
                     def step(masking: bool):
                         def body(j, carry):
-                            o, m, l, p = carry
+                            o, m, l, p, alpha = carry
+                            my_turn()
                             s = scores()
-                            with v_ring.get() as (v_tile,):     # the previous block's V
-                                o.accumulate(p @ nvdsl.WGMMAMatrix(v_tile, v_tma), in_flight=1)  # S_j is done
+                            o = o * alpha                   # the last rescale, while S_j runs
+                            accumulate_pv(o, p)             # P_{j-1} V_{j-1}
+                            their_turn()
+                            nvdsl.wgmma_wait(1)             # S_j is done; P_{j-1} V_{j-1} runs on
                             if masking:
                                 s = masked(s, j)
                             m_new = nvdsl.maximum(m, s.max(axis=1))
                             p_new = exp2_scaled(s, m_new)
                             alpha = nvdsl.exp2((m - m_new) * scale_log2, approx=True)
                             l = l * alpha + p_new.sum(axis=1)
-                            nvdsl.wgmma_wait(0)                 # P_{j-1} V_{j-1} is done: rescale O
-                            return o * alpha, m_new, l, p_new.to(dtype)
+                            nvdsl.wgmma_wait(0)
+                            return o, m_new, l, p_new.to(dtype), alpha
                         return body
 
-                    carry = (nvdsl.WGMMAAccumulator(ROWS, d), m, l, p.to(dtype))
+                    carry = (nvdsl.WGMMAAccumulator(ROWS, d), m, l, p.to(dtype), nvdsl.RowVector.full(s, 1.0))
                     split = max(unmasked, 1) if isinstance(unmasked, int) else nvdsl.maximum(unmasked, 1)
                     carry = nvdsl.fori(1, split, carry=carry)(step(False))
                     carry = nvdsl.fori(split, blocks, carry=carry)(step(True))
-                    o_acc, m, l, p = carry
-                    with v_ring.get() as (v_tile,):
-                        o_acc.accumulate(p @ nvdsl.WGMMAMatrix(v_tile, v_tma), in_flight=1)
+                    o_acc, m, l, p, alpha = carry
+                    my_turn()
+                    o_acc = o_acc * alpha
+                    accumulate_pv(o_acc, p)
+                    their_turn(last=True)
                     nvdsl.wgmma_wait(0)
 
-                    # Epilogue: O / l through this consumer's Q tile (every read of Q has retired) and TMA,
-                    # which clips rows past L; the log-sum-exp of each row, in natural log.
+                    # Epilogue: O / l through this consumer's Q tile and TMA, which clips rows past L (the
+                    # warpgroup first agrees that every read of Q has retired); the log-sum-exp of each row.
+                    consumer.sync()
                     (o_acc * (1.0 / l)).store(q_tiles[i], tma=o_tma)
                     nvdsl.fence_shared_to_async()
                     consumer.sync()
