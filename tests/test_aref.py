@@ -154,6 +154,21 @@ def mma(r, tma, in_flight, products=1):
                     acc.accumulate(nvdsl.WGMMAMatrix(a, tma) @ nvdsl.WGMMAMatrix(b, tma), in_flight=in_flight)
 
 
+def own_groups_only(ctx, t):
+    """Gets committing different numbers of groups, each leaving only its own in flight: one slot is held."""
+    r = ring(ctx)
+    fill(r, t)
+    with nvdsl.Warpgroup(ctx, 128):
+        one, two = nvdsl.WGMMAAccumulator(64, 64), nvdsl.WGMMAAccumulator(64, 64)
+        with r.get() as (a, b):
+            one.accumulate(nvdsl.WGMMAMatrix(a, t) @ nvdsl.WGMMAMatrix(b, t), in_flight=1)
+            two.accumulate(nvdsl.WGMMAMatrix(a, t) @ nvdsl.WGMMAMatrix(b, t), in_flight=2)
+        nvdsl.wgmma_wait(0)
+        with r.get() as (a, b):
+            one.accumulate(nvdsl.WGMMAMatrix(a, t) @ nvdsl.WGMMAMatrix(b, t), in_flight=1)
+        nvdsl.wgmma_wait(0)
+
+
 @pytest.mark.parametrize("body, code, words", [
     (lambda ctx, t: nvdsl.Aref(ctx, [((64, 64), nvdsl.float16)], depth=1), "bad-aref", "depth=1"),
     (lambda ctx, t: nvdsl.Aref(ctx, [(64, nvdsl.float16, 3)], depth=2), "bad-aref", "(shape, dtype) pairs"),
@@ -167,6 +182,7 @@ def mma(r, tma, in_flight, products=1):
     # two wgmma groups per slot, both left running: 2 slots busy, and the ring has only 2
     (lambda ctx, t: (lambda r: (fill(r, t), mma(r, t, in_flight=2)))(ring(ctx)), "aref-depth", "depth >= 3"),
     (lambda ctx, t: (lambda r: (fill(r, t), mma(r, t, in_flight=1, products=2)))(ring(ctx)), None, None),
+    (own_groups_only, None, None),
 ])
 def test_ring_misuse_is_refused_while_tracing(body, code, words):
     if code is None:                   # the same ring, read in a way it can honour, traces

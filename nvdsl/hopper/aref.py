@@ -310,7 +310,11 @@ class Aref:
         in_flight = ctx.wgmma_in_flight if committed else 0
         keep = -(-in_flight // committed) if committed else 0    # slots whose wgmma groups may still run
         pattern = (committed, in_flight, keep)
-        if state.pattern is not None and state.pattern != pattern:
+        if state.pattern is not None and state.pattern != pattern and keep == 1 == state.pattern[2]:
+            # Each body's groups in flight are all its own (in_flight <= committed), so only the last slot
+            # is held, however many groups each body commits; retiring counts the fewest per body.
+            pattern = (min(committed, state.pattern[0]), max(in_flight, state.pattern[1]), keep)
+        elif state.pattern is not None and state.pattern != pattern:
             raise TraceError(f"the get() bodies of ring '{self.name}' in {state.role.name} leave wgmma work in "
                              f"flight differently ({committed} group(s) committed, {in_flight} in flight here; "
                              f"{state.pattern[0]} and {state.pattern[1]} before)", code="bad-aref",

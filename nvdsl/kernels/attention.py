@@ -76,8 +76,7 @@ def _attention(causal: bool, scale: float):
             with nvdsl.when(ctx.linear_thread_id.eq(0)):
                 q_full.init(1)
             k_ring = nvdsl.Aref(ctx, [((bn, d), dtype)], depth=2, name="k")    # initialises and syncs the block
-            # V is read by the product issued after S_j, so with both in flight one more V slot is held
-            v_ring = nvdsl.Aref(ctx, [((bn, d), dtype)], depth=3, name="v")
+            v_ring = nvdsl.Aref(ctx, [((bn, d), dtype)], depth=2, name="v")
 
             # Blocks of one (batch, head) are neighbours, so they share K and V in L2; under a causal mask
             # the longest rows of query blocks go first.
@@ -130,10 +129,6 @@ def _attention(causal: bool, scale: float):
                             s.accumulate(q_matrix @ nvdsl.WGMMAMatrix(k_tile, k_tma, transposed=True), in_flight=1)
                         return s
 
-                    def accumulate_pv(o, p):
-                        """Issue O += P V for the previous key block (P from registers); it runs on too."""
-                        with v_ring.get() as (v_tile,):
-                            o.accumulate(p @ nvdsl.WGMMAMatrix(v_tile, v_tma), in_flight=2)
 
                     def masked(s, j):
                         """S with -inf where key j * bn + column is past the keys or (causal) after the row."""
@@ -164,9 +159,10 @@ def _attention(causal: bool, scale: float):
                         def body(j, carry):
                             o, m, l, p, alpha = carry
                             my_turn()
-                            s = scores()
-                            o = o * alpha                   # the last rescale, while S_j runs
-                            accumulate_pv(o, p)             # P_{j-1} V_{j-1}
+                            with v_ring.get() as (v_tile,):         # the previous block's V
+                                s = scores()
+                                o = o * alpha                       # the last rescale, while S_j runs
+                                o.accumulate(p @ nvdsl.WGMMAMatrix(v_tile, v_tma), in_flight=2)  # P_{j-1} V_{j-1}
                             their_turn()
                             nvdsl.wgmma_wait(1)             # S_j is done; P_{j-1} V_{j-1} runs on
                             if masking:
@@ -185,8 +181,9 @@ def _attention(causal: bool, scale: float):
                     carry = nvdsl.fori(split, blocks, carry=carry)(step(True))
                     o_acc, m, l, p, alpha = carry
                     my_turn()
-                    o_acc = o_acc * alpha
-                    accumulate_pv(o_acc, p)
+                    with v_ring.get() as (v_tile,):
+                        o_acc = o_acc * alpha
+                        o_acc.accumulate(p @ nvdsl.WGMMAMatrix(v_tile, v_tma), in_flight=1)
                     their_turn(last=True)
                     nvdsl.wgmma_wait(0)
 
