@@ -315,7 +315,7 @@ def _subview(op, c, info):
             elements = int(elements[0]) if elements.shape[0] == 1 else elements
         strides = tuple(s * k for s, k in zip(base.strides, steps))
         env[r] = MemRef(base.buffer, base.offset + elements * base.itemsize, sizes, strides, base.element,
-                        name=base.name)
+                        name=base.name, aligned=base.aligned)
     return PLAIN, fn
 
 
