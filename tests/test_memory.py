@@ -405,6 +405,32 @@ def test_atomics_on_a_part_of_an_array_hit_its_elements(space, part_of, backend)
     np.testing.assert_array_equal(old_halves, expected_old_halves)
 
 
+def test_subviews_keep_their_sources_aligned_pointer_and_atomics_still_hit_their_element(backend):
+    """As MLIR lowers them (the interpreter too): a subview, and a collapse of it, move the offset, not the
+    aligned pointer; an atomic on the collapsed rows lands on the right element."""
+    from mlir import ir
+    from mlir.dialects import arith, memref
+
+    @nvdsl.mlir_func
+    def run(ints, moved):
+        @nvdsl.gpu_launch(grid=1, block=1)
+        def kernel(ctx):
+            rows = memref.subview(ints.ir, [1, 0], [2, 8], [1, 1])              # rows 1 and 2: elements 8..23
+            flat_type = ir.MemRefType.get([16], rows.type.element_type, ir.Attribute.parse("strided<[1], offset: 8>"))
+            collapsed = memref.collapse_shape(flat_type, rows, [[0, 1]])
+            base = memref.extract_aligned_pointer_as_index(ints.ir)
+            for k, view in enumerate((rows, collapsed)):
+                moved[k] = nvdsl.wrap(arith.subi(memref.extract_aligned_pointer_as_index(view), base)).to(nvdsl.int64)
+            nvdsl.wrap(collapsed, nvdsl.int32).atomic_cas(3, 11, -1)
+        kernel()
+    ints, moved = np.arange(32, dtype=np.int32).reshape(4, 8), np.full(2, -7, np.int64)
+    run(ints, moved)
+    np.testing.assert_array_equal(moved, [0, 0])
+    expected = np.arange(32, dtype=np.int32)
+    expected[11] = -1
+    np.testing.assert_array_equal(ints.reshape(-1), expected)
+
+
 def test_scratch_arrays_and_launch_order(backend):
     x = np.random.default_rng(5).integers(0, 8, 1000).astype(np.float32)
     out = np.zeros(8, np.float32)
