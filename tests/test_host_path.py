@@ -148,3 +148,62 @@ def test_what_cannot_be_keyed_safely_is_not_keyed():
         return np.float32, nvdsl.float16
 
     assert keyed(reads_numpy_and_nvdsl) is not None
+
+
+TASK_WORKER = '''
+    import json, sys, numpy as np, nvdsl
+    from nvdsl.kernels.gemm import MAPPING, gemm
+
+    a, b, c = np.ones((128, 64), np.float16), np.ones((64, 256), np.float16), np.zeros((128, 256), np.float32)
+    try:
+        gemm(a, b, c, mapping=MAPPING.replace(pipeline=int(sys.argv[1])))
+        ran = True
+    except nvdsl.NoDeviceError:
+        ran = False
+    print(json.dumps({"mlir": "mlir" in sys.modules, "ran": ran, "c0": float(c[0, 0])}))
+'''
+
+
+def test_a_new_process_runs_cached_task_layer_kernels_without_tracing(tmp_path):
+    env = {"NVDSL_CACHE_DIR": str(tmp_path), "NVDSL_BACKEND": "gpu"}
+    first = python(TASK_WORKER, 4, env=env)
+    assert first["mlir"]                                       # traced (tracing imports MLIR) and compiled
+    second = python(TASK_WORKER, 4, env=env)
+    assert not second["mlir"]                                  # found on disk by the program and the mapping
+    assert python(TASK_WORKER, 3, env=env)["mlir"]             # another mapping traces
+    assert not python(TASK_WORKER, 3, env=env)["mlir"]
+    if first["ran"]:
+        assert (first["c0"], second["c0"]) == (64.0, 64.0)
+
+
+def task_key(kernel):
+    from nvdsl.compiler.cache import call_toolchain
+    specs = tuple(ArgSpec(name, ARRAY, nvdsl.float16, (256, 256)) for name in kernel.entry.parameters)
+    return call_key(kernel._function.fn, specs, {}, kernel.options, call_toolchain(kernel.options))
+
+
+TILE = 64
+
+
+def test_a_task_kernels_call_key_is_its_program_and_mapping():
+    import nvdsl.tasks as nt
+    from nvdsl.kernels.gemm import MAPPING, matmul_program
+
+    base = task_key(nt.build(matmul_program("KN"), MAPPING))
+    assert base is not None and base == task_key(nt.build(matmul_program("KN"), MAPPING))  # by content
+    assert task_key(nt.build(matmul_program("KN"), MAPPING.replace(group=4))) != base
+    assert task_key(nt.build(matmul_program("KN"), MAPPING.replace(sm_count=100))) != base
+    assert task_key(nt.build(matmul_program("NK"), MAPPING)) != base                     # a closure it reads
+
+    @nt.task(reads=("A",), writes=("C",))
+    def copy(C, A):
+        Ct, At = nt.blocks(C, (TILE, TILE)), nt.blocks(A, (TILE, TILE))
+        for i, j in nt.prange(*Ct.grid):
+            Ct[i, j] = At[i, j]
+    global TILE
+    before = task_key(nt.build(copy))
+    TILE = 128
+    try:
+        assert task_key(nt.build(copy)) != before                                           # a global it reads
+    finally:
+        TILE = 64

@@ -103,11 +103,19 @@ def test_pairs_of_16_bit_floats_add_in_one_atomic(space, dtype, flavour):
     assert f"atom.{space}.add.noftz.{flavour}" in ptx
 
 
+def halves_part(ctx, offsets, sizes, steps):
+    """A subview of a shared (4, 8) float16 array."""
+    from mlir.dialects import memref
+    return nvdsl.wrap(memref.subview(ctx.shared_array((4, 8), nvdsl.float16).ir, offsets, sizes, steps))
+
+
 @pytest.mark.parametrize("body, code", [
     (lambda ctx, x: x.atomic_add(1, (1.0, 2.0)), "bad-atomic"),                            # float32 pairs
     (lambda ctx, x: ctx.shared_array((4,), nvdsl.float16).atomic_add(1, (1.0, 2.0)), "misaligned"),
     (lambda ctx, x: ctx.shared_array((4,), nvdsl.float16).atomic_max(1, 1.0), "bad-atomic"),
     (lambda ctx, x: x.atomic_add(0, ctx.thread_id.x), "type-mismatch"),
+    (lambda ctx, x: halves_part(ctx, [0, 0], [4, 2], [1, 2]).atomic_add((0, 0), (1.0, 2.0)), "bad-atomic"),
+    (lambda ctx, x: halves_part(ctx, [0, 1], [4, 4], [1, 1]).atomic_add((0, 0), (1.0, 2.0)), "misaligned"),
 ])
 def test_atomic_misuse_is_reported(body, code):
     from helpers import trace_body
@@ -321,6 +329,106 @@ def test_pair_atomic_add_against_numpy(space, backend):
     pair_add(space)(a, b, out, old)
     np.testing.assert_array_equal(out[0::2], [a[k::4].astype(np.float64).sum() for k in range(4)])
     np.testing.assert_array_equal(out[1::2], [b[k::4].astype(np.float64).sum() for k in range(4)])
+
+
+def subview(array):
+    """``array[1:3, 2:6]`` of a (4, 8) array, through a raw ``memref.subview`` (the MLIR escape hatch)."""
+    from mlir.dialects import memref
+    return nvdsl.wrap(memref.subview(array.ir, [1, 2], [2, 4], [1, 1]), array.dtype, name=f"{array.name}[1:3, 2:6]")
+
+
+def view(array):
+    """The 8 elements of a shared (4, 8) array from element 10 on, as a (2, 4) view."""
+    return array.view((2, 4), offset=10 * array.dtype.itemsize)
+
+
+NUMPY_PARTS = {subview: lambda a: a[1:3, 2:6], view: lambda a: a.reshape(-1)[10:18].reshape(2, 4)}
+
+
+def sliced_atomics(space, part_of):
+    """Each kind of atomic once on ``part_of`` a (4, 8) array in ``space``: a part starting 10 elements in."""
+    @nvdsl.mlir_func
+    def run(ints, halves, old_ints, old_halves):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def kernel(ctx):
+            t = ctx.thread_id.x
+            row, column = t // 8, t % 8
+            targets = ints, halves
+            if space == "shared":
+                targets = ctx.shared_array((4, 8), nvdsl.int32), ctx.shared_array((4, 8), nvdsl.float16)
+                for shared, array in zip(targets, (ints, halves)):
+                    shared[row, column] = array[row, column]
+                ctx.sync_threads()
+            a, h = (part_of(target) for target in targets)
+            with nvdsl.when(t == 0):
+                old_ints[0] = a.atomic_cas((1, 1), a[1, 1], 7)
+                old_ints[1] = a.atomic_add((0, 2), 3)
+                old_ints[2] = a.atomic_exchange((1, 3), 9)
+                old_ints[3] = a.atomic_min((0, 0), -2)
+                old_ints[4] = a.atomic_max((1, 0), 60)
+                old_halves[0], old_halves[1] = h.atomic_add((1, 2), (1.5, 2.5))
+            if space == "shared":
+                ctx.sync_threads()
+                for shared, array in zip(targets, (ints, halves)):
+                    array[row, column] = shared[row, column]
+        kernel()
+    return run
+
+
+PARTS = pytest.mark.parametrize("space, part_of", [("global", subview), ("shared", subview), ("shared", view)],
+                                ids=["global-subview", "shared-subview", "shared-view"])
+
+
+@PARTS
+def test_atomics_on_a_part_of_an_array_address_its_element_in_ptx(space, part_of):
+    ints, halves = np.zeros((4, 8), np.int32), np.zeros((4, 8), np.float16)
+    ptx = sliced_atomics(space, part_of).compile(ints, halves, np.zeros(5, np.int32), np.zeros(2, np.float16)).ptx
+    element = 19 if part_of is subview else 15     # part[1, 1]: ints[2, 3], or element 10 + 5 of the view
+    assert re.search(rf"atom\.relaxed\.gpu\.{space}\.cas\.b32 .*\+{element * 4}\]", ptx)
+
+
+@PARTS
+def test_atomics_on_a_part_of_an_array_hit_its_elements(space, part_of, backend):
+    ints = np.arange(32, dtype=np.int32).reshape(4, 8)
+    halves = np.arange(32).astype(np.float16).reshape(4, 8)
+    old_ints, old_halves = np.zeros(5, np.int32), np.zeros(2, np.float16)
+    expected_ints, expected_halves = ints.copy(), halves.copy()
+    a, h = (NUMPY_PARTS[part_of](x) for x in (expected_ints, expected_halves))
+    expected_old = [a[1, 1], a[0, 2], a[1, 3], a[0, 0], a[1, 0]]
+    expected_old_halves = h[1, 2:4].copy()
+    a[1, 1], a[0, 2], a[1, 3], a[0, 0], a[1, 0] = 7, a[0, 2] + 3, 9, -2, 60
+    h[1, 2:4] += [1.5, 2.5]
+    sliced_atomics(space, part_of)(ints, halves, old_ints, old_halves)
+    np.testing.assert_array_equal(ints, expected_ints)
+    np.testing.assert_array_equal(halves, expected_halves)
+    np.testing.assert_array_equal(old_ints, expected_old)
+    np.testing.assert_array_equal(old_halves, expected_old_halves)
+
+
+def test_subviews_keep_their_sources_aligned_pointer_and_atomics_still_hit_their_element(backend):
+    """As MLIR lowers them (the interpreter too): a subview, and a collapse of it, move the offset, not the
+    aligned pointer; an atomic on the collapsed rows lands on the right element."""
+    from mlir import ir
+    from mlir.dialects import arith, memref
+
+    @nvdsl.mlir_func
+    def run(ints, moved):
+        @nvdsl.gpu_launch(grid=1, block=1)
+        def kernel(ctx):
+            rows = memref.subview(ints.ir, [1, 0], [2, 8], [1, 1])              # rows 1 and 2: elements 8..23
+            flat_type = ir.MemRefType.get([16], rows.type.element_type, ir.Attribute.parse("strided<[1], offset: 8>"))
+            collapsed = memref.collapse_shape(flat_type, rows, [[0, 1]])
+            base = memref.extract_aligned_pointer_as_index(ints.ir)
+            for k, view in enumerate((rows, collapsed)):
+                moved[k] = nvdsl.wrap(arith.subi(memref.extract_aligned_pointer_as_index(view), base)).to(nvdsl.int64)
+            nvdsl.wrap(collapsed, nvdsl.int32).atomic_cas(3, 11, -1)
+        kernel()
+    ints, moved = np.arange(32, dtype=np.int32).reshape(4, 8), np.full(2, -7, np.int64)
+    run(ints, moved)
+    np.testing.assert_array_equal(moved, [0, 0])
+    expected = np.arange(32, dtype=np.int32)
+    expected[11] = -1
+    np.testing.assert_array_equal(ints.reshape(-1), expected)
 
 
 def test_scratch_arrays_and_launch_order(backend):

@@ -9,6 +9,10 @@ all of these, so a new process can find its compiled kernels without tracing
 object of a user class, a module of the user's own, an unhashable default),
 it returns None and the call traces as usual: a stale kernel is never served.
 
+An object whose class defines ``__nvdsl_key__(self)`` is keyed by what that
+returns: its content, in values that can be keyed (a task layer ``Task`` gives
+its function and privileges, a ``Mapping`` its fields).
+
 No MLIR here.
 """
 
@@ -89,6 +93,9 @@ class _Keyer:
             return f"{kind.__name__}(" + ",".join(sorted(self.value(x, depth + 1) for x in v)) + ")"
         if kind is dt.DType:
             return f"dtype:{v.name}"
+        content = getattr(kind, "__nvdsl_key__", None)
+        if content is not None:
+            return f"keyed:{kind.__module__}.{kind.__qualname__}(" + self.value(content(v), depth + 1) + ")"
         if isinstance(v, enum.Enum):
             return f"enum:{self.value(kind, depth + 1)}.{v.name}={self.value(v.value, depth + 1)}"
         if kind is types.FunctionType:
@@ -123,6 +130,8 @@ class _Keyer:
     def function(self, fn: types.FunctionType, depth: int) -> str:
         if id(fn) in self._seen:  # recursion: the first visit keys it
             return f"function-again:{fn.__qualname__}"
+        if _nvdsl_module_level(fn):  # its code and the module constants it reads are nvdsl's hashed source
+            return f"function:{fn.__module__}.{fn.__qualname__}"
         self._seen.add(id(fn))
         code = fn.__code__
         parts = [f"code:{hashlib.sha256(marshal.dumps(code)).hexdigest()}",
@@ -141,6 +150,14 @@ class _Keyer:
             elif not hasattr(builtins, name):
                 parts.append(f"unbound:{name}")  # an attribute name, or a global defined later
         return "function(" + ";".join(parts) + ")"
+
+
+def _nvdsl_module_level(fn: types.FunctionType) -> bool:
+    """A function defined at the top level of an nvdsl module (not a closure made at run time)."""
+    module = fn.__module__ or ""
+    return ((module == "nvdsl" or module.startswith("nvdsl.")) and fn.__closure__ is None
+            and "<locals>" not in fn.__qualname__ and sys.modules.get(module) is not None
+            and getattr(sys.modules[module], fn.__name__, None) is fn)
 
 
 _GLOBAL_ACCESS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"})

@@ -287,9 +287,15 @@ class Array:
         if isinstance(last, int) and (last % 2 or last + 1 >= self.shape[-1]):
             raise TraceError(f"{what}: the pair starts at {last}; it needs an even last index with room for "
                              f"two elements (extent {self.shape[-1]})", code="misaligned", loc=user_location())
-        if self.shape[-1] % 2:
-            raise TraceError(f"{what}: the last extent {self.shape[-1]} is odd, so pairs are not 4-byte aligned",
-                             code="misaligned", loc=user_location())
+        strides, offset = ir.MemRefType(self.ir.type).get_strides_and_offset()
+        if strides[-1] != 1:
+            raise TraceError(f"{what}: the last axis has stride {strides[-1]}, so a pair's two elements are not "
+                             "next to each other in memory", code="bad-atomic", loc=user_location())
+        odd = [n for n in (offset, *strides[:-1]) if n != ir.ShapedType.get_dynamic_stride_or_offset() and n % 2]
+        if odd:
+            raise TraceError(f"{what}: '{self.name}' has layout strides {list(strides)}, offset {offset}: an odd "
+                             "row stride or offset leaves pairs not 4-byte aligned", code="misaligned",
+                             loc=user_location())
         with at_user_line():
             a, b = (as_value(v, self.dtype, f"a value of {what}") for v in pair)
             i32 = ir.IntegerType.get_signless(32)
@@ -302,16 +308,17 @@ class Array:
             return tuple(Value(vector.extract(halves, [], [k]), self.dtype) for k in (0, 1))
 
     def _pointer(self, index, access: str) -> ir.Value:
-        """The address of ``self[index]`` as an LLVM pointer in the array's address space."""
+        """The address of ``self[index]`` as an LLVM pointer in the array's address space.
+
+        The memref's aligned pointer plus its layout's offset and strides: a ``memref.view`` moves the
+        aligned pointer, but a ``memref.subview`` keeps its source's and moves only the offset.
+        """
         indices = self._indices(index, access)
-        linear = None
-        for axis, i in enumerate(indices):
-            stride = 1
-            for extent in self.shape[axis + 1:]:
-                stride *= extent
-            term = arith.muli(i, arith.constant(ir.IndexType.get(), stride * self.dtype.itemsize))
-            linear = term if linear is None else arith.addi(linear, term)
-        address = arith.addi(memref.extract_aligned_pointer_as_index(self.ir), linear)
+        base, linear, *extents = memref.extract_strided_metadata(self.ir)
+        for i, stride in zip(indices, extents[self.ndim:]):
+            linear = arith.addi(linear, arith.muli(i, stride))
+        itemsize = arith.constant(ir.IndexType.get(), self.dtype.itemsize)
+        address = arith.addi(memref.extract_aligned_pointer_as_index(base), arith.muli(linear, itemsize))
         space = 1 if self.space == GLOBAL else 3
         return llvm.inttoptr(ir.Type.parse(f"!llvm.ptr<{space}>"),
                              arith.index_cast(ir.IntegerType.get_signless(64), address))

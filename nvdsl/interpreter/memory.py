@@ -66,13 +66,20 @@ class Buffer:
 
 class MemRef:
     """A typed view of a buffer: element ``i`` (a tuple of indices) is at byte
-    ``offset + itemsize * sum(i_k * strides_k)``."""
+    ``offset + itemsize * sum(i_k * strides_k)``.
 
-    __slots__ = ("buffer", "offset", "shape", "strides", "element", "mem_dtype", "itemsize", "name", "dynamic")
+    ``aligned`` is the byte where the memref's aligned pointer points, as MLIR lowers it: ``memref.view``
+    moves the pointer, ``memref.subview`` keeps its source's and moves only the offset (default: ``offset``).
+    """
 
-    def __init__(self, buffer: Buffer, offset, shape, strides, element: ir.Type, name: str | None = None):
+    __slots__ = ("buffer", "offset", "aligned", "shape", "strides", "element", "mem_dtype", "itemsize", "name",
+                 "dynamic")
+
+    def __init__(self, buffer: Buffer, offset, shape, strides, element: ir.Type, name: str | None = None,
+                 aligned=None):
         self.buffer = buffer
         self.offset = offset            # an int, or an int64 lane array
+        self.aligned = offset if aligned is None else aligned
         self.shape = tuple(shape)
         self.strides = tuple(strides)
         self.element = element

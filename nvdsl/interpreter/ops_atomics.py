@@ -1,5 +1,5 @@
 """Atomics and the pointers they take: ``memref.atomic_rmw``, ``llvm.cmpxchg``, the ``atom`` inline PTX of
-nvdsl's pair adds, and ``memref.extract_aligned_pointer_as_index``.
+nvdsl's pair adds, ``memref.extract_aligned_pointer_as_index`` and ``memref.extract_strided_metadata``.
 
 The active lanes of a warp apply an atomic one after the other, in lane order (the hardware serialises
 lanes that hit one address in an order it does not specify). On shared memory the race detector takes
@@ -17,7 +17,7 @@ from mlir.dialects import arith
 
 from . import values as V
 from .core import PLAIN, SYNC, handles, identity
-from .memory import SHARED, addressed
+from .memory import SHARED, MemRef, addressed
 from .ops_memory import check_shared_write, element_addresses, shared_memref
 
 
@@ -107,15 +107,36 @@ handles("llvm.inttoptr", "llvm.ptrtoint", "llvm.addrspacecast")(identity)
 
 @handles("memref.extract_aligned_pointer_as_index")
 def _aligned_pointer(op, c, info):
-    """The address of the memref's first element (its views start at their offset, as MLIR lowers
-    ``memref.view`` to a new aligned pointer)."""
+    """The memref's aligned pointer: its first element's address for a view (MLIR lowers ``memref.view``
+    to a new aligned pointer), its source's for a subview (whose offset moves instead)."""
     m, r = c.slot(op.operands[0]), c.slot(op.result)
 
     def fn(w):
         mem = w.env[m]
-        offset = mem.offset if isinstance(mem.offset, np.ndarray) else np.array([mem.offset], np.int64)
-        w.env[r] = offset + mem.buffer.base
+        w.env[r] = _lanes(mem.aligned) + mem.buffer.base
     return PLAIN, fn
+
+
+@handles("memref.extract_strided_metadata")
+def _strided_metadata(op, c, info):
+    """The base buffer (a rank-0 memref at the aligned pointer), the offset in elements, sizes, strides."""
+    m = c.slot(op.operands[0])
+    base, offset, *extents = (c.slot(v) for v in op.results)
+    rank = len(extents) // 2
+
+    def fn(w):
+        env = w.env
+        mem = env[m]
+        env[base] = MemRef(mem.buffer, mem.aligned, (), (), mem.element, name=mem.name)
+        env[offset] = (_lanes(mem.offset) - _lanes(mem.aligned)) // mem.itemsize
+        for slot, value in zip(extents, mem.shape[:rank] + mem.strides):
+            env[slot] = np.array([value], np.int64)
+    return PLAIN, fn
+
+
+def _lanes(offset) -> np.ndarray:
+    """A byte offset (an int, or one per lane) as the interpreter's int64 register value."""
+    return offset if isinstance(offset, np.ndarray) else np.array([offset], np.int64)
 
 
 def pointer_targets(w, pointers: np.ndarray, lanes: np.ndarray, itemsize: int, space: int, info, what: str):

@@ -315,7 +315,7 @@ def _subview(op, c, info):
             elements = int(elements[0]) if elements.shape[0] == 1 else elements
         strides = tuple(s * k for s, k in zip(base.strides, steps))
         env[r] = MemRef(base.buffer, base.offset + elements * base.itemsize, sizes, strides, base.element,
-                        name=base.name)
+                        name=base.name, aligned=base.aligned)
     return PLAIN, fn
 
 
@@ -337,7 +337,8 @@ def _collapse_shape(op, c, info):
                 if base.strides[outer] != base.strides[inner] * base.shape[inner]:
                     raise V.Unsupported("memref.collapse_shape of non-contiguous axes")
             strides.append(base.strides[group[-1]])
-        w.env[r] = MemRef(base.buffer, base.offset, shape, strides, base.element, name=base.name)
+        w.env[r] = MemRef(base.buffer, base.offset, shape, strides, base.element, name=base.name,
+                          aligned=base.aligned)
     return PLAIN, fn
 
 

@@ -16,7 +16,6 @@ from ..frontend.trace import TracedFunction
 from ..runtime.arrays import describe
 from ..signature import ARRAY
 from . import analysis, ir
-from .emit import emit
 from .mapping import Mapping
 from .program import Task, trace_program
 from .schedule import Schedule, build_schedule, explain
@@ -50,6 +49,7 @@ class TaskKernel:
         self._sm_count = self.mapping.sm_count
 
         def host(*arrays):
+            from .emit import emit  # imports MLIR: only when tracing, not when the disk cache has the call
             specs = [(a.name, a.shape, a.dtype) for a in arrays]
             schedule = self._plan(specs)
             emit(schedule, dict(zip(entry.parameters, arrays)))
@@ -67,6 +67,10 @@ class TaskKernel:
         if self._sm_count is None:
             self._sm_count = _sm_count()
         return self._sm_count
+
+    def __nvdsl_key__(self) -> tuple:
+        """What the traced host function depends on beyond the call's arguments (see nvdsl.frontend.keying)."""
+        return self.entry, self.mapping, self.sm_count
 
     def __call__(self, *arrays, stream=None):
         self._function(*arrays, stream=stream)

@@ -120,6 +120,10 @@ class Mapping:
     def memory_of(self, tensor: str, default: str) -> str:
         return dict(self.memory).get(tensor, default)
 
+    def __nvdsl_key__(self) -> tuple:
+        """Every field by name: what keys a built kernel's calls in the disk cache, before tracing."""
+        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
+
     def replace(self, **changes) -> "Mapping":
         return dataclasses.replace(self, **changes)
 

@@ -472,6 +472,10 @@ class Task:
     def __repr__(self):
         return f"<nvdsl task {self.name}>"
 
+    def __nvdsl_key__(self) -> tuple:
+        """The function (its code, and the closures and globals it reads) and the privileges."""
+        return self.fn, self.privileges
+
 
 def task(fn=None, *, reads=(), writes=(), reduces=()):
     """Declare a task: ``@nt.task(reads=("A", "B"), writes=("C",))``; tensor parameters need a privilege."""
