@@ -205,7 +205,9 @@ class Summary:
         return tuple(parts)
 
     def _registers(self, w, env) -> tuple:
-        values = [_value(env[s]) for s in self.loop_slots]
+        ndarray = np.ndarray
+        values = [None if v is None else (v.tobytes(), v.dtype.char, v.shape) if type(v) is ndarray else _value(v)
+                  for v in map(env.__getitem__, self.loop_slots)]
         values += [_value(env[s]) for s in self.local_slots if isinstance(env[s], MemRef)]
         return tuple(values)
 
