@@ -50,6 +50,8 @@ def test_in_the_interpreter_a_stuck_debug_kernel_prints_its_report_and_traps(cap
     assert "warpgroup 1" in printed
 
 
+# The outcome goes to a file of its own: the kernel's reports reach stdout through the C library's buffer,
+# which once split a report line around the outcome line (the runtime now flushes it when a kernel dies).
 _CHILD = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, sys.argv[1])
@@ -61,6 +63,8 @@ _CHILD = textwrap.dedent("""
         outcome = {"error": None}
     except nvdsl.CudaError as e:
         outcome = {"error": type(e).__name__, "result": e.result}
+    with open(sys.argv[3], "w") as f:
+        json.dump(outcome, f)
     print("OUTCOME " + json.dumps(outcome), flush=True)
 """)
 
@@ -70,16 +74,45 @@ DEADLOCKING = {"expect-tx-long", "arrival-count"}
 
 @requires_gpu
 @pytest.mark.parametrize("bug", [b for b in bk.BUGS if b != "divergent-barrier" and b not in bk.TRACED])
-def test_on_the_gpu_each_broken_kernel_ends_instead_of_hanging(bug):
+def test_on_the_gpu_each_broken_kernel_ends_instead_of_hanging(bug, tmp_path):
+    result = tmp_path / "outcome.json"
     try:
-        run = subprocess.run([sys.executable, "-c", _CHILD, HERE, bug], cwd=HERE, capture_output=True, text=True,
-                             timeout=240, env=dict(os.environ, NVDSL_DEBUG="1"))
+        run = subprocess.run([sys.executable, "-c", _CHILD, HERE, bug, str(result)], cwd=HERE, capture_output=True,
+                             text=True, timeout=240, env=dict(os.environ, NVDSL_DEBUG="1"))
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"{bug} hung under NVDSL_DEBUG=1; output so far:\n{e.stdout}\n{e.stderr}")
-    lines = [line for line in run.stdout.splitlines() if line.startswith("OUTCOME ")]
-    assert lines, f"{bug}: the child died without an outcome (rc {run.returncode}):\n{run.stdout}\n{run.stderr}"
-    outcome = json.loads(lines[-1][len("OUTCOME "):])
+    assert result.exists(), f"{bug}: the child died without an outcome (rc {run.returncode}):\n{run.stdout}\n{run.stderr}"
+    outcome = json.loads(result.read_text())
+    # each report comes out whole, on a line of its own
+    for line in run.stdout.splitlines():
+        if "timed out" in line or "OUTCOME" in line:
+            assert line.startswith("OUTCOME {") or (line.startswith("nvdsl: mbarrier wait timed out")
+                                                     and line.endswith("))")), line
     if bug in DEADLOCKING:
         assert outcome["error"] is not None, f"{bug} finished although it cannot complete its barrier phases"
         reports = [line for line in run.stdout.splitlines() if "mbarrier wait timed out" in line]
         assert not reports or "warpgroup" in reports[0], reports[0]
+
+
+_FLUSH_CHILD = textwrap.dedent("""
+    import ctypes, os
+    from cuda.bindings import driver
+    from nvdsl.runtime.device import check
+    import nvdsl
+    ctypes.CDLL(None).printf(b"nvdsl: a report a kernel printed before it trapped\\n")   # buffered by the C library
+    try:
+        check((driver.CUresult.CUDA_ERROR_LAUNCH_FAILED,), "cuStreamSynchronize")
+    except nvdsl.CudaError:
+        os.write(1, b"OUTCOME after the error\\n")
+""")
+
+
+def test_a_dead_kernel_s_printed_report_comes_out_before_what_the_host_prints_next():
+    """Device printf output sits in the C library's stdout buffer (stdout is a pipe here): the runtime flushes it
+    when a call reports that a kernel died, so the report is not split by, or printed after, the host's lines."""
+    pytest.importorskip("cuda.bindings.driver")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}     # which would unbuffer C's stdout
+    run = subprocess.run([sys.executable, "-c", _FLUSH_CHILD], cwd=os.path.dirname(HERE), capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["nvdsl: a report a kernel printed before it trapped", "OUTCOME after the error"]

@@ -77,14 +77,15 @@ def source_location(loc: ir.Location) -> SourceLocation | None:
 class Wait:
     """Why a warp cannot go on: ``ready()`` says when it can; ``describe()`` is for deadlock reports."""
 
-    __slots__ = ("ready", "describe", "info", "spin", "forced")
+    __slots__ = ("ready", "describe", "info", "spin", "forced", "key")
 
-    def __init__(self, ready, describe, info: OpInfo, spin: bool = False):
+    def __init__(self, ready, describe, info: OpInfo, spin: bool = False, key: tuple | None = None):
         self.ready = ready
         self.describe = describe
         self.info = info
         self.spin = spin          # a polling loop (try_wait in user code) that a timer may end
         self.forced = False
+        self.key = key            # what the warp waits on, for loop summaries (None: not summarised)
 
 
 class CompiledBlock:
@@ -157,6 +158,12 @@ class Compiler:
         self.keep = keep            # when set, only these operations are compiled (a protocol skeleton)
         self._slots: dict[ir.Value, int] = {}
         self.infos: list[OpInfo] = []
+        # for loop summaries of skeletons (.period): slots written inside loops, loop indices nothing reads,
+        # slots of threads' local variables
+        self.loop_depth = 0
+        self.loop_slots: set[int] = set()
+        self.unread_indices: set[int] = set()
+        self.local_slots: list[int] = []
 
     @property
     def slot_count(self) -> int:
@@ -166,7 +173,17 @@ class Compiler:
         found = self._slots.get(value)
         if found is None:
             found = self._slots[value] = len(self._slots)
+            if self.loop_depth:
+                self.loop_slots.add(found)
         return found
+
+    def loop_body(self, block: ir.Block) -> CompiledBlock:
+        """Compile the body of a loop (its values may change from one iteration to the next)."""
+        self.loop_depth += 1
+        try:
+            return self.block(block)
+        finally:
+            self.loop_depth -= 1
 
     def info(self, op) -> OpInfo:
         op = op.operation

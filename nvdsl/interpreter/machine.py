@@ -66,6 +66,7 @@ class Warp:
         self.waited: dict[int, tuple[int, int]] = {}   # barrier number -> (op, parity) of the last wait
         self.last_wait = None                          # (op, barrier, parity, phase) of the last mbarrier wait
         self.wgmma_waits: dict[int, dict] = {}         # wgmma group -> the warp's last waits when it was issued
+        self.frames: list = []                         # in skeletons: the loops and branches the warp is in
 
     @property
     def epoch(self) -> int:
@@ -160,7 +161,13 @@ class Block:
         deadline = self.launch.host.deadline if self.skeleton else None
         count = len(warps)
         rng = self.rng
+        summary = None
+        if self.skeleton and rng is None:
+            from .period import Summary
+            summary = self.summary = Summary(self, self.kernel.loop_slots, self.kernel.local_slots)
         while True:
+            if summary is not None and steps:
+                summary.observe(current)
             if rng is not None and self.copies and rng.random() < 0.25:
                 self.land(self.copies.pop(rng.randrange(len(self.copies))))
             if rng is None:

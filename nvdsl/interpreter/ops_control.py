@@ -11,6 +11,18 @@ import numpy as np
 
 from . import values as V
 from .core import GEN, PLAIN, handles
+from .period import BranchFrame, LoopFrame, OpaqueFrame, WhileFrame
+
+TERMINATORS = frozenset({"scf.yield", "scf.condition"})
+
+
+def _read(value, keep) -> bool:
+    """Whether a protocol skeleton (the operations in ``keep``, and the terminators) reads ``value``."""
+    for use in value.uses:
+        owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+        if owner in keep or owner.name in TERMINATORS:
+            return True
+    return False
 
 
 def merge(take: np.ndarray, new, old):
@@ -77,8 +89,11 @@ def _instruction(steps, blocks):
 def _for(op, c, info):
     lb, ub, step = (c.slot(v) for v in list(op.operands)[:3])
     inits = [c.slot(v) for v in list(op.operands)[3:]]
-    body = c.block(op.regions[0].blocks[0])
+    body = c.loop_body(op.regions[0].blocks[0])
     iv, carried_args = body.args[0], body.args[1:]
+    skeleton = c.keep is not None
+    if skeleton and not _read(op.regions[0].blocks[0].arguments[0], c.keep):
+        c.unread_indices.add(iv)
     results = [c.slot(v) for v in op.results]
     unsigned = "unsignedCmp" in op.attributes
     dtype, bits, kind = V.element_kind(op.operands[0].type)
@@ -113,14 +128,28 @@ def _for(op, c, info):
         lo, hi, st = bounds(w)
         carried = [env[s] for s in inits]
         if lo is not None and hi is not None and st is not None:
-            for i in range(lo, hi, st):
-                env[iv] = np.array([i], dtype)
-                for slot, value in zip(carried_args, carried):
-                    env[slot] = value
-                yield body
-                carried = [env[s] for s in yields]
+            if skeleton:        # a frame a loop summary can move ahead (.period)
+                frame = LoopFrame(info.id, lo, st, hi, iv)
+                w.frames.append(frame)
+                while frame.i < hi:
+                    env[iv] = np.array([frame.i], dtype)
+                    for slot, value in zip(carried_args, carried):
+                        env[slot] = value
+                    yield body
+                    carried = [env[s] for s in yields]
+                    frame.i += st
+                w.frames.pop()
+            else:
+                for i in range(lo, hi, st):
+                    env[iv] = np.array([i], dtype)
+                    for slot, value in zip(carried_args, carried):
+                        env[slot] = value
+                    yield body
+                    carried = [env[s] for s in yields]
         else:
             mask = w.mask
+            if skeleton:
+                w.frames.append(OpaqueFrame(info.id))
             for active in divergent_iterations(w):
                 w.mask = active
                 for slot, value in zip(carried_args, carried):
@@ -128,6 +157,8 @@ def _for(op, c, info):
                 yield body
                 carried = [merge(active, env[s], old) for s, old in zip(yields, carried)]
             w.mask = mask
+            if skeleton:
+                w.frames.pop()
         for slot, value in zip(results, carried):
             env[slot] = value
     return _instruction(steps, [body])
@@ -139,6 +170,7 @@ def _if(op, c, info):
     then = c.block(op.regions[0].blocks[0])
     otherwise = c.block(op.regions[1].blocks[0]) if len(op.regions[1].blocks) else None
     results = [c.slot(v) for v in op.results]
+    skeleton = c.keep is not None
 
     def steps(w):
         env = w.env
@@ -146,6 +178,8 @@ def _if(op, c, info):
         taken = _uniform_bool(env[cond], mask)
         if taken is None:       # the lanes disagree: each side with its lanes, results merged
             take = env[cond] & mask
+            if skeleton:
+                w.frames.append(BranchFrame(info.id, mask))
             w.mask = take
             yield then
             then_values = [env[s] for s in then.yields]
@@ -153,6 +187,8 @@ def _if(op, c, info):
             if otherwise is not None:
                 yield otherwise
             w.mask = mask
+            if skeleton:
+                w.frames.pop()
             for slot, new, old in zip(results, then_values, [env[s] for s in otherwise.yields] if otherwise else []):
                 env[slot] = merge(take, new, old)
             return
@@ -168,9 +204,10 @@ def _if(op, c, info):
 @handles("scf.while")
 def _while(op, c, info):
     inits = [c.slot(v) for v in op.operands]
-    before = c.block(op.regions[0].blocks[0])
-    after = c.block(op.regions[1].blocks[0])
+    before = c.loop_body(op.regions[0].blocks[0])
+    after = c.loop_body(op.regions[1].blocks[0])
     results = [c.slot(v) for v in op.results]
+    skeleton = c.keep is not None
 
     def steps(w):
         env = w.env
@@ -178,7 +215,13 @@ def _while(op, c, info):
         values = [env[s] for s in inits]
         finished = [None] * len(results)
         active = mask
+        frame = None
+        if skeleton:
+            frame = WhileFrame(info.id, mask)
+            w.frames.append(frame)
         while True:
+            if frame is not None:
+                frame.active, frame.finished = active, finished
             w.mask = active
             for slot, value in zip(before.args, values):
                 env[slot] = value
@@ -204,6 +247,8 @@ def _while(op, c, info):
             yield after
             values = [env[s] for s in after.yields]
         w.mask = mask
+        if skeleton:
+            w.frames.pop()
         for slot, value in zip(results, finished):
             env[slot] = value
     return _instruction(steps, [before, after])

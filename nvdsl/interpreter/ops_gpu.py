@@ -62,7 +62,8 @@ def bar_sync(w, barrier_id: int, threads: int | None, info, wait: bool = True):
         w.tick()
         return
     while bar.generation <= generation:
-        yield Wait(lambda: bar.generation > generation, bar.describe, info)
+        yield Wait(lambda: bar.generation > generation, bar.describe, info,
+                   key=("bar.sync", info.id, barrier_id, generation))
     np.maximum(w.vc, bar.released[generation], out=w.vc)
     w.tick()
 

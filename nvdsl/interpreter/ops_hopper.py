@@ -190,16 +190,18 @@ def _acquire(w, bar, lanes, clock) -> None:
         w.vc[lanes] = np.maximum(w.vc[lanes], clock)
 
 
-def _wait_phase(w, bar, parity: int, info, spin: bool):
+def _wait_phase(w, bar, parity: int, info, spin: bool, sole: bool):
     """Wait until a phase of ``parity`` completes (a generator); returns the clock to acquire, or
-    ``False`` when a polling wait gave up (its deadline passed)."""
+    ``False`` when a polling wait gave up (its deadline passed). ``sole``: the operation waits on this
+    barrier and parity only (a loop summary can then tell where the warp is)."""
     if bar.parity_complete(parity):
         phase = bar.completed_phase(parity)
         w.waited[bar.agent] = (info.id, parity)
         w.last_wait = (info.id, bar, parity, phase)
         return bar.observe(phase)
     waiter = bar.wait(parity)
-    wait = Wait(lambda: waiter.satisfied, _wait_description(w, bar, parity), info, spin=spin)
+    wait = Wait(lambda: waiter.satisfied, _wait_description(w, bar, parity), info, spin=spin,
+                key=("mbarrier", info.id, bar, parity, waiter) if sole else None)
     while not waiter.satisfied:
         yield wait
         if wait.forced and not waiter.satisfied:
@@ -219,11 +221,14 @@ def _try_wait(op, c, info):
     def gen(w):
         env = w.env
         lanes = w.active_lanes()
-        for bar, group_lanes in _by_barrier(w, env[group], index, lanes, info):
+        groups = _by_barrier(w, env[group], index, lanes, info)
+        for bar, group_lanes in groups:
             check_use(w, bar, group_lanes, info, "try_wait")
             parities = np.broadcast_to(env[parity_slot], (V.LANES,))[group_lanes].astype(np.int64) & 1
-            for parity in np.unique(parities):
-                clock = yield from _wait_phase(w, bar, int(parity), info, spin=False)
+            distinct = np.unique(parities)
+            for parity in distinct:
+                clock = yield from _wait_phase(w, bar, int(parity), info, spin=False,
+                                               sole=len(groups) == 1 and len(distinct) == 1)
                 _acquire(w, bar, group_lanes[parities == parity], clock)
     return GEN, gen
 
@@ -266,10 +271,11 @@ def _nvvm_try_wait(op, c, info):
         keys = (np.broadcast_to(env[address], (V.LANES,)).astype(np.int64) << 1) | \
             (np.broadcast_to(env[phase], (V.LANES,)).astype(np.int64) & 1)
         active_keys = keys[lanes]
-        for key in np.unique(active_keys):
+        distinct = np.unique(active_keys)
+        for key in distinct:
             bar, parity, group_lanes = barrier_at(w, int(key) >> 1, info), int(key) & 1, lanes[active_keys == key]
             check_use(w, bar, group_lanes, info, "try_wait")
-            clock = yield from _wait_phase(w, bar, parity, info, spin=True)
+            clock = yield from _wait_phase(w, bar, parity, info, spin=True, sole=len(distinct) == 1)
             if clock is not False:
                 _acquire(w, bar, group_lanes, clock)
                 result[group_lanes] = True
@@ -371,7 +377,8 @@ def _tma_load(op, c, info):
             tmap, mem = env[desc], env[dst]
             bar = _barrier(w, env[group], index, lane, info)
             check_use(w, bar, np.array([lane]), info, "a TMA load completing")
-            where = _coords(w, coords, lane)
+            # a skeleton moves no data: its coordinates are not computed (protocol.SKELETON_OMITS)
+            where = None if block.skeleton else _coords(w, coords, lane)
             elements, nbytes = _box_addresses(w, tmap, mem, lane, info, "this TMA load")
             thread = int(w.threads[lane])
             armed = bar.armed.get(thread)
@@ -671,7 +678,7 @@ def _wait(w, keep: int, info):
         return (f"wgmma.wait_group waits for wgmma group {target} of warpgroup {w.warpgroup}, which warps "
                 f"{', '.join(map(str, behind))} have not issued")
     while not issued():
-        yield Wait(issued, describe, info)
+        yield Wait(issued, describe, info, key=("wgmma", info.id, target))
     w.wgmma_retired = target
     agent = block.agents.wgmma(w.warpgroup)
     w.vc[:, agent] = np.maximum(w.vc[:, agent], target)

@@ -241,6 +241,7 @@ def _alloca(op, c, info):
     nbytes = max(V.item_bytes(element) * int(np.prod(shape)), 1)
     lane_offsets = np.arange(V.LANES, dtype=np.int64) * nbytes
     r = c.slot(op.result)
+    c.local_slots.append(r)
 
     def fn(w):
         buffer = Buffer(np.zeros(V.LANES * nbytes, np.uint8), "a thread's local variable", LOCAL)

@@ -39,6 +39,8 @@ class Kernel:
         self.info = info
         self.name = name
         self.skeleton = skeleton
+        self.loop_slots: list[int] = []      # for loop summaries (.period): see Compiler
+        self.local_slots: list[int] = []
 
 
 @handles("gpu.launch")
@@ -48,6 +50,8 @@ def _launch(op, c, info):
     body = c.block(op.regions[0].blocks[0])
     name = str(op.attributes["function"]).lstrip("@") if "function" in op.attributes else "kernel"
     kernel = Kernel(body, c.mbarriers, c.infos, info, name, (c.skeleton_blocks or {}).get(op))
+    kernel.loop_slots = sorted(c.loop_slots - c.unread_indices)
+    kernel.local_slots = list(c.local_slots)
     c.mbarriers = saved
     sizes = [c.slot(v) for v in (view.gridSizeX, view.gridSizeY, view.gridSizeZ,
                                  view.blockSizeX, view.blockSizeY, view.blockSizeZ)]

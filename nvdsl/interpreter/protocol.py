@@ -38,8 +38,19 @@ ROOTS = frozenset({
 })
 MBARRIER_OPS = frozenset(name for name in ROOTS if "mbarrier" in name)
 MEMORY_READS = frozenset({"memref.load", "vector.load"})
-# Operands of roots that the skeleton does not need (accumulator registers: wgmma math is left out).
-_UNNEEDED = {"nvgpu.warpgroup.mma": {2}, "nvvm.wgmma.mma_async": {0}}
+# Operands of roots that the skeleton does not need: accumulator registers (wgmma math is left out) and the
+# global coordinates of TMA loads (a skeleton moves no data; nvdsl checks constant boxes against the shape
+# while tracing, and the TMA zero-fills past the edge). Leaving the coordinates out leaves most loop
+# indices unread, so loop summaries (.period) can skip iterations.
+SKELETON_OMITS = {"nvgpu.warpgroup.mma": lambda op: {2}, "nvvm.wgmma.mma_async": lambda op: {0},
+                  "nvgpu.tma.async.load": lambda op: _coordinate_operands(op)}
+
+
+def _coordinate_operands(op) -> set[int]:
+    """The positions of a TMA load's coordinates among its operands (its fourth operand segment)."""
+    sizes = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    first = sum(sizes[:3])
+    return set(range(first, first + sizes[3]))
 STEP_BUDGET = 200_000
 # Wall-clock seconds the check may simulate one kernel's synchronisation: its cost grows with the trip counts
 # (a persistent 8192^2 GEMM took 7 s to check in full), and it runs before every compile. Past the deadline
@@ -96,7 +107,8 @@ class _Slice:
             raise Undecided(f"the kernel's synchronisation depends on memory contents ({op.name} at "
                             f"{source_location(op.location)})")
         self.keep.add(op)
-        skip = _UNNEEDED.get(op.name, ())
+        omits = SKELETON_OMITS.get(op.name)
+        skip = omits(op) if omits is not None else ()
         if op.name in ("scf.for", "scf.if", "scf.while"):
             skip = range(3, len(op.operands)) if op.name == "scf.for" else range(len(op.operands))
         for i, value in enumerate(op.operands):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from dataclasses import dataclass
 
@@ -55,14 +56,32 @@ def check(result_tuple, call: str, error=CudaError, hint: str | None = None):
         except Exception:  # the description is a courtesy; the name says it all
             pass
         name = result_name(result)
-        if hint is None and name in _KERNEL_DIED:
-            hint = _KERNEL_DIED_HINT
+        if name in _KERNEL_DIED:
+            flush_device_output()
+            if hint is None:
+                hint = _KERNEL_DIED_HINT
         raise error(call, name, description, hint=hint)
     if len(result_tuple) == 1:
         return None
     if len(result_tuple) == 2:
         return result_tuple[1]
     return result_tuple[1:]
+
+
+def flush_device_output() -> None:
+    """Write out what kernels printed before the host goes on.
+
+    The driver hands device ``printf`` output (a bounded wait's report, then its trap) to the C library's
+    ``stdout``, which buffers it when stdout is not a terminal, apart from Python's own buffer; it came out
+    whenever the C buffer filled and at exit, so a report could end up after, or in the middle of, what the
+    process printed about the error. Flushing the C streams when a kernel is known to have died puts the
+    report first, whole.
+    """
+    try:
+        libc = ctypes.CDLL(None)
+        libc.fflush(None)
+    except (OSError, AttributeError):  # no C library to flush (not a POSIX process): nothing was buffered there
+        pass
 
 
 @dataclass(frozen=True)

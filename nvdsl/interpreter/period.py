@@ -1,0 +1,313 @@
+"""Loop summaries for the protocol check: skipping the iterations that repeat a state seen before.
+
+A protocol skeleton (see :mod:`.protocol`) runs without data and without a random schedule, so the
+block's future depends only on its state: each warp's place in the code and its kept registers, the
+mbarriers (phase parity, pending arrivals, transaction bytes, armed copies, waiters), the ``bar.sync``
+barriers, and the race detector's records. That state is finite once the loop counters are left out
+(an aref's slot and phase live in registers, TMA coordinates are not part of the skeleton), so
+a pipelined loop comes back to a state it was in, typically after ``2 * depth`` iterations.
+
+:class:`Summary` looks at the block at each scheduling point. When its *canonical* state (below) equals
+one seen earlier, the iterations in between form a period: running another period from the later
+state would do exactly what the last one did, whatever the loop counters are, as long as no loop on
+the way exits. So the loops that advanced are moved ahead by as many whole periods as fit before any
+of them reaches its last iteration, and the simulation goes on from there: the check's cost no longer
+depends on trip counts, and the iterations left (the remainder modulo the period, the last ones, the
+exits) still run. Where the state does not repeat (a parity computed from a loop index, a counter
+carried through a loop), nothing is skipped and the loop runs in full, as before.
+
+The canonical state leaves out what the block's future cannot depend on:
+
+* loop indices that no kept operation reads (their slots), and the iteration counters;
+* absolute clocks of the race detector: each agent's clocks are taken relative to its own current clock,
+  a thread's knowledge older than every live record of that agent counts as "stale", and a record that
+  every live thread has already seen counts as "covered" (the detector only ever compares a thread's
+  knowledge of an agent with that agent's records, and both only grow);
+* absolute phase numbers of mbarriers: phases are relative to the barrier's current phase (whose parity is
+  kept); the same for ``bar.sync`` generations, wgmma groups and bulk-copy groups.
+
+A state whose place in the code is not known precisely (a warp inside a loop whose lanes disagree on the
+bounds, inside an ``scf.while``, waiting on several barriers or parities at once, or on a wgmma group)
+is not recorded: the loop then simply runs on until a state that is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .memory import LOCAL, MemRef
+
+STALE = -(1 << 40)      # a thread's knowledge of an agent older than every live record of it
+COVERED = -(1 << 41)    # a record every live thread has seen
+NEVER = 1 << 40         # above any clock
+
+
+class LoopFrame:
+    """An ``scf.for`` a warp is running (protocol skeletons only): the driver reads ``i`` for each
+    iteration, so a summary can move it ahead."""
+
+    __slots__ = ("op", "i", "step", "hi", "iv")
+
+    def __init__(self, op: int, i: int, step: int, hi: int, iv: int):
+        self.op, self.i, self.step, self.hi, self.iv = op, i, step, hi, iv
+
+
+class OpaqueFrame:
+    """A region a warp is inside whose driver keeps state a summary does not see (divergent ``scf.for``
+    bounds, ``scf.while``): no state is recorded while any warp is inside one."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, op: int):
+        self.op = op
+
+
+class WhileFrame:
+    """An ``scf.while`` (a polling loop, usually): the mask to restore after it, the lanes still looping and
+    the results of those that left are part of the warp's state."""
+
+    __slots__ = ("op", "mask", "active", "finished")
+
+    def __init__(self, op: int, mask: np.ndarray):
+        self.op, self.mask, self.active, self.finished = op, mask, mask, []
+
+
+class BranchFrame:
+    """An ``scf.if`` whose lanes disagree: the mask to restore after it is part of the warp's state."""
+
+    __slots__ = ("op", "mask")
+
+    def __init__(self, op: int, mask: np.ndarray):
+        self.op, self.mask = op, mask
+
+
+class Summary:
+    """Period detection and iteration skipping for one skeleton block (see the module docstring)."""
+
+    def __init__(self, block, loop_slots: list[int], local_slots: list[int]):
+        self.block = block
+        self.loop_slots = loop_slots        # slots written inside loops, but not unread loop indices
+        self.local_slots = local_slots      # slots holding threads' local variables (allocas)
+        self.seen: dict = {}
+        self.places: set = set()            # where the warps were at the scheduling points seen so far
+        self.skipped = 0                    # iterations skipped, over all loops (for tests and reports)
+
+    def observe(self, current: int) -> None:
+        """At a scheduling point (every warp suspended or done, ``current`` the scheduler's position):
+        record the state, and skip whole periods when it was seen before."""
+        # The full state is costly to compare: look at it only once per round of the scheduler and where
+        # the warps' places in the code (a part of the state) have come round before.
+        block = self.block
+        anchor = next((w.index for w in block.warps if w.frames and not w.done), None)
+        if anchor is None or current != anchor:
+            return
+        place = (current,) + tuple(None if w.done or w.wait is None else (w.wait.info.id, tuple(f.op for f in w.frames))
+                                   for w in block.warps)
+        if place not in self.places:
+            self.places.add(place)
+            return
+        key = self._key(current)
+        if key is None:
+            return
+        frames = [[(f, getattr(f, "i", None)) for f in w.frames] for w in self.block.warps]
+        earlier = self.seen.get(key)
+        if earlier is None:
+            self.seen[key] = frames
+            return
+        # States recorded before an earlier skip stay valid: a skip stands for the iterations it skipped, so
+        # the way from such a state to this one is the same as if they had run.
+        if self._skip(earlier, frames):
+            frames = [[(f, getattr(f, "i", None)) for f in w.frames] for w in self.block.warps]
+        self.seen[key] = frames
+
+    def _skip(self, earlier, now) -> bool:
+        advances = {}
+        for before, after in zip(earlier, now):
+            for (frame_before, i_before), (frame, i_now) in zip(before, after):
+                if frame is not frame_before:
+                    if i_now != i_before:
+                        return False
+                    break           # deeper frames are new instances too, at the same iterations
+                if i_now != i_before:
+                    advances[frame] = (i_now - i_before, i_now)
+        if not advances:
+            return False
+        periods = min((frame.hi - 1 - i_now) // delta for frame, (delta, i_now) in advances.items())
+        if periods < 1:
+            return False
+        for frame, (delta, _) in advances.items():
+            frame.i += periods * delta
+            self.skipped += periods * delta // frame.step
+        return True
+
+    # --- the canonical state -------------------------------------------------------------------------
+
+    def _key(self, current: int):
+        block = self.block
+        if block.copies:
+            return None
+        clocks = _Clocks(block)
+        parts = [current, block.exited, tuple(sorted(block.registers.items()))]
+        owners = {}
+        for w in block.warps:
+            if w.done:
+                parts.append(("done", w.wgmma_committed - clocks.wgmma_base[w.warpgroup]))
+                continue
+            wait = w.wait
+            if wait is None or wait.key is None:
+                return None
+            position = []
+            for f in w.frames:
+                if isinstance(f, OpaqueFrame):
+                    return None
+                if isinstance(f, LoopFrame):
+                    position.append(f.op)
+                elif isinstance(f, WhileFrame):
+                    position.append((f.op, f.mask.tobytes(), np.asarray(f.active).tobytes(),
+                                     tuple(_value(v) for v in f.finished)))
+                else:
+                    position.append((f.op, f.mask.tobytes()))
+            kind = wait.key[0]
+            if kind == "mbarrier":
+                _, op, bar, parity, waiter = wait.key
+                owners[id(waiter)] = w.index
+                where = (op, bar.agent, parity, waiter.satisfied, waiter.phase - bar.phase if waiter.satisfied else 0,
+                         clocks.vector(waiter.clock))
+            elif kind == "bar.sync":
+                _, op, barrier_id, generation = wait.key
+                where = (op, barrier_id, generation - block.bars[barrier_id].generation)
+            elif kind == "wgmma":
+                _, op, target = wait.key
+                where = (op, target - clocks.wgmma_base[w.warpgroup])
+            else:
+                return None
+            parts.append((tuple(position), where, w.mask.tobytes(), self._registers(w, w.env), clocks.vector(w.vc),
+                          w.wgmma_committed - clocks.wgmma_base[w.warpgroup],
+                          w.wgmma_retired - clocks.wgmma_base[w.warpgroup], w.wgmma_open,
+                          # (reports only name the waits before groups whose reads may still conflict)
+                          tuple(sorted((g - clocks.wgmma_base[w.warpgroup], tuple(sorted(waits.items())))
+                                       for g, waits in w.wgmma_waits.items()
+                                       if g > clocks.known[block.agents.wgmma(w.warpgroup)])),
+                          tuple(sorted(w.waited.items())), _last_wait(w.last_wait),
+                          (w.bulk_open - np.where(w.bulk_open > 0, w.bulk_counter, 0)).tobytes(),
+                          tuple(sorted((lane, tuple(g - w.bulk_counter for g in groups))
+                                       for lane, groups in w.bulk_committed.items()))))
+        for number, group in sorted(block.mbarrier_groups.items()):
+            for bar in group.barriers:
+                parts.append(_mbarrier(bar, clocks, owners))
+                if parts[-1] is None:
+                    return None
+        for number, bar in sorted(block.bars.items()):
+            parts.append((number, bar.expected_warps, tuple(w.index for w in bar.arrived), clocks.vector(bar.vc),
+                          tuple(sorted((g - bar.generation, clocks.vector(c)) for g, c in bar.released.items())),
+                          bar.threads))
+        parts.append(clocks.shadow())
+        return tuple(parts)
+
+    def _registers(self, w, env) -> tuple:
+        ndarray = np.ndarray
+        values = [None if v is None else (v.tobytes(), v.dtype.char, v.shape) if type(v) is ndarray else _value(v)
+                  for v in map(env.__getitem__, self.loop_slots)]
+        values += [_value(env[s]) for s in self.local_slots if isinstance(env[s], MemRef)]
+        return tuple(values)
+
+
+def _value(v):
+    if v is None:
+        return None
+    if isinstance(v, np.ndarray):
+        return (v.dtype.str, v.shape, v.tobytes())
+    if isinstance(v, MemRef):
+        offset = v.offset.tobytes() if isinstance(v.offset, np.ndarray) else v.offset
+        content = v.buffer.data.tobytes() if v.buffer.space == LOCAL else id(v.buffer)
+        return ("memref", content, offset, v.shape, v.strides, v.mem_dtype.str)
+    if isinstance(v, (int, float, bool, str)):
+        return v
+    return ("object", id(v))       # barrier groups, tensor maps: created once, compared by identity
+
+
+def _last_wait(last):
+    if last is None:
+        return None
+    op, bar, parity, phase = last
+    return op, bar.agent, parity, phase - bar.phase
+
+
+def _mbarrier(bar, clocks: "_Clocks", owners: dict):
+    phase = bar.phase
+    waiters = []
+    for waiter in bar.waiters:
+        owner = owners.get(id(waiter))
+        if owner is None:
+            return None
+        waiters.append((owner, waiter.parity))
+    first_unwaited = min(bar.unwaited, default=phase)
+    observed = max(bar.observed, first_unwaited - 1) - phase
+    return (bar.agent, bar.initialized, bar.init_op, bar.init_agent, clocks.record(bar.init_agent, bar.init_clock),
+            bar.expected, bar.pending, bar.tx, phase & 1, clocks.vector(bar.vc),
+            tuple(sorted((p - phase, clocks.vector(c)) for p, c in bar.completed.items())),
+            tuple(sorted((p - phase, tuple(a)) for p, a in bar.completed_arrivals.items())), tuple(bar.arrivals),
+            tuple(sorted((t, (max(p - phase, -1), tx, op)) for t, (p, tx, op) in bar.armed.items())),
+            tuple(sorted(bar.issued.items())), bar.in_flight, tuple(waiters), observed,
+            tuple(sorted((p - phase, op) for p, op in bar.unwaited.items())))
+
+
+class _Clocks:
+    """The race detector's clocks of one block, made relative (see the module docstring)."""
+
+    def __init__(self, block):
+        agents = block.agents
+        self.block = block
+        base = np.zeros(agents.count, np.int64)
+        warps = block.warps
+        self.wgmma_base = [0] * agents.warpgroups
+        for w in warps:
+            base[w.agent] = int(w.vc[:, w.agent].max())
+            base[agents.bulk(w.index)] = w.bulk_counter
+            g = w.warpgroup
+            self.wgmma_base[g] = max(self.wgmma_base[g], w.wgmma_committed)
+        for g, committed in enumerate(self.wgmma_base):
+            base[agents.wgmma(g)] = committed
+        for group in block.mbarrier_groups.values():
+            for bar in group.barriers:
+                base[bar.tma_agent] = bar.phase
+        self.base = base
+        live = [w.vc[w.live] for w in warps if not w.done]
+        # the least any live thread knows of each agent: records at or below it can never conflict again
+        self.known = np.min([v.min(axis=0) for v in live], axis=0) if live else np.full(agents.count, NEVER)
+        shadow = block.shadow
+        w_clock = shadow.w_clock.astype(np.int64)
+        self.known = self.known.astype(np.int64)
+        lowest = np.full(agents.count, NEVER, np.int64)
+        np.minimum.at(lowest, shadow.w_agent, np.where(w_clock > self.known[shadow.w_agent], w_clock, NEVER))
+        for agent, (clock, _) in shadow.reads.items():
+            live_reads = clock[clock > self.known[agent]]
+            if live_reads.size:
+                lowest[agent] = min(lowest[agent], int(live_reads.min()))
+        for group in block.mbarrier_groups.values():
+            for bar in group.barriers:
+                if bar.initialized and bar.init_clock > self.known[bar.init_agent]:
+                    lowest[bar.init_agent] = min(lowest[bar.init_agent], bar.init_clock)
+        # Knowledge below every live record and below the agent's own clock (where its future records start)
+        # compares the same way with all of them: it is "stale", whatever its value.
+        self.threshold = np.minimum(lowest, base)
+
+    def vector(self, v):
+        if v is None:
+            return None
+        v = np.asarray(v, np.int64)
+        return np.where(v < self.threshold, STALE, v - self.base).tobytes()
+
+    def record(self, agent: int, clock: int):
+        return COVERED if clock <= self.known[agent] else clock - int(self.base[agent])
+
+    def shadow(self):
+        shadow = self.block.shadow
+        agents = shadow.w_agent
+        writes = np.where(shadow.w_clock <= self.known[agents], COVERED, shadow.w_clock - self.base[agents])
+        reads = tuple((agent, np.where(clock <= self.known[agent], COVERED, clock - self.base[agent]).tobytes(),
+                       ops.tobytes()) for agent, (clock, ops) in sorted(shadow.reads.items()))
+        written = shadow.g_thread > 0
+        return (agents.tobytes(), writes.tobytes(), shadow.w_op.tobytes(), shadow.w_atomic.tobytes(), reads,
+                shadow.g_thread.tobytes(), np.where(written, shadow.g_seq - shadow.seq, 0).tobytes(),
+                (shadow.fence_seq - shadow.seq).tobytes())
