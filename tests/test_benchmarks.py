@@ -182,14 +182,14 @@ def test_triton_peers_compile_for_hopper_without_spills(kind):
     pytest.importorskip("triton")
     from benchmarks.peers import triton_common, triton_gemm_family as family, triton_matmul
 
-    table = {"gated": family.GATED_CONFIGS, "rowsum": family.ROWSUM_CONFIGS, "linear-silu": family.FUSED_CONFIGS,
+    table = {"gated": family.GATED_CONFIGS, "rowsum": family.FUSED_CONFIGS, "linear-silu": family.FUSED_CONFIGS,
              "batched": family.FUSED_CONFIGS, "gemm": triton_matmul.CONFIGS}[kind]
     operation = {"gated": {"GATED": True, "ACTIVATION": "silu"}, "rowsum": {"ROW_SUMS": True},
                  "linear-silu": {"HAS_BIAS": True, "ACTIVATION": "silu"}}.get(kind, {})
-    pointers = {"a_ptr": "fp16", "b_ptr": "fp16", "b2_ptr": "fp16", "c_ptr": "fp16", "bias_ptr": "fp16",
+    pointers = {"a_ptr": "fp16", "b_ptr": "fp16", "c_ptr": "fp16", "bias_ptr": "fp16",
                 "rows_ptr": "fp32"}
     ints = {"M", "N", "K"} | ({"BATCH"} if kind == "batched" else set())
-    for config in triton_common.configs(table, True, **({"FLATTEN": False} if kind == "rowsum" else {})):
+    for config in triton_common.configs(table, True):
         constants = {"NUM_SMS": 132, "BATCH": 1, **config.kwargs, **operation}
         if kind == "batched":
             del constants["BATCH"]
