@@ -57,7 +57,7 @@ def test_gemm_family_loads_without_gpu_libraries():
 
 def test_gemm_family_shapes_are_the_issues():
     shapes = gemm_family.shapes(_args())
-    assert [p["op"] for p in shapes] == ["dual"] * 2 + ["rowsum"] * 2 + ["batched"] * 2 + ["linear"] * 6
+    assert [p["op"] for p in shapes] == ["dual"] * 2 + ["rowsum"] * 2 + ["batched"] * 2 + ["linear"] * 6 + ["fp8"] * 2
     for p in shapes:
         assert p["K"] == 4096 and p["dtype"] in ("fp16", "bf16")
         assert (p["M"], p["N"]) == ((4096, 4096) if p["op"] == "batched" else (8192, 8192))
@@ -65,8 +65,10 @@ def test_gemm_family_shapes_are_the_issues():
     assert [(p["activation"], p["dtype"]) for p in shapes if p["op"] == "linear"] == [
         (act, dtype) for dtype in ("fp16", "bf16") for act in ("relu", "gelu", "silu")]
 
+    assert [(p["inputs"], p["dtype"]) for p in shapes if p["op"] == "fp8"] == [("e4m3", "fp16"), ("e4m3", "bf16")]
+
     quick = gemm_family.shapes(_args(quick=True))
-    assert {(p["dtype"], p["K"]) for p in quick} == {("fp16", 4096)} and len(quick) == 6
+    assert {(p["dtype"], p["K"]) for p in quick} == {("fp16", 4096)} and len(quick) == 7
     swept = gemm_family.shapes(_args(k="1024,16384", dtypes="bf16"))
     assert sorted({p["K"] for p in swept}) == [1024, 16384] and {p["dtype"] for p in swept} == {"bf16"}
     with pytest.raises(SystemExit):
@@ -86,6 +88,15 @@ def test_gemm_family_counts_both_products_of_the_dual_gemm_and_every_batch():
         assert all(s.role == REFERENCE and s.flops(by_op[op, None]) == 2 * mnk for s in plain.values())
     assert set(gemm_family.systems("batched")) == set(gemm_family.systems("linear", "silu")) == {
         "nvdsl", "triton", "torch"}
+
+
+def test_gemm_family_measures_fp8_against_both_accumulations_of_torch_scaled_mm():
+    fp8 = next(p for p in gemm_family.shapes(_args(quick=True)) if p["op"] == "fp8")
+    assert gemm_family.row_label(fp8) == "fp8 e4m3→fp16 8192×8192×4096"
+    assert gemm_family.flops(fp8) == 2 * 8192 * 8192 * 4096
+    assert list(gemm_family.systems("fp8")) == ["nvdsl", "torch-fast-accum", "torch"]
+    # The tolerance is the fp8 accumulation's error (about 1.1e-3 at K = 4096) and C's rounding, not RTOL.
+    assert 1.1e-3 < gemm_family.FP8_RTOL["fp16"] < gemm_family.FP8_RTOL["bf16"] < gemm_family.RTOL
 
 
 def _family_row(shape, times_ms: dict, correct=None, failed=()):
