@@ -126,6 +126,39 @@ def fused_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, rows_ptr, M, N, K, BATCH,
         c_desc.store([c_row, pid_n * BLOCK_N], out.to(c_ptr.dtype.element_ty))
 
 
+# The grouped GEMM's tile table is made for 128-row tiles, so every row keeps BLOCK_M = 128.
+GROUPED_CONFIGS = ((128, 128, 4, 4, True), (128, 256, 3, 4, True), (128, 128, 4, 8, False), (128, 256, 3, 8, False))
+GROUPED_BLOCK_M = 128
+
+
+@triton.jit
+def grouped_matmul_kernel(a_ptr, b_ptr, c_ptr, tiles_ptr, M, N, K, GROUPS, TILES, NUM_SMS: tl.constexpr,
+                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                          WARP_SPECIALIZE: tl.constexpr, FLATTEN: tl.constexpr):
+    """A grouped GEMM: the rows of A (M, K) and C (M, N) are groups one after another; row tile ``t`` of
+    the table (``TILES`` rows of (group, first row, end row), int32) is C[first:end] = A[first:end] @ B[group]
+    for its columns, with B given K-major as (GROUPS, N, K). A is loaded by TMA (rows past the group's end
+    feed only rows that are not stored); C is stored with a row mask at the group's end."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[GROUPS * N, K], strides=[K, 1], block_shape=[BLOCK_N, BLOCK_K])
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    for tile in tl.range(tl.program_id(0), TILES * num_pid_n, NUM_SMS, flatten=FLATTEN,
+                         warp_specialize=WARP_SPECIALIZE):
+        t, pid_n = tile_coords(tile, TILES, num_pid_n, GROUP_M)
+        group = tl.load(tiles_ptr + 3 * t)
+        first = tl.load(tiles_ptr + 3 * t + 1)
+        end = tl.load(tiles_ptr + 3 * t + 2)
+        b_row = group * N + pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kt in range(k_tiles):
+            acc = tl.dot(a_desc.load([first, kt * BLOCK_K]), b_desc.load([b_row, kt * BLOCK_K]).T, acc)
+        rows = first + tl.arange(0, BLOCK_M)
+        cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_ptr.dtype.element_ty),
+                 mask=(rows < end)[:, None] & (cols < N)[None, :])
+
+
 def _autotuned(kernel, table, key, **constants):
     return {"tma-persistent": triton.autotune(configs(table, True, **constants), key=key)(kernel),
             "tma-persistent-nows": triton.autotune(configs(table, False, **constants), key=key)(kernel)}
@@ -186,6 +219,38 @@ def _prepare(operation: str, kernels, a, b_nk, c, *, b2_nk=None, bias=None, rows
     if rows is not None:
         layout["b_prepared"] = "B (N + 1, K) with a row of ones, made before timing"
     return first_variant_that_runs(variants, (a, b, c), broken, **layout)
+
+
+_GROUPED = _autotuned(grouped_matmul_kernel, GROUPED_CONFIGS, ["M", "N", "K", "GROUPS"])
+
+
+def prepare_grouped(a, b_nk, c, group_sizes):
+    """``c[rows of g] = a[rows of g] @ b_nk[g].T`` for a (M, K), b_nk (groups, N, K), c (M, N), the rows of
+    group g ``group_sizes[g]`` (any, 0 included); the tile table is made before timing."""
+    import torch
+
+    from nvdsl.kernels.gemm import row_tile_table
+
+    M, K = a.shape
+    groups, N = b_nk.shape[:2]
+    if tuple(b_nk.shape) != (groups, N, K) or tuple(c.shape) != (M, N) or len(group_sizes) != groups or \
+            sum(group_sizes) != M:
+        raise ValueError(f"a {tuple(a.shape)}, b {tuple(b_nk.shape)}, c {tuple(c.shape)} and {len(group_sizes)} "
+                         f"group sizes summing to {sum(group_sizes)} do not make a grouped GEMM")
+    if N % 256 or K % BLOCK_K or not all(t.is_contiguous() for t in (a, b_nk, c)):
+        raise ValueError(f"N must be a multiple of 256 and K of {BLOCK_K}, every operand contiguous")
+    table = row_tile_table(group_sizes, GROUPED_BLOCK_M)
+    tiles = int((table[:, 1] < table[:, 2]).sum())           # the listed tiles come first; no empty ones
+    table = torch.from_numpy(table).to(a.device)
+    sms = num_sms(a)
+
+    def launch_grouped(kernel, a, b_nk, c):
+        grid = lambda meta: (min(sms, tiles * triton.cdiv(N, meta["BLOCK_N"])),)
+        kernel[grid](a, b_nk, c, table, M, N, K, groups, tiles, NUM_SMS=sms)
+
+    variants = {name: (partial(launch_grouped, kernel), kernel) for name, kernel in _GROUPED.items()}
+    return first_variant_that_runs(variants, (a, b_nk, c), _broken.setdefault(("grouped", "none"), {}),
+                                   b_layout="(groups, N, K) (K-major)", table="row tiles of 128, made before timing")
 
 
 def prepare_gated_mlp(a, w1_nk, w2_nk, c):
