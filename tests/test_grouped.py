@@ -10,6 +10,7 @@ import nvdsl
 import nvdsl.tasks as nt
 from nvdsl.kernels.gemm import MAPPING, grouped_gemm, grouped_matmul, row_tile_table
 from nvdsl.signature import TensorMapSpec
+from helpers import load_box
 from nvdsl.testing import requires_gpu
 from test_tasks import golden
 
@@ -28,15 +29,8 @@ def ragged_store(row, end):
 
         @nvdsl.gpu_launch(grid=1, block=128, smem=64 * 64 * 2)
         def kernel(ctx):
-            tile = ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024)
-            bar = nvdsl.Mbarriers(1)[0]
-            leader = ctx.thread_id.x.eq(0)
-            bar.init(1, predicate=leader)
-            ctx.sync_threads()
-            bar.arrive(64 * 64 * 2, predicate=leader)
-            load.load(tile, bar, (0, 0), predicate=leader)
-            bar.try_wait(0)
-            clipped.store(tile, (row, 0), end=end, predicate=leader)
+            tile = load_box(ctx, load, (0, 0))
+            clipped.store(tile, (row, 0), end=end, predicate=ctx.thread_id.x.eq(0))
         kernel()
     return store
 
