@@ -81,14 +81,16 @@ class TMA:
             f"!nvgpu.tensormap.descriptor<tensor = memref<{'x'.join(map(str, box))}x{array.dtype.mlir_type()}, "
             f"#gpu.address_space<workgroup>>, swizzle = {_SWIZZLE_NAMES[swizzle]}, "
             f"l2promo = {_L2_NAMES[l2_promotion]}, oob = {oob}, interleave = {_INTERLEAVE_NAMES[interleave]}>")
-        settings = ir.DictAttr.get({
+        settings = {
             "box": ir.DenseI64ArrayAttr.get(list(box)),
             "swizzle": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), swizzle),
             "l2_promotion": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), l2_promotion),
             "oob_nan": ir.BoolAttr.get(oob == "nan"),
             "interleave": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), interleave),
-            "ragged": ir.BoolAttr.get(ragged),
-        })
+        }
+        if ragged:                            # absent means plain, so plain descriptors trace as before
+            settings["ragged"] = ir.BoolAttr.get(True)
+        settings = ir.DictAttr.get(settings)
         with at_user_line():
             # The host side's marker, read by the compiler into the launch plan (see TENSORMAP_ATTR).
             self._host = ir.Operation.create("builtin.unrealized_conversion_cast",

@@ -9,6 +9,7 @@ sharing each 128 x 256 tile's rows, one wgmma product in flight, a TMA-store epi
     gemm(a, b, c)                    # a (M, K), b (K, N) float16/bfloat16; c (M, N) float16/bfloat16/float32
     gemm(a, bt, c, b_layout="NK")    # bt (N, K): B stored K-major, as a linear layer's weight
     gemm(a, b, c)                    # 3-D a (batch, M, K), b (batch, K, N), c (batch, M, N): batched
+    grouped_gemm(a, b, c, sizes)     # a (M, K), b (groups, K, N), c (M, N): rows of group g times b[g]
 
 M, N and K need not be multiples of the tile: TMA reads past the edges as zeros and clips the stores.
 Row strides must be multiples of 16 bytes (TMA's rule).
