@@ -33,6 +33,8 @@ class TensorMapSpec:
     ``box`` is the tile TMA moves, outermost dimension first (as the array's shape);
     ``swizzle`` and ``interleave`` are in bytes (0 for none), ``l2_promotion`` in bytes
     (0 for none), ``oob_nan`` fills out-of-bounds elements with NaN instead of zero.
+    ``ragged``: a 2-D array of row segments, viewed in 3-D so that a box is clipped at a
+    segment's end (see :meth:`view`); ``box`` is then (1, rows, cols).
     """
 
     arg: int
@@ -41,11 +43,33 @@ class TensorMapSpec:
     l2_promotion: int = 0
     oob_nan: bool = False
     interleave: int = 0
+    ragged: bool = False
+
+    def view(self, shape: tuple[int, ...], itemsize: int) -> tuple[tuple, tuple, int]:
+        """What the descriptor spans of an array of ``shape``: its extents and byte strides (outermost
+        first) and the byte offset of its element 0 from the array's start.
+
+        A plain descriptor spans the array. A ragged one spans a 2-D array (M, N) as
+        V[e, j, n] = A[e - R + j, n] for e in 0..M, j in 0..R-1 (R the box's rows): the box at
+        (e, R - rows, col) holds the ``rows`` rows that end at row ``e``, and TMA clips the rest, so a
+        store of rows [r, r + R) of a segment that ends at e <= r + R writes only the segment's rows.
+        (Axes e and j overlap, both stepping one row; element 0 lies R rows before the array, where no
+        in-bounds element reaches.)
+        """
+        if self.ragged:
+            rows, cols = shape
+            box_rows = self.box[-2]
+            return (rows + 1, box_rows, cols), (cols * itemsize, cols * itemsize, itemsize), -box_rows * cols * itemsize
+        strides, stride = [], itemsize
+        for extent in reversed(shape):
+            strides.append(stride)
+            stride *= extent
+        return tuple(shape), tuple(reversed(strides)), 0
 
     def to_json(self) -> dict:
         return {"tensormap": {"arg": self.arg, "box": list(self.box), "swizzle": self.swizzle,
                               "l2_promotion": self.l2_promotion, "oob_nan": self.oob_nan,
-                              "interleave": self.interleave}}
+                              "interleave": self.interleave, "ragged": self.ragged}}
 
     @classmethod
     def from_json(cls, d: dict) -> "TensorMapSpec":

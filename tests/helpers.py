@@ -1,6 +1,20 @@
-"""Shared helpers for the tests: trace a one-thread kernel body; a DLPack-only array."""
+"""Shared helpers for the tests: trace a one-thread kernel body; load one TMA box; a DLPack-only array."""
 
 import nvdsl
+
+
+def load_box(ctx, tma, at):
+    """In a kernel: TMA-load the 64 x 64 float16 box of ``tma`` at ``at`` into a new shared tile, wait for
+    it, and return the tile."""
+    tile = ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024)
+    bar = nvdsl.Mbarriers(1)[0]
+    leader = ctx.thread_id.x.eq(0)
+    bar.init(1, predicate=leader)
+    ctx.sync_threads()
+    bar.arrive(64 * 64 * 2, predicate=leader)
+    tma.load(tile, bar, at, predicate=leader)
+    bar.try_wait(0)
+    return tile
 
 
 def trace_body(body, *args, **constants) -> str:

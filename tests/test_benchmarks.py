@@ -57,16 +57,19 @@ def test_gemm_family_loads_without_gpu_libraries():
 
 def test_gemm_family_shapes_are_the_issues():
     shapes = gemm_family.shapes(_args())
-    assert [p["op"] for p in shapes] == ["dual"] * 2 + ["rowsum"] * 2 + ["batched"] * 2 + ["linear"] * 6
+    assert [p["op"] for p in shapes] == (["dual"] * 2 + ["rowsum"] * 2 + ["batched"] * 2 + ["grouped"] * 2 +
+                                         ["linear"] * 6 + ["fp8"] * 2)
     for p in shapes:
         assert p["K"] == 4096 and p["dtype"] in ("fp16", "bf16")
-        assert (p["M"], p["N"]) == ((4096, 4096) if p["op"] == "batched" else (8192, 8192))
+        assert (p["M"], p["N"]) == {"batched": (4096, 4096), "grouped": (32768, 4096)}.get(p["op"], (8192, 8192))
     assert {p["batch"] for p in shapes if p["op"] == "batched"} == {8}
     assert [(p["activation"], p["dtype"]) for p in shapes if p["op"] == "linear"] == [
         (act, dtype) for dtype in ("fp16", "bf16") for act in ("relu", "gelu", "silu")]
 
+    assert [(p["inputs"], p["dtype"]) for p in shapes if p["op"] == "fp8"] == [("e4m3", "fp16"), ("e4m3", "bf16")]
+
     quick = gemm_family.shapes(_args(quick=True))
-    assert {(p["dtype"], p["K"]) for p in quick} == {("fp16", 4096)} and len(quick) == 6
+    assert {(p["dtype"], p["K"]) for p in quick} == {("fp16", 4096)} and len(quick) == 8
     swept = gemm_family.shapes(_args(k="1024,16384", dtypes="bf16"))
     assert sorted({p["K"] for p in swept}) == [1024, 16384] and {p["dtype"] for p in swept} == {"bf16"}
     with pytest.raises(SystemExit):
@@ -86,6 +89,24 @@ def test_gemm_family_counts_both_products_of_the_dual_gemm_and_every_batch():
         assert all(s.role == REFERENCE and s.flops(by_op[op, None]) == 2 * mnk for s in plain.values())
     assert set(gemm_family.systems("batched")) == set(gemm_family.systems("linear", "silu")) == {
         "nvdsl", "triton", "torch"}
+
+
+def test_gemm_family_measures_fp8_against_both_accumulations_of_torch_scaled_mm():
+    fp8 = next(p for p in gemm_family.shapes(_args(quick=True)) if p["op"] == "fp8")
+    assert gemm_family.row_label(fp8) == "fp8 e4m3→fp16 8192×8192×4096"
+    assert gemm_family.flops(fp8) == 2 * 8192 * 8192 * 4096
+    assert list(gemm_family.systems("fp8")) == ["nvdsl", "torch-fast-accum", "torch"]
+    # The tolerance is the fp8 accumulation's error (about 1.1e-3 at K = 4096) and C's rounding, not RTOL.
+    assert 1.1e-3 < gemm_family.FP8_RTOL["fp16"] < gemm_family.FP8_RTOL["bf16"] < gemm_family.RTOL
+
+
+def test_gemm_family_measures_a_ragged_grouped_gemm_against_torch_and_triton():
+    grouped = next(p for p in gemm_family.shapes(_args(quick=True)) if p["op"] == "grouped")
+    assert gemm_family.row_label(grouped) == "grouped fp16 8 groups 32768×4096×4096"
+    assert gemm_family.flops(grouped) == 2 * 32768 * 4096 * 4096
+    assert sum(gemm_family.GROUP_SIZES) == grouped["M"] and len(gemm_family.GROUP_SIZES) == grouped["groups"]
+    assert all(m % 128 for m in gemm_family.GROUP_SIZES)          # every group ends inside a tile
+    assert list(gemm_family.systems("grouped")) == ["nvdsl", "triton", "torch", "torch-loop"]
 
 
 def _family_row(shape, times_ms: dict, correct=None, failed=()):
@@ -175,25 +196,28 @@ def _compile_for_hopper(kernel, pointers: dict, ints: set, constants: dict, num_
     return compiled, resources
 
 
-@pytest.mark.parametrize("kind", ["gated", "rowsum", "linear-silu", "batched", "gemm"])
+@pytest.mark.parametrize("kind", ["gated", "rowsum", "linear-silu", "batched", "gemm", "grouped"])
 def test_triton_peers_compile_for_hopper_without_spills(kind):
     """Every autotuning config of the suites' Triton kernel compiles for sm_90a (no GPU needed), within the
     shared memory of a block, without spilling, and warp-specialized where the config asks."""
     pytest.importorskip("triton")
     from benchmarks.peers import triton_common, triton_gemm_family as family, triton_matmul
 
-    table = {"gated": family.GATED_CONFIGS, "rowsum": family.ROWSUM_CONFIGS, "linear-silu": family.FUSED_CONFIGS,
-             "batched": family.FUSED_CONFIGS, "gemm": triton_matmul.CONFIGS}[kind]
+    table = {"gated": family.GATED_CONFIGS, "rowsum": family.FUSED_CONFIGS, "linear-silu": family.FUSED_CONFIGS,
+             "batched": family.FUSED_CONFIGS, "gemm": triton_matmul.CONFIGS, "grouped": family.GROUPED_CONFIGS}[kind]
     operation = {"gated": {"GATED": True, "ACTIVATION": "silu"}, "rowsum": {"ROW_SUMS": True},
                  "linear-silu": {"HAS_BIAS": True, "ACTIVATION": "silu"}}.get(kind, {})
-    pointers = {"a_ptr": "fp16", "b_ptr": "fp16", "b2_ptr": "fp16", "c_ptr": "fp16", "bias_ptr": "fp16",
+    pointers = {"a_ptr": "fp16", "b_ptr": "fp16", "c_ptr": "fp16", "bias_ptr": "fp16",
                 "rows_ptr": "fp32"}
     ints = {"M", "N", "K"} | ({"BATCH"} if kind == "batched" else set())
-    for config in triton_common.configs(table, True, **({"FLATTEN": False} if kind == "rowsum" else {})):
+    kernel = family.fused_matmul_kernel
+    if kind == "grouped":
+        kernel, pointers, ints = family.grouped_matmul_kernel, {**pointers, "tiles_ptr": "i32"}, ints | {"GROUPS", "TILES"}
+    for config in triton_common.configs(table, True):
         constants = {"NUM_SMS": 132, "BATCH": 1, **config.kwargs, **operation}
-        if kind == "batched":
+        if kind in ("batched", "grouped"):
             del constants["BATCH"]
-        compiled, resources = _compile_for_hopper(family.fused_matmul_kernel, pointers, ints, constants,
+        compiled, resources = _compile_for_hopper(kernel, pointers, ints, constants,
                                                   config.num_warps, config.num_stages)
         where = f"{kind} {config}"
         assert resources.spill_stores == 0 and resources.stack_frame == 0, (where, resources)

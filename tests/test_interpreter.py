@@ -11,7 +11,7 @@ import pytest
 from mlir import ir
 
 import nvdsl
-from helpers import FakeDLPackDeviceArray
+from helpers import FakeDLPackDeviceArray, load_box
 from nvdsl.interpreter import Program
 from test_gemm import single_tile, store_column_slices, store_row_major, store_through_tma_boxes
 from test_gpu import (OPERATOR_CASES, check_python_operators, check_reverse, check_row_stats,
@@ -125,14 +125,7 @@ def tile_as_loaded(swizzle, oob="zero", at=(0, 0), shape=(64, 64)):
 
         @nvdsl.gpu_launch(grid=1, block=64, smem=64 * 64 * 2)
         def kernel(ctx):
-            tile = ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024)
-            bar = nvdsl.Mbarriers(1)[0]
-            leader = ctx.thread_id.x.eq(0)
-            bar.init(1, predicate=leader)
-            ctx.sync_threads()
-            bar.arrive(64 * 64 * 2, predicate=leader)
-            tma.load(tile, bar, at, predicate=leader)
-            bar.try_wait(0)
+            tile = load_box(ctx, tma, at)
             r = ctx.thread_id.x
             for c in nvdsl.for_range(64):
                 out[r, c] = tile[r, c]

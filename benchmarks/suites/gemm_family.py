@@ -6,7 +6,12 @@
 * ``rowsum``: ``C = A @ B`` and A's row sums alongside, 2·M·N·K FLOPs (the sums not counted); the same
   plain GEMMs beside it.
 * ``batched``: ``C[b] = A[b] @ B[b]``, 8 × 4096 × 4096 × K, 2·batch·M·N·K FLOPs.
+* ``grouped``: a mixture of experts' grouped GEMM, ``C[rows of g] = A[rows of g] @ B[g]`` for 8 groups of
+  ragged sizes (``GROUP_SIZES``, 32768 rows in all, none a multiple of 128), N = 4096, 2·M·N·K FLOPs.
 * ``linear``: ``C = act(A @ Wᵀ + bias)``, W stored (N, K), act ∈ {relu, gelu (erf), silu}, 2·M·N·K FLOPs.
+* ``fp8``: ``C = (A @ Bᵀ)·s_a·s_b`` with A (M, K) and B (N, K) float8 e4m3, per-tensor float32 scales,
+  C fp16 or bf16 (the row's dtype), 2·M·N·K FLOPs. A and B are drawn from N(0, 1) and cast to e4m3, the
+  scales K^-1/4 each, so C is O(1).
 
 M = N = 8192 (4096 for ``batched``), K = 4096 (``--k`` for others), fp16 and bf16 (``--quick``: fp16).
 A is drawn with scale K^-1/2, so every product is O(1) whatever K (the dual GEMM's product of two
@@ -18,11 +23,18 @@ products stays far from fp16's range). Systems, with their operand layouts:
   Y (N / BN, M), one copy per column of tiles, and every copy is checked.
 * ``triton``: :mod:`benchmarks.peers.triton_gemm_family`, every B (N, K) (K-major, ``tl.dot(a, b.T)``),
   the row sums an (M,) vector.
-* ``torch``: ``torch.mul(F.silu(a @ w1), a @ w2, out=c)``; ``torch.matmul`` then ``torch.sum(a, 1)``;
-  ``torch.bmm``; ``act(F.linear(a, w, bias))``. B (K, N), W (N, K).
+* ``torch``: for grouped, ``torch.mm`` per group into views of C (``torch-loop``) and
+  ``torch._grouped_mm(a, b, offs)`` where the GPU machine's torch has it (``torch``);
+  ``torch.mul(F.silu(a @ w1), a @ w2, out=c)``; ``torch.matmul`` then ``torch.sum(a, 1)``;
+  ``torch.bmm``; ``act(F.linear(a, w, bias))``. B (K, N), W (N, K). For fp8 ``torch._scaled_mm(a, b.T,
+  s_a, s_b, out_dtype=...)`` (cuBLAS) twice: ``torch-fast-accum`` (``use_fast_accum=True``, accumulating as
+  wgmma does, as nvdsl's ``scaled_gemm`` does) and ``torch`` (the default, cuBLAS's more exact two-level
+  accumulation).
 
 Every output (and every row-sum copy) is checked against a float32 torch reference (relative Frobenius
-error below ``RTOL``, every element written) before it is timed. Plain GEMMs are "reference" systems:
+error below ``RTOL``, every element written) before it is timed; fp8 against ``FP8_RTOL``: the tensor cores
+add float8 products with about 14 bits of mantissa, which costs about 1.1e-3 at K = 4096 (measured on the
+H100 by the fp8 GPU tests), plus C's own rounding (bf16: about 1.5e-3). Plain GEMMs are "reference" systems:
 never the best peer, only the denominator of the "nvdsl / plain GEMM" columns.
 """
 
@@ -37,11 +49,14 @@ from .. import harness
 SUITE = "gemm_family"
 MN = 8192                      # M = N of dual, rowsum and linear
 BATCH, BATCHED_MN = 8, 4096    # batched: BATCH products of BATCHED_MN x BATCHED_MN x K
+GROUP_SIZES = (3971, 4485, 4033, 4222, 3777, 4160, 4290, 3830)   # grouped: rows per group, 32768 in all
+GROUPED_N = 4096
 K_VALUES = (4096,)
 QUICK_K = (4096,)
 DTYPES = ("fp16", "bf16")
 ACTIVATIONS = ("relu", "gelu", "silu")
 RTOL = 1e-2
+FP8_RTOL = {"fp16": 3e-3, "bf16": 5e-3}
 
 TABLE_METRIC = "tflops"
 SECTION = "op"                 # one table per operation
@@ -49,11 +64,15 @@ SECTION_TITLES = {
     "dual": "Dual GEMM (gated MLP): C = silu(A·W1) ⊙ (A·W2), TFLOP/s counting both products (4·M·N·K)",
     "rowsum": "GEMM + row sums: C = A·B and y = Σk A[:, k], TFLOP/s of the product (2·M·N·K)",
     "batched": "Batched GEMM: C[b] = A[b]·B[b], TFLOP/s (2·batch·M·N·K)",
+    "grouped": "Grouped GEMM (mixture of experts): C[rows of g] = A[rows of g]·B[g], 8 ragged groups, TFLOP/s (2·M·N·K)",
     "linear": "Linear with bias and activation: C = act(A·Wᵀ + bias), TFLOP/s (2·M·N·K)",
+    "fp8": "float8 GEMM: C = (A·Bᵀ)·s_a·s_b, A and B e4m3, per-tensor scales, TFLOP/s (2·M·N·K)",
 }
 PLOT = {"kind": "bars", "peak": True}
 
 NVDSL, TRITON, TORCH, GEMM_NVDSL, GEMM_CUBLAS = "nvdsl", "triton", "torch", "gemm-nvdsl", "gemm-cublas"
+TORCH_FAST_ACCUM = "torch-fast-accum"
+TORCH_LOOP = "torch-loop"
 PLAIN_COLUMNS = {GEMM_NVDSL: "nvdsl / plain nvdsl GEMM", GEMM_CUBLAS: "nvdsl / plain cuBLAS GEMM"}
 WITH_PLAIN_GEMM = ("dual", "rowsum")
 
@@ -67,9 +86,14 @@ def shapes(args) -> list[dict]:
             for k in k_values:
                 if op == "batched":
                     found.append({"op": op, "dtype": dtype, "batch": BATCH, "M": BATCHED_MN, "N": BATCHED_MN, "K": k})
+                elif op == "grouped":
+                    found.append({"op": op, "dtype": dtype, "groups": len(GROUP_SIZES), "M": sum(GROUP_SIZES),
+                                  "N": GROUPED_N, "K": k})
                 elif op == "linear":
                     found += [{"op": op, "activation": act, "dtype": dtype, "M": MN, "N": MN, "K": k}
                               for act in ACTIVATIONS]
+                elif op == "fp8":      # dtype: C's; the inputs are float8 e4m3
+                    found.append({"op": op, "inputs": "e4m3", "dtype": dtype, "M": MN, "N": MN, "K": k})
                 else:
                     found.append({"op": op, "dtype": dtype, "M": MN, "N": MN, "K": k})
     return found
@@ -86,9 +110,10 @@ def plain_gemm_flops(p: dict) -> float:
 
 
 def row_label(p: dict) -> str:
-    name = f"linear+{p['activation']}" if p["op"] == "linear" else p["op"]
-    batch = f"{p['batch']}×" if "batch" in p else ""
-    return f"{name} {p['dtype']} {batch}{p['M']}×{p['N']}×{p['K']}"
+    name = (f"linear+{p['activation']}" if p["op"] == "linear" else
+            f"fp8 {p['inputs']}→" if p["op"] == "fp8" else p["op"])
+    batch = f"{p['batch']}×" if "batch" in p else f"{p['groups']} groups " if "groups" in p else ""
+    return f"{name}{'' if p['op'] == 'fp8' else ' '}{p['dtype']} {batch}{p['M']}×{p['N']}×{p['K']}"
 
 
 def _ratio(ours: harness.Measurement | None, other: harness.Measurement | None) -> str:
@@ -152,6 +177,17 @@ def _batched_operands(p: dict):
                            c=torch.empty((batch, M, N), dtype=dtype, device="cuda"))
 
 
+def _grouped_operands(p: dict):
+    import torch
+
+    M, N, K, dtype = p["M"], p["N"], p["K"], _dtype(p)
+    a, b = _a(p, (M, K)), harness.randn((len(GROUP_SIZES), K, N), dtype, seed=2)
+    with harness.exact_fp32():
+        ref = torch.cat([a_g.float() @ b[g].float() for g, a_g in enumerate(torch.split(a, list(GROUP_SIZES)))])
+    return SimpleNamespace(a=a, b=b, b_nk=b.transpose(1, 2).contiguous(), ref=ref, sizes=list(GROUP_SIZES),
+                           c=torch.empty((M, N), dtype=dtype, device="cuda"))
+
+
 def _torch_activation(name: str) -> Callable:
     import torch
 
@@ -168,6 +204,20 @@ def _linear_operands(p: dict):
     return SimpleNamespace(a=a, w=w, bias=bias, ref=ref, c=torch.empty((M, N), dtype=dtype, device="cuda"))
 
 
+def _fp8_operands(p: dict):
+    import torch
+
+    M, N, K = p["M"], p["N"], p["K"]
+    a = harness.randn((M, K), torch.float8_e4m3fn, seed=1)
+    b = harness.randn((N, K), torch.float8_e4m3fn, seed=2)
+    scale = K ** -0.25
+    scale_a, scale_b = (torch.full((1,), scale, dtype=torch.float32, device="cuda") for _ in range(2))
+    with harness.exact_fp32():
+        ref = (a.float() @ b.float().T) * (scale_a * scale_b)
+    return SimpleNamespace(a=a, b=b, scale_a=scale_a, scale_b=scale_b, ref=ref, rtol=FP8_RTOL[p["dtype"]],
+                           c=torch.empty((M, N), dtype=_dtype(p), device="cuda"))
+
+
 # --------------------------------------------------------------------------- nvdsl
 
 @functools.lru_cache(maxsize=None)
@@ -181,12 +231,14 @@ def nvdsl_kernel(op: str, activation: str = "none"):
         "rowsum": (gemm.matmul_rowsum, gemm.MAPPING),
         "batched": (gemm.batched_matmul, gemm.MAPPING),
         "linear": (gemm.linear_program(activation), gemm.MAPPING),
+        "fp8": (gemm.scaled_matmul, gemm.FP8_MAPPING),
+        "grouped": (gemm.grouped_matmul, gemm.MAPPING),
     }[op]
     return nt.build(program, mapping)
 
 
-def _nvdsl_prepared(kernel, call, out, ref, also=()) -> harness.Prepared:
-    return harness.Prepared(call, harness.checked_call(call, out, ref, RTOL, also=also),
+def _nvdsl_prepared(kernel, call, out, ref, also=(), rtol: float = RTOL) -> harness.Prepared:
+    return harness.Prepared(call, harness.checked_call(call, out, ref, rtol, also=also),
                             {"program": kernel.entry.name, "mapping": str(kernel.mapping)})
 
 
@@ -216,6 +268,22 @@ def _nvdsl_linear(activation: str) -> Callable:
         kernel = nvdsl_kernel("linear", activation)
         return _nvdsl_prepared(kernel, lambda: kernel(ops.c, ops.a, ops.w, ops.bias), ops.c, ops.ref)
     return prepare
+
+
+def _nvdsl_grouped(ops, args) -> harness.Prepared:
+    import torch
+
+    from nvdsl.kernels.gemm import row_tile_table
+
+    kernel = nvdsl_kernel("grouped")
+    table = torch.from_numpy(row_tile_table(ops.sizes, kernel.mapping.tile_values()["BM"])).cuda()
+    return _nvdsl_prepared(kernel, lambda: kernel(ops.c, ops.a, ops.b, table), ops.c, ops.ref)
+
+
+def _nvdsl_fp8(ops, args) -> harness.Prepared:
+    kernel = nvdsl_kernel("fp8")
+    return _nvdsl_prepared(kernel, lambda: kernel(ops.c, ops.a, ops.b, ops.scale_a, ops.scale_b), ops.c, ops.ref,
+                           rtol=ops.rtol)
 
 
 # --------------------------------------------------------------------------- peers
@@ -270,6 +338,39 @@ def _torch_rowsum(ops, args) -> harness.Prepared:
                             {"call": "torch.matmul(a, b, out=c); torch.sum(a, 1, dtype=float32, out=rows)"})
 
 
+def _triton_grouped(ops, args) -> harness.Prepared:
+    from ..peers import triton_gemm_family as peer
+
+    call, info = peer.prepare_grouped(ops.a, ops.b_nk, ops.c, ops.sizes)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL), info)
+
+
+def _torch_grouped_loop(ops, args) -> harness.Prepared:
+    import torch
+
+    pairs = [(a_g, c_g) for a_g, c_g in zip(torch.split(ops.a, ops.sizes), torch.split(ops.c, ops.sizes))]
+
+    def call():
+        for g, (a_g, c_g) in enumerate(pairs):
+            torch.mm(a_g, ops.b[g], out=c_g)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL),
+                            {"call": "torch.mm(a_g, b[g], out=c_g) per group"})
+
+
+def _torch_grouped_mm(ops, args) -> harness.Prepared:
+    import torch
+
+    if not hasattr(torch, "_grouped_mm"):
+        raise RuntimeError(f"torch {torch.__version__} has no torch._grouped_mm")
+    offsets = torch.tensor(ops.sizes, device="cuda", dtype=torch.int32).cumsum(0, dtype=torch.int32)
+    b_column_major = ops.b_nk.transpose(1, 2)          # (groups, K, N) with K contiguous, as CUTLASS wants it
+    call = lambda: torch._grouped_mm(ops.a, b_column_major, offs=offsets, out_dtype=ops.a.dtype)
+    out = call()
+    torch.cuda.synchronize()
+    return harness.Prepared(call, harness.check_close(out, ops.ref, RTOL),  # a fresh output
+                            {"call": "torch._grouped_mm(a, b (K-contiguous), offs=cumsum(sizes))"})
+
+
 def _torch_batched(ops, args) -> harness.Prepared:
     import torch
 
@@ -287,6 +388,21 @@ def _torch_linear(activation: str) -> Callable:
         torch.cuda.synchronize()
         return harness.Prepared(call, harness.check_close(out, ops.ref, RTOL),  # a fresh output: nothing to poison
                                 {"call": f"{act.__name__}(F.linear(a, w, bias))"})
+    return prepare
+
+
+def _torch_fp8(fast_accum: bool) -> Callable:
+    def prepare(ops, args) -> harness.Prepared:
+        import torch
+
+        # torch._scaled_mm takes B column-major: (N, K) row-major, transposed, is that.
+        call = lambda: torch._scaled_mm(ops.a, ops.b.t(), ops.scale_a, ops.scale_b, out_dtype=ops.c.dtype,
+                                        use_fast_accum=fast_accum)
+        out = call()
+        torch.cuda.synchronize()
+        return harness.Prepared(call, harness.check_close(out, ops.ref, ops.rtol),  # a fresh output
+                                {"call": f"torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=c.dtype, "
+                                         f"use_fast_accum={fast_accum})"})
     return prepare
 
 
@@ -318,11 +434,15 @@ def systems(op: str, activation: str = "none") -> dict[str, Callable | harness.S
         return {NVDSL: _nvdsl_rowsum, TRITON: _triton_rowsum, TORCH: _torch_rowsum, **_PLAIN}
     if op == "batched":
         return {NVDSL: _nvdsl_batched, TRITON: _triton_batched, TORCH: _torch_batched}
+    if op == "fp8":
+        return {NVDSL: _nvdsl_fp8, TORCH_FAST_ACCUM: _torch_fp8(True), TORCH: _torch_fp8(False)}
+    if op == "grouped":
+        return {NVDSL: _nvdsl_grouped, TRITON: _triton_grouped, TORCH: _torch_grouped_mm, TORCH_LOOP: _torch_grouped_loop}
     return {NVDSL: _nvdsl_linear(activation), TRITON: _triton_linear(activation), TORCH: _torch_linear(activation)}
 
 
 OPERANDS = {"dual": _dual_operands, "rowsum": _rowsum_operands, "batched": _batched_operands,
-            "linear": _linear_operands}
+            "linear": _linear_operands, "fp8": _fp8_operands, "grouped": _grouped_operands}
 
 
 def run(args) -> list[harness.Measurement]:

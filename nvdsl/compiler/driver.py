@@ -192,7 +192,8 @@ def _tensormap_spec(cast) -> TensorMapSpec:
     return TensorMapSpec(arg=source.arg_number,
                          box=tuple(ir.DenseI64ArrayAttr(settings["box"])),
                          swizzle=integer("swizzle"), l2_promotion=integer("l2_promotion"),
-                         oob_nan=ir.BoolAttr(settings["oob_nan"]).value, interleave=integer("interleave"))
+                         oob_nan=ir.BoolAttr(settings["oob_nan"]).value, interleave=integer("interleave"),
+                         ragged="ragged" in settings and ir.BoolAttr(settings["ragged"]).value)
 
 
 def lowering_pipeline(options: Options) -> str:

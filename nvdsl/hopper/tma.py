@@ -18,7 +18,7 @@ from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.memory import GLOBAL, SHARED, Array
 from ..runtime.tensormap import rule_violations
 from ..signature import TensorMapSpec
-from ..frontend.values import _index_value
+from ..frontend.values import _index_value, minimum
 from .mbarrier import Mbarrier, _predicate
 
 _SWIZZLE_NAMES = {0: "none", 32: "swizzle_32b", 64: "swizzle_64b", 128: "swizzle_128b"}
@@ -37,12 +37,15 @@ class TMA:
         l2_promotion: L2 promotion size in bytes: 0 (none), 64, 128 or 256.
         oob: what out-of-bounds elements read as: ``"zero"`` or ``"nan"``.
         interleave: 0 (none), 16 or 32 bytes.
+        ragged: ``array`` (2-D) is a concatenation of row segments (a grouped GEMM's groups): :meth:`load`
+            and :meth:`store` take ``end=``, the row where the box's segment ends, and TMA clips the box
+            there as at the array's edge (a store writes no row of the next segment).
 
     Declared in host code; used inside kernels with :meth:`prefetch`, :meth:`load`, :meth:`store`.
     """
 
     def __init__(self, array: Array, box, *, swizzle: int = 0, l2_promotion: int = 0, oob: str = "zero",
-                 interleave: int = 0):
+                 interleave: int = 0, ragged: bool = False):
         trace = current("nvdsl.TMA")
         if trace.kernel is not None:
             raise TraceError("declare a TMA descriptor in the host function, not inside a kernel",
@@ -54,13 +57,22 @@ class TMA:
         if oob not in ("zero", "nan"):
             raise TraceError(f"oob={oob!r} must be 'zero' or 'nan'", code="bad-tma", loc=user_location())
         box = tuple(box)
+        if ragged and (len(box) != 2 or len(array.shape) != 2):
+            raise TraceError(f"a ragged TMA descriptor spans a 2-D array with a (rows, cols) box, not "
+                             f"{array.dtype.name}{list(array.shape)} with box {box}", code="bad-tma",
+                             loc=user_location())
+        self.ragged = ragged
+        self.segment_box = box
+        if ragged:
+            box = (1,) + box                # the descriptor's box in its 3-D view (see TensorMapSpec.view)
         self.array = array
         self.spec = TensorMapSpec(arg=-1, box=box, swizzle=swizzle, l2_promotion=l2_promotion,
-                                  oob_nan=oob == "nan", interleave=interleave)
+                                  oob_nan=oob == "nan", interleave=interleave, ragged=ragged)
         problems = rule_violations(self.spec, array.dtype, array.shape)
         if problems:
-            raise TraceError(f"TMA over '{array.name}' ({array.dtype.name}{list(array.shape)}) with box {box} "
-                             "breaks TMA's rules: " + "; ".join(problems), code="bad-tma", loc=user_location())
+            raise TraceError(f"TMA over '{array.name}' ({array.dtype.name}{list(array.shape)}) with box "
+                             f"{self.segment_box} breaks TMA's rules: " + "; ".join(problems), code="bad-tma",
+                             loc=user_location())
         self.box = box
         self.box_bytes = array.dtype.itemsize
         for extent in box:
@@ -69,13 +81,16 @@ class TMA:
             f"!nvgpu.tensormap.descriptor<tensor = memref<{'x'.join(map(str, box))}x{array.dtype.mlir_type()}, "
             f"#gpu.address_space<workgroup>>, swizzle = {_SWIZZLE_NAMES[swizzle]}, "
             f"l2promo = {_L2_NAMES[l2_promotion]}, oob = {oob}, interleave = {_INTERLEAVE_NAMES[interleave]}>")
-        settings = ir.DictAttr.get({
+        settings = {
             "box": ir.DenseI64ArrayAttr.get(list(box)),
             "swizzle": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), swizzle),
             "l2_promotion": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), l2_promotion),
             "oob_nan": ir.BoolAttr.get(oob == "nan"),
             "interleave": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), interleave),
-        })
+        }
+        if ragged:                            # absent means plain, so plain descriptors trace as before
+            settings["ragged"] = ir.BoolAttr.get(True)
+        settings = ir.DictAttr.get(settings)
         with at_user_line():
             # The host side's marker, read by the compiler into the launch plan (see TENSORMAP_ATTR).
             self._host = ir.Operation.create("builtin.unrealized_conversion_cast",
@@ -157,17 +172,38 @@ class TMA:
     def _box_views(self, tile: Array, what: str):
         """(view of one box in ``tile``, the box's coordinate offsets) for every box of the tile."""
         boxes = self._check_tile(tile, what)
+        if self.ragged and tile.shape[0] != self.segment_box[0]:
+            raise TraceError(f"TMA {what}: a ragged descriptor's tile is one box tall ({self.segment_box[0]} rows), "
+                             f"not {tile.shape[0]}", code="bad-tma", loc=user_location())
         if len(boxes) == 1 and tile.shape == self.box:
             return [(tile, boxes[0][1])]
         # each box as a view of the descriptor's full rank (nvgpu wants the ranks to match)
         return [(tile.view(self.box, offset=offset), deltas) for offset, deltas in boxes]
+
+    def _segment(self, coords, end) -> tuple:
+        """The coordinates in the descriptor's space: for a ragged one, ``(row, col)`` clipped at ``end``
+        become ``(e, j, col)`` with ``e = min(end, row + rows)`` and ``j = row + rows - e``."""
+        if not self.ragged:
+            if end is not None:
+                raise TraceError("end= is for ragged TMA descriptors (TMA(..., ragged=True))", code="bad-tma",
+                                 loc=user_location())
+            return tuple(coords)
+        coords = tuple(coords)
+        if end is None or len(coords) != 2:
+            raise TraceError(f"a ragged TMA descriptor takes (row, col) and end=, the row where the segment ends; "
+                             f"got {coords!r}, end={end!r}", code="bad-tma", loc=user_location())
+        rows = self.segment_box[0]
+        row, col = coords
+        numbers = all(isinstance(x, int) for x in (row, end))
+        stop = min(end, row + rows) if numbers else minimum(end, row + rows)
+        return stop, row + rows - stop, col
 
     def _coordinates(self, coords, deltas=None) -> list[ir.Value]:
         coords = tuple(coords)
         if len(coords) != len(self.box):
             raise TraceError(f"TMA coordinates {coords!r} need {len(self.box)} values", code="bad-tma",
                              loc=user_location())
-        for axis, (c, box, extent) in enumerate(zip(coords, self.box, self.array.shape)):
+        for axis, (c, box, extent) in enumerate(zip(coords, self.box, () if self.ragged else self.array.shape)):
             if isinstance(c, int) and not isinstance(c, bool) and (c >= extent or c + box <= 0):
                 raise TraceError(f"TMA coordinates {coords!r}: the box {list(self.box)} starting at {c} on axis "
                                  f"{axis} lies entirely outside '{self.array.name}' (extent {extent})",
@@ -184,20 +220,21 @@ class TMA:
         with at_user_line():
             nvgpu.tma_prefetch_descriptor(self._descriptor(), predicate=_predicate(predicate))
 
-    def load(self, tile: Array, barrier: Mbarrier, coords, *, predicate=None) -> None:
+    def load(self, tile: Array, barrier: Mbarrier, coords, *, predicate=None, end=None) -> None:
         """Copy the box at element ``coords`` (outermost first) into the shared ``tile``; completion
         counts ``box_bytes`` on ``barrier`` (``cp.async.bulk.tensor...mbarrier::complete_tx::bytes``).
 
         A tile made of several boxes (see :meth:`boxes`) is loaded box by box; completion then counts
-        the tile's bytes.
+        the tile's bytes. ``end``: the row where the segment ends, for a ragged descriptor.
         """
+        coords = self._segment(coords, end)
         views = self._box_views(tile, "load")
         with at_user_line():
             for view, deltas in views:
                 nvgpu.tma_async_load(view.ir, barrier.group.ir, self._descriptor(), self._coordinates(coords, deltas),
                                      barrier.index, predicate=_predicate(predicate))
 
-    def store(self, tile: Array, coords, *, predicate=None, wait: bool = True) -> None:
+    def store(self, tile: Array, coords, *, predicate=None, wait: bool = True, end=None) -> None:
         """Copy the shared ``tile`` to the box at ``coords`` and wait until the copy has read shared
         memory (``cp.async.bulk.tensor`` global<-shared, ``commit_group``, ``wait_group.read 0``).
         A tile of several boxes is stored box by box, in one commit group.
@@ -207,7 +244,9 @@ class TMA:
 
         Writes to ``tile`` by ordinary stores must be made visible to the copy engine first: every
         writing thread calls :func:`fence_shared_to_async` and then the threads synchronise.
+        ``end``: the row where the segment ends, for a ragged descriptor (rows from there are not written).
         """
+        coords = self._segment(coords, end)
         views = self._box_views(tile, "store")
         current("TMA store").written_args.add(self.array_index)
         with at_user_line():

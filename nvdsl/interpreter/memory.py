@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from mlir import ir
 
+from ..signature import TensorMapSpec
 from . import values as V
 
 GLOBAL = "global"
@@ -158,6 +159,7 @@ class TensorMap:
     swizzle: int
     oob_nan: bool
     name: str
+    ragged: bool = False
 
     @property
     def itemsize(self) -> int:
@@ -169,10 +171,10 @@ class TensorMap:
 
     def box_elements(self, coords: tuple[int, ...]):
         """Global element indices of the box at ``coords`` (outermost first) and where they are in bounds."""
-        strides = row_major_strides(self.shape)
-        index = np.zeros(self.box, dtype=np.int64)
+        extents, strides, offset = TensorMapSpec(-1, self.box, ragged=self.ragged).view(self.shape, 1)
+        index = np.full(self.box, offset, dtype=np.int64)
         valid = np.ones(self.box, dtype=bool)
-        for axis, (start, extent, size, stride) in enumerate(zip(coords, self.box, self.shape, strides)):
+        for axis, (start, extent, size, stride) in enumerate(zip(coords, self.box, extents, strides)):
             shape = [1] * len(self.box)
             shape[axis] = extent
             positions = (start + np.arange(extent, dtype=np.int64)).reshape(shape)

@@ -1013,11 +1013,12 @@ def _tensormap(op, c, info, settings):
     swizzle = ir.IntegerAttr(settings["swizzle"]).value
     interleave = ir.IntegerAttr(settings["interleave"]).value
     oob_nan = ir.BoolAttr(settings["oob_nan"]).value
+    ragged = "ragged" in settings and ir.BoolAttr(settings["ragged"]).value
     if interleave:
         raise V.Unsupported("interleaved TMA descriptors")
 
     def fn(w):
         mem = w.env[a]
-        w.env[r] = TensorMap(mem.buffer, mem.element, mem.shape, box, swizzle, oob_nan, mem.name)
+        w.env[r] = TensorMap(mem.buffer, mem.element, mem.shape, box, swizzle, oob_nan, mem.name, ragged)
     return PLAIN, fn
 

@@ -9,6 +9,7 @@ sharing each 128 x 256 tile's rows, one wgmma product in flight, a TMA-store epi
     gemm(a, b, c)                    # a (M, K), b (K, N) float16/bfloat16; c (M, N) float16/bfloat16/float32
     gemm(a, bt, c, b_layout="NK")    # bt (N, K): B stored K-major, as a linear layer's weight
     gemm(a, b, c)                    # 3-D a (batch, M, K), b (batch, K, N), c (batch, M, N): batched
+    grouped_gemm(a, b, c, sizes)     # a (M, K), b (groups, K, N), c (M, N): rows of group g times b[g]
 
 M, N and K need not be multiples of the tile: TMA reads past the edges as zeros and clips the stores.
 Row strides must be multiples of 16 bytes (TMA's rule).
@@ -115,6 +116,22 @@ def scaled_matmul(C, A, B, scale_a, scale_b):
         Ct[i, j] = (acc * nt.scalar(scale_a) * nt.scalar(scale_b)).astype(C.dtype)
 
 
+@nt.task(reads=("A", "B", "tiles"), writes=("C",))
+def grouped_matmul(C, A, B, tiles):
+    """A grouped GEMM (a mixture of experts' layer): the rows of A (M, K) and C (M, N) are groups one after
+    another, and group g's rows of C are its rows of A times B[g] (B: (groups, K, N)). ``tiles`` lists the
+    row tiles of the groups (:func:`row_tile_table`); a tile's rows stop at its group's end."""
+    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 256), nt.tunable("BK", 64)
+    rows = nt.row_tiles(tiles)
+    Ct, At = nt.blocks(C, (BM, BN), rows=rows), nt.blocks(A, (BM, BK), rows=rows)
+    Bt = nt.blocks(B, (1, BK, BN))
+    for t, j in nt.prange(*Ct.grid):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in nt.srange(At.grid[1]):
+            acc += At[t, k] @ Bt[rows.group(t), k, j]
+        Ct[t, j] = acc.astype(C.dtype)
+
+
 #: The mapping the library's GEMM runs under by default.
 MAPPING = nt.Mapping(tiles={"BM": 128, "BN": 256, "BK": 64}, pipeline=4, mma_in_flight=1, consumers=2,
                      persistent=True, raster="grouped", group=8)
@@ -142,6 +159,55 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None) ->
         raise ArgumentError("batched GEMM takes B as (batch, K, N)", code="bad-layout", loc=user_location())
     program = batched_matmul if ndim == 3 else matmul_nk if b_layout == "NK" else matmul
     _kernel(program, mapping or MAPPING)(c, a, b)
+
+
+def row_tile_table(group_sizes, block_rows: int, capacity: int | None = None):
+    """The row tiles of groups of ``group_sizes`` rows laid one after another, ``block_rows`` rows a tile,
+    as an int32 NumPy array (capacity, 3) of (group, first row, end row), where a tile's end row is its
+    group's end (the tile's rows stop there, not ``block_rows`` later). Rows past the listed tiles are
+    (0, 0, 0), empty: ``capacity`` (default cdiv(sum, block_rows) + groups, enough for any sizes with that
+    sum) keeps the table's shape, and so the compiled kernel, the same whatever the sizes."""
+    import numpy as np
+
+    sizes = [int(m) for m in group_sizes]
+    if any(m < 0 for m in sizes) or block_rows <= 0:
+        raise ArgumentError(f"group sizes {sizes} must be >= 0 and block_rows {block_rows} > 0", code="bad-groups",
+                            loc=user_location())
+    total = sum(sizes)
+    capacity = -(-total // block_rows) + len(sizes) if capacity is None else capacity
+    table = np.zeros((capacity, 3), dtype=np.int32)
+    row = t = 0
+    for g, m in enumerate(sizes):
+        for first in range(row, row + m, block_rows):
+            if t == capacity:
+                raise ArgumentError(f"groups of {sizes} rows make more than {capacity} tiles of {block_rows} rows",
+                                    code="bad-groups", loc=user_location())
+            table[t] = (g, first, row + m)
+            t += 1
+        row += m
+    return table
+
+
+def grouped_gemm(a, b, c, group_sizes, *, mapping: nt.Mapping | None = None) -> None:
+    """The grouped GEMM of a mixture of experts: ``a`` (M, K) and ``c`` (M, N) hold groups of rows one after
+    another, ``group_sizes[g]`` rows for group g (they sum to M; any may be 0 or ragged), and
+    ``c[rows of g] = a[rows of g] @ b[g]`` with ``b`` (groups, K, N); one launch for all groups.
+
+    The tile table is made on the host (:func:`row_tile_table`); its shape depends only on M and the number
+    of groups, so new sizes with the same sum reuse the compiled kernel.
+    """
+    mapping = mapping or MAPPING
+    sizes = [int(m) for m in group_sizes]
+    shape_a, shape_b = tuple(getattr(a, "shape", ())), tuple(getattr(b, "shape", ()))
+    if len(shape_a) != 2 or len(shape_b) != 3 or len(sizes) != shape_b[0] or sum(sizes) != shape_a[0]:
+        raise ArgumentError(f"grouped_gemm needs a (M, K), b (groups, K, N) and one size per group summing to M; got "
+                            f"a {list(shape_a)}, b {list(shape_b)}, {len(sizes)} sizes summing to {sum(sizes)}",
+                            code="bad-groups", loc=user_location())
+    table = row_tile_table(sizes, mapping.tile_values().get("BM", 128))
+    if type(a).__module__.startswith("torch"):       # a device array beside a's, not a copy per call
+        import torch
+        table = torch.from_numpy(table).to(a.device)
+    _kernel(grouped_matmul, mapping)(c, a, b, table)
 
 
 def scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None = None) -> None:

@@ -34,6 +34,11 @@ _FLOAT_DATA_TYPES = ("FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64")
 def rule_violations(spec: TensorMapSpec, dtype: dt.DType, shape: tuple[int, ...]) -> list[str]:
     """TMA's static rules that a (descriptor, array) pair breaks, each as a sentence; empty when legal."""
     problems = []
+    if spec.ragged:
+        if len(shape) != 2 or len(spec.box) != 3 or spec.box[0] != 1:
+            return [f"a ragged descriptor spans a 2-D array of row segments with a (rows, cols) box, not a "
+                    f"{len(shape)}-D array with box {spec.box[1:] if spec.box[:1] == (1,) else spec.box}"]
+        shape = spec.view(shape, dtype.itemsize)[0]
     rank = len(shape)
     if dtype not in _DATA_TYPES:
         problems.append(f"TMA cannot move {dtype.name} elements")
@@ -81,17 +86,14 @@ def rule_violations(spec: TensorMapSpec, dtype: dt.DType, shape: tuple[int, ...]
 def encode(spec: TensorMapSpec, dtype: dt.DType, shape: tuple[int, ...], address: int):
     """The ``CUtensorMap`` for ``spec`` over the array at ``address``."""
     cu = driver()
-    rank = len(shape)
-    strides, stride = [], dtype.itemsize
-    for axis in range(rank - 1, 0, -1):
-        stride *= shape[axis]
-        strides.append(stride)
+    extents, strides, offset = spec.view(shape, dtype.itemsize)
+    rank = len(extents)
     enum = lambda kind, name: getattr(getattr(cu, kind), name)
     return check(cu.cuTensorMapEncodeTiled(
         enum("CUtensorMapDataType", f"CU_TENSOR_MAP_DATA_TYPE_{_DATA_TYPES[dtype]}"),
-        rank, address,
-        [cu.cuuint64_t(extent) for extent in reversed(shape)],     # innermost dimension first
-        [cu.cuuint64_t(s) for s in strides],                        # bytes, for every axis but the innermost
+        rank, address + offset,
+        [cu.cuuint64_t(extent) for extent in reversed(extents)],   # innermost dimension first
+        [cu.cuuint64_t(s) for s in reversed(strides[:-1])],          # bytes, for every axis but the innermost
         [cu.cuuint32_t(extent) for extent in reversed(spec.box)],
         [cu.cuuint32_t(1)] * rank,
         enum("CUtensorMapInterleave",

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from ..errors import MappingError, TaskError
 from . import ir
-from .ir import GLOBAL, NONE, REGISTER, SHARED, Broadcast, Copy, Loop, Map, Mma, Program, Reduce, Region
+from .ir import GLOBAL, NONE, REGISTER, SHARED, Affine, Broadcast, Copy, Loop, Map, Mma, Program, Reduce, Region
 
 
 def _regions(op) -> list[Region]:
@@ -232,11 +232,17 @@ def _rename_locals(op, renames: dict):
 
 def check_parallel_writes(program: Program) -> None:
     """A ``prange`` must not let two iterations write the same data: every store inside it must put each
-    parallel variable on its own axis, stepping by at least the tile's extent there."""
+    parallel variable on its own axis, stepping by at least the tile's extent there. A row tile's first
+    row (``nt.row_tiles``) steps by its variable: the table's tiles never share a row."""
+    starts = {index.name: index.var for index in program.indices if index.role == "start"}
     for op, loops in ir.walk(program.body):
         if not (isinstance(op, Copy) and isinstance(op.target, Region)):
             continue
         target = op.target
+        if starts:
+            origin = tuple(sum(((Affine.var(starts[v]) * (c * s) if v in starts else Affine.var(v) * c)
+                                for v, c in o.terms), Affine.of(o.const)) for o, s in zip(target.origin, target.shape))
+            target = replace(target, origin=origin)
         for loop in loops:
             if loop.kind != "prange":
                 continue

@@ -31,14 +31,16 @@ def emit(schedule: Schedule, arrays: dict) -> None:
     s = schedule
     descriptors: dict[tuple, TMA] = {}
 
-    def descriptor(tensor: str, box, swizzle: int) -> TMA:
-        key = (tensor, tuple(box), swizzle)
+    def descriptor(tensor: str, box, swizzle: int, ragged: bool = False) -> TMA:
+        key = (tensor, tuple(box), swizzle, ragged)
         if key not in descriptors:
-            descriptors[key] = TMA(arrays[tensor], box=tuple(box), swizzle=swizzle)
+            descriptors[key] = TMA(arrays[tensor], box=tuple(box), swizzle=swizzle, ragged=ragged)
         return descriptors[key]
 
     ring_tmas = {(r.name, t.local): descriptor(t.source.tensor, t.box, t.swizzle) for r in s.rings for t in r.tiles}
-    store_tmas = {st.source: descriptor(st.target.tensor, st.box, min(128, st.box[-1] * st.dtype.itemsize))
+    # A store of a row tile (nt.row_tiles) is clipped where its group ends: a ragged descriptor.
+    store_tmas = {st.source: descriptor(st.target.tensor, st.box, min(128, st.box[-1] * st.dtype.itemsize),
+                                        ragged=st.target.end is not None)
                   for st in s.stores}
     total_tiles = 1
     for e in s.tile_extents:
@@ -73,7 +75,10 @@ def emit(schedule: Schedule, arrays: dict) -> None:
             return number, number < total_tiles
 
         def coordinates(number) -> dict:
-            return _tile_coordinates(s, number)
+            env = _tile_coordinates(s, number)
+            for index in s.program.indices:              # a row tile's group and rows, read from its table
+                env[index.name] = arrays[index.table][env[index.var], index.column]
+            return env
 
         ws = s.warp_specialized
         regs = dict(s.registers)
@@ -85,12 +90,13 @@ def emit(schedule: Schedule, arrays: dict) -> None:
                             number, exists = tile_of(group, member)
                             with when(exists) if pingpong else contextlib.nullcontext():
                                 env = coordinates(number)
-                                _put_tile_loads(s, rings, ring_tmas, env, member)
-                                step = s.ring("step", member)
-                                if step is not None:
-                                    for k in for_range(s.main.extents[0]):
-                                        env[s.main.vars[0]] = k
-                                        _put(rings[step.name], step, ring_tmas, env)
+                                with _nonempty(s, env):
+                                    _put_tile_loads(s, rings, ring_tmas, env, member)
+                                    step = s.ring("step", member)
+                                    if step is not None:
+                                        for k in for_range(s.main.extents[0]):
+                                            env[s.main.vars[0]] = k
+                                            _put(rings[step.name], step, ring_tmas, env)
 
         first_consumer = 1 if ws else 0
         for c in range(s.consumers):
@@ -100,11 +106,24 @@ def emit(schedule: Schedule, arrays: dict) -> None:
                 for group in for_range(my_groups):
                     number, exists = tile_of(group, member)
                     with when(exists) if pingpong else contextlib.nullcontext():
-                        _Consumer(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, arrays,
-                                  coordinates(number)).run_tile()
+                        env = coordinates(number)
+                        with _nonempty(s, env):
+                            _Consumer(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, arrays, env).run_tile()
                 tma_store_wait(0)
 
     kernel()
+
+
+def _nonempty(s: Schedule, env: dict):
+    """A region entered only by tiles with rows: a row tile (nt.row_tiles) whose first row is its end row
+    is empty (the table's padding) and skipped by every role alike."""
+    ends = {(i.table, i.var): i.name for i in s.program.indices if i.role == "end"}
+    condition = None
+    for i in s.program.indices:
+        if i.role == "start" and (i.table, i.var) in ends:
+            rows = env[i.name] < env[ends[i.table, i.var]]
+            condition = rows if condition is None else condition & rows
+    return contextlib.nullcontext() if condition is None else when(condition)
 
 
 def _tile_coordinates(s: Schedule, number) -> dict:
@@ -416,7 +435,8 @@ class _Consumer:
                 self._stored_slice(op, window).store(buffer, tma=tma)
             fence_shared_to_async()
             self.wg.sync()
-            tma.store(buffer, _origin(op.target, self.env, row0, first), predicate=leader, wait=False)
+            end = None if op.target.end is None else _evaluate(op.target.end, self.env)
+            tma.store(buffer, _origin(op.target, self.env, row0, first), predicate=leader, wait=False, end=end)
 
     def _stored_slice(self, op: Copy, window) -> WGMMAAccumulator:
         value = self.resolve(op.source, window)

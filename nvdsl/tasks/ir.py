@@ -74,13 +74,16 @@ class Affine:
 class Region:
     """A box of a tensor: ``shape`` elements from ``origin`` (one affine index per axis of the tensor).
 
-    ``transposed`` marks a 2-D box used as its transpose (a K-major matrix operand).
+    ``transposed`` marks a 2-D box used as its transpose (a K-major matrix operand). ``end``: for a
+    tile of a row tile table (``nt.row_tiles``), the row where its group ends; rows from there on are
+    not the tile's (a store writes none of them).
     """
 
     tensor: str
     origin: tuple[Affine, ...]
     shape: tuple[int, ...]
     transposed: bool = False
+    end: Affine | None = None
 
     @property
     def matrix_shape(self) -> tuple[int, ...]:
@@ -93,7 +96,8 @@ class Region:
 
     def __str__(self) -> str:
         axes = ", ".join(f"{o}:+{s}" for o, s in zip(self.origin, self.shape))
-        return f"{self.tensor}[{axes}]" + (".T" if self.transposed else "")
+        end = f" rows < {self.end}" if self.end is not None else ""
+        return f"{self.tensor}[{axes}{end}]" + (".T" if self.transposed else "")
 
 
 @dataclass(frozen=True)
@@ -255,12 +259,28 @@ class Loop:
 
 
 @dataclass(frozen=True)
+class Index:
+    """An index read from memory: column ``column`` of row ``var`` (a prange variable) of the int32
+    ``table`` argument; ``role`` says what it is ("group", "start" or "end" of a row tile)."""
+
+    name: str
+    table: str
+    var: str
+    column: int
+    role: str
+
+    def __str__(self) -> str:
+        return f"index {self.name} = {self.table}[{self.var}, {self.column}] ({self.role} of row tile {self.var})"
+
+
+@dataclass(frozen=True)
 class Program:
-    """A traced tile program: its tensors (arguments first) and its body."""
+    """A traced tile program: its tensors (arguments first), its body, and the indices it reads from tables."""
 
     name: str
     tensors: tuple[TensorDecl, ...]
     body: tuple
+    indices: tuple[Index, ...] = ()
 
     def tensor(self, name: str) -> TensorDecl:
         for t in self.tensors:
@@ -285,6 +305,8 @@ def format_program(program: Program) -> str:
     lines = [f"program {program.name}"]
     for t in program.tensors:
         lines.append(f"  tensor {t}")
+    for index in program.indices:
+        lines.append(f"  {index}")
 
     def emit(body, indent):
         for node in body:

@@ -50,6 +50,7 @@ class _Trace:
         self.counters: dict[str, int] = {}
         self.next_id = 0
         self.loop_depth = {"prange": 0, "srange": 0}
+        self.indices: dict[str, ir.Index] = {}
 
     def fresh(self, stem: str) -> str:
         n = self.counters.get(stem, 0)
@@ -120,9 +121,9 @@ class _TileMath:
 class TileRef(_TileMath):
     """A tile of a tensor argument (from a partition): read it in tile math, or assign to it (``t[...] = v``)."""
 
-    def __init__(self, tensor: Tensor, origin, shape, privilege: str, transposed: bool = False):
+    def __init__(self, tensor: Tensor, origin, shape, privilege: str, transposed: bool = False, end=None):
         self.tensor, self.origin, self.shape = tensor, tuple(origin), tuple(shape)
-        self._privilege, self.transposed = privilege, transposed
+        self._privilege, self.transposed, self.end = privilege, transposed, end
 
     @property
     def dtype(self) -> dt.DType:
@@ -130,14 +131,14 @@ class TileRef(_TileMath):
 
     @property
     def region(self) -> Region:
-        return Region(self.tensor.name, self.origin, self.shape, self.transposed)
+        return Region(self.tensor.name, self.origin, self.shape, self.transposed, self.end)
 
     @property
     def T(self) -> "TileRef":
         """The tile read as its transpose (a K-major operand: ``A @ Bt[j, k].T`` with B stored (N, K))."""
         if len(self.region.matrix_shape) != 2:
             raise _error(f"only a matrix tile can be transposed, not {self.region}", code="bad-tile")
-        return TileRef(self.tensor, self.origin, self.shape, self._privilege, not self.transposed)
+        return TileRef(self.tensor, self.origin, self.shape, self._privilege, not self.transposed, self.end)
 
     def __matmul__(self, other) -> "_Product":
         return _Product(self, other)
@@ -159,35 +160,43 @@ class Partition:
     """A tensor (or tile) cut into tiles of ``tile`` (``None``: the whole extent); ``p[i, j]`` is one tile.
 
     ``grid`` is the number of tiles along each axis (a ragged last tile counts: TMA reads past the edge
-    as zeros and clips writes).
+    as zeros and clips writes). With ``rows`` (:func:`row_tiles`), the first index is a row tile of the
+    table: its rows start where the table says and end where its group ends.
     """
 
-    def __init__(self, base: TileRef, tile):
-        self.base = base
+    def __init__(self, base: TileRef, tile, rows: "RowTiles | None" = None):
+        self.base, self.rows = base, rows
         self.tile = tuple(base.shape[a] if t is None else t for a, t in enumerate(tile))
         self.grid = tuple(-(-s // t) for s, t in zip(base.shape, self.tile))
+        if rows is not None:
+            self.grid = (rows.count,) + self.grid[1:]
 
     def __getitem__(self, index) -> TileRef:
         index = index if isinstance(index, tuple) else (index,)
         if len(index) != len(self.tile):
             raise _error(f"a tile of a {len(self.tile)}-D partition needs {len(self.tile)} indices, got {len(index)}",
                          code="bad-tile")
+        end = None
         try:
-            origin = tuple(o + Affine.of(x) * t for o, x, t in zip(self.base.origin, index, self.tile))
+            origin = [o + Affine.of(x) * t for o, x, t in zip(self.base.origin, index, self.tile)]
+            if self.rows is not None:
+                origin[0] = self.base.origin[0] + self.rows.start(index[0])
+                end = self.rows.end(index[0])
         except TypeError:
             raise _error(f"tile indices {index!r} must be Python ints or loop variables (times ints)",
                          code="bad-tile") from None
         for axis, (x, g) in enumerate(zip(index, self.grid)):
             if isinstance(x, int) and not 0 <= x < g:
                 raise _error(f"tile index {x} is outside 0..{g - 1} along axis {axis}", code="bad-tile")
-        return TileRef(self.base.tensor, origin, self.tile, self.base._privilege)
+        return TileRef(self.base.tensor, tuple(origin), self.tile, self.base._privilege, end=end)
 
     def __setitem__(self, index, value) -> None:
         _store(self[index], value)
 
 
-def blocks(tensor, tile) -> Partition:
-    """Partition ``tensor`` (a task argument or a tile of one) into tiles of shape ``tile``."""
+def blocks(tensor, tile, *, rows: "RowTiles | None" = None) -> Partition:
+    """Partition ``tensor`` (a task argument or a tile of one) into tiles of shape ``tile``; with ``rows``
+    (:func:`row_tiles`) a 2-D tensor's rows are cut as the table's row tiles instead of evenly."""
     _current("nt.blocks")
     base = tensor.region() if isinstance(tensor, Tensor) else tensor
     if not isinstance(base, TileRef):
@@ -197,7 +206,52 @@ def blocks(tensor, tile) -> Partition:
     if len(tile) != len(base.shape) or not all(t is None or (isinstance(t, int) and t > 0) for t in tile):
         raise _error(f"tile={tile!r} needs {len(base.shape)} positive ints (or None for a whole axis)",
                      code="bad-tile")
-    return Partition(base, tile)
+    if rows is not None and (not isinstance(rows, RowTiles) or len(tile) != 2 or not isinstance(tensor, Tensor)):
+        raise _error(f"rows= cuts a task's 2-D tensor argument by an nt.row_tiles table, got rows={rows!r} for "
+                     f"{tensor!r}", code="bad-tile")
+    return Partition(base, tile, rows)
+
+
+class RowTiles:
+    """The row tiles of tensors whose rows are groups one after another (a grouped GEMM's A and C), read
+    from a table on the GPU: row ``t`` of the int32 table (T, 3) is (group, first row, end row) of tile
+    ``t``. :func:`nvdsl.kernels.gemm.row_tile_table` makes it; its tiles never share a row (the task
+    layer relies on that), and a tile whose first row is its end row is empty and skipped."""
+
+    def __init__(self, table: Tensor):
+        self.table, self.count = table, table.shape[0]
+
+    def _read(self, t, column: int, role: str) -> Affine:
+        trace = _current("a row tile's index")
+        t = Affine.of(t) if isinstance(t, (int, Affine)) else t
+        if not isinstance(t, Affine) or len(t.terms) != 1 or t.terms[0][1] != 1 or t.const:
+            raise _error(f"a row tile is indexed by a prange variable, got {t!r}", code="bad-tile")
+        var = t.terms[0][0]
+        name = f"{self.table.name}[{var},{column}]"
+        trace.indices.setdefault(name, ir.Index(name, self.table.name, var, column, role))
+        return Affine.var(name)
+
+    def group(self, t) -> Affine:
+        """The group of row tile ``t`` (an index for the group's operand: ``Bt[rows.group(t), k, j]``)."""
+        return self._read(t, 0, "group")
+
+    def start(self, t) -> Affine:
+        return self._read(t, 1, "start")
+
+    def end(self, t) -> Affine:
+        return self._read(t, 2, "end")
+
+
+def row_tiles(table) -> RowTiles:
+    """The row tiles listed by ``table``, a task's int32 tensor argument of shape (T, 3): (group, first
+    row, end row) per tile. Cut tensors by it with ``nt.blocks(X, tile, rows=...)``; read a tile's group
+    with ``.group(t)``."""
+    _current("nt.row_tiles")
+    if not isinstance(table, Tensor) or table.dtype != dt.int32 or len(table.shape) != 2 or table.shape[1] != 3:
+        raise _error(f"nt.row_tiles needs a task's int32 tensor argument of shape (tiles, 3), got {table!r}",
+                     code="bad-tile", hint="make it with nvdsl.kernels.gemm.row_tile_table(group_sizes, BM)")
+    _check_privilege(table.region(), "read", "read")
+    return RowTiles(table)
 
 
 class _Product:
@@ -517,7 +571,7 @@ def _narrow(arg, privilege: str):
     if isinstance(arg, Tensor):
         return arg._with_privilege(privilege)
     if isinstance(arg, TileRef):
-        return TileRef(arg.tensor, arg.origin, arg.shape, privilege, arg.transposed)
+        return TileRef(arg.tensor, arg.origin, arg.shape, privilege, arg.transposed, arg.end)
     return Local(arg.name, arg.shape, arg.dtype, privilege)
 
 
@@ -548,7 +602,8 @@ def trace_program(entry: Task, arguments: list[tuple[str, tuple, dt.DType]], tun
         entry.fn(*tensors)
     finally:
         _TRACE.reset(token)
-    program = ir.Program(entry.name, tuple(trace.tensors.values()), tuple(trace.bodies[0]))
+    program = ir.Program(entry.name, tuple(trace.tensors.values()), tuple(trace.bodies[0]),
+                         tuple(trace.indices.values()))
     return TraceResult(program, frozenset(trace.used_tunables))
 
 

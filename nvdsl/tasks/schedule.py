@@ -382,6 +382,9 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
         grid = -(-total // per_block)
         order = "one block per tile" if per_block == 1 else "one block per pair of tiles"
     notes = []
+    for table in dict.fromkeys(i.table for i in program.indices):
+        notes.append(f"row tiles are read from '{table}' on the GPU: a tile with no rows is skipped by every role, "
+                     "and stores stop at the tile's group's end (ragged TMA)")
     if any(b.aliases for b in buffers):
         notes.append("the epilogue's staging tiles reuse the ring's memory once every consumer has left the main loop")
     return Schedule(program, mapping, levels, tiles.vars, tiles.extents, split, rows, consumers, ws,
