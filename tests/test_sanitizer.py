@@ -35,6 +35,18 @@ PROGRAMS = {
                      "gemm(a, b, c, mapping=MAPPING.replace(sm_count=3)); "
                      "e = np.linalg.norm(c - a.astype(np.float32) @ b.astype(np.float32)); "
                      "assert e / np.linalg.norm(c) < 1e-3, e; print('PASS')"),
+    "ch7_attention": "import ch7_attention; ch7_attention.main()",
+    # a ragged causal GQA problem: both loops (unmasked, masked), the ping-pong turns and a clipped O store
+    "kernels.attention": ("import numpy as np; from nvdsl.kernels.attention import attention; "
+                          "rng = np.random.default_rng(0); "
+                          "q = rng.standard_normal((1, 2, 300, 64)).astype(np.float16); "
+                          "k, v = (rng.standard_normal((1, 1, 300, 64)).astype(np.float16) for _ in range(2)); "
+                          "o = np.zeros_like(q); attention(q, k, v, o, causal=True); "
+                          "kk, vv = (np.repeat(x.astype(np.float64), 2, axis=1) for x in (k, v)); "
+                          "s = q.astype(np.float64) @ kk.transpose(0, 1, 3, 2) / 8; "
+                          "s = np.where(np.tri(300, dtype=bool), s, -np.inf); "
+                          "p = np.exp(s - s.max(-1, keepdims=True)); ref = p / p.sum(-1, keepdims=True) @ vv; "
+                          "assert np.abs(o - ref).max() < 4e-3; print('PASS')"),
 }
 
 
@@ -43,7 +55,8 @@ def environment(tmp_path, backend):
                 PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tutorials"), os.environ.get("PYTHONPATH", "")]))
 
 
-@pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm"])
+@pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm",
+                                     "kernels.attention"])
 def test_the_sanitized_programs_run_and_pass(program, tmp_path):
     """The programs the sanitizer runs (here in the interpreter, so this runs anywhere)."""
     run = subprocess.run([sys.executable, "-c", PROGRAMS[program]], cwd=ROOT, env=environment(tmp_path, "interpret"),
