@@ -237,8 +237,9 @@ def test_library_gemm_matches_a_float32_reference(m, n, k, sm_count, in_dtype, o
     check_gemm(lambda a, b, c: library.gemm(a, b, c, mapping=mapping), m, n, k, in_dtype, out_dtype)
 
 
-def loop_then(after, group=False):
-    """A 128-thread kernel accumulating two products per step in a fori loop, then ``after(ctx, acc, c)``."""
+def loop_then(after, group=False, step=None):
+    """A 128-thread kernel accumulating two products per step in a fori loop (or ``step(product, first,
+    second)`` issuing them), then ``after(ctx, acc, c)``."""
     @nvdsl.mlir_func
     def kernel_fn(a, b, c):
         a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
@@ -253,7 +254,9 @@ def loop_then(after, group=False):
             def accs(k, accs):
                 first, second = accs
                 product = nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma)
-                if group:
+                if step is not None:
+                    step(product, first, second)
+                elif group:
                     with nvdsl.wgmma_group(in_flight=1):
                         first += product
                         second += product
@@ -323,31 +326,14 @@ def test_float8_operands_use_the_k32_instruction_and_must_be_k_major():
 
 
 def products_per_step(second_in_flight: int, first: bool = True):
-    """A 128-thread kernel whose fori step issues two products (or only the second), then waits for all."""
-    @nvdsl.mlir_func
-    def kernel_fn(a, b, c):
-        a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
-        b_tma = nvdsl.TMA(b, box=(64, 64), swizzle=128)
-
-        @nvdsl.gpu_launch(grid=1, block=128)
-        def kernel(ctx):
-            a_tile = ctx.shared_array((64, 64), nvdsl.float16, align=1024)
-            b_tile = ctx.shared_array((64, 64), nvdsl.float16, align=1024)
-
-            @nvdsl.fori(0, 4, carry=(nvdsl.WGMMAAccumulator(64, 64), nvdsl.WGMMAAccumulator(64, 64)))
-            def accs(k, accs):
-                one, two = accs
-                product = nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma)
-                if first:
-                    one.accumulate(product, in_flight=1)
-                two.accumulate(product, in_flight=second_in_flight)
-                if first:
-                    nvdsl.wgmma_wait(0)
-                return one, two
+    """loop_then whose step issues two products (or only the second) and then waits for all (or not)."""
+    def step(product, one, two):
+        if first:
+            one.accumulate(product, in_flight=1)
+        two.accumulate(product, in_flight=second_in_flight)
+        if first:
             nvdsl.wgmma_wait(0)
-            accs[1].store(c)
-        kernel()
-    return kernel_fn
+    return loop_then(lambda ctx, accs, c: (nvdsl.wgmma_wait(0), accs[1].store(c)), step=step)
 
 
 def test_a_commit_waits_only_where_more_groups_could_run():
