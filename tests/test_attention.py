@@ -89,6 +89,8 @@ def test_attention_kernel_is_warp_specialized_without_spills(d, causal):
     assert f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.f16.f16" in ptx                 # S = Q K^T
     assert re.search(rf"wgmma.mma_async.sync.aligned.m64n{d}k16.f32.f16.f16 \{{[^}}]*\}}, \{{%r", ptx)  # P V, P in regs
     assert re.search(r"wgmma.wait_group.sync.aligned\s+1;", ptx)     # softmax of S_j overlaps P_{j-1} V_{j-1}
+    # each block's S starts from nothing: the first k-step ignores D (scale-d 0) instead of zeroed registers
+    assert re.search(rf"setp.ne.b32 p, 0, 0;\s*wgmma.mma_async.sync.aligned.m64n{bn}k16", ptx)
     assert re.search(r"barrier.sync %r\d+, %r\d+;", ptx) and re.search(r"barrier.arrive %r\d+, %r\d+;", ptx)  # turns
     assert "cp.async.bulk.tensor.4d.global.shared::cta" in ptx         # O leaves by TMA, clipped at L
     launch, = compiled.module.plan.launches

@@ -307,12 +307,15 @@ class WGMMAAccumulator(RegisterTile):
         a_source = _a_registers(a) if registers else _cast(a.ir, i64)
         wgmma_type, a_type = _WGMMA_TYPE[b.dtype], _WGMMA_TYPE[a.dtype]
         attr = ir.Attribute.parse
+        # A fresh (zero) accumulator is not read: the first step ignores D (scale-d 0), so no registers
+        # are zeroed first (one instruction per value, on every step of a loop that starts a new S).
+        zero = not registers and self._is_fresh()
         struct = self._struct()
         chunk_type = _chunk_type(n)
         if fence:
             nvvm.wgmma_fence_aligned()
         for chunk in range(m // 64):
-            value = llvm.extractvalue(chunk_type, struct, [chunk])
+            value = llvm.mlir_undef(chunk_type) if zero else llvm.extractvalue(chunk_type, struct, [chunk])
             for kk in range(k // ks):
                 b_sub = step(b_desc, b_offset(kk))
                 if registers:
@@ -322,11 +325,18 @@ class WGMMAAccumulator(RegisterTile):
                     chunk_type, value, step(a_source, a._offset(64 * chunk, ks * kk)), b_sub,
                     attr(f"#nvvm.shape<m = 64, n = {n}, k = {ks}>"), attr(f"#nvvm.wgmma_type<{a_type}>"),
                     attr(f"#nvvm.wgmma_type<{wgmma_type}>"), attr("#nvvm.wgmma_type<f32>"),
-                    attr("#nvvm.wgmma_scale_out<one>"), attr("#nvvm.wgmma_scale_in<one>"),
+                    attr(f"#nvvm.wgmma_scale_out<{'zero' if zero and kk == 0 else 'one'}>"),
+                    attr("#nvvm.wgmma_scale_in<one>"),
                     attr("#nvvm.wgmma_scale_in<one>"), attr("#nvvm.mma_layout<row>"),
                     attr(f"#nvvm.mma_layout<{'row' if product.transpose_b else 'col'}>"))
             struct = llvm.insertvalue(struct, value, [chunk])
         self.ir = _cast(struct, self.type)
+
+    def _is_fresh(self) -> bool:
+        """Whether this accumulator is a new one's zeros (``WGMMAAccumulator(m, n)``, nothing added yet)."""
+        owner = self._ir.owner
+        operation = getattr(owner, "operation", owner)
+        return isinstance(operation, ir.Operation) and operation.name == "nvgpu.warpgroup.mma.init.accumulator"
 
     def __getitem__(self, key) -> "_AccumulatorColumns":
         """``acc[:, start:stop]``: some of the accumulator's columns (multiples of 8), to ``store``
