@@ -9,17 +9,19 @@
 ``causal=True`` masks key ``j`` for query ``i`` where ``j > i`` (top-left aligned, as
 ``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``). ``scale`` defaults to ``D ** -0.5``.
 
-How it runs (the FlashAttention-3 algorithm). One block per 128 query rows of one (batch, head), three
-warpgroups:
+How it runs (the FlashAttention-3 algorithm). One block per 128 query rows of one (batch, head) (192 at
+D = 64 without a mask, from 2048 queries), three warpgroups (four):
 
 * the **producer** (warpgroup 0, 24 registers per thread) loads the block's Q once and streams the K and
   V tiles of the key blocks through two :class:`nvdsl.Aref` rings, K a block ahead of V;
-* two **consumers** (warpgroups 1 and 2, 240 registers) own 64 query rows each. Per key block ``j`` a
-  consumer issues ``S_j = Q K_jᵀ``, then ``O += P_{j-1} V_{j-1}`` with ``P`` straight from registers, and
-  waits only for ``S_j``: the softmax of block ``j`` (row max, ``exp2`` with the scale folded in, row sum,
-  the rescale factor) runs on the CUDA cores while the tensor cores compute ``P_{j-1} V_{j-1}``. The two
-  consumers run the same loop at the same time, so one's softmax also overlaps the other's products.
+* two **consumers** (three; 240 registers, or 160) own 64 query rows each. Per key block ``j`` a
+  consumer issues ``S_j = Q K_jᵀ``, rescales O, issues ``O += P_{j-1} V_{j-1}`` with ``P`` straight from
+  registers, and waits only for ``S_j``: the softmax of block ``j`` (row max, ``exp2`` with the scale folded
+  in, row sum, the rescale factor) runs on the CUDA cores while the tensor cores compute
+  ``P_{j-1} V_{j-1}``. The consumers take turns at issuing their products (named barriers, "ping-pong"),
+  so one's softmax also overlaps another's products.
 
+Key blocks are 128 keys (176 at D = 128 without a mask, 64 at D = 256), chosen by measurement on an H100.
 Only the key blocks on the causal diagonal or past the end of the keys are masked (a second loop over
 them); blocks are launched longest first under a causal mask. ``O`` leaves through shared memory and
 TMA (clipped at ``L``); ``lse`` rows past ``L`` are not written.
