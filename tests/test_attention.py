@@ -119,15 +119,16 @@ def test_attention_refuses_bad_arguments():
         assert info.value.code == code and info.value.loc.filename == __file__
 
     refused("bad-shape", "4-D", q[0], k, v, o)
-    refused("bad-shape", "k and v of one shape", q, k, v[:, :, :32], o)
+    refused("bad-shape", "k and v of one shape", q, k, np.ascontiguousarray(v[:, :, :32]), o)
     refused("bad-shape", "head_dim 32", *problem(1, 1, 1, 64, 64, 32)[:4])
     refused("bad-shape", "not a multiple", *problem(1, 3, 2, 64, 64, 64)[:4])
     refused("bad-dtype", "float16 or all bfloat16", q, k, v, o.astype(np.float32))
     refused("bad-dtype", "float16 or all bfloat16", *(x.astype(np.float32) for x in (q, k, v, o)))
-    refused("bad-shape", "lse must be float32", q, k, v, o, lse[:, :, :10])
+    refused("bad-shape", "lse must be float32", q, k, v, o, np.ascontiguousarray(lse[:, :, :10]))
     refused("bad-argument", "scale", q, k, v, o, scale=-1.0)
     refused("bad-argument", "causal", q, k, v, o, causal="yes")
-    refused("bad-argument", "must be an array", q, [1, 2], v, o)
+    refused("bad-argument", "cannot pass to a kernel", q, [1, 2], v, o)
+    refused("bad-argument", "k must be arrays", q, 1.0, v, o)
 
 
 # --- the GPU matrix --------------------------------------------------------------------------------------

@@ -104,8 +104,11 @@ class LaunchContext:
         ``in_flight``. ptxas serializes the wgmma pipeline around a ``wgmma.wait_group`` that it cannot see
         to be redundant, e.g. ``wait_group 2`` right after the second of two commits.
         """
-        bound_here = self._wgmma_bound_block is not None and self._wgmma_bound_block == ir.InsertionPoint.current.block
-        return not (bound_here and self.wgmma_in_flight + 1 <= in_flight)
+        return not (self._wgmma_bound_in(ir.InsertionPoint.current.block) and self.wgmma_in_flight + 1 <= in_flight)
+
+    def _wgmma_bound_in(self, block: ir.Block) -> bool:
+        """Whether the bound on running wgmma groups was set by a wait in ``block`` itself."""
+        return self._wgmma_bound_block is not None and self._wgmma_bound_block == block
 
     def wgmma_bound_at_loop(self, body: ir.Block):
         """Call before tracing a loop whose body is ``body``; call what it returns once the body is traced.
@@ -114,13 +117,12 @@ class LaunchContext:
         that bound holds in the code after the loop only where both were set in straight-line code (the
         body's own bound from a wait in its block).
         """
-        before_here = self._wgmma_bound_block is not None and self._wgmma_bound_block == ir.InsertionPoint.current.block
         before, outer = self.wgmma_in_flight, ir.InsertionPoint.current.block
+        before_here = self._wgmma_bound_in(outer)
 
         def after() -> None:
-            end_here = self._wgmma_bound_block is not None and self._wgmma_bound_block == body
             self.wgmma_in_flight = max(before, self.wgmma_in_flight)
-            self._wgmma_bound_block = outer if before_here and end_here else None
+            self._wgmma_bound_block = outer if before_here and self._wgmma_bound_in(body) else None
         return after
 
     @property

@@ -35,6 +35,8 @@ import math
 import nvdsl
 
 from ..errors import ArgumentError, user_location
+from ..runtime.arrays import describe
+from ..signature import ARRAY
 
 ROWS = 64                   # query rows per consumer warpgroup (one wgmma M)
 REGISTERS = 65536           # per SM (and per block: one block of 384 or 512 threads fills it)
@@ -72,18 +74,18 @@ def _attention(causal: bool, scale: float, key_block: int | None = None, consume
         batch, heads, seq_q, d = q.shape
         kv_heads, seq_k = k.shape[1], k.shape[2]
         default_bn, default_consumers = _tiles(d, causal, seq_q)
-        bn, consumers_ = key_block or default_bn, consumers or default_consumers
-        bm, group, dtype = consumers_ * ROWS, heads // kv_heads, q.dtype
-        consumer_registers = (REGISTERS - PRODUCER_REGISTERS * 128) // (consumers_ * 128) // 8 * 8
+        bn, n_consumers = key_block or default_bn, consumers or default_consumers
+        bm, group, dtype = n_consumers * ROWS, heads // kv_heads, q.dtype
+        consumer_registers = (REGISTERS - PRODUCER_REGISTERS * 128) // (n_consumers * 128) // 8 * 8
         q_tma = nvdsl.TMA(q, box=(1, 1, ROWS, BOX), swizzle=128)
         k_tma = nvdsl.TMA(k, box=(1, 1, bn, BOX), swizzle=128)
         v_tma = nvdsl.TMA(v, box=(1, 1, bn, BOX), swizzle=128)
         o_tma = nvdsl.TMA(o, box=(1, 1, ROWS, BOX), swizzle=128)
         m_tiles, k_blocks, whole_k_blocks = _cdiv(seq_q, bm), _cdiv(seq_k, bn), seq_k // bn
 
-        @nvdsl.gpu_launch(grid=m_tiles * heads * batch, block=(1 + consumers_) * 128)
+        @nvdsl.gpu_launch(grid=m_tiles * heads * batch, block=(1 + n_consumers) * 128)
         def kernel(ctx):
-            q_tiles = [ctx.shared_array((ROWS, d), dtype, align=1024) for _ in range(consumers_)]
+            q_tiles = [ctx.shared_array((ROWS, d), dtype, align=1024) for _ in range(n_consumers)]
             q_full = nvdsl.Mbarriers(1)[0]
             with nvdsl.when(ctx.linear_thread_id.eq(0)):
                 q_full.init(1)
@@ -107,14 +109,14 @@ def _attention(causal: bool, scale: float, key_block: int | None = None, consume
 
             with nvdsl.Warpgroup(ctx, 0, register_size=PRODUCER_REGISTERS) as producer:
                 leader = producer.thread_index.eq(0)
-                q_full.arrive(consumers_ * ROWS * d * dtype.itemsize, predicate=leader)
+                q_full.arrive(n_consumers * ROWS * d * dtype.itemsize, predicate=leader)
                 for i, q_tile in enumerate(q_tiles):
                     q_tma.load(q_tile, q_full, (b, h, row0 + i * ROWS, 0), predicate=leader)
                 for j in nvdsl.for_range(blocks):
                     k_ring.put((k_tma, (b, h // group, j * bn, 0)))
                     v_ring.put((v_tma, (b, h // group, j * bn, 0)))
 
-            for i in range(consumers_):
+            for i in range(n_consumers):
                 with nvdsl.Warpgroup(ctx, 128 * (1 + i), register_size=consumer_registers) as consumer:
                     first_row = row0 + i * ROWS
                     q_full.try_wait(0)
@@ -128,10 +130,10 @@ def _attention(causal: bool, scale: float, key_block: int | None = None, consume
                         ctx.sync_threads(2 * 128, barrier=TURN + i)
 
                     def their_turn(last: bool = False):
-                        if not (last and i == consumers_ - 1):
-                            ctx.arrive_threads(2 * 128, barrier=TURN + (i + 1) % consumers_)
+                        if not (last and i == n_consumers - 1):
+                            ctx.arrive_threads(2 * 128, barrier=TURN + (i + 1) % n_consumers)
 
-                    if i == consumers_ - 1:
+                    if i == n_consumers - 1:
                         their_turn()
 
                     def scores():
@@ -215,18 +217,6 @@ def _attention(causal: bool, scale: float, key_block: int | None = None, consume
     return attention
 
 
-def _shape(x, name: str) -> tuple[int, ...]:
-    shape = getattr(x, "shape", None)
-    if shape is None:
-        raise ArgumentError(f"attention: {name} must be an array, got {type(x).__name__}", code="bad-argument",
-                            loc=user_location())
-    return tuple(int(e) for e in shape)
-
-
-def _dtype_name(x) -> str:
-    return str(getattr(x, "dtype", "")).replace("torch.", "")
-
-
 def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None = None) -> None:
     """``o[:] = softmax(q kᵀ · scale) v`` per (batch, head), and ``lse[:]`` the natural log of each row's sum
     of ``exp(q kᵀ · scale)`` (scores measured from 0), if given.
@@ -241,35 +231,40 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
 
     Compiled once per shape, dtype, ``causal`` and ``scale``.
     """
-    shapes = {name: _shape(x, name) for name, x in (("q", q), ("k", k), ("v", v), ("o", o))}
+    loc = user_location()
+    specs = {name: describe(x, name, loc)[0] for name, x in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse))
+             if x is not None}
+    scalars = [name for name, spec in specs.items() if spec.kind != ARRAY]
+    if scalars:
+        raise ArgumentError(f"attention: {', '.join(scalars)} must be arrays", code="bad-argument", loc=loc)
+    shapes = {name: specs[name].shape for name in ("q", "k", "v", "o")}
     if any(len(s) != 4 for s in shapes.values()):
         raise ArgumentError(f"attention takes 4-D (batch, heads, seq, head_dim) arrays, got shapes {shapes}",
-                            code="bad-shape", loc=user_location())
+                            code="bad-shape", loc=loc)
     (batch, heads, seq_q, d), (kb, kv_heads, seq_k, kd) = shapes["q"], shapes["k"]
     if shapes["v"] != shapes["k"] or (kb, kd) != (batch, d) or shapes["o"] != shapes["q"]:
         raise ArgumentError(f"attention needs k and v of one shape (B, Hkv, Lk, D) and o of q's shape, with q's B "
-                            f"and D; got {shapes}", code="bad-shape", loc=user_location())
+                            f"and D; got {shapes}", code="bad-shape", loc=loc)
     if d not in HEAD_DIMS:
         raise ArgumentError(f"attention: head_dim {d} is not supported", code="bad-shape",
-                            hint=f"head_dim must be one of {HEAD_DIMS}", loc=user_location())
+                            hint=f"head_dim must be one of {HEAD_DIMS}", loc=loc)
     if kv_heads == 0 or heads % kv_heads:
         raise ArgumentError(f"attention: q has {heads} heads, not a multiple of k's {kv_heads}", code="bad-shape",
-                            hint="grouped-query attention shares each K/V head among H // Hkv query heads",
-                            loc=user_location())
-    dtypes = {name: _dtype_name(x) for name, x in (("q", q), ("k", k), ("v", v), ("o", o))}
-    if len(set(dtypes.values())) != 1 or dtypes["q"] not in ("float16", "bfloat16"):
-        raise ArgumentError(f"attention needs q, k, v and o all float16 or all bfloat16, got {dtypes}",
-                            code="bad-dtype", loc=user_location())
-    if lse is not None and (_shape(lse, "lse") != (batch, heads, seq_q) or _dtype_name(lse) != "float32"):
+                            hint="grouped-query attention shares each K/V head among H // Hkv query heads", loc=loc)
+    dtypes = {name: specs[name].dtype for name in ("q", "k", "v", "o")}
+    if len(set(dtypes.values())) != 1 or dtypes["q"] not in (nvdsl.float16, nvdsl.bfloat16):
+        raise ArgumentError(f"attention needs q, k, v and o all float16 or all bfloat16, got "
+                            f"{ {name: dtype.name for name, dtype in dtypes.items()} }", code="bad-dtype", loc=loc)
+    if lse is not None and (specs["lse"].shape != (batch, heads, seq_q) or specs["lse"].dtype != nvdsl.float32):
         raise ArgumentError(f"attention: lse must be float32 of shape {(batch, heads, seq_q)}, got "
-                            f"{_dtype_name(lse)}{list(_shape(lse, 'lse'))}", code="bad-shape", loc=user_location())
+                            f"{specs['lse'].dtype.name}{list(specs['lse'].shape)}", code="bad-shape", loc=loc)
     if not isinstance(causal, bool):
         raise ArgumentError(f"attention: causal={causal!r} must be True or False", code="bad-argument",
-                            loc=user_location())
+                            loc=loc)
     scale = d ** -0.5 if scale is None else scale
     if not (isinstance(scale, (int, float)) and not isinstance(scale, bool) and math.isfinite(scale) and scale > 0):
         raise ArgumentError(f"attention: scale={scale!r} must be a positive finite number", code="bad-argument",
-                            loc=user_location())
+                            loc=loc)
     if lse is None:
         _attention_without_lse(causal, float(scale))(q, k, v, o)
     else:
