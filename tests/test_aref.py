@@ -170,7 +170,7 @@ def own_groups_only(ctx, t):
 
 
 @pytest.mark.parametrize("body, code, words", [
-    (lambda ctx, t: nvdsl.Aref(ctx, [((64, 64), nvdsl.float16)], depth=1), "bad-aref", "depth=1"),
+    (lambda ctx, t: nvdsl.Aref(ctx, [((64, 64), nvdsl.float16)], depth=0), "bad-aref", "depth=0"),
     (lambda ctx, t: nvdsl.Aref(ctx, [(64, nvdsl.float16, 3)], depth=2), "bad-aref", "(shape, dtype) pairs"),
     (lambda ctx, t: nvdsl.Aref(ctx, [((64, 64), np.float16)], depth=2), "bad-aref", "nvdsl dtype"),
     (lambda ctx, t: [nvdsl.Aref(ctx, [((64, 64), nvdsl.float16)], depth=2) for _ in nvdsl.for_range(2)],

@@ -99,8 +99,6 @@ def test_infeasible_mappings_are_refused_with_both_numbers():
     refused(matmul, nt.Mapping(registers={"consumer": 256}), args, "mapping-registers", "70656", "65536")
     refused(matmul, nt.Mapping(tiles={"BM": 96}), args, "mapping-tile", "96 rows", "2 consumer")
     refused(matmul, nt.Mapping(tiles={"BN": 384}), args, "mapping-tile", "N must be a multiple of 8 up to 256")
-    refused(matmul_nk, nt.Mapping(tiles={"BK": 128}), gemm_args(1024, 1024, 1024, b_layout="NK"), "mapping-tile",
-            "K=128", "256 bytes per row")
     refused(matmul, nt.Mapping(memory={"A": "register"}), args, "mapping-memory", "shared memory")
     refused(matmul, nt.Mapping(memory={"acc": "shared"}), args, "mapping-memory", "'acc'")
     refused(matmul, nt.Mapping(tiles={"BX": 1}), args, "bad-mapping", "['BX']")

@@ -182,9 +182,10 @@ class Aref:
     def __init__(self, ctx, tiles, *, depth: int, name: str = "ring", at: int | None = None):
         current_kernel("nvdsl.Aref")
         self._loc = user_location()
-        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 2:
-            raise TraceError(f"Aref depth={depth!r} must be a Python int >= 2", code="bad-aref",
-                             hint="a ring of one slot cannot overlap loading with computing", loc=self._loc)
+        if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
+            raise TraceError(f"Aref depth={depth!r} must be a positive Python int", code="bad-aref",
+                             hint="2 or more slots overlap loading with computing; 1 suits a tile loaded once "
+                                  "per output tile", loc=self._loc)
         if ctx.warpgroup is not None or ir.InsertionPoint.current.block != ctx.entry_block:
             raise TraceError(f"Aref '{name}' must be created at the top level of the kernel body", code="bad-aref",
                              hint="every thread must pass its initialisation; create rings before any "

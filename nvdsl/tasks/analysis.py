@@ -189,15 +189,25 @@ def _with_dependences(program: Program) -> Program:
 
 def eliminate_copies(program: Program) -> Program:
     """Copy elimination (Cypress pass 3): a second copy of the same tile into the same memory within one
-    loop body is dropped and its readers read the first (two products sharing an A tile load it once)."""
+    loop body is dropped and its readers read the first (two products sharing an A tile load it once); a
+    copy whose tile is the same in every iteration of an srange moves before the loop (loaded once per
+    output tile, as attention's query tile)."""
     tensors = {t.name: t for t in program.tensors}
     dropped: dict[str, str] = {}
+
+    def invariant(node, loop: Loop) -> bool:
+        return (isinstance(node, Copy) and isinstance(node.source, Region) and isinstance(node.target, str) and
+                not any(a.coefficient(loop.vars[0]) for a in node.source.origin))
 
     def simplify(body):
         seen: dict[tuple, str] = {}
         out = []
         for node in body:
             if isinstance(node, Loop):
+                if node.kind == "srange":
+                    hoisted = [n for n in node.body if invariant(n, node)]
+                    node = replace(node, body=tuple(n for n in node.body if not invariant(n, node)))
+                    out.extend(simplify(hoisted))
                 out.append(replace(node, body=tuple(simplify(node.body))))
                 continue
             node = _rename_locals(node, dropped)
@@ -246,15 +256,20 @@ def check_parallel_writes(program: Program) -> None:
         for loop in loops:
             if loop.kind != "prange":
                 continue
-            for var, extent in zip(loop.vars, loop.extents):
+            extents = dict(zip(loop.vars, loop.extents))
+            for var, extent in extents.items():
                 if extent == 1:
                     continue
                 axes = [(a, o.coefficient(var)) for a, o in enumerate(target.origin) if o.coefficient(var)]
                 steps_clear = len(axes) == 1 and abs(axes[0][1]) >= target.shape[axes[0][0]]
-                shared_axis = len(axes) == 1 and any(
-                    other != var and target.origin[axes[0][0]].coefficient(other)
-                    for other in loop.vars)
-                if not steps_clear or shared_axis:
+                if steps_clear:       # several variables on one axis must not collide: a mixed radix
+                    origin, size = target.origin[axes[0][0]], target.shape[axes[0][0]]
+                    terms = sorted((abs(c), v) for v, c in origin.terms if v in extents and extents[v] > 1)
+                    span = size
+                    for c, v in terms:
+                        steps_clear &= c >= span
+                        span = c * extents[v]
+                if not steps_clear:
                     raise TaskError(f"the parallel loop's iterations over {var} (< {extent}) all write "
                                     f"{target}: a prange must not write the same data twice", code="aliasing-write",
                                     hint="index the written tile by every parallel variable, one per axis, or make "

@@ -11,9 +11,9 @@ from .. import dtypes as dt
 from ..errors import TaskError
 from ..frontend.control import fori, for_range, when
 from ..frontend.launch import gpu_launch
-from ..frontend.math import erf, exp2, tanh
+from ..frontend.math import erf, exp2, log2, tanh, where
 from ..frontend.memory import Array
-from ..frontend.values import constant, maximum, minimum
+from ..frontend.values import constant, maximum, minimum, select
 from ..hopper.aref import Aref
 from ..hopper.tile import ColumnVector, RegisterTile, RowVector
 from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait
@@ -21,7 +21,7 @@ from ..hopper.warpgroup import Warpgroup
 from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wait
 from ..layouts import wgmma_accumulator
 from .analysis import operand_name
-from .ir import Affine, Broadcast, Copy, Fill, Map, Mma, Reduce, Region
+from .ir import Affine, Broadcast, Copy, Fill, Iota, Map, Mma, Reduce, Region
 from .schedule import PINGPONG, Schedule, _loads
 
 
@@ -92,11 +92,12 @@ def emit(schedule: Schedule, arrays: dict) -> None:
                                 env = coordinates(number)
                                 with _nonempty(s, env):
                                     _put_tile_loads(s, rings, ring_tmas, env, member)
-                                    step = s.ring("step", member)
-                                    if step is not None:
-                                        for k in for_range(s.main.extents[0]):
+                                    steps = s.step_rings(member)
+                                    if steps:
+                                        for k in for_range(_trips(s, env)):
                                             env[s.main.vars[0]] = k
-                                            _put(rings[step.name], step, ring_tmas, env)
+                                            for step in steps:
+                                                _put(rings[step.name], step, ring_tmas, env)
 
         first_consumer = 1 if ws else 0
         for c in range(s.consumers):
@@ -128,18 +129,18 @@ def _nonempty(s: Schedule, env: dict):
 
 def _tile_coordinates(s: Schedule, number) -> dict:
     """The prange variables of tile ``number`` (a traced index) in the mapping's raster order."""
-    extents = s.tile_extents
+    extents, names = s.tile_extents, s.tile_vars
     env = {}
-    if len(extents) == 3:                            # a batch axis outermost, then the 2-D order within it
-        per_batch = extents[1] * extents[2]
-        env[s.tile_vars[0]] = number // per_batch
+    while len(extents) > 2:                          # batch axes outermost, then the 2-D order within them
+        per_batch = 1
+        for e in extents[1:]:
+            per_batch *= e
+        env[names[0]] = number // per_batch
         number = number % per_batch
-        extents, names = extents[1:], s.tile_vars[1:]
-    else:
-        names = s.tile_vars
+        extents, names = extents[1:], names[1:]
     if len(extents) == 1:
         env[names[0]] = number
-        return env
+        return _longest_first(s, env)
     rows, cols = extents
     raster = s.mapping.raster
     if raster == "grouped":
@@ -158,6 +159,17 @@ def _tile_coordinates(s: Schedule, number) -> dict:
     else:
         env[names[0]] = number // cols
         env[names[1]] = number % cols
+    return _longest_first(s, env)
+
+
+def _longest_first(s: Schedule, env: dict) -> dict:
+    """Tile variables that lengthen the main loop (``srange(below=...)``) walked from their last value down:
+    the tiles with the most steps start first, and the short ones fill in at the end."""
+    if s.main is not None and s.main.below is not None:
+        extents = dict(zip(s.tile_vars, s.tile_extents))
+        for var, coefficient in s.main.below.terms:
+            if coefficient > 0:
+                env[var] = (extents[var] - 1) - env[var]
     return env
 
 
@@ -175,6 +187,17 @@ def _origin(region: Region, env: dict, row_offset: int = 0, column_offset: int =
     if column_offset:
         origin[-1] = origin[-1] + column_offset
     return tuple(origin)
+
+
+def _trips(s: Schedule, env: dict):
+    """The main loop's trip count for the tile of ``env``: its extent, or fewer under ``below``."""
+    extent = s.main.extents[0]
+    if s.main.below is None:
+        return extent
+    below = _evaluate(s.main.below, env)
+    if isinstance(below, int):
+        return min(extent, -(-below // s.main.step))
+    return minimum((below + (s.main.step - 1)) // s.main.step, extent)
 
 
 def _put(ring: Aref, plan, tmas: dict, env: dict) -> None:
@@ -199,7 +222,9 @@ class _Consumer:
         self.pingpong = s.mapping.schedule == PINGPONG
         self.cooperative = s.consumers > 1 and not self.pingpong
         self.step = s.ring("step", c)
+        self.tile_ring = s.ring("tile", c)
         self._slice: dict = {}           # values of deferred math computed for the current column slice
+        self.unmask = False              # in steps where no mask of the main loop changes a value
 
     # -- where this consumer's part of a tensor is ------------------------------------------------------------
     def split(self, name: str) -> bool:
@@ -217,14 +242,27 @@ class _Consumer:
     # -- the tile --------------------------------------------------------------------------------------------
     def run_tile(self) -> None:
         s = self.s
-        if s.ring("tile", self.c) is not None:
-            raise TaskError("loads once per tile (before the srange) are not scheduled yet", code="unsupported-program")
-        for op in s.prologue:
-            self.run(op)
-        if s.main is not None:
-            self.main_loop()
-            if s.in_flight:
-                wgmma_wait(0)                        # the epilogue reads the accumulators; the ring gets its slots back
+        tile_loads = _loads(s.prologue) if self.tile_ring is not None else []
+        with self.rings[self.tile_ring.name].get() if self.tile_ring else contextlib.nullcontext() as tiles:
+            for plan_tile, view in zip(self.tile_ring.tiles if self.tile_ring else (), tiles or ()):
+                self.values[plan_tile.local] = view
+            for op in s.prologue:
+                if op not in tile_loads:
+                    self.run(op)
+            if s.phases is not None:
+                self.two_phase_loop()
+            elif s.main is not None:
+                self.main_loop()
+                if s.in_flight or tile_loads:
+                    wgmma_wait(0)                    # the epilogue reads the accumulators; the rings get their slots back
+            if any(st.in_tile for st in s.stores):  # the epilogue stores through the tile's slot
+                self.epilogue()
+                tma_store_wait(0)                    # the stores have read the slot before it is released
+                return
+        self.epilogue()
+
+    def epilogue(self) -> None:
+        s = self.s
         if any(b.aliases for b in s.buffers):      # staging reuses the ring: every consumer must have left it
             self.ctx.sync_threads(128 * s.consumers, barrier=9)
         for op in s.epilogue:
@@ -266,12 +304,114 @@ class _Consumer:
                     env[s.main.vars[0]] = k + s.lookahead
                     _put(ring, self.step, self.ring_tmas, env)
 
-        @fori(0, extent, carry=carried)
+        @fori(0, _trips(s, env), carry=carried)
         def after(k, values):
             self.values.update(values)
             step(k)
             return {name: self.values[name] for name in values}
         self.values.update(after)
+
+    def two_phase_loop(self) -> None:
+        """The FlashAttention-3 order (see :class:`~nvdsl.tasks.schedule.Phases`): step k issues phase A's
+        product, then phase B of step k - 1, and does A's math while B's product runs."""
+        s, env, p, c = self.s, self.env, self.s.phases, self.c
+        a_plan, b_plan = s.ring("step", c, "a"), s.ring("step", c, "b")
+        a_ring, b_ring = self.rings[a_plan.name], self.rings[b_plan.name]
+        consumers, var = s.consumers, s.main.vars[0]
+        turns = s.mapping.turns
+
+        # The consumers' turns at the tensor cores: named barrier 10 + c is consumer c's turn, opened by
+        # consumer c - 1; the last consumer opens consumer 0's first turn and not after its own last.
+        def my_turn():
+            if turns:
+                self.ctx.sync_threads(2 * 128, barrier=_TURN + c)
+
+        def their_turn(last: bool = False):
+            if turns and not (last and c == consumers - 1):
+                self.ctx.arrive_threads(2 * 128, barrier=_TURN + (c + 1) % consumers)
+
+        def bind(plan, views):
+            for plan_tile, view in zip(plan.tiles, views):
+                self.values[plan_tile.local] = view
+
+        def issue_a():
+            with a_ring.get() as views:
+                bind(a_plan, views)
+                for op in p.issue:
+                    self.product(op, in_flight=1) if isinstance(op, Mma) else self.run(op)
+
+        def phase_b(in_flight: int, then_a: bool):
+            with b_ring.get() as views:
+                bind(b_plan, views)
+                if then_a:
+                    issue_a()
+                for op in p.second:
+                    self.product(op, in_flight=in_flight) if isinstance(op, Mma) else self.run(op)
+
+        def handed() -> dict:
+            return {name: self.value(name) for name in p.handed}
+
+        trips = _trips(s, env)
+        unmasked = self.unmasked_steps(trips)
+        if turns and c == consumers - 1:
+            their_turn()
+        env[var] = 0
+        my_turn()
+        issue_a()
+        their_turn()
+        wgmma_wait(0)
+        self.unmask = isinstance(unmasked, int) and unmasked >= 1
+        self.run_all(p.math)
+
+        def steps(first, stop, masked: bool):
+            @fori(first, stop, carry={name: self.values[name] for name in _carried(s)} | handed())
+            def after(k, values):
+                self.values.update(values)
+                self.unmask = not masked
+                env[var] = k - 1
+                my_turn()
+                with b_ring.get() as views:        # step k - 1's B tiles, around step k's product
+                    bind(b_plan, views)
+                    env[var] = k
+                    issue_a()
+                    for op in p.second:
+                        self.product(op, in_flight=2) if isinstance(op, Mma) else self.run(op)
+                their_turn()
+                wgmma_wait(1)                       # phase A's product is done; phase B's runs on
+                self.run_all(p.math)
+                wgmma_wait(0)
+                return {name: self.values[name] for name in _carried(s)} | handed()
+            self.values.update(after)
+
+        if unmasked is None:
+            steps(1, trips, masked=True)
+        else:                                       # the steps no mask changes first, then the others
+            static = isinstance(unmasked, int) and isinstance(trips, int)
+            split = min(max(unmasked, 1), trips) if static else minimum(maximum(unmasked, 1), trips)
+            steps(1, split, masked=False)
+            if not (static and split == trips):
+                steps(split, trips, masked=True)
+        self.unmask = False
+        my_turn()
+        phase_b(1, then_a=False)
+        their_turn(last=True)
+        wgmma_wait(0)
+
+    def unmasked_steps(self, trips):
+        """How many first steps of the main loop need none of its masks (see ``Unmasked``), or None."""
+        u = self.s.unmasked
+        if u is None:
+            return None
+        limit = trips
+        for rest, divisor in u.bounds:
+            r = _evaluate(rest, self.env)
+            if isinstance(r, int):
+                bound = (r // divisor + 1 if divisor else trips) if r >= 0 else 0
+            else:
+                bound = select(r >= 0, r // divisor + 1 if divisor else trips, 0)
+            limit = bound if limit is None else (min(limit, bound) if isinstance(limit, int) and
+                                                 isinstance(bound, int) else minimum(limit, bound))
+        return limit
 
     # -- operations ------------------------------------------------------------------------------------------
     def run_all(self, ops) -> None:
@@ -293,9 +433,16 @@ class _Consumer:
 
     def product(self, op: Mma, in_flight=None) -> None:
         acc = self.values[op.acc]
-        a = WGMMAMatrix(*self.operand_view(op.a))
+        if isinstance(self.values.get(operand_name(op.a)), Array):
+            a = WGMMAMatrix(*self.operand_view(op.a))
+        else:                                        # a register tile (attention's P): wgmma reads it as is
+            a = self.value(op.a)
         b = WGMMAMatrix(*self.operand_view(op.b), transposed=op.transpose_b)
         acc.accumulate(a @ b, in_flight=in_flight)
+
+    def tma_of(self, local: str) -> TMA:
+        """The TMA descriptor that fills ring tile ``local``."""
+        return next(tma for (_, name), tma in self.ring_tmas.items() if name == local)
 
     def run(self, op) -> None:
         if isinstance(op, Fill):
@@ -308,6 +455,9 @@ class _Consumer:
             self.map(op)
         elif isinstance(op, Reduce):
             self.reduce(op)
+        elif isinstance(op, Iota):
+            start = _evaluate(op.start, self.env)
+            self.values[op.out] = _Iota(start if isinstance(start, int) else start.to(dt.int32))
         else:
             raise TaskError(f"{op}: not scheduled on the consumers", code="unsupported-program", loc=op.loc)
 
@@ -324,17 +474,25 @@ class _Consumer:
     def operand_view(self, operand):
         name = operand_name(operand)
         view = self.values[name]
-        tma = self.ring_tmas[(self.step.name, name)]
+        tma = self.tma_of(name)
         if self.split(name):
             cols = view.shape[-1]
             view = view.view((self.s.rows, cols), offset=self.row0(name) * cols * view.dtype.itemsize)
         return view, tma
+
+    def lazy(self, x) -> bool:
+        """Whether operand ``x`` is positions or a mask of positions, computed only over a tile's layout."""
+        name = operand_name(x) if isinstance(x, (str, Broadcast)) else None
+        v = self.values.get(name)
+        return isinstance(v, _Iota) or (isinstance(v, _Deferred) and v.positions)
 
     def resolve(self, name: str, columns=None):
         """Local ``name`` as a value: for a ``columns`` (start, stop) window of the tile, only those columns."""
         v = self.values[name]
         if isinstance(v, _Deferred):
             key = (name, columns)
+            if columns is None:                      # computed where it is used, in that region
+                return self.compute(v.op, columns)
             if key not in self._slice:
                 self._slice[key] = self.compute(v.op, columns)
             return self._slice[key]
@@ -346,12 +504,19 @@ class _Consumer:
             return _Cast(v.acc.columns(*columns), v.dtype)
         return v
 
-    def value(self, x, like=None, columns=None):
-        """An operand of tile math: a tile, a vector broadcast over ``like``, or a number."""
-        if isinstance(x, float):
+    def value(self, x, like=None, columns=None, axis=None):
+        """An operand of tile math: a tile, a vector broadcast over ``like`` (along ``axis`` for positions),
+        or a number."""
+        if isinstance(x, (int, float)):
             return x
+        if isinstance(x, Affine):
+            v = _evaluate(x, self.env)
+            return v if isinstance(v, int) else v.to(dt.int32)
         if isinstance(x, Broadcast):
             return self.vector(operand_name(x.tensor), x.axis, like, columns)
+        if self.lazy(x):
+            return self.vector(x, axis, like, columns) if len(self.program.tensor(x).shape) == 1 else \
+                self.compute(self.values[x].op, columns, like)
         v = self.resolve(x, columns)
         return v.acc.to(v.dtype) if isinstance(v, _Cast) else v
 
@@ -359,6 +524,12 @@ class _Consumer:
         """Vector ``name`` over the tile ``like``: broadcast down its rows (axis 0, one value per column) or
         across its columns (axis 1, one value per row)."""
         v = self.values[name]
+        if isinstance(v, _Iota):                     # positions: the tile's own row or column indices, shifted
+            rows, cols = like.indices()
+            shift = v.start + (self.row0(name) if axis == 1 else columns[0] if columns else 0)
+            return (rows if axis == 1 else cols) + shift
+        if isinstance(v, _Deferred) and v.positions:
+            return self.compute(v.op, columns, like, axis)
         if isinstance(v, _Pending):
             kind = ColumnVector if axis == 0 else RowVector
             start = _evaluate(v.region.origin[-1], self.env)
@@ -367,19 +538,31 @@ class _Consumer:
         return self.resolve(name, columns)
 
     def map(self, op: Map) -> None:
+        inputs = [x for x in op.inputs if isinstance(x, (str, Broadcast))]
+        if inputs and all(self.lazy(x) for x in inputs):  # positions and masks: computed where a tile uses them
+            self.values[op.out] = _Deferred(op, positions=True)
+            return
         self.values[op.out] = self.compute(op, None)
 
-    def compute(self, op: Map, columns):
-        """The result of elementwise ``op`` (over a ``columns`` window of its tiles, or all of them)."""
+    def compute(self, op: Map, columns, like=None, axis=None):
+        """The result of elementwise ``op`` (over a ``columns`` window of its tiles, or all of them); positions
+        and masks take the layout of ``like`` (along ``axis`` for vectors)."""
         if op.fn == "cast":
             source = self.resolve(op.inputs[0], columns)
             return _Cast(source.acc if isinstance(source, _Cast) else source, self.program.tensor(op.out).dtype)
-        tiles = [self.resolve(x, columns) for x in op.inputs if isinstance(x, str)]
+        if op.fn == "copy" or (op.fn == "where" and self.unmask and op.id in self.s.unmasked.wheres):
+            return self.resolve(op.inputs[0 if op.fn == "copy" else 1], columns)
+        tiles = [self.resolve(x, columns) for x in op.inputs if isinstance(x, str) and not self.lazy(x)]
         tiles = [t.acc if isinstance(t, _Cast) else t for t in tiles]
-        like = next((t for t in tiles if isinstance(t, RegisterTile)), None)
-        args = [self.value(x, like, columns) for x in op.inputs]
+        like = next((t for t in tiles if isinstance(t, RegisterTile)), like)
+        args = [self.value(x, like, columns, axis) for x in op.inputs]
         out_dtype = self.program.tensor(op.out).dtype
-        args = [a if isinstance(a, float) or a.dtype == out_dtype else a.to(out_dtype) for a in args]
+        if op.fn in _COMPARE:
+            return _COMPARE[op.fn](*args)
+        converted = [a if isinstance(a, (int, float)) or a.dtype == out_dtype else a.to(out_dtype) for a in args]
+        if op.fn == "where":
+            return where(args[0], *converted[1:])
+        args = converted
         if op.fn in _BINARY:
             return _BINARY[op.fn](*args)
         if op.fn == "maximum":
@@ -391,7 +574,7 @@ class _Consumer:
         if isinstance(source, Array):                # a ring slot: read the shared tile in the accumulator layout
             name = operand_name(op.input)
             rows, cols = self.rows(name), source.shape[-1]
-            tma = self.ring_tmas[(self.step.name, name)]
+            tma = self.tma_of(name)
             tile = RegisterTile.load(source, wgmma_accumulator(rows, cols), at=(self.row0(name), 0), tma=tma)
             source = tile.to(dt.float32)
         elif isinstance(source, _Cast):
@@ -404,6 +587,8 @@ class _Consumer:
     def store(self, op: Copy) -> None:
         value = self.values[op.source]
         target = self.arrays[op.target.tensor]
+        if isinstance(value, _Deferred) and len(self.program.tensor(op.source).shape) == 1:
+            value = self.resolve(op.source)
         if isinstance(value, RowVector):             # a vector: each element written once, clipped at the edge
             length = target.shape[-1]
             origin = [_evaluate(a, self.env) for a in op.target.origin]
@@ -418,7 +603,12 @@ class _Consumer:
             return
         plan = next(st for st in self.s.stores if st.source == op.source)
         tma = self.store_tmas[op.source]
-        buffer = self.staging[plan.staging[self.c]]
+        if plan.in_tile:
+            tile = self.values[plan.in_tile]
+            cols = tile.shape[-1]
+            buffer = tile.view((self.rows(plan.in_tile), cols), offset=self.row0(plan.in_tile) * cols * tile.dtype.itemsize)
+        else:
+            buffer = self.staging[plan.staging[self.c]]
         leader = self.wg.thread_index.eq(0)
         row0 = self.row0(op.source)
         columns = self.program.tensor(op.source).shape[1]
@@ -458,10 +648,18 @@ class _Pending:
 
 
 class _Deferred:
-    """Elementwise math of the epilogue, computed where it is stored (per column slice)."""
+    """Elementwise math computed where it is used: the epilogue's, where it is stored (per column slice);
+    ``positions``: a mask or positions, over the layout of the tile it meets."""
 
-    def __init__(self, op: Map):
-        self.op = op
+    def __init__(self, op: Map, positions: bool = False):
+        self.op, self.positions = op, positions
+
+
+class _Iota:
+    """``start + [0, 1, ...]``: positions, made from the layout of the tile they meet."""
+
+    def __init__(self, start):
+        self.start = start
 
 
 class _Cast:
@@ -480,6 +678,9 @@ def _carried(s: Schedule) -> list[str]:
 
 _BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
            "div": lambda a, b: a / b}
+_COMPARE = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+            "ge": lambda a, b: a >= b, "and": lambda a, b: a & b}
+_TURN = 10                  # named barriers 10, 11, ...: the consumers' turns at the tensor cores
 _SQRT_HALF = 0.7071067811865476
 _UNARY = {
     "relu": lambda x: maximum(x, 0.0),
@@ -487,4 +688,7 @@ _UNARY = {
     # x * sigmoid(x), with sigmoid(x) = (1 + tanh(x / 2)) / 2: no division per element, so no spills
     "silu": lambda x: x * (tanh(x * 0.5) * 0.5 + 0.5),
     "exp2": lambda x: exp2(x),
+    "exp2_approx": lambda x: exp2(x, approx=True),
+    "log2": lambda x: log2(x),
+    "log2_approx": lambda x: log2(x, approx=True),
 }

@@ -67,7 +67,7 @@ class Affine:
         parts = [v if c == 1 else f"{v}*{c}" for v, c in self.terms]
         if self.const or not parts:
             parts.append(str(self.const))
-        return "+".join(parts)
+        return "+".join(parts).replace("+-", "-")
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,7 @@ Operand = object
 
 
 def _operand_text(x) -> str:
-    return repr(x) if isinstance(x, float) else str(x)
+    return repr(x) if isinstance(x, float) else f"({x})" if isinstance(x, Affine) and len(x.terms) > 1 else str(x)
 
 
 @dataclass(frozen=True)
@@ -205,15 +205,16 @@ class Mma(Op):
 
 @dataclass(frozen=True)
 class Map(Op):
-    """``out = fn(*inputs)`` elementwise (inputs: tensors, broadcast vectors, numbers); ``fn`` names the
-    function (add, sub, mul, div, maximum, minimum, relu, gelu, silu, exp2, cast)."""
+    """``out = fn(*inputs)`` elementwise (inputs: tensors, broadcast vectors, numbers, affine indices);
+    ``fn`` names the function (add, sub, mul, div, maximum, minimum, relu, gelu, silu, exp2, exp2_approx,
+    log2, log2_approx, cast, copy, lt, le, gt, ge, and, where)."""
 
     out: str
     fn: str
     inputs: tuple
 
     def reads(self):
-        return tuple(x for x in self.inputs if not isinstance(x, (int, float)))
+        return tuple(x for x in self.inputs if not isinstance(x, (int, float, Affine)))
 
     def writes(self):
         return (self.out,)
@@ -221,6 +222,22 @@ class Map(Op):
     def __str__(self):
         args = ", ".join(_operand_text(x) for x in self.inputs)
         return f"e{self.id} = {self.out} = {self.fn}({args}){self._deps_text()}"
+
+
+@dataclass(frozen=True)
+class Iota(Op):
+    """``out = start + [0, 1, ..., length - 1]``: an int32 vector of positions (rows or columns of a tile,
+    for masks); ``start`` is affine in the loop variables."""
+
+    out: str
+    start: Affine
+    length: int
+
+    def writes(self):
+        return (self.out,)
+
+    def __str__(self):
+        return f"e{self.id} = {self.out} = iota({self.start}, +{self.length}){self._deps_text()}"
 
 
 @dataclass(frozen=True)
@@ -246,16 +263,22 @@ class Reduce(Op):
 
 @dataclass(frozen=True)
 class Loop:
-    """``prange`` (parallel: iterations must not write the same data) or ``srange`` (in order) over ``vars``."""
+    """``prange`` (parallel: iterations must not write the same data) or ``srange`` (in order) over ``vars``.
+
+    An srange with ``below`` runs only its iterations ``k`` with ``k * step < below`` (``below`` affine in
+    the enclosing prange's variables): a triangular loop, such as causal attention's key blocks."""
 
     kind: str
     vars: tuple[str, ...]
     extents: tuple[int, ...]
     body: tuple
     loc: SourceLocation | None = field(default=None, compare=False)
+    below: Affine | None = None
+    step: int = 1
 
     def __str__(self):
-        return f"{self.kind} " + ", ".join(f"{v} < {e}" for v, e in zip(self.vars, self.extents))
+        bound = f" while {self.vars[0]}*{self.step} < {self.below}" if self.below is not None else ""
+        return f"{self.kind} " + ", ".join(f"{v} < {e}" for v, e in zip(self.vars, self.extents)) + bound
 
 
 @dataclass(frozen=True)

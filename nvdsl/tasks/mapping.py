@@ -50,6 +50,8 @@ class Mapping:
         consumers: consumer warpgroups per block.
         schedule: ``"cooperative"`` (the consumers split each tile's rows) or ``"pingpong"`` (each consumer
             takes whole tiles in turn, so one's epilogue overlaps the other's products).
+        turns: cooperative consumers of a two-phase loop (attention's) take turns at issuing their products
+            (named barriers), so that one's math overlaps another's products (FlashAttention-3's ping-pong).
         persistent: one block per SM, looping over tiles (else one block per tile).
         raster: tile order for persistent blocks: ``"grouped"`` (``group`` tile rows at a time, for L2),
             ``"snake"`` or ``"row"``.
@@ -67,6 +69,7 @@ class Mapping:
     warp_specialize: bool = True
     consumers: int = 2
     schedule: str = COOPERATIVE
+    turns: bool = False
     persistent: bool = True
     raster: str = "grouped"
     group: int = 8
@@ -98,6 +101,8 @@ class Mapping:
         _positive_int("consumers", self.consumers)
         if self.schedule not in (COOPERATIVE, PINGPONG):
             raise _bad(f"schedule={self.schedule!r} must be 'cooperative' or 'pingpong'")
+        if not isinstance(self.turns, bool):
+            raise _bad(f"turns={self.turns!r} must be True or False")
         if self.raster not in RASTERS:
             raise _bad(f"raster={self.raster!r} must be one of {RASTERS}")
         _positive_int("group", self.group)

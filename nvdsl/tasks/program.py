@@ -293,8 +293,47 @@ class Local(_TileMath):
         return self
 
     def _binary(self, fn: str, other, reverse=False) -> "Local":
-        inputs = (_as_operand(other, self.shape), self.name) if reverse else (self.name, _as_operand(other, self.shape))
+        operand = _as_operand(other, self.shape, self.dtype)
+        inputs = (operand, self.name) if reverse else (self.name, operand)
         return _map(fn, inputs, self.shape, _promote(self.dtype, other))
+
+    def __imul__(self, other) -> "Local":
+        """``t *= x`` updates ``t`` in place (as ``+=``): a loop-carried tile rescaled each step."""
+        trace = _current("'*=' on a tile")
+        _check_privilege(self, "reduce", "scale")
+        trace.add(ir.Map, out=self.name, fn="mul", inputs=(self.name, _as_operand(other, self.shape, self.dtype)))
+        return self
+
+    def __setitem__(self, key, value) -> None:
+        """``t[...] = value`` overwrites the computed tile ``t`` in place (its next use, also in the next
+        iteration of a loop, sees ``value``): how a loop carries state such as a running maximum."""
+        trace = _current("assigning a computed tile")
+        if key is not Ellipsis:
+            raise _error("assign a whole tile: t[...] = value", code="bad-tile")
+        if not isinstance(value, Local) or value.shape != self.shape:
+            raise _error(f"{self.name}[...] = {value!r}: assign a computed tile of shape {list(self.shape)}",
+                         code="bad-shape")
+        if value.dtype != self.dtype:
+            raise _error(f"{self.name}[...] = a {value.dtype.name} tile; {self.name} is {self.dtype.name}",
+                         code="bad-dtype", hint="convert it first: value.astype(...)")
+        trace.add(ir.Map, out=self.name, fn="copy", inputs=(value.name,))
+
+    def __lt__(self, o): return self._compare("lt", o)
+    def __le__(self, o): return self._compare("le", o)
+    def __gt__(self, o): return self._compare("gt", o)
+    def __ge__(self, o): return self._compare("ge", o)
+
+    def __and__(self, o):
+        if self.dtype != dt.bool_ or getattr(o, "dtype", None) != dt.bool_:
+            raise _error("'&' combines masks (tiles of comparisons)", code="bad-dtype")
+        return _map("and", (self.name, _as_operand(o, self.shape, dt.bool_)), self.shape, dt.bool_)
+
+    def _compare(self, fn: str, other) -> "Local":
+        if isinstance(other, Affine) or (isinstance(other, int) and not isinstance(other, bool)):
+            if not self.dtype.is_int:
+                raise _error(f"comparing a {self.dtype.name} tile with an index", code="bad-dtype")
+            return _map(fn, (self.name, Affine.of(other)), self.shape, dt.bool_)
+        return _map(fn, (self.name, _as_operand(other, self.shape, self.dtype)), self.shape, dt.bool_)
 
     def __add__(self, o): return self._binary("add", o)
     def __radd__(self, o): return self._binary("add", o, True)
@@ -303,6 +342,11 @@ class Local(_TileMath):
     def __mul__(self, o): return self._binary("mul", o)
     def __rmul__(self, o): return self._binary("mul", o, True)
     def __truediv__(self, o): return self._binary("div", o)
+    def __rtruediv__(self, o): return self._binary("div", o, True)
+
+    def __matmul__(self, other) -> "_Product":
+        """A product with this computed tile as the A operand, read from registers (attention's ``P @ V``)."""
+        return _Product(self, other)
 
     def astype(self, dtype: dt.DType) -> "Local":
         """The tile converted to ``dtype``."""
@@ -361,20 +405,36 @@ def _broadcast(value, key) -> "_BroadcastOperand":
     return _BroadcastOperand(value._operand(), 0 if key[0] is None else 1, value.shape[0], value.dtype)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _BroadcastOperand:
     source: object               # a local's name or an argument's Region
     axis: int
     length: int
     dtype: dt.DType
 
+    def _outer(self, fn: str, other) -> "Local":
+        """``cols[None, :] <= rows[:, None]``: the comparison of a row and a column of positions, a 2-D mask."""
+        if not isinstance(other, _BroadcastOperand) or other.axis == self.axis:
+            raise _error("compare a broadcast row with a broadcast column (v[None, :] <= w[:, None]), or compare "
+                         "the vectors themselves", code="bad-tile")
+        if not (self.dtype.is_int and other.dtype.is_int):
+            raise _error("outer comparisons compare positions (nt.arange vectors)", code="bad-dtype")
+        shape = (self.length, other.length) if self.axis == 1 else (other.length, self.length)
+        return _map(fn, (Broadcast(self.source, self.axis), Broadcast(other.source, other.axis)), shape, dt.bool_)
 
-def _as_operand(x, shape):
-    """An elementwise operand for a result of ``shape``: a number, a tile of that shape, or a broadcast vector."""
+    def __lt__(self, o): return self._outer("lt", o)
+    def __le__(self, o): return self._outer("le", o)
+    def __gt__(self, o): return self._outer("gt", o)
+    def __ge__(self, o): return self._outer("ge", o)
+
+
+def _as_operand(x, shape, dtype: dt.DType | None = None):
+    """An elementwise operand for a result of ``shape`` (elements of ``dtype``): a number, a tile of that
+    shape, or a broadcast vector."""
     if isinstance(x, bool) or not isinstance(x, (int, float, Local, TileRef, _BroadcastOperand)):
         raise _error(f"tile math combines tiles, broadcast vectors and Python numbers, not {x!r}", code="bad-tile")
     if isinstance(x, (int, float)):
-        return float(x)
+        return int(x) if dtype is not None and dtype.is_int and isinstance(x, int) else float(x)
     if isinstance(x, _BroadcastOperand):
         along = shape[1] if x.axis == 0 else shape[0]
         if len(shape) != 2 or x.length != along:
@@ -425,14 +485,53 @@ def _store(tile: TileRef, value) -> None:
 
 def zeros(shape, dtype: dt.DType = dt.float32, *, name: str = "acc") -> Local:
     """A tile of zeros (an accumulator), of ``shape`` and ``dtype``."""
-    trace = _current("nt.zeros")
+    return full(shape, 0.0, dtype, name=name)
+
+
+def full(shape, value: float, dtype: dt.DType = dt.float32, *, name: str = "t") -> Local:
+    """A tile (or vector) of ``shape`` with every element ``value`` (``-math.inf`` starts a running maximum)."""
+    trace = _current("nt.full")
     shape = tuple(shape)
     if not shape or not all(isinstance(s, int) and s > 0 for s in shape):
-        raise _error(f"nt.zeros needs a shape of positive ints, got {shape!r}", code="bad-shape")
+        raise _error(f"nt.full needs a shape of positive ints, got {shape!r}", code="bad-shape")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _error(f"nt.full fills with a Python number, got {value!r}", code="bad-tile")
     tile = Local(trace.fresh(name), shape, dtype)
     trace.declare(ir.TensorDecl(tile.name, shape, dtype, ir.REGISTER))
-    trace.add(ir.Fill, target=tile.name, value=0.0)
+    trace.add(ir.Fill, target=tile.name, value=float(value))
     return tile
+
+
+def arange(length: int, start=0, *, name: str = "pos") -> Local:
+    """The int32 vector ``start, start + 1, ..., start + length - 1``: positions of a tile's rows or columns
+    (``start`` a loop variable times the tile size, plus ints), for masks:
+    ``nt.where(keys[None, :] <= rows[:, None], s, -math.inf)``."""
+    trace = _current("nt.arange")
+    if not isinstance(length, int) or isinstance(length, bool) or length <= 0:
+        raise _error(f"nt.arange needs a positive int length, got {length!r}", code="bad-shape")
+    try:
+        start = Affine.of(start)
+    except TypeError:
+        raise _error(f"nt.arange's start must be an int or loop variables times ints, got {start!r}",
+                     code="bad-tile") from None
+    out = Local(trace.fresh(name), (length,), dt.int32)
+    trace.declare(ir.TensorDecl(out.name, out.shape, dt.int32, ir.REGISTER))
+    trace.add(ir.Iota, out=out.name, start=start, length=length)
+    return out
+
+
+def where(condition, if_true, if_false) -> Local:
+    """``if_true`` where ``condition`` (a mask tile, or a broadcast mask vector) holds, else ``if_false``
+    (a tile or a number), element by element."""
+    _current("nt.where")
+    if not isinstance(if_true, Local) or len(if_true.shape) != 2:
+        raise _error(f"nt.where selects from a computed matrix tile, got {if_true!r}", code="bad-tile")
+    condition_dtype = condition.dtype if isinstance(condition, (Local, _BroadcastOperand)) else None
+    if condition_dtype != dt.bool_:
+        raise _error(f"nt.where's condition must be a mask (a comparison of positions), got {condition!r}",
+                     code="bad-dtype")
+    inputs = (_as_operand(condition, if_true.shape), if_true.name, _as_operand(if_false, if_true.shape, if_true.dtype))
+    return _map("where", inputs, if_true.shape, if_true.dtype)
 
 
 def scalar(tensor) -> Local:
@@ -467,7 +566,7 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _loop(kind: str, extents):
+def _loop(kind: str, extents, below=None, step: int = 1):
     trace = _current(f"nt.{kind}")
     loc = user_location()
     extents = tuple(extents)
@@ -489,7 +588,7 @@ def _loop(kind: str, extents):
         for _ in extents:
             trace.loop_depth[kind] -= 1
         if finished:
-            trace.bodies[-1].append(ir.Loop(kind, tuple(names), extents, tuple(body), loc))
+            trace.bodies[-1].append(ir.Loop(kind, tuple(names), extents, tuple(body), loc, below, step))
 
 
 def prange(*extents):
@@ -498,9 +597,24 @@ def prange(*extents):
     return _loop("prange", extents)
 
 
-def srange(extent: int):
-    """A sequential loop: ``for k in nt.srange(k_tiles):`` runs its iterations in order."""
-    return _loop("srange", (extent,))
+def srange(extent: int, *, below=None, step: int = 1):
+    """A sequential loop: ``for k in nt.srange(k_tiles):`` runs its iterations in order.
+
+    With ``below`` (affine in the prange's variables), only iterations ``k`` with ``k * step < below`` run:
+    ``nt.srange(Kt.grid[2], below=(i + 1) * BM, step=BN)`` visits the key blocks that start before the
+    end of query block ``i`` (a causal mask's triangle). At least one iteration must run."""
+    if below is not None:
+        _current("nt.srange")
+        try:
+            below = Affine.of(below)
+        except TypeError:
+            raise _error(f"nt.srange's below= must be an int or prange variables times ints, got {below!r}",
+                         code="bad-loop") from None
+        if not isinstance(step, int) or isinstance(step, bool) or step <= 0:
+            raise _error(f"nt.srange's step={step!r} must be a positive int", code="bad-loop")
+        if not below.terms and below.const <= 0:
+            raise _error(f"nt.srange(below={below.const}) would run no iteration", code="bad-loop")
+    return _loop("srange", (extent,), below, step)
 
 
 # --- tasks ------------------------------------------------------------------------------------------------
@@ -609,18 +723,25 @@ def trace_program(entry: Task, arguments: list[tuple[str, tuple, dt.DType]], tun
 
 # --- elementwise functions on tiles ----------------------------------------------------------------------
 
-def _unary(fn: str):
-    def apply(x):
+def _unary(fn: str, approximate: bool = False):
+    def apply(x, **options):
+        approx = options.pop("approx", False)
+        if options or (approx and not approximate):
+            raise _error(f"nt.{fn} takes no options {sorted(options) or ['approx']}", code="bad-tile")
         if not isinstance(x, (Local, TileRef)):
             raise _error(f"nt.{fn} applies to tiles, got {x!r}", code="bad-tile")
         dtype = x.dtype
-        return _map(fn, (x._operand(),), _matrix(x) if isinstance(x, TileRef) else x.shape, dtype)
+        name = f"{fn}_approx" if approx else fn
+        return _map(name, (x._operand(),), _matrix(x) if isinstance(x, TileRef) else x.shape, dtype)
     apply.__name__ = fn
-    apply.__doc__ = f"``{fn}`` of every element of a tile."
+    apply.__doc__ = f"``{fn}`` of every element of a tile" + (
+        "; ``approx=True`` uses PTX's approximate instruction (accuracy: ``nvdsl.frontend.math``)." if approximate
+        else ".")
     return apply
 
 
-relu, gelu, silu, exp2 = (_unary(f) for f in ("relu", "gelu", "silu", "exp2"))
+relu, gelu, silu = (_unary(f) for f in ("relu", "gelu", "silu"))
+exp2, log2 = _unary("exp2", True), _unary("log2", True)
 
 
 def maximum(a, b) -> Local:
@@ -629,5 +750,5 @@ def maximum(a, b) -> Local:
     if not isinstance(base, Local):
         raise _error("nt.maximum needs at least one computed tile", code="bad-tile")
     other = b if base is a else a
-    return _map("maximum", (_as_operand(a, base.shape), _as_operand(b, base.shape)), base.shape,
-                _promote(base.dtype, other))
+    return _map("maximum", (_as_operand(a, base.shape, base.dtype), _as_operand(b, base.shape, base.dtype)),
+                base.shape, _promote(base.dtype, other))

@@ -52,7 +52,7 @@ class RingTile:
 @dataclass(frozen=True)
 class RingPlan:
     """A ring between the producer and the consumers: ``per`` is "step" (once per srange iteration) or
-    "tile" (once per output tile)."""
+    "tile" (once per output tile); ``phase`` is "a" or "b" for the rings of a two-phase loop."""
 
     name: str
     per: str
@@ -62,6 +62,30 @@ class RingPlan:
     producer: str
     consumers: tuple[str, ...]
     offset: int = 0
+    phase: str = ""
+
+
+@dataclass(frozen=True)
+class Unmasked:
+    """The first steps of a main loop in which the masks of ``wheres`` (ids of ``where`` events) hold
+    everywhere, so those selects can be left out: steps ``k < min(R // d + 1 for (R, d) in bounds)``, 0 where
+    an ``R`` is negative (``R`` affine in the tile's variables)."""
+
+    wheres: frozenset
+    bounds: tuple[tuple[ir.Affine, int], ...]
+
+
+@dataclass(frozen=True)
+class Phases:
+    """A main loop of two phases (attention's): phase A issues a product (``issue``, e.g. ``S = Q Kᵀ``) and
+    then does math on it (``math``, the softmax); phase B (``second``) updates an accumulator from A's
+    results (``O *= alpha; O += P V``). Step ``k`` issues A's product, then phase B of step ``k - 1``,
+    then A's math while B's product runs: ``handed`` are the values A passes to B a step later."""
+
+    issue: tuple
+    math: tuple
+    second: tuple
+    handed: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -85,6 +109,7 @@ class StorePlan:
     box: tuple[int, ...]
     slice_columns: int
     staging: tuple[str, ...]          # one buffer per consumer
+    in_tile: str = ""                 # or: each consumer's rows of this tile ring tile, whose reads have retired
 
 
 @dataclass(frozen=True)
@@ -105,6 +130,8 @@ class Schedule:
     epilogue: tuple
     in_flight: int
     lookahead: int
+    phases: Phases | None
+    unmasked: Unmasked | None
     stores: tuple[StorePlan, ...]
     buffers: tuple[Buffer, ...]
     smem_bytes: int
@@ -120,13 +147,19 @@ class Schedule:
     def block_threads(self) -> int:
         return 128 * len(self.roles)
 
-    def ring(self, per: str, consumer: int = 0) -> RingPlan | None:
+    def ring(self, per: str, consumer: int = 0, phase: str = "") -> RingPlan | None:
         """The ring filled once per ``per`` ("step" or "tile") that ``consumer`` reads (ping-pong consumers
-        each have their own)."""
-        for r in self.rings:
-            if r.per == per and (len(r.consumers) > 1 or r.consumers == (f"consumer{consumer}",)):
+        each have their own); of a two-phase loop's step rings, the one of ``phase``."""
+        for r in self.step_rings(consumer) if per == "step" else self.rings:
+            if r.per == per and (len(r.consumers) > 1 or r.consumers == (f"consumer{consumer}",)) and \
+                    (not phase or r.phase == phase):
                 return r
         return None
+
+    def step_rings(self, consumer: int = 0) -> list[RingPlan]:
+        """The rings filled once per srange step that ``consumer`` reads, in the order the producer fills them."""
+        return [r for r in self.rings if r.per == "step" and
+                (len(r.consumers) > 1 or r.consumers == (f"consumer{consumer}",))]
 
 
 def _refuse(message: str, hint: str | None = None, loc=None) -> TaskError:
@@ -141,9 +174,9 @@ def _shape_of(program: Program):
                       "has " + ", ".join(type(n).__name__ for n in body),
                       hint="wrap the work in `for i, j in nt.prange(...)`")
     tiles = body[0]
-    if len(tiles.vars) > 3:
-        raise _refuse(f"a prange over {len(tiles.vars)} axes: the task layer schedules at most 3 (batch, rows, "
-                      "columns)", loc=tiles.loc)
+    if len(tiles.vars) > 4:
+        raise _refuse(f"a prange over {len(tiles.vars)} axes: the task layer schedules at most 4 (batch axes, "
+                      "rows, columns)", loc=tiles.loc)
     prologue, main, epilogue = [], None, []
     for node in tiles.body:
         if isinstance(node, Loop):
@@ -217,6 +250,91 @@ def _split_tensors(program: Program, ops, schedule: str) -> frozenset:
     return frozenset(split)
 
 
+def _two_phases(program: Program, main: Loop | None, prologue) -> Phases | None:
+    """The two phases of a main loop shaped as attention's (see :class:`Phases`), or None: two products, the
+    second accumulating into a tile defined before the loop from a register operand computed in the loop
+    (and rescaled in place), the first into a tile filled in the loop; nothing else reads the second's
+    accumulator in the loop, and each load feeds one phase."""
+    if main is None:
+        return None
+    body = [op for op in main.body if op not in _loads(main.body)]
+    mmas = [op for op in body if isinstance(op, Mma)]
+    if len(mmas) != 2:
+        return None
+    first, second = mmas
+    defined_before = {op.target for op in prologue if isinstance(op, Fill)}
+    fills = {op.target: op for op in body if isinstance(op, Fill)}
+    a_local = operand_name(second.a)
+    if second.acc not in defined_before or first.acc not in fills or \
+            program.tensor(a_local).memory == SHARED or isinstance(second.a, Region):
+        return None
+    b_ops = [op for op in body if op is second or (isinstance(op, Map) and op.out == second.acc)]
+    a_ops = [op for op in body if op not in b_ops]
+    if any(second.acc in {operand_name(x) for x in op.reads()} for op in a_ops):
+        return None
+    loads = {op.target for op in _loads(main.body)}
+    read_by = lambda ops: {operand_name(x) for op in ops for x in op.reads()} & loads   # noqa: E731
+    if read_by(a_ops) & read_by(b_ops) or body.index(first) > body.index(second):
+        return None
+    issue = (fills[first.acc], first)
+    math = tuple(op for op in a_ops if op not in issue)
+    written_in_a = {name for op in a_ops for name in map(operand_name, op.writes())}
+    handed = sorted({operand_name(x) for op in b_ops for x in op.reads()} & written_in_a)
+    return Phases(issue, math, tuple(b_ops), tuple(handed))
+
+
+def _unmasked(main: Loop | None, ops, program: Program) -> Unmasked | None:
+    """Where every mask of the main loop's ``where`` events compares positions (``nt.arange``) with positions
+    or indices, the steps for which all of them hold: while a block of keys lies wholly before a causal
+    diagonal or a ragged end, its scores need no mask. None if a mask is anything else."""
+    if main is None:
+        return None
+    var = main.vars[0]
+    defs = {op.out: op for op in ops if isinstance(op, (Map, ir.Iota))}
+
+    def interval(x):
+        """(lowest, highest) of an operand as affine expressions, or None."""
+        if isinstance(x, ir.Affine):
+            return x, x
+        if isinstance(x, (int, float)) and float(x).is_integer():
+            return ir.Affine.of(int(x)), ir.Affine.of(int(x))
+        op = defs.get(operand_name(x))
+        if isinstance(op, ir.Iota):
+            return op.start, op.start + (op.length - 1)
+        return None
+
+    def bounds(name) -> list | None:
+        op = defs.get(operand_name(name))
+        if not isinstance(op, Map):
+            return None
+        if op.fn == "and":
+            parts = [bounds(x) for x in op.inputs]
+            return None if None in parts else parts[0] + parts[1]
+        if op.fn not in ("lt", "le", "gt", "ge"):
+            return None
+        lhs, rhs = (interval(x) for x in op.inputs)
+        if lhs is None or rhs is None:
+            return None
+        if op.fn in ("gt", "ge"):
+            lhs, rhs = rhs, lhs
+        margin = rhs[0] + lhs[1] * -1 + (-1 if op.fn in ("lt", "gt") else 0)   # all hold iff margin >= 0
+        slope = margin.coefficient(var)
+        if slope >= 0:
+            return None if slope > 0 else [(margin, 0)]
+        rest = ir.Affine(tuple(t for t in margin.terms if t[0] != var), margin.const)
+        return [(rest, -slope)]
+
+    wheres, found = [], []
+    for op in ops:
+        if isinstance(op, Map) and op.fn == "where":
+            b = bounds(op.inputs[0])
+            if b is None:
+                return None
+            wheres.append(op.id)
+            found += b
+    return Unmasked(frozenset(wheres), tuple(found)) if wheres else None
+
+
 def _box(tile_shape, dtype: dt.DType, rows: int) -> tuple[tuple[int, ...], int]:
     """The TMA box and swizzle for a tile: a 128-byte (or narrower) swizzle span wide, ``rows`` tall."""
     item = dtype.itemsize
@@ -282,10 +400,6 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
         if n % 8 or n > 256 or k % k_step:
             raise MappingError(f"a product {m}x{n}x{k} does not fit wgmma: N must be a multiple of 8 up to 256 and K "
                                f"a multiple of {k_step}", code="mapping-tile", loc=op.loc)
-        if op.transpose_b and k * item > 128:
-            raise MappingError(f"a K-major B tile with K={k} ({k * item} bytes per row) is wider than the 128-byte "
-                               "swizzle span wgmma steps within", code="mapping-tile",
-                               hint=f"use a K tile of {128 // item}", loc=op.loc)
 
     # Registers: the accumulators of one consumer, against its budget.
     ws = mapping.warp_specialize
@@ -309,9 +423,18 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
     for op in _loads(epilogue):
         if _tensor(program, op.target).memory == SHARED:
             raise _refuse(f"{op}: loads into shared memory after the srange loop are not scheduled yet", loc=op.loc)
+    phases = _two_phases(program, main, prologue)
+    unmasked = _unmasked(main, prologue + tuple(main_ops), program) if phases is not None else None
     rings = []
-    for per, ops in (("tile", prologue), ("step", main_ops)):
-        loads = [op for op in _loads(ops) if _tensor(program, op.target).memory == SHARED]
+    groups = [("tile", "", _loads(prologue))]
+    if phases is None:
+        groups.append(("step", "", _loads(main_ops)))
+    else:                        # one ring per phase: step k's A tiles are read while step k - 1's B tiles are
+        for phase, ops in (("a", phases.issue + phases.math), ("b", phases.second)):
+            names = {operand_name(x) for op in ops for x in op.reads()}
+            groups.append(("step", phase, [op for op in _loads(main_ops) if op.target in names]))
+    for per, phase, loads in groups:
+        loads = [op for op in loads if _tensor(program, op.target).memory == SHARED]
         if not loads:
             continue
         offset, tiles_ = 0, []
@@ -321,10 +444,12 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
             box, swizzle = _box(local.shape, local.dtype, box_rows)
             tiles_.append(RingTile(op.target, op.source, local.dtype, box, swizzle, offset))
             offset += -(-tiles_[-1].nbytes // TILE_ALIGNMENT) * TILE_ALIGNMENT
-        rings.append(RingPlan(f"ring_{per}", per, 2, tuple(tiles_), offset, producer, consumer_roles))
+        rings.append(RingPlan(f"ring_{per}" + (f"_{phase}" if phase else ""), per, 2, tuple(tiles_), offset,
+                              producer, consumer_roles, phase=phase))
 
     # Epilogue stores: through a staging tile per consumer, a slice of columns at a time, with TMA.
     stores = []
+    tile_loads = [op for op in _loads(prologue) if _tensor(program, op.target).memory == SHARED]
     for op in epilogue:
         if isinstance(op, Copy) and isinstance(op.target, Region) and len(op.target.matrix_shape) == 2:
             local = _tensor(program, op.source)
@@ -336,7 +461,16 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
             while columns % slice_columns:
                 slice_columns -= box[-1]
             names = tuple(f"staging_{op.source}_{c}" for c in range(consumers))
-            stores.append(StorePlan(op.source, op.target, local.dtype, box, slice_columns, names))
+            # A tile loaded once per tile with this one's shape, type and rows per consumer (attention's Q for
+            # its O) holds each consumer's rows of the output once its products have read it.
+            reuse = next((t for t in tile_loads if t.source.matrix_shape == local.shape and
+                          _tensor(program, t.target).dtype == local.dtype and not pingpong and
+                          (t.target in split) == (op.source in split)), None)
+            if reuse is not None and columns <= 128:
+                stores.append(StorePlan(op.source, op.target, local.dtype, box, columns, (), reuse.target))
+                tile_loads.remove(reuse)
+            else:
+                stores.append(StorePlan(op.source, op.target, local.dtype, box, slice_columns, names))
 
     # Pipelining: slots of the main ring, products in flight, and (one role) how far loads run ahead. Without
     # a pipeline depth in the mapping, the ring gets as many slots as the shared-memory bound allows.
@@ -348,18 +482,22 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
         depths = [mapping.pipeline]
     else:
         depths = list(range(MAX_DEPTH, max(in_flight + 1, 4 if pingpong else 2) - 1, -1))
-    for depth in depths:
+    # A ring filled once per tile gets a second slot (the next tile's loads overlap this one's work) where
+    # shared memory allows.
+    choices = [(depth, tile_depth) for depth in depths for tile_depth in (2, 1)]
+    for depth, tile_depth in choices:
         if depth < in_flight + 1:
             raise MappingError(f"pipeline={depth} slots cannot feed mma_in_flight={in_flight}: pipeline must be >= "
                                f"{in_flight + 1}", code="mapping-depth", loc=user_location())
         if pingpong and depth < 4:
             raise MappingError(f"pipeline={depth}: ping-pong gives each consumer its own ring of pipeline // 2 slots, "
                                "so it needs pipeline >= 4", code="mapping-depth", loc=user_location())
-        sized = [replace(r, depth=depth // 2 if pingpong else depth) if r.per == "step" else r for r in rings]
+        sized = [replace(r, depth=depth // 2 if pingpong else depth) if r.per == "step" else
+                 replace(r, depth=tile_depth) for r in rings]
         try:
             buffers, smem_bytes = _allocate(_buffers(sized, stores, consumers, live_across), mapping)
         except MappingError:
-            if depth == depths[-1]:
+            if (depth, tile_depth) == choices[-1]:
                 raise
             continue
         rings = sized
@@ -368,6 +506,13 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
     rings = [replace(r, offset=offsets[r.name]) for r in rings]
     step = next((r for r in rings if r.per == "step"), None)
     lookahead = 0 if ws or step is None else step.depth - in_flight
+    if phases is not None and not ws:
+        raise MappingError("a two-phase loop (a product fed by another's results, as attention's) is scheduled "
+                           "with warp specialization only", code="bad-mapping", hint="map with warp_specialize=True",
+                           loc=user_location())
+    if mapping.turns and (phases is None or consumers < 2 or pingpong):
+        raise MappingError("turns=True makes cooperative consumers take turns at a two-phase loop's products; this "
+                           "program or mapping has none to take", code="bad-mapping", loc=user_location())
 
     # Persistence: one block per SM walking the tiles in the raster order, or one block per tile.
     total = 1
@@ -385,11 +530,13 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
     for table in dict.fromkeys(i.table for i in program.indices):
         notes.append(f"row tiles are read from '{table}' on the GPU: a tile with no rows is skipped by every role, "
                      "and stores stop at the tile's group's end (ragged TMA)")
+    if main is not None and main.below is not None and any(c > 0 for _, c in main.below.terms):
+        order += "; " + ", ".join(v for v, c in main.below.terms if c > 0) + " descending (tiles with more steps first)"
     if any(b.aliases for b in buffers):
         notes.append("the epilogue's staging tiles reuse the ring's memory once every consumer has left the main loop")
     return Schedule(program, mapping, levels, tiles.vars, tiles.extents, split, rows, consumers, ws,
                     tuple(sorted(registers.items())), tuple(rings), prologue, main, epilogue, in_flight, lookahead,
-                    tuple(stores), tuple(buffers), smem_bytes, grid, order, tuple(notes))
+                    phases, unmasked, tuple(stores), tuple(buffers), smem_bytes, grid, order, tuple(notes))
 
 
 def _buffers(rings, stores, consumers: int, live_across: bool) -> list[Buffer]:
@@ -462,13 +609,24 @@ def explain(schedule: Schedule) -> str:
     if s.warp_specialized:
         lines.append("  producer: for each tile:")
         for r in s.rings:
-            loop = f" for {s.main.vars[0]} < {s.main.extents[0]}:" if r.per == "step" else ""
-            lines.append(f"    {loop.strip() + ' ' if loop else ''}put {r.name} <- " +
-                         ", ".join(str(t.source) for t in r.tiles))
+            if r.per == "tile":
+                lines.append(f"    put {r.name} <- " + ", ".join(str(t.source) for t in r.tiles))
+        for readers in dict.fromkeys(r.consumers for r in s.rings if r.per == "step"):   # ping-pong: a ring each
+            puts = ["put {} <- {}".format(r.name, ", ".join(str(t.source) for t in r.tiles))
+                    for r in s.rings if r.per == "step" and r.consumers == readers]
+            var = s.main.vars[0]
+            bound = f" while {var}*{s.main.step} < {s.main.below}" if s.main.below is not None else ""
+            lines.append(f"    for {var} < {s.main.extents[0]}{bound}: " + "; ".join(puts))
     lines.append("  consumer c: for each of its tiles:")
+    tile_ring = s.ring("tile")
+    if tile_ring is not None:
+        lines.append(f"    get {tile_ring.name}: " + ", ".join(t.local for t in tile_ring.tiles) + " (held for the tile)")
     for op in s.prologue:
-        lines.append(f"    {op}")
-    if s.main is not None:
+        if tile_ring is None or op not in _loads(s.prologue):
+            lines.append(f"    {op}")
+    if s.phases is not None:
+        _explain_phases(s, lines)
+    elif s.main is not None:
         ring = s.ring("step")
         lines.append(f"    for {s.main.vars[0]} < {s.main.extents[0]}:" +
                      (f" (loads run {s.lookahead} step(s) ahead)" if s.lookahead else ""))
@@ -480,11 +638,41 @@ def explain(schedule: Schedule) -> str:
             lines.append(f"        {op}" + (f"  [{s.in_flight} product(s) left in flight]" if isinstance(op, Mma) else ""))
         if ring is not None:
             lines.append("      release: each slot once the products reading it retired")
+    if tile_ring is not None and not any(st.in_tile for st in s.stores):
+        lines.append(f"    release {tile_ring.name} once the products reading it retired")
     for op in s.epilogue:
         lines.append(f"    {op}")
+    if tile_ring is not None and any(st.in_tile for st in s.stores):
+        lines.append(f"    release {tile_ring.name} once the stores through it have read it")
     for st in s.stores:
+        through = f"each consumer's rows of {st.in_tile}" if st.in_tile else ", ".join(st.staging)
         lines.append(f"    store {st.source} -> {st.target}: {st.slice_columns} columns at a time through "
-                     f"{', '.join(st.staging)}, TMA box {list(st.box)}")
+                     f"{through}, TMA box {list(st.box)}")
     for note in s.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines) + "\n"
+
+
+def _explain_phases(s: Schedule, lines: list) -> None:
+    p, var = s.phases, s.main.vars[0]
+    a, b = s.ring("step", phase="a"), s.ring("step", phase="b")
+    turn = ["      wait for this consumer's turn at the tensor cores"] if s.mapping.turns else []
+    handover = ["      hand the turn to the next consumer"] if s.mapping.turns else []
+    trips = f"{var} < {s.main.extents[0]}" + (f" while {var}*{s.main.step} < {s.main.below}"
+                                               if s.main.below is not None else "")
+    lines.append(f"    step {var} = 0: phase A alone")
+    lines.append(f"    for {trips}, from 1: phase A of step {var} around phase B of step {var}-1")
+    if s.unmasked is not None:
+        limit = ", ".join(f"{r} // {d} + 1" if d else f"all if {r} >= 0" for r, d in s.unmasked.bounds)
+        lines.append(f"      (masks of {', '.join(f'e{w}' for w in sorted(s.unmasked.wheres))} left out while {var} < "
+                     f"min({limit}): a loop without them, then one with them)")
+    lines += turn
+    lines.append(f"      get {a.name}: " + ", ".join(t.local for t in a.tiles) + "; issue:")
+    lines += [f"        {op}" for op in p.issue]
+    lines.append(f"      get {b.name} (step {var}-1): " + ", ".join(t.local for t in b.tiles) + "; issue:")
+    lines += [f"        {op}" for op in p.second]
+    lines += handover
+    lines.append("      wait for phase A's product (phase B's runs on), then:")
+    lines += [f"        {op}" for op in p.math]
+    lines.append(f"      wait for phase B's product; release its {b.name} slot")
+    lines.append(f"    after the loop: phase B of the last step (handed from phase A: {', '.join(p.handed)})")
