@@ -92,32 +92,35 @@ This kernel is correct but leaves the GPU idle much of the time: each step
 waits for its own Q K^T, then the softmax waits for the product, and P V
 waits for the softmax. The last step overlaps them.
 
-**Step 3: the pipelined, warp-specialized kernel.**
+**Step 3: the pipelined, warp-specialized kernel, generated.**
 ``nvdsl.kernels.attention.attention(q, k, v, o, lse, causal=...)`` is the
-kernel to use (read ``nvdsl/kernels/attention.py`` beside step 2: its inner
-loop is step 2's online softmax). It takes (batch, heads, L, d) tensors,
-grouped-query attention (query head ``h`` reads K/V head ``h // (H // Hkv)``)
-and d = 64, 128 or 256, and removes step 2's idle time three ways, as
-FlashAttention-3 does:
+kernel to use. It takes (batch, heads, L, d) tensors, grouped-query attention
+(query head ``h`` reads K/V head ``h // (H // Hkv)``) and d = 64, 128 or 256.
+Its source, ``attention_program`` in ``nvdsl/kernels/attention.py``, is step
+2's online softmax written as a tile program (chapter 6): about 30 lines with
+no barrier, ring or role in them. Its mapping (``task_mapping``) asks for
+warp specialization and ``turns=True``, and the task layer derives
+FlashAttention-3's pipeline, removing step 2's idle time three ways:
 
 * *Warp specialization* (chapter 5): a producer warpgroup with 24 registers
-  per thread loads the block's Q once and streams K and V through two
-  ``nvdsl.Aref`` rings; two consumer warpgroups (three at d = 64), each owning
-  64 query rows, take the registers it gave up.
-* *Overlap inside a warpgroup*: a consumer issues ``S_j = Q K_j^T``, then
-  ``O += P_{j-1} V_{j-1}`` with P from registers, and waits only for
-  ``S_j`` (``in_flight``); the exponentials of block ``j`` run on the
-  ``MUFU`` unit while the tensor cores compute the previous block's P V.
-  Both products sit inside the ``get`` of V's slot, so the ring knows that the
-  groups left running are that body's own and holds a single slot.
+  per thread loads the block's Q once (the tile does not depend on the key
+  loop, so copy elimination hoists it) and streams K and V through a ring
+  each; two consumer warpgroups (three at d = 64), each owning 64 query rows,
+  take the registers it gave up.
+* *Overlap inside a warpgroup*: the key loop has two phases, ``S = Q K^T``
+  with its softmax, and ``O *= alpha; O += P V`` with P from registers. Step
+  ``j`` issues ``S_j``, then ``O += P_{j-1} V_{j-1}``, and waits only for
+  ``S_j``: the exponentials of block ``j`` run on the ``MUFU`` unit while the
+  tensor cores compute the previous block's P V. ``kernel.explain(...)``
+  prints this schedule.
 * *Ping-pong between warpgroups*: the consumers take turns at issuing their
-  products (``ctx.sync_threads(256, barrier=10 + i)`` waits for consumer
-  ``i``'s turn, ``ctx.arrive_threads(256, barrier=...)`` hands it on), so one
-  consumer's softmax runs while another's products hold the tensor cores.
+  products (named barriers), so one consumer's softmax runs while another's
+  products hold the tensor cores.
 
-Only the key blocks on the causal diagonal or past ``L`` are masked (a second
-loop over them), and under a causal mask the longest rows go first. On an H100
-it runs at cuDNN's speed (``python3 -m benchmarks attention``).
+The masks are left out of the key blocks wholly below the causal diagonal or
+before ``L`` (the task layer reads that from the ``nt.arange`` comparisons),
+and under a causal mask the longest rows go first. On an H100 it runs at
+cuDNN's speed (``python3 -m benchmarks attention``).
 
 Run it: ``python3 tutorials/ch7_attention.py``.
 """

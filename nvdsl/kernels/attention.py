@@ -9,22 +9,23 @@
 ``causal=True`` masks key ``j`` for query ``i`` where ``j > i`` (top-left aligned, as
 ``torch.nn.functional.scaled_dot_product_attention(is_causal=True)``). ``scale`` defaults to ``D ** -0.5``.
 
-How it runs (the FlashAttention-3 algorithm). One block per 128 query rows of one (batch, head) (192 at
-D = 64 without a mask, from 2048 queries), three warpgroups (four):
+The kernel is a tile program, :func:`attention_program` (about 30 lines of ``nvdsl.tasks``: per block of
+query rows, an online softmax over the key blocks, with no roles, rings or barriers), run under a mapping,
+:func:`task_mapping`. The task layer derives FlashAttention-3's pipeline from it:
 
-* the **producer** (warpgroup 0, 24 registers per thread) loads the block's Q once and streams the K and
-  V tiles of the key blocks through two :class:`nvdsl.Aref` rings, K a block ahead of V;
-* two **consumers** (three; 240 registers, or 160) own 64 query rows each. Per key block ``j`` a
-  consumer issues ``S_j = Q K_jᵀ``, rescales O, issues ``O += P_{j-1} V_{j-1}`` with ``P`` straight from
-  registers, and waits only for ``S_j``: the softmax of block ``j`` (row max, ``exp2`` with the scale folded
-  in, row sum, the rescale factor) runs on the CUDA cores while the tensor cores compute
-  ``P_{j-1} V_{j-1}``. The consumers take turns at issuing their products (named barriers, "ping-pong"),
-  so one's softmax also overlaps another's products.
+* a **producer** warpgroup (24 registers per thread) loads the block's Q once (a ring filled once per tile)
+  and streams K and V through a ring each, so K of block j loads while V of block j - 1 is read;
+* two **consumers** (three at D = 64 without a mask from 2048 queries; 240 registers, or 160) own 64 query
+  rows each. The loop has two phases (``S = Q Kᵀ`` and its softmax; ``O *= alpha; O += P V``): step j issues
+  ``S_j``, then ``O += P_{j-1} V_{j-1}`` with P straight from registers, and computes block j's softmax
+  while that product runs. The consumers take turns at issuing their products (named barriers, the
+  mapping's ``turns=True``), so one's softmax also overlaps another's products;
+* the masks (causal, ragged keys) are left out of the steps where they cannot change a score (a loop
+  without them, then one with them), and under a causal mask the longest blocks launch first;
+* O leaves through each consumer's rows of Q's tile and TMA (clipped at ``L``).
 
 Key blocks are 128 keys (176 at D = 128 without a mask, 64 at D = 256), chosen by measurement on an H100.
-Only the key blocks on the causal diagonal or past the end of the keys are masked (a second loop over
-them); blocks are launched longest first under a causal mask. ``O`` leaves through shared memory and
-TMA (clipped at ``L``); ``lse`` rows past ``L`` are not written.
+Pass ``mapping=`` to run the same program otherwise (persistent, other tiles): results do not change.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import math
 
 import nvdsl
 
+from .. import tasks as nt
 from ..errors import ArgumentError, user_location
 from ..runtime.arrays import describe
 from ..signature import ARRAY
@@ -41,10 +43,8 @@ from ..signature import ARRAY
 ROWS = 64                   # query rows per consumer warpgroup (one wgmma M)
 REGISTERS = 65536           # per SM (and per block: one block of 384 or 512 threads fills it)
 PRODUCER_REGISTERS = 24
-BOX = 64                    # TMA boxes are one 128-byte swizzle row of 16-bit values wide
 LOG2_E = 1 / math.log(2)
 LN_2 = math.log(2)
-TURN = 10                   # named barriers 10, 11 (, 12): the consumers' turns at the tensor cores
 HEAD_DIMS = (64, 128, 256)
 
 
@@ -58,166 +58,70 @@ def _tiles(d: int, causal: bool, seq_q: int) -> tuple[int, int]:
     return (176 if d == 128 and not causal else 128 if d <= 128 else 64), 2
 
 
+@functools.lru_cache(maxsize=None)
+def attention_program(causal: bool = False, scale: float | None = None, with_lse: bool = True) -> nt.Task:
+    """Attention as a tile program (``nvdsl.tasks``): what is computed per block of query rows, with no
+    roles, rings or barriers; :func:`task_mapping` says how it runs. ``O`` (B, H, L, D) and ``LSE`` (B, H, L)
+    are written (``with_lse=False``: the task takes no LSE); ``K`` and ``V`` may have fewer heads than ``Q``
+    (grouped-query attention)."""
+
+    def attention(O, LSE, Q, K, V):
+        BM, BN = nt.tunable("BM", 128), nt.tunable("BN", 128)
+        batch, heads, seq_q, d = Q.shape
+        kv_heads, seq_k = K.shape[1], K.shape[2]
+        group = heads // kv_heads
+        c = (d ** -0.5 if scale is None else scale) * LOG2_E      # softmax in base 2, the scale folded in
+        Qt, Ot = nt.blocks(Q, (1, 1, BM, d)), nt.blocks(O, (1, 1, BM, d))
+        Lt = nt.blocks(LSE, (1, 1, BM)) if with_lse else None
+        Kt, Vt = nt.blocks(K, (1, 1, BN, d)), nt.blocks(V, (1, 1, BN, d))
+        for b, hk, g, i in nt.prange(batch, kv_heads, group, Qt.grid[2]):
+            h = hk * group + g
+            rows = nt.arange(BM, start=i * BM, name="rows")
+            m, l = nt.full((BM,), -math.inf, name="m"), nt.zeros((BM,), name="l")
+            o = nt.zeros((BM, d), name="o")
+            for j in nt.srange(Kt.grid[2], below=(i + 1) * BM if causal else None, step=BN):
+                keys = nt.arange(BN, start=j * BN, name="keys")
+                s = nt.zeros((BM, BN), name="s")
+                s += Qt[b, h, i, 0] @ Kt[b, hk, j, 0].T
+                keep = (keys < seq_k)[None, :]                      # keys past the end (a ragged last block)
+                if causal:
+                    keep = (keys[None, :] <= rows[:, None]) & keep     # and keys after the query
+                s = nt.where(keep, s, -math.inf)
+                m_new = nt.maximum(m, s.max(axis=1))
+                p = nt.exp2(s * c - (m_new * c)[:, None], approx=True)
+                alpha = nt.exp2((m - m_new) * c, approx=True)
+                l[...] = l * alpha + p.sum(axis=1)
+                o *= alpha[:, None]
+                o += p.astype(Q.dtype) @ Vt[b, hk, j, 0]
+                m[...] = m_new
+            Ot[b, h, i, 0] = (o * (1.0 / l)[:, None]).astype(O.dtype)
+            if with_lse:
+                Lt[b, h, i] = (m * c + nt.log2(l, approx=True)) * LN_2
+
+    if with_lse:
+        return nt.task(reads=("Q", "K", "V"), writes=("O", "LSE"))(attention)
+
+    def attention_o(O, Q, K, V):
+        attention(O, None, Q, K, V)
+    attention_o.__name__ = "attention"
+    return nt.task(reads=("Q", "K", "V"), writes=("O",))(attention_o)
+
+
+def task_mapping(d: int, causal: bool, seq_q: int) -> nt.Mapping:
+    """How :func:`attention_program` runs: FlashAttention-3's pipeline (a producer warpgroup, consumers taking
+    turns at the tensor cores, each 64 query rows), with :func:`_tiles`' sizes."""
+    key_block, consumers = _tiles(d, causal, seq_q)
+    return nt.Mapping(tiles={"BM": consumers * ROWS, "BN": key_block}, pipeline=2, consumers=consumers, turns=True,
+                      persistent=False, registers={"producer": PRODUCER_REGISTERS,
+                                                   "consumer": (REGISTERS // 128 - PRODUCER_REGISTERS) // consumers // 8 * 8})
+
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-@functools.lru_cache(maxsize=None)
-def _attention(causal: bool, scale: float, key_block: int | None = None, consumers: int | None = None):
-    """The traced function for one masking mode and scale (shapes and dtypes specialise at call time);
-    ``key_block`` (a multiple of 16 up to 256) and ``consumers`` (2 or 3, each owning 64 query rows) override
-    the tile choice."""
-    scale_log2 = scale * LOG2_E          # softmax in base 2: exp(x * scale) = exp2(x * scale * log2(e))
-
-    @nvdsl.mlir_func
-    def attention(q, k, v, o, lse):
-        batch, heads, seq_q, d = q.shape
-        kv_heads, seq_k = k.shape[1], k.shape[2]
-        default_bn, default_consumers = _tiles(d, causal, seq_q)
-        bn, n_consumers = key_block or default_bn, consumers or default_consumers
-        bm, group, dtype = n_consumers * ROWS, heads // kv_heads, q.dtype
-        consumer_registers = (REGISTERS - PRODUCER_REGISTERS * 128) // (n_consumers * 128) // 8 * 8
-        q_tma = nvdsl.TMA(q, box=(1, 1, ROWS, BOX), swizzle=128)
-        k_tma = nvdsl.TMA(k, box=(1, 1, bn, BOX), swizzle=128)
-        v_tma = nvdsl.TMA(v, box=(1, 1, bn, BOX), swizzle=128)
-        o_tma = nvdsl.TMA(o, box=(1, 1, ROWS, BOX), swizzle=128)
-        m_tiles, k_blocks, whole_k_blocks = _cdiv(seq_q, bm), _cdiv(seq_k, bn), seq_k // bn
-
-        @nvdsl.gpu_launch(grid=m_tiles * heads * batch, block=(1 + n_consumers) * 128)
-        def kernel(ctx):
-            q_tiles = [ctx.shared_array((ROWS, d), dtype, align=1024) for _ in range(n_consumers)]
-            q_full = nvdsl.Mbarriers(1)[0]
-            with nvdsl.when(ctx.linear_thread_id.eq(0)):
-                q_full.init(1)
-            k_ring = nvdsl.Aref(ctx, [((bn, d), dtype)], depth=2, name="k")    # initialises and syncs the block
-            v_ring = nvdsl.Aref(ctx, [((bn, d), dtype)], depth=2, name="v")
-
-            # Blocks of one (batch, head) are neighbours, so they share K and V in L2; under a causal mask
-            # the longest rows of query blocks go first.
-            tile = ctx.block_id.x
-            m_tile = tile % m_tiles
-            if causal:
-                m_tile = (m_tiles - 1) - m_tile
-            bh = tile // m_tiles
-            b, h = bh // heads, bh % heads
-            row0 = m_tile * bm
-            if causal:      # key blocks up to the tile's last row; those left of its first row are unmasked
-                blocks = nvdsl.minimum((row0 + (bm + bn - 1)) // bn, k_blocks)
-                unmasked = nvdsl.minimum(row0 // bn, whole_k_blocks)
-            else:
-                blocks, unmasked = k_blocks, whole_k_blocks
-
-            with nvdsl.Warpgroup(ctx, 0, register_size=PRODUCER_REGISTERS) as producer:
-                leader = producer.thread_index.eq(0)
-                q_full.arrive(n_consumers * ROWS * d * dtype.itemsize, predicate=leader)
-                for i, q_tile in enumerate(q_tiles):
-                    q_tma.load(q_tile, q_full, (b, h, row0 + i * ROWS, 0), predicate=leader)
-                for j in nvdsl.for_range(blocks):
-                    k_ring.put((k_tma, (b, h // group, j * bn, 0)))
-                    v_ring.put((v_tma, (b, h // group, j * bn, 0)))
-
-            for i in range(n_consumers):
-                with nvdsl.Warpgroup(ctx, 128 * (1 + i), register_size=consumer_registers) as consumer:
-                    first_row = row0 + i * ROWS
-                    q_full.try_wait(0)
-                    q_matrix = nvdsl.WGMMAMatrix(q_tiles[i], q_tma)
-
-                    # Ping-pong: the consumers take turns at issuing their products (named barrier
-                    # TURN + i is consumer i's turn, opened by consumer i - 1), so that one's softmax runs
-                    # while another's products hold the tensor cores. The last consumer opens the first
-                    # turn of consumer 0 and not after its own last turn: every arrival meets a wait.
-                    def my_turn():
-                        ctx.sync_threads(2 * 128, barrier=TURN + i)
-
-                    def their_turn(last: bool = False):
-                        if not (last and i == n_consumers - 1):
-                            ctx.arrive_threads(2 * 128, barrier=TURN + (i + 1) % n_consumers)
-
-                    if i == n_consumers - 1:
-                        their_turn()
-
-                    def scores():
-                        """Issue S = Q K_jᵀ for the next key block; it runs on after the call."""
-                        with k_ring.get() as (k_tile,):
-                            s = nvdsl.WGMMAAccumulator(ROWS, bn)
-                            s.accumulate(q_matrix @ nvdsl.WGMMAMatrix(k_tile, k_tma, transposed=True), in_flight=1)
-                        return s
-
-
-                    def masked(s, j):
-                        """S with -inf where key j * bn + column is past the keys or (causal) after the row."""
-                        rows, cols = s.indices()
-                        key = cols if isinstance(j, int) else cols + (j * bn).to(nvdsl.int32)
-                        keep = key < seq_k
-                        if causal:
-                            keep = keep & (key <= rows + first_row.to(nvdsl.int32))
-                        return nvdsl.where(keep, s, -math.inf)
-
-                    def exp2_scaled(s, m):
-                        return nvdsl.exp2(s * scale_log2 - m * scale_log2, approx=True)
-
-                    # Key block 0: its softmax starts the running max m and sum l.
-                    my_turn()
-                    s = scores()
-                    their_turn()
-                    nvdsl.wgmma_wait(0)
-                    if isinstance(unmasked, int):
-                        s = s if unmasked > 0 else masked(s, 0)
-                    else:
-                        s = nvdsl.cond(unmasked > 0, lambda: s, lambda: masked(s, 0))
-                    m = s.max(axis=1)
-                    p = exp2_scaled(s, m)
-                    l = p.sum(axis=1)
-
-                    def step(masking: bool):
-                        def body(j, carry):
-                            o, m, l, p, alpha = carry
-                            my_turn()
-                            with v_ring.get() as (v_tile,):         # the previous block's V
-                                s = scores()
-                                o = o * alpha                       # the last rescale, while S_j runs
-                                o.accumulate(p @ nvdsl.WGMMAMatrix(v_tile, v_tma), in_flight=2)  # P_{j-1} V_{j-1}
-                            their_turn()
-                            nvdsl.wgmma_wait(1)             # S_j is done; P_{j-1} V_{j-1} runs on
-                            if masking:
-                                s = masked(s, j)
-                            m_new = nvdsl.maximum(m, s.max(axis=1))
-                            p_new = exp2_scaled(s, m_new)
-                            alpha = nvdsl.exp2((m - m_new) * scale_log2, approx=True)
-                            l = l * alpha + p_new.sum(axis=1)
-                            nvdsl.wgmma_wait(0)
-                            return o, m_new, l, p_new.to(dtype), alpha
-                        return body
-
-                    carry = (nvdsl.WGMMAAccumulator(ROWS, d), m, l, p.to(dtype), nvdsl.RowVector.full(s, 1.0))
-                    split = max(unmasked, 1) if isinstance(unmasked, int) else nvdsl.maximum(unmasked, 1)
-                    carry = nvdsl.fori(1, split, carry=carry)(step(False))
-                    carry = nvdsl.fori(split, blocks, carry=carry)(step(True))
-                    o_acc, m, l, p, alpha = carry
-                    my_turn()
-                    with v_ring.get() as (v_tile,):
-                        o_acc = o_acc * alpha
-                        o_acc.accumulate(p @ nvdsl.WGMMAMatrix(v_tile, v_tma), in_flight=1)
-                    their_turn(last=True)
-                    nvdsl.wgmma_wait(0)
-
-                    # Epilogue: O / l through this consumer's Q tile and TMA, which clips rows past L (the
-                    # warpgroup first agrees that every read of Q has retired); the log-sum-exp of each row.
-                    consumer.sync()
-                    (o_acc * (1.0 / l)).store(q_tiles[i], tma=o_tma)
-                    nvdsl.fence_shared_to_async()
-                    consumer.sync()
-                    o_tma.store(q_tiles[i], (b, h, first_row, 0), predicate=consumer.thread_index.eq(0))
-                    row_lse = (m * scale_log2 + nvdsl.log2(l, approx=True)) * LN_2
-                    start = bh * seq_q
-                    row_lse.store(lse.flatten(), start + first_row, stop=start + seq_q)
-
-        kernel()
-
-    return attention
-
-
-def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None = None) -> None:
+def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None = None,
+              mapping: nt.Mapping | None = None) -> None:
     """``o[:] = softmax(q kᵀ · scale) v`` per (batch, head), and ``lse[:]`` the natural log of each row's sum
     of ``exp(q kᵀ · scale)`` (scores measured from 0), if given.
 
@@ -228,8 +132,9 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
         lse: (B, H, L) float32, or None.
         causal: mask key j for query i where j > i.
         scale: the factor on q kᵀ, default D ** -0.5.
+        mapping: how :func:`attention_program` runs (default :func:`task_mapping`'s); results do not change.
 
-    Compiled once per shape, dtype, ``causal`` and ``scale``.
+    Compiled once per shape, dtype, ``causal``, ``scale`` and mapping.
     """
     loc = user_location()
     specs = {name: describe(x, name, loc)[0] for name, x in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse))
@@ -241,7 +146,7 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
     if any(len(s) != 4 for s in shapes.values()):
         raise ArgumentError(f"attention takes 4-D (batch, heads, seq, head_dim) arrays, got shapes {shapes}",
                             code="bad-shape", loc=loc)
-    (batch, heads, seq_q, d), (kb, kv_heads, seq_k, kd) = shapes["q"], shapes["k"]
+    (batch, heads, seq_q, d), (kb, kv_heads, _, kd) = shapes["q"], shapes["k"]
     if shapes["v"] != shapes["k"] or (kb, kd) != (batch, d) or shapes["o"] != shapes["q"]:
         raise ArgumentError(f"attention needs k and v of one shape (B, Hkv, Lk, D) and o of q's shape, with q's B "
                             f"and D; got {shapes}", code="bad-shape", loc=loc)
@@ -265,18 +170,16 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
     if not (isinstance(scale, (int, float)) and not isinstance(scale, bool) and math.isfinite(scale) and scale > 0):
         raise ArgumentError(f"attention: scale={scale!r} must be a positive finite number", code="bad-argument",
                             loc=loc)
+    if mapping is not None and not isinstance(mapping, nt.Mapping):
+        raise ArgumentError(f"attention: mapping={mapping!r} must be an nvdsl.tasks.Mapping", code="bad-argument",
+                            loc=loc)
+    kernel = _kernel(causal, float(scale), lse is not None, mapping or task_mapping(d, causal, seq_q))
     if lse is None:
-        _attention_without_lse(causal, float(scale))(q, k, v, o)
+        kernel(o, q, k, v)
     else:
-        _attention(causal, float(scale))(q, k, v, o, lse)
+        kernel(o, lse, q, k, v)
 
 
 @functools.lru_cache(maxsize=None)
-def _attention_without_lse(causal: bool, scale: float):
-    traced = _attention(causal, scale).fn
-
-    @nvdsl.mlir_func
-    def attention_o(q, k, v, o):
-        traced(q, k, v, o, nvdsl.empty((q.shape[0], q.shape[1], q.shape[2]), nvdsl.float32, name="lse"))
-
-    return attention_o
+def _kernel(causal: bool, scale: float, with_lse: bool, mapping: nt.Mapping) -> nt.TaskKernel:
+    return nt.build(attention_program(causal, scale, with_lse), mapping)

@@ -1,0 +1,118 @@
+"""The task layer's two-phase loops, written for attention (``nvdsl.kernels.attention.attention_program``):
+loads once per tile, products with a register A operand, tiles updated in place, positions and masks,
+triangular loops, masks left out where they cannot change a value, longest tiles first. CPU: golden
+schedules, refusals, and the numbers in the interpreter; the GPU runs the same cases."""
+
+import re
+
+import numpy as np
+import pytest
+
+from nvdsl import tasks as nt
+from nvdsl.kernels.attention import attention_program, task_mapping
+from nvdsl.kernels.gemm import matmul, matmul_nk
+from test_attention import check, problem
+from test_tasks import gemm_args, golden, refused
+
+
+def explained(causal, b, h, hkv, l, lk, d, mapping=None):
+    q, k, v, o, lse = problem(b, h, hkv, l, lk, d)
+    return nt.build(attention_program(causal), mapping or task_mapping(d, causal, l)).explain(o, lse, q, k, v)
+
+
+@pytest.mark.parametrize("name, causal, shape", [
+    ("tasks_attention", False, (2, 4, 2, 1000, 1000, 128)),
+    ("tasks_attention_causal", True, (1, 2, 1, 512, 512, 64)),
+])
+def test_attention_schedules_are_explained(name, causal, shape, request):
+    text = explained(causal, *shape)
+    golden(f"{name}.schedule.txt", text, request)
+    assert "phase A of step k0 around phase B of step k0-1" in text
+    assert "get ring_tile: Q_s0 (held for the tile)" in text           # Q is loaded once per tile
+    assert "ring_step_a" in text and "ring_step_b" in text             # K and V have a ring each
+
+
+def test_the_passes_hoist_the_query_tile_and_keep_p_in_registers(request):
+    q, k, v, o, lse = problem(1, 2, 1, 512, 512, 64)
+    passes = nt.build(attention_program(True), task_mapping(64, True, 512)).passes(o, lse, q, k, v)
+    golden("tasks_attention.eliminated.txt", passes["eliminated"], request)
+    copies, eliminated = passes["copies"], passes["eliminated"]
+    # the copy of Q's tile sits in the key loop after copy insertion, before it after elimination
+    loop = eliminated.index("srange")
+    assert copies.index("copy Q[") > copies.index("srange") and eliminated.index("copy Q[") < loop
+    # P V reads P from registers: the product's A operand is the cast tile, never copied to shared memory
+    product = re.search(r"mma o \+= (t\d+) @ V_s0", eliminated)
+    assert product and f"{product.group(1)}: float16[128, 128] register" in eliminated
+
+
+def test_masks_are_left_out_where_they_cannot_change_a_score():
+    causal = explained(True, 1, 2, 1, 512, 512, 64)
+    assert "left out while k0 < min(p3*128-127 // 128 + 1, 384 // 128 + 1)" in causal
+    assert "p3 descending (tiles with more steps first)" in causal
+    aligned = explained(False, 1, 2, 1, 512, 512, 64)
+    assert "left out while k0 < min(384 // 128 + 1)" in aligned
+
+
+@pytest.mark.parametrize("b, h, hkv, l, lk, d, causal, persistent", [
+    (1, 4, 2, 200, 333, 64, True, False),      # GQA, ragged, causal: the masked and unmasked loops
+    (1, 2, 1, 300, 260, 64, False, True),      # persistent: rings, turns and the Q slot carried across tiles
+    (1, 2, 1, 300, 260, 64, True, True),
+    (1, 2, 2, 400, 400, 64, False, False),     # three consumers (192 query rows per block)
+])
+def test_the_attention_program_matches_numpy(b, h, hkv, l, lk, d, causal, persistent, backend):
+    q, k, v, o, lse = problem(b, h, hkv, l, lk, d)
+    mapping = task_mapping(d, causal, 4096 if (l, causal) == (400, False) else l)
+    if persistent:
+        mapping = mapping.replace(persistent=True, sm_count=3, raster="row")
+    nt.build(attention_program(causal), mapping)(o, lse, q, k, v)
+    check(o, lse, q, k, v, causal, "float16")
+
+
+def test_k_major_operands_wider_than_one_swizzle_span(backend):
+    """A K-major B tile of 128 values along K is two 64-value TMA boxes; wgmma steps through both."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((128, 256)).astype(np.float16)
+    b = rng.standard_normal((256, 256)).astype(np.float16)
+    c = np.zeros((128, 256), np.float32)
+    nt.build(matmul_nk, nt.Mapping(tiles={"BN": 256, "BK": 128}, pipeline=2, persistent=False))(c, a, b)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32).T, rtol=1e-3, atol=1e-2)
+
+
+def test_two_phase_mistakes_are_named():
+    q, k, v, o, lse = problem(1, 2, 1, 256, 256, 64)
+    args = (o, lse, q, k, v)
+    refused(attention_program(False), task_mapping(64, False, 256).replace(warp_specialize=False), args,
+            "bad-mapping", "warp specialization")
+    refused(matmul, nt.Mapping(turns=True), gemm_args(256, 256, 64), "bad-mapping", "turns=True")
+
+    @nt.task(reads=("A", "B"), writes=("C",))
+    def bad_where(C, A, B):
+        Ct = nt.blocks(C, (128, 256))
+        for i, j in nt.prange(*Ct.grid):
+            acc = nt.zeros((128, 256), nt.float32)
+            Ct[i, j] = nt.where(acc, acc, 0.0).astype(C.dtype)
+    refused(bad_where, None, gemm_args(256, 256, 64), "bad-dtype", "must be a mask")
+
+    @nt.task(reads=("A", "B"), writes=("C",))
+    def bad_assign(C, A, B):
+        Ct = nt.blocks(C, (128, 256))
+        for i, j in nt.prange(*Ct.grid):
+            acc = nt.zeros((128, 256), nt.float32)
+            acc[...] = nt.zeros((128,), nt.float32)
+    refused(bad_assign, None, gemm_args(256, 256, 64), "bad-shape", "acc[...] =")
+
+    @nt.task(reads=("A", "B"), writes=("C",))
+    def bad_below(C, A, B):
+        Ct = nt.blocks(C, (128, 256))
+        for i, j in nt.prange(*Ct.grid):
+            for k in nt.srange(4, below=1.5, step=64):
+                pass
+    refused(bad_below, None, gemm_args(256, 256, 64), "bad-loop", "below=")
+
+    @nt.task(reads=("A", "B"), writes=("C",))
+    def colliding(C, A, B):               # 2 * p0 + p1 over p1 < 4 writes row tile 2 twice
+        Ct = nt.blocks(C, (128, 256))
+        for i, j, g in nt.prange(1, 2, 4):
+            acc = nt.zeros((128, 256), nt.float32)
+            Ct[j * 2 + g, 0] = acc.astype(C.dtype)
+    refused(colliding, None, gemm_args(128 * 8, 256, 64), "aliasing-write", "p1")
