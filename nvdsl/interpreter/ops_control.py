@@ -17,11 +17,17 @@ TERMINATORS = frozenset({"scf.yield", "scf.condition"})
 
 
 def _read(value, keep) -> bool:
-    """Whether a protocol skeleton (the operations in ``keep``, and the terminators) reads ``value``."""
+    """Whether a protocol skeleton (the operations in ``keep``, and the terminators) reads ``value``: operands a
+    skeleton leaves out (the coordinates of TMA loads) are not reads."""
+    from .protocol import SKELETON_OMITS
     for use in value.uses:
         owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-        if owner in keep or owner.name in TERMINATORS:
+        if owner.name in TERMINATORS:
             return True
+        if owner in keep:
+            omits = SKELETON_OMITS.get(owner.name)
+            if omits is None or use.operand_number not in omits(owner):
+                return True
     return False
 
 

@@ -41,6 +41,62 @@ STALE = -(1 << 40)      # a thread's knowledge of an agent older than every live
 COVERED = -(1 << 41)    # a record every live thread has seen
 NEVER = 1 << 40         # above any clock
 
+# Every attribute of the interpreter's objects that a skeleton block holds, and how the canonical state
+# (Summary._key) accounts for it. Skipping periods is sound only if everything the block's future depends on
+# is in that state, so tests/test_protocol.py walks a running skeleton block and fails on any attribute (or
+# class of object) missing here. Attributes IN_STATE are compared (and their objects walked in turn); the
+# others say why the future cannot depend on them.
+IN_STATE = "in the canonical state"
+FIXED = "set when the object is made, the same at every scheduling point"
+REPORTS = "only for the text of reports, not for what is reported"
+STATE_FIELDS: dict[str, dict[str, str]] = {
+    "Block": {
+        "warps": IN_STATE, "mbarrier_groups": IN_STATE, "bars": IN_STATE, "registers": IN_STATE,
+        "exited": IN_STATE, "shadow": IN_STATE,
+        "copies": "no state is recorded while a TMA copy is in flight",
+        "launch": FIXED, "kernel": FIXED, "block_id": FIXED, "skeleton": FIXED, "thread_count": FIXED,
+        "agents": FIXED, "output": FIXED,
+        "smem": "a skeleton moves no data; its race detector is `shadow`",
+        "rng": "None: skeletons run the fixed schedule (no summary otherwise)",
+        "time_ns": "what %globaltimer reads is a register, in the state; skeletons never jump the clock",
+        "mbarrier_next": "unused", "summary": "the summary itself",
+    },
+    "Warp": {
+        "mask": IN_STATE, "vc": IN_STATE, "wait": IN_STATE, "done": IN_STATE, "frames": IN_STATE,
+        "wgmma_committed": IN_STATE, "wgmma_retired": IN_STATE, "wgmma_open": IN_STATE,
+        "wgmma_waits": IN_STATE, "waited": IN_STATE, "last_wait": IN_STATE, "bulk_open": IN_STATE,
+        "bulk_committed": IN_STATE, "bulk_counter": "the base its bulk groups are made relative to",
+        "env": "its loop-written registers and local variables are in the state (Kernel.loop_slots, local_slots); "
+               "the others are written once, before any loop",
+        "gen": "where the warp is: its wait and frames", "block": FIXED, "index": FIXED, "threads": FIXED,
+        "live": FIXED, "agent": FIXED, "last_run": "the fuzzed scheduler's (skeletons run the fixed schedule)",
+        "_lanes_of": "a cache of mask", "_lanes": "a cache of mask", "wgmma_reads": "unused",
+    },
+    "Wait": {
+        "key": IN_STATE, "info": "the operation waited at, which the key names", "ready": "a function of the key's objects", "describe": REPORTS,
+        "spin": "timer jumps, which skeletons never make", "forced": "timer jumps, which skeletons never make",
+    },
+    "Waiter": {"parity": IN_STATE, "satisfied": IN_STATE, "clock": IN_STATE, "phase": IN_STATE},
+    "LoopFrame": {"op": IN_STATE, "i": "the iteration counter a skip moves ahead", "step": FIXED, "hi": FIXED,
+                  "iv": FIXED},
+    "OpaqueFrame": {"op": IN_STATE},
+    "WhileFrame": {"op": IN_STATE, "mask": IN_STATE, "active": IN_STATE, "finished": IN_STATE},
+    "BranchFrame": {"op": IN_STATE, "mask": IN_STATE},
+    "MbarrierGroup": {"barriers": IN_STATE, "base": FIXED, "name": FIXED},
+    "Mbarrier": {
+        "initialized": IN_STATE, "init_op": IN_STATE, "init_agent": IN_STATE, "init_clock": IN_STATE,
+        "expected": IN_STATE, "pending": IN_STATE, "tx": IN_STATE, "phase": IN_STATE, "vc": IN_STATE,
+        "completed": IN_STATE, "completed_arrivals": IN_STATE, "arrivals": IN_STATE, "armed": IN_STATE,
+        "issued": IN_STATE, "in_flight": IN_STATE, "waiters": IN_STATE, "observed": IN_STATE,
+        "unwaited": IN_STATE, "group": FIXED, "index": FIXED, "agent": FIXED, "tma_agent": FIXED,
+    },
+    "BarSync": {"expected_warps": IN_STATE, "arrived": IN_STATE, "generation": IN_STATE, "vc": IN_STATE,
+                "released": IN_STATE, "threads": IN_STATE, "id": FIXED},
+    "Shadow": {"w_agent": IN_STATE, "w_clock": IN_STATE, "w_op": IN_STATE, "w_atomic": IN_STATE,
+               "reads": IN_STATE, "g_thread": IN_STATE, "g_seq": IN_STATE, "fence_seq": IN_STATE,
+               "seq": IN_STATE, "agents": FIXED},
+}
+
 
 class LoopFrame:
     """An ``scf.for`` a warp is running (protocol skeletons only): the driver reads ``i`` for each

@@ -1,0 +1,171 @@
+"""Loop summaries of the protocol check (nvdsl/interpreter/period.py): the state they compare must be all the
+state a skeleton block's future depends on."""
+
+import numpy as np
+import pytest
+
+import nvdsl
+import broken_kernels as bk
+import nvdsl.interpreter.period as period
+from nvdsl.interpreter.protocol import check_protocol
+from test_protocol import _handover, f16
+
+
+def _interpreter_object(value) -> bool:
+    return type(value).__module__.startswith("nvdsl.interpreter")
+
+
+def _attributes(obj) -> list[str]:
+    if hasattr(obj, "__dict__"):
+        return list(vars(obj))
+    return [name for cls in type(obj).__mro__ for name in getattr(cls, "__slots__", ())]
+
+
+def _walk(value, where: str, seen: dict, problems: list, visited: set) -> None:
+    """Every interpreter object reachable from ``value`` through attributes period.STATE_FIELDS puts in the
+    state: its class and attribute names (in ``seen``), and what STATE_FIELDS does not account for."""
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _walk(item, f"{where}[{i}]", seen, problems, visited)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _walk(key, f"{where} key", seen, problems, visited)
+            _walk(item, f"{where}[{key!r}]", seen, problems, visited)
+        return
+    if not _interpreter_object(value):
+        return
+    name = type(value).__name__
+    fields = period.STATE_FIELDS.get(name)
+    if fields is None:
+        problems.append(f"{where} is a {name}, a class period.STATE_FIELDS has no entry for")
+        return
+    if id(value) in visited:
+        return
+    visited.add(id(value))
+    for attribute in _attributes(value):
+        if not hasattr(value, attribute):
+            continue
+        seen.setdefault(name, set()).add(attribute)
+        if attribute not in fields:
+            problems.append(f"{name}.{attribute} (at {where}.{attribute})")
+        elif fields[attribute] == period.IN_STATE:
+            _walk(getattr(value, attribute), f"{where}.{attribute}", seen, problems, visited)
+
+
+def _skeleton_state_of(traces, monkeypatch) -> tuple[dict, list]:
+    seen, problems = {}, []
+    original = period.Summary.observe
+
+    def observe(self, current):
+        _walk(self.block, "block", seen, problems, set())
+        return original(self, current)
+    monkeypatch.setattr(period.Summary, "observe", observe)
+    for trace in traces:
+        check_protocol(trace.module, trace.specs)
+    return seen, problems
+
+
+def test_the_summarised_state_accounts_for_every_field_of_the_interpreter(monkeypatch):
+    """Skeletons of kernels that use every kind of synchronisation (an aref ring, a persistent warp-specialized
+    GEMM with wgmma, named barriers and TMA stores) are walked at each scheduling point: every attribute of
+    every interpreter object the block holds must be listed in period.STATE_FIELDS. A field added to the
+    interpreter and forgotten in the summary's state would let loop summaries skip past what it changes."""
+    from nvdsl.kernels.gemm import MAPPING, matmul
+    gemm, inputs = bk.pipeline()
+    traces = [_handover(7, 7), gemm.trace(*inputs()),
+              nvdsl.tasks.build(matmul, MAPPING.replace(pipeline=3, sm_count=5)).trace(
+                  np.zeros((512, 1024), np.float32), f16(512, 256), f16(256, 1024))]
+    seen, problems = _skeleton_state_of(traces, monkeypatch)
+    assert not problems, (
+        "the interpreter holds state that nvdsl/interpreter/period.py does not account for:\n  "
+        + "\n  ".join(sorted(set(problems))) + "\nIf a block's future can depend on it, add it to the canonical "
+        "state (Summary._key); then list it in period.STATE_FIELDS (IN_STATE, or why it is left out).")
+    stale = [f"{name}.{attribute}" for name, fields in period.STATE_FIELDS.items() if name in seen
+             for attribute in fields if attribute not in seen[name]]
+    assert not stale, f"period.STATE_FIELDS lists attributes the interpreter no longer has: {stale}"
+    assert {"Block", "Warp", "Mbarrier", "BarSync", "Shadow", "Waiter", "LoopFrame"} <= set(seen), set(seen)
+
+
+def _late_ring(steps: int, late_wrap: int | None, cap: int):
+    """A producer and a consumer warp handing rows through a 2-slot ring. The consumer counts the ring's wraps
+    in a loop-carried register that saturates at ``cap``; at wrap ``late_wrap`` it forgets to flip its phase.
+    Until the counter saturates no state repeats; after it, the state repeats every two wraps."""
+    depth = 2
+
+    @nvdsl.mlir_func
+    def late(a, out):
+        tma = nvdsl.TMA(a, box=(1, 64))
+
+        @nvdsl.gpu_launch(grid=1, block=64, smem=depth * 256)
+        def kernel(ctx):
+            tiles = [ctx.dynamic_shared((1, 64), nvdsl.float32, offset=s * 256, align=128) for s in range(depth)]
+            full, empty = nvdsl.Mbarriers(depth), nvdsl.Mbarriers(depth)
+            tid = ctx.thread_id.x
+            with nvdsl.when(tid.eq(0)):
+                for s in range(depth):
+                    full[s].init(1)
+                    empty[s].init(32)
+            ctx.sync_threads()
+            warp, lane = tid // 32, tid % 32
+            zero = nvdsl.constant(0, nvdsl.int32)
+
+            with nvdsl.when(warp.eq(0)):
+                @nvdsl.fori(0, steps, carry=(zero, zero))
+                def produced(k, carry):
+                    slot, phase = carry
+                    empty[slot].try_wait(phase ^ 1)
+                    full[slot].arrive(256, predicate=lane.eq(0))
+                    for s in range(depth):
+                        with nvdsl.when(slot.eq(s) & lane.eq(0)):
+                            tma.load(tiles[s], full[s], (k, 0))
+                    wrapped = (slot + 1).eq(depth)
+                    return nvdsl.select(wrapped, zero, slot + 1), nvdsl.select(wrapped, phase ^ 1, phase)
+
+            with nvdsl.when(warp.eq(1)):
+                @nvdsl.fori(0, steps, carry=(zero, zero, zero))
+                def consumed(k, carry):
+                    slot, phase, wraps = carry
+                    full[slot].try_wait(phase)
+                    empty[slot].arrive()
+                    wrapped = (slot + 1).eq(depth)
+                    flip = wrapped if late_wrap is None else wrapped & ~wraps.eq(late_wrap)
+                    counted = nvdsl.select(wrapped & (wraps < cap), wraps + 1, wraps)
+                    return nvdsl.select(wrapped, zero, slot + 1), nvdsl.select(flip, phase ^ 1, phase), counted
+            out[tid] = 1
+        kernel()
+    return late.trace(np.zeros((steps, 64), np.float32), np.zeros(64, np.int32))
+
+
+def _skipped(trace, monkeypatch) -> list:
+    skipped = []
+    original = period.Summary._skip
+
+    def recording(self, earlier, now):
+        done = original(self, earlier, now)
+        skipped.append(self.skipped)
+        return done
+    monkeypatch.setattr(period.Summary, "_skip", recording)
+    return skipped
+
+
+def test_a_bug_that_shows_only_after_the_state_first_repeats_in_part_is_caught(monkeypatch):
+    """The ring's barriers and warps come back to the same state every two wraps from the start; only the
+    consumer's wrap counter tells wrap 2 from wrap 12. The check still finds the missing phase flip at wrap 12
+    of 2000, and summarises the correct kernel once the counter saturates (the time budget is lifted: a busy
+    machine must not turn this into "could not decide")."""
+    import nvdsl.interpreter.protocol as protocol
+    monkeypatch.setattr(protocol, "TIME_BUDGET_S", 60.0)
+    correct = _late_ring(4000, None, cap=13)
+    skipped = _skipped(correct, monkeypatch)
+    assert check_protocol(correct.module, correct.specs) is None
+    assert skipped and skipped[-1] > 3000, skipped
+    broken = _late_ring(4000, 12, cap=13)
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        check_protocol(broken.module, broken.specs)
+    assert info.value.code in ("deadlock", "unwaited-copy", "tma-read-before-complete", "stage-refilled-early"), \
+        str(info.value)
+    # Without the loop-carried registers in the state, the summary skips from wrap 2 to the last wraps, past the
+    # bug: what this test guards against.
+    monkeypatch.setattr(period.Summary, "_registers", lambda self, w, env: ())
+    assert check_protocol(broken.module, broken.specs) is None
