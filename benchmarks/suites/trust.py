@@ -102,13 +102,17 @@ def run(args) -> list[harness.Measurement]:
         params = {"case": label}
         try:
             fn = setup()
-            times_ms = []
+            times_ms, cpu_ms = [], []
             for _ in range(repeats):
-                start = time.perf_counter()
+                start, start_cpu = time.perf_counter(), time.process_time()
                 fn()
                 times_ms.append((time.perf_counter() - start) * 1e3)
+                cpu_ms.append((time.process_time() - start_cpu) * 1e3)
+            # the CPU time is what the check's time budget counts, and what other processes on a busy machine
+            # do not inflate
             results.append(harness.Measurement.from_times("trust", system, params, times_ms,
-                                                          extra={"timing": "perf_counter, CPU"}))
+                                                          extra={"timing": "perf_counter, CPU",
+                                                                 "cpu_ms": round(min(cpu_ms), 1)}))
         except Exception as e:
             results.append(harness.Measurement.failure("trust", system, params, e))
         harness.log(results[-1])

@@ -9,6 +9,9 @@ becomes an *instruction*, a ``(kind, fn)`` pair called with the warp:
 * ``SYNC``: a plain instruction touching shared state; when it returns True (it acted), a fuzzed
   schedule may switch warps after it.
 
+A handler returns None for an operation with nothing to run: constants go into ``Compiler.constants``,
+which every frame's registers start with.
+
 Unknown operations are refused when the module is compiled, naming the op and its Python line.
 """
 
@@ -164,6 +167,7 @@ class Compiler:
         self.loop_slots: set[int] = set()
         self.unread_indices: set[int] = set()
         self.local_slots: list[int] = []
+        self.constants: dict[int, object] = {}     # slot -> value, set before anything runs
 
     @property
     def slot_count(self) -> int:
@@ -211,9 +215,12 @@ class Compiler:
                                  hint="run on a GPU (Options(backend='gpu')); if nvdsl emitted this op, "
                                       "please report it", loc=info.loc)
             try:
-                kind, fn = handler(op, self, info)
+                compiled = handler(op, self, info)
             except V.Unsupported as e:
                 raise _located(e, info) from None
+            if compiled is None:        # nothing to run: a constant, in every warp's registers from the start
+                continue
+            kind, fn = compiled
             if kind == SYNC and not self.fuzz:
                 kind = PLAIN
             instrs.append((kind, fn))

@@ -208,7 +208,7 @@ class Block:
             if budget is not None and steps > budget:
                 from .protocol import Undecided
                 raise Undecided(f"the synchronisation of {self.name} takes more than {budget} scheduling steps")
-            if deadline is not None and steps % 64 == 0 and time.perf_counter() > deadline:
+            if deadline is not None and steps % 64 == 0 and time.process_time() > deadline:
                 from .protocol import Undecided
                 raise Undecided(f"checking the synchronisation of {self.name} took longer than the check's time "
                                 f"budget ({steps} scheduling steps simulated, no violation found)")

@@ -40,6 +40,7 @@ from .memory import LOCAL, MemRef
 STALE = -(1 << 40)      # a thread's knowledge of an agent older than every live record of it
 COVERED = -(1 << 41)    # a record every live thread has seen
 NEVER = 1 << 40         # above any clock
+HISTORY = 16            # occurrences of a state kept to compare with
 
 # Every attribute of the interpreter's objects that a skeleton block holds, and how the canonical state
 # (Summary._key) accounts for it. Skipping periods is sound only if everything the block's future depends on
@@ -166,15 +167,17 @@ class Summary:
         if key is None:
             return
         frames = [[(f, getattr(f, "i", None)) for f in w.frames] for w in self.block.warps]
-        earlier = self.seen.get(key)
-        if earlier is None:
-            self.seen[key] = frames
-            return
+        earlier = self.seen.setdefault(key, [])
         # States recorded before an earlier skip stay valid: a skip stands for the iterations it skipped, so
-        # the way from such a state to this one is the same as if they had run.
-        if self._skip(earlier, frames):
-            frames = [[(f, getattr(f, "i", None)) for f in w.frames] for w in self.block.warps]
-        self.seen[key] = frames
+        # the way from such a state to this one is the same as if they had run. The latest state gives the
+        # period of the innermost loop that repeats; older ones let an outer loop (a persistent kernel's tiles)
+        # repeat from the same iteration of a new instance of the inner loop, before that loop repeats again.
+        for before in reversed(earlier):
+            if self._skip(before, frames):
+                frames = [[(f, getattr(f, "i", None)) for f in w.frames] for w in self.block.warps]
+                break
+        earlier.append(frames)
+        del earlier[:-HISTORY]
 
     def _skip(self, earlier, now) -> bool:
         advances = {}
@@ -240,10 +243,10 @@ class Summary:
             parts.append((tuple(position), where, w.mask.tobytes(), self._registers(w, w.env), clocks.vector(w.vc),
                           w.wgmma_committed - clocks.wgmma_base[w.warpgroup],
                           w.wgmma_retired - clocks.wgmma_base[w.warpgroup], w.wgmma_open,
-                          # (reports only name the waits before groups whose reads may still conflict)
+                          # (reports name the waits before a group only when a read of that group conflicts)
                           tuple(sorted((g - clocks.wgmma_base[w.warpgroup], tuple(sorted(waits.items())))
                                        for g, waits in w.wgmma_waits.items()
-                                       if g > clocks.known[block.agents.wgmma(w.warpgroup)])),
+                                       if g in clocks.live_reads(block.agents.wgmma(w.warpgroup)))),
                           tuple(sorted(w.waited.items())), _last_wait(w.last_wait),
                           (w.bulk_open - np.where(w.bulk_open > 0, w.bulk_counter, 0)).tobytes(),
                           tuple(sorted((lane, tuple(g - w.bulk_counter for g in groups))
@@ -336,8 +339,10 @@ class _Clocks:
         self.known = self.known.astype(np.int64)
         lowest = np.full(agents.count, NEVER, np.int64)
         np.minimum.at(lowest, shadow.w_agent, np.where(w_clock > self.known[shadow.w_agent], w_clock, NEVER))
+        self._live_reads = {}
         for agent, (clock, _) in shadow.reads.items():
             live_reads = clock[clock > self.known[agent]]
+            self._live_reads[agent] = live_reads
             if live_reads.size:
                 lowest[agent] = min(lowest[agent], int(live_reads.min()))
         for group in block.mbarrier_groups.values():
@@ -347,6 +352,13 @@ class _Clocks:
         # Knowledge below every live record and below the agent's own clock (where its future records start)
         # compares the same way with all of them: it is "stale", whatever its value.
         self.threshold = np.minimum(lowest, base)
+
+    def live_reads(self, agent: int) -> set:
+        """The clocks of an agent's read records that some live thread may still conflict with."""
+        found = self._live_reads.get(agent)
+        if isinstance(found, np.ndarray):
+            found = self._live_reads[agent] = set(np.unique(found).tolist())
+        return found or set()
 
     def vector(self, v):
         if v is None:

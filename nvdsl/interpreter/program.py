@@ -50,7 +50,7 @@ def _launch(op, c, info):
     body = c.block(op.regions[0].blocks[0])
     name = str(op.attributes["function"]).lstrip("@") if "function" in op.attributes else "kernel"
     kernel = Kernel(body, c.mbarriers, c.infos, info, name, (c.skeleton_blocks or {}).get(op))
-    kernel.loop_slots = sorted(c.loop_slots - c.unread_indices)
+    kernel.loop_slots = sorted(c.loop_slots - c.unread_indices - c.constants.keys())
     kernel.local_slots = list(c.local_slots)
     c.mbarriers = saved
     sizes = [c.slot(v) for v in (view.gridSizeX, view.gridSizeY, view.gridSizeZ,
@@ -76,7 +76,7 @@ class Host:
                  deadline: float | None = None):
         self.program = program
         self.budget = budget        # scheduling steps a skeleton block may take before the check gives up
-        self.deadline = deadline    # and the time.perf_counter() past which it gives up
+        self.deadline = deadline    # and the time.process_time() past which it gives up
         self.env = env
         self.mask = np.zeros(V.LANES, np.bool_)
         self.mask[0] = True
@@ -154,6 +154,7 @@ class Program:
             compiler.skeleton_blocks = skeleton_blocks
             self.host = compiler.block(host)
         self.slot_count = compiler.slot_count
+        self.constants = compiler.constants
         self.infos = compiler.infos
         self.module = module
 
@@ -161,7 +162,7 @@ class Program:
             output=None) -> None:
         """Run on ``args`` (NumPy arrays and scalars, as ``specs`` describe them); the arrays in
         ``written`` get the results when the run completes."""
-        env = [None] * self.slot_count
+        env = self._registers()
         buffers = {}
         for i, (spec, arg, slot) in enumerate(zip(specs, args, self.host.args)):
             if spec.kind == ARRAY:
@@ -186,17 +187,25 @@ class Program:
                 np.copyto(array, mem.buffer.data.view(array.dtype).reshape(array.shape))
 
 
+    def _registers(self) -> list:
+        """A fresh frame of registers: the constants set, every other value undefined."""
+        env = [None] * self.slot_count
+        for slot, value in self.constants.items():
+            env[slot] = value
+        return env
+
     def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int, seconds: float | None = None) -> None:
         """Run a protocol skeleton (``keep=``): arguments are shapes only, nothing is printed; give up (Undecided)
-        after ``budget`` scheduling steps of a block or ``seconds`` of simulation."""
+        after ``budget`` scheduling steps of a block or ``seconds`` of simulation (CPU time of this process, so that a
+        busy machine does not turn a decidable kernel into an undecided one)."""
         import time
         from .protocol import placeholder_array
-        env = [None] * self.slot_count
+        env = self._registers()
         with self.module.context:
             for spec, slot in zip(specs + tuple(spec for spec, _ in self.scratch), self.host.args):
                 env[slot] = placeholder_array(spec) if spec.kind == ARRAY else np.zeros(1, np.int64)
         host = Host(self, env, None, lambda text: None, budget=budget,
-                    deadline=None if seconds is None else time.perf_counter() + seconds)
+                    deadline=None if seconds is None else time.process_time() + seconds)
         with np.errstate(all="ignore"):
             self.host.run(host)
 
