@@ -87,10 +87,11 @@ def test_the_summarised_state_accounts_for_every_field_of_the_interpreter(monkey
     assert {"Block", "Warp", "Mbarrier", "BarSync", "Shadow", "Waiter", "LoopFrame"} <= set(seen), set(seen)
 
 
-def _late_ring(steps: int, late_wrap: int | None, cap: int):
+def _late_ring(steps: int, late_wrap: int | None = None, cap: int = 0, late_trip: int | None = None):
     """A producer and a consumer warp handing rows through a 2-slot ring. The consumer counts the ring's wraps
-    in a loop-carried register that saturates at ``cap``; at wrap ``late_wrap`` it forgets to flip its phase.
-    Until the counter saturates no state repeats; after it, the state repeats every two wraps."""
+    in a loop-carried register that saturates at ``cap``; at wrap ``late_wrap`` (or at trip ``late_trip``, an odd
+    one: the trips where the ring wraps) it forgets to flip its phase. Until the counter saturates no state
+    repeats; after it, the state repeats every two wraps."""
     depth = 2
 
     @nvdsl.mlir_func
@@ -129,7 +130,11 @@ def _late_ring(steps: int, late_wrap: int | None, cap: int):
                     full[slot].try_wait(phase)
                     empty[slot].arrive()
                     wrapped = (slot + 1).eq(depth)
-                    flip = wrapped if late_wrap is None else wrapped & ~wraps.eq(late_wrap)
+                    flip = wrapped
+                    if late_wrap is not None:
+                        flip = flip & ~wraps.eq(late_wrap)
+                    if late_trip is not None:
+                        flip = flip & ~k.eq(late_trip)
                     counted = nvdsl.select(wrapped & (wraps < cap), wraps + 1, wraps)
                     return nvdsl.select(wrapped, zero, slot + 1), nvdsl.select(flip, phase ^ 1, phase), counted
             out[tid] = 1
@@ -169,3 +174,37 @@ def test_a_bug_that_shows_only_after_the_state_first_repeats_in_part_is_caught(m
     # bug: what this test guards against.
     monkeypatch.setattr(period.Summary, "_registers", lambda self, w, env: ())
     assert check_protocol(broken.module, broken.specs) is None
+
+
+def test_a_loop_index_compared_with_constants_is_summarised_up_to_where_the_comparison_changes(monkeypatch):
+    """A loop index read only by comparisons with constants (a prefetch's guard ``k + c < n``) leaves the state
+    periodic: the summary skips periods, but never across the trip where a comparison changes. Here the consumer
+    forgets its phase flip at trip 1501 of 4000 (``k == 1501``): found, and missed if skips could cross it."""
+    import nvdsl.interpreter.protocol as protocol
+    monkeypatch.setattr(protocol, "TIME_BUDGET_S", 60.0)
+    broken = _late_ring(4000, late_trip=1501)
+    skipped = _skipped(broken, monkeypatch)
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        check_protocol(broken.module, broken.specs)
+    assert info.value.code in ("deadlock", "unwaited-copy", "tma-read-before-complete", "stage-refilled-early"), \
+        str(info.value)
+    assert skipped and skipped[-1] > 1000, skipped          # skipped up to trip 1501, not simulated there
+    original = period.LoopFrame.__init__
+    monkeypatch.setattr(period.LoopFrame, "__init__",
+                        lambda self, op, i, step, hi, iv, boundaries=(): original(self, op, i, step, hi, iv, ()))
+    assert check_protocol(broken.module, broken.specs) is None
+
+
+def test_the_multistage_mapping_at_production_size_is_summarised(monkeypatch):
+    """Chapter 6's multistage mapping guards its prefetch with ``k + stages - 1 < trips``: its K loop is
+    summarised (it used to run all 64 trips)."""
+    import importlib
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tutorials"))
+    ch6 = importlib.import_module("ch6_tasks_and_mappings")
+    trace = nvdsl.tasks.build(ch6.gemm, ch6.MAPPINGS["multistage"]).trace(f16(8192, 8192), f16(8192, 4096),
+                                                                          f16(4096, 8192))
+    skipped = _skipped(trace, monkeypatch)
+    assert check_protocol(trace.module, trace.specs) is None
+    assert skipped and skipped[-1] > 0, skipped

@@ -79,7 +79,7 @@ STATE_FIELDS: dict[str, dict[str, str]] = {
     },
     "Waiter": {"parity": IN_STATE, "satisfied": IN_STATE, "clock": IN_STATE, "phase": IN_STATE},
     "LoopFrame": {"op": IN_STATE, "i": "the iteration counter a skip moves ahead", "step": FIXED, "hi": FIXED,
-                  "iv": FIXED},
+                  "iv": FIXED, "boundaries": FIXED},
     "OpaqueFrame": {"op": IN_STATE},
     "WhileFrame": {"op": IN_STATE, "mask": IN_STATE, "active": IN_STATE, "finished": IN_STATE},
     "BranchFrame": {"op": IN_STATE, "mask": IN_STATE},
@@ -101,12 +101,14 @@ STATE_FIELDS: dict[str, dict[str, str]] = {
 
 class LoopFrame:
     """An ``scf.for`` a warp is running (protocol skeletons only): the driver reads ``i`` for each
-    iteration, so a summary can move it ahead."""
+    iteration, so a summary can move it ahead, but not across ``boundaries`` (iterations where a comparison of
+    the index, such as a prefetch's guard, may change)."""
 
-    __slots__ = ("op", "i", "step", "hi", "iv")
+    __slots__ = ("op", "i", "step", "hi", "iv", "boundaries")
 
-    def __init__(self, op: int, i: int, step: int, hi: int, iv: int):
+    def __init__(self, op: int, i: int, step: int, hi: int, iv: int, boundaries: tuple = ()):
         self.op, self.i, self.step, self.hi, self.iv = op, i, step, hi, iv
+        self.boundaries = boundaries
 
 
 class OpaqueFrame:
@@ -188,13 +190,20 @@ class Summary:
                         return False
                     break           # deeper frames are new instances too, at the same iterations
                 if i_now != i_before:
-                    advances[frame] = (i_now - i_before, i_now)
+                    advances[frame] = (i_now - i_before, i_now, i_before)
         if not advances:
             return False
-        periods = min((frame.hi - 1 - i_now) // delta for frame, (delta, i_now) in advances.items())
+        periods = min((frame.hi - 1 - i_now) // delta for frame, (delta, i_now, _) in advances.items())
+        for frame, (delta, i_now, i_before) in advances.items():
+            # every iteration from the earlier state to the one skipped to must see the index's comparisons alike
+            for boundary in frame.boundaries:
+                if i_before < boundary <= i_now:
+                    return False
+                if boundary > i_now:
+                    periods = min(periods, (boundary - 1 - i_now) // delta)
         if periods < 1:
             return False
-        for frame, (delta, _) in advances.items():
+        for frame, (delta, _, _) in advances.items():
             frame.i += periods * delta
             self.skipped += periods * delta // frame.step
         return True
