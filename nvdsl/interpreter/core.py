@@ -156,9 +156,10 @@ def _located(error: Exception, info: OpInfo) -> Exception:
 class Compiler:
     """Compiles a module's operations to instructions, numbering values and operations."""
 
-    def __init__(self, fuzz: bool, keep: set | None = None):
+    def __init__(self, fuzz: bool, keep: set | None = None, block_ops: dict | None = None):
         self.fuzz = fuzz
         self.keep = keep            # when set, only these operations are compiled (a protocol skeleton)
+        self.block_ops = block_ops or {}    # block -> its kept operations and terminator, where known
         self._slots: dict[ir.Value, int] = {}
         self.infos: list[OpInfo] = []
         # for loop summaries of skeletons (.period): slots written inside loops, loop indices nothing reads,
@@ -199,7 +200,7 @@ class Compiler:
         instrs, infos = [], []
         args = [self.slot(a) for a in block.arguments]
         terminator, yields = None, []
-        for op in block.operations:
+        for op in self.block_ops.get(block) or block.operations:
             op = op.operation
             if op.name in ("scf.yield", "scf.condition", "gpu.terminator", "func.return", "gpu.return"):
                 terminator = op

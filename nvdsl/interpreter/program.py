@@ -140,7 +140,7 @@ class Program:
     interpreter. ``fuzz`` compiles the extra scheduling points that seeded runs switch warps at."""
 
     def __init__(self, module: ir.Module, fuzz: bool = False, keep: set | None = None,
-                 skeleton_blocks: dict | None = None):
+                 skeleton_blocks: dict | None = None, block_ops: dict | None = None):
         functions = [op for op in module.body.operations if op.operation.name == "func.func"]
         if len(functions) != 1:
             raise ValueError(f"expected one host function in the module, found {len(functions)}")
@@ -149,7 +149,7 @@ class Program:
             self.scratch = _scratch_specs(functions[0].operation)
             if keep is not None:
                 keep = keep | {op.operation for op in host.operations}
-            compiler = Compiler(fuzz, keep)
+            compiler = Compiler(fuzz, keep, block_ops)
             compiler.mbarriers = 0
             compiler.skeleton_blocks = skeleton_blocks
             self.host = compiler.block(host)

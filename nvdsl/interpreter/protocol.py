@@ -38,6 +38,7 @@ ROOTS = frozenset({
 })
 MBARRIER_OPS = frozenset(name for name in ROOTS if "mbarrier" in name)
 MEMORY_READS = frozenset({"memref.load", "vector.load"})
+TERMINATORS = frozenset({"scf.yield", "scf.condition", "gpu.terminator"})
 # Operands of roots that the skeleton does not need: accumulator registers (wgmma math is left out) and the
 # global coordinates of TMA loads (a skeleton moves no data; nvdsl checks constant boxes against the shape
 # while tracing, and the TMA zero-fills past the edge). Leaving the coordinates out leaves most loop
@@ -71,11 +72,16 @@ def _ops(region):
             yield op.operation
 
 
-def _walk(op):
-    yield op
-    for region in op.regions:
-        for inner in _ops(region):
-            yield from _walk(inner)
+def _walk(op) -> list:
+    """``op`` and every operation nested in it, in program order (MLIR's own walk: iterating the regions from
+    Python costs several times more)."""
+    found = []
+
+    def visit(inner):
+        found.append(inner)
+        return ir.WalkResult.ADVANCE
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
 
 
 def _is_barrier_asm(op) -> bool:
@@ -94,7 +100,8 @@ class _Slice:
         self.host_values: set = set()
         self._seen_values: set = set()
         self._work: list = []
-        roots = [op for op in _walk(launch) if op.name in ROOTS or _is_barrier_asm(op)]
+        self.ops = _walk(launch)
+        roots = [op for op in self.ops if op.name in ROOTS or _is_barrier_asm(op)]
         self.has_mbarriers = any(op.name in MBARRIER_OPS for op in roots)
         for op in roots:
             self._keep(op)
@@ -228,6 +235,17 @@ def protocol_skeleton(module: ir.Module):
     return kernels
 
 
+def kept_by_block(piece: _Slice) -> dict:
+    """The kept operations of a kernel and its blocks' terminators, block by block in program order: what the
+    interpreter compiles, without iterating every operation of the kernel again."""
+    by_block = {}
+    keep = piece.keep
+    for op in piece.ops[1:]:
+        if op in keep or op.name in TERMINATORS:
+            by_block.setdefault(op.block, []).append(op)
+    return by_block
+
+
 def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
     """Check the barrier protocol of every kernel of a traced module (see the module's docstring).
 
@@ -245,6 +263,7 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
     scalars = {arg for arg, spec in zip(host_args, specs) if spec.kind != ARRAY}
     keep = set()
     blocks = {}
+    block_ops = {}
     for launch, piece in kernels:
         needed_scalars = [spec.name for arg, spec in zip(host_args, specs) if arg in piece.host_values and
                           arg in scalars]
@@ -252,10 +271,11 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
             return (f"the synchronisation of a kernel depends on the runtime scalar argument "
                     f"'{needed_scalars[0]}'")
         keep |= piece.keep
+        block_ops.update(kept_by_block(piece))
         blocks[launch] = "first-and-last" if piece.uses_block_id else "first"
     with module.context:
         try:
-            program = Program(module, keep=keep, skeleton_blocks=blocks)
+            program = Program(module, keep=keep, skeleton_blocks=blocks, block_ops=block_ops)
         except Undecided as reason:
             return str(reason)
         try:
