@@ -169,6 +169,8 @@ class Compiler:
         self.unread_indices: set[int] = set()
         self.local_slots: list[int] = []
         self.constants: dict[int, object] = {}     # slot -> value, set before anything runs
+        self.symbolic: set = set()          # skeletons: operations computing conditions from a table's entries
+        self.table_branches: set = set()    # and the branches on them (protocol.table_branches)
 
     @property
     def slot_count(self) -> int:
@@ -210,6 +212,9 @@ class Compiler:
                 continue
             info = self.info(op)
             handler = HANDLERS.get(op.name)
+            if op in self.symbolic:
+                from .protocol import compile_symbolic
+                handler = compile_symbolic
             if handler is None:
                 raise TraceError(f"the interpreter has no semantics for the operation '{op.name}'",
                                  code="interpreter-unknown-op",

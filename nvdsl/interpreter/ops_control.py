@@ -224,11 +224,12 @@ def _if(op, c, info):
     otherwise = c.block(op.regions[1].blocks[0]) if len(op.regions[1].blocks) else None
     results = [c.slot(v) for v in op.results]
     skeleton = c.keep is not None
+    on_table = op in c.table_branches
 
     def steps(w):
         env = w.env
         mask = w.mask
-        taken = _uniform_bool(env[cond], mask)
+        taken = w.block.table_decision(env[cond], info) if on_table else _uniform_bool(env[cond], mask)
         if taken is None:       # the lanes disagree: each side with its lanes, results merged
             take = env[cond] & mask
             if skeleton:

@@ -61,6 +61,9 @@ STATE_FIELDS: dict[str, dict[str, str]] = {
         "rng": "None: skeletons run the fixed schedule (no summary otherwise)",
         "time_ns": "what %globaltimer reads is a register, in the state; skeletons never jump the clock",
         "mbarrier_next": "unused", "summary": "the summary itself",
+        "decisions": "in the state: how many there are (the table conditions decided so far; the conditions "
+                     "are registers, in the state)",
+        "condition": "checked, not a state: every branch on a table must share the first one's computation",
     },
     "Warp": {
         "mask": IN_STATE, "vc": IN_STATE, "wait": IN_STATE, "done": IN_STATE, "frames": IN_STATE,
@@ -215,7 +218,7 @@ class Summary:
         if block.copies:
             return None
         clocks = _Clocks(block)
-        parts = [current, block.exited, tuple(sorted(block.registers.items()))]
+        parts = [current, block.exited, tuple(sorted(block.registers.items())), len(block.decisions)]
         owners = {}
         for w in block.warps:
             if w.done:
@@ -291,6 +294,8 @@ def _value(v):
         return ("memref", content, offset, v.shape, v.strides, v.mem_dtype.str)
     if isinstance(v, (int, float, bool, str)):
         return v
+    if type(v) is tuple:
+        return ("tuple", v)       # what a skeleton computes from a table's entries (protocol.compile_symbolic)
     return ("object", id(v))       # barrier groups, tensor maps: created once, compared by identity
 
 

@@ -83,6 +83,8 @@ class Host:
         self.block = None
         self.rng = None if seed is None else random.Random(seed)
         self.output = output
+        self.table_taken: int | None = None     # skeletons: how many table entries' branches are taken
+        self.table_entries = 0                  # the most entries a skeleton block branched on
 
 
 class Launch:
@@ -140,7 +142,8 @@ class Program:
     interpreter. ``fuzz`` compiles the extra scheduling points that seeded runs switch warps at."""
 
     def __init__(self, module: ir.Module, fuzz: bool = False, keep: set | None = None,
-                 skeleton_blocks: dict | None = None, block_ops: dict | None = None):
+                 skeleton_blocks: dict | None = None, block_ops: dict | None = None,
+                 symbolic: tuple[set, set] | None = None):
         functions = [op for op in module.body.operations if op.operation.name == "func.func"]
         if len(functions) != 1:
             raise ValueError(f"expected one host function in the module, found {len(functions)}")
@@ -150,6 +153,7 @@ class Program:
             if keep is not None:
                 keep = keep | {op.operation for op in host.operations}
             compiler = Compiler(fuzz, keep, block_ops)
+            compiler.symbolic, compiler.table_branches = symbolic or (set(), set())
             compiler.mbarriers = 0
             compiler.skeleton_blocks = skeleton_blocks
             self.host = compiler.block(host)
@@ -194,10 +198,13 @@ class Program:
             env[slot] = value
         return env
 
-    def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int, seconds: float | None = None) -> None:
+    def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int, seconds: float | None = None,
+                     table_taken: int | None = None) -> int:
         """Run a protocol skeleton (``keep=``): arguments are shapes only, nothing is printed; give up (Undecided)
         after ``budget`` scheduling steps of a block or ``seconds`` of simulation (CPU time of this process, so that a
-        busy machine does not turn a decidable kernel into an undecided one)."""
+        busy machine does not turn a decidable kernel into an undecided one). Branches on a table's entries
+        (``protocol.table_branches``) are taken for the first ``table_taken`` entries a block meets, not for the
+        others (None: for all); returns the most entries a block met."""
         import time
         from .protocol import placeholder_array
         env = self._registers()
@@ -206,8 +213,10 @@ class Program:
                 env[slot] = placeholder_array(spec) if spec.kind == ARRAY else np.zeros(1, np.int64)
         host = Host(self, env, None, lambda text: None, budget=budget,
                     deadline=None if seconds is None else time.process_time() + seconds)
+        host.table_taken = table_taken
         with np.errstate(all="ignore"):
             self.host.run(host)
+        return host.table_entries
 
 
 def _scratch_specs(function: ir.Operation) -> tuple[tuple[ArgSpec, bool], ...]:
