@@ -243,7 +243,17 @@ def table_branches(piece: _Slice) -> tuple[set, set]:
             raise Undecided(_memory_contents(piece.table_reads[0]))
         loops.add(loop)
     for loop in loops:
-        index = loop.regions[0].blocks[0].arguments[0]
+        # a tile that takes no branch must change nothing: the loop carries no values, and beside the branches
+        # its body only computes the table's addresses and conditions
+        body = loop.regions[0].blocks[0]
+        if len(body.arguments) > 1 or any(
+                op.operation in keep and op.operation not in branches and op.operation not in symbolic
+                and not (op.operation.name.startswith("arith.") and not op.operation.regions)
+                for op in body.operations):
+            from .core import source_location
+            raise Undecided(f"the kernel's synchronisation depends on memory contents, and the loop at "
+                            f"{source_location(loop.location)} does more than branch on them")
+        index = body.arguments[0]
         derived = [index]
         while derived:
             value = derived.pop()
