@@ -8,6 +8,7 @@ import nvdsl
 import broken_kernels as bk
 import nvdsl.interpreter.period as period
 from nvdsl.interpreter.protocol import check_protocol
+from helpers import record_skips
 from test_protocol import _handover, f16
 
 
@@ -88,70 +89,18 @@ def test_the_summarised_state_accounts_for_every_field_of_the_interpreter(monkey
 
 
 def _late_ring(steps: int, late_wrap: int | None = None, cap: int = 0, late_trip: int | None = None):
-    """A producer and a consumer warp handing rows through a 2-slot ring. The consumer counts the ring's wraps
-    in a loop-carried register that saturates at ``cap``; at wrap ``late_wrap`` (or at trip ``late_trip``, an odd
-    one: the trips where the ring wraps) it forgets to flip its phase. Until the counter saturates no state
-    repeats; after it, the state repeats every two wraps."""
-    depth = 2
-
-    @nvdsl.mlir_func
-    def late(a, out):
-        tma = nvdsl.TMA(a, box=(1, 64))
-
-        @nvdsl.gpu_launch(grid=1, block=64, smem=depth * 256)
-        def kernel(ctx):
-            tiles = [ctx.dynamic_shared((1, 64), nvdsl.float32, offset=s * 256, align=128) for s in range(depth)]
-            full, empty = nvdsl.Mbarriers(depth), nvdsl.Mbarriers(depth)
-            tid = ctx.thread_id.x
-            with nvdsl.when(tid.eq(0)):
-                for s in range(depth):
-                    full[s].init(1)
-                    empty[s].init(32)
-            ctx.sync_threads()
-            warp, lane = tid // 32, tid % 32
-            zero = nvdsl.constant(0, nvdsl.int32)
-
-            with nvdsl.when(warp.eq(0)):
-                @nvdsl.fori(0, steps, carry=(zero, zero))
-                def produced(k, carry):
-                    slot, phase = carry
-                    empty[slot].try_wait(phase ^ 1)
-                    full[slot].arrive(256, predicate=lane.eq(0))
-                    for s in range(depth):
-                        with nvdsl.when(slot.eq(s) & lane.eq(0)):
-                            tma.load(tiles[s], full[s], (k, 0))
-                    wrapped = (slot + 1).eq(depth)
-                    return nvdsl.select(wrapped, zero, slot + 1), nvdsl.select(wrapped, phase ^ 1, phase)
-
-            with nvdsl.when(warp.eq(1)):
-                @nvdsl.fori(0, steps, carry=(zero, zero, zero))
-                def consumed(k, carry):
-                    slot, phase, wraps = carry
-                    full[slot].try_wait(phase)
-                    empty[slot].arrive()
-                    wrapped = (slot + 1).eq(depth)
-                    flip = wrapped
-                    if late_wrap is not None:
-                        flip = flip & ~wraps.eq(late_wrap)
-                    if late_trip is not None:
-                        flip = flip & ~k.eq(late_trip)
-                    counted = nvdsl.select(wrapped & (wraps < cap), wraps + 1, wraps)
-                    return nvdsl.select(wrapped, zero, slot + 1), nvdsl.select(flip, phase ^ 1, phase), counted
-            out[tid] = 1
-        kernel()
-    return late.trace(np.zeros((steps, 64), np.float32), np.zeros(64, np.int32))
-
-
-def _skipped(trace, monkeypatch) -> list:
-    skipped = []
-    original = period.Summary._skip
-
-    def recording(self, earlier, now):
-        done = original(self, earlier, now)
-        skipped.append(self.skipped)
-        return done
-    monkeypatch.setattr(period.Summary, "_skip", recording)
-    return skipped
+    """broken_kernels.ring through 2 slots, whose consumer counts the ring's wraps (saturating at ``cap``) and
+    forgets its phase flip at wrap ``late_wrap`` or at trip ``late_trip`` (an odd one: the trips where the ring
+    wraps). Until the counter saturates no state repeats; after it, the state repeats every two wraps."""
+    def skip_flip(k, wraps):
+        late = nvdsl.constant(0, nvdsl.int32) > nvdsl.constant(0, nvdsl.int32)
+        if late_wrap is not None:
+            late = late | wraps.eq(late_wrap)
+        if late_trip is not None:
+            late = late | k.eq(late_trip)
+        return late
+    kernel, inputs = bk.ring(skip_flip=skip_flip, cap=cap)
+    return kernel.trace(*inputs(steps))
 
 
 def test_a_bug_that_shows_only_after_the_state_first_repeats_in_part_is_caught(monkeypatch):
@@ -162,7 +111,7 @@ def test_a_bug_that_shows_only_after_the_state_first_repeats_in_part_is_caught(m
     import nvdsl.interpreter.protocol as protocol
     monkeypatch.setattr(protocol, "TIME_BUDGET_S", 60.0)
     correct = _late_ring(4000, None, cap=13)
-    skipped = _skipped(correct, monkeypatch)
+    skipped = record_skips(monkeypatch)
     assert check_protocol(correct.module, correct.specs) is None
     assert skipped and skipped[-1] > 3000, skipped
     broken = _late_ring(4000, 12, cap=13)
@@ -183,7 +132,7 @@ def test_a_loop_index_compared_with_constants_is_summarised_up_to_where_the_comp
     import nvdsl.interpreter.protocol as protocol
     monkeypatch.setattr(protocol, "TIME_BUDGET_S", 60.0)
     broken = _late_ring(4000, late_trip=1501)
-    skipped = _skipped(broken, monkeypatch)
+    skipped = record_skips(monkeypatch)
     with pytest.raises(nvdsl.ProtocolError) as info:
         check_protocol(broken.module, broken.specs)
     assert info.value.code in ("deadlock", "unwaited-copy", "tma-read-before-complete", "stage-refilled-early"), \
@@ -205,6 +154,6 @@ def test_the_multistage_mapping_at_production_size_is_summarised(monkeypatch):
     ch6 = importlib.import_module("ch6_tasks_and_mappings")
     trace = nvdsl.tasks.build(ch6.gemm, ch6.MAPPINGS["multistage"]).trace(f16(8192, 8192), f16(8192, 4096),
                                                                           f16(4096, 8192))
-    skipped = _skipped(trace, monkeypatch)
+    skipped = record_skips(monkeypatch)
     assert check_protocol(trace.module, trace.specs) is None
     assert skipped and skipped[-1] > 0, skipped

@@ -56,30 +56,23 @@ def cases():
     ch4, ch5, ch6 = _tutorials()
     library = lambda sm_count: nt.build(matmul, MAPPING.replace(sm_count=sm_count))
 
-    def checking(gemm, m, n, k, c_dtype):
-        def setup():
-            trace = gemm.trace(*_inputs(m, n, k, c_dtype, c_first=isinstance(gemm, nt.TaskKernel)))
+    def checker(trace):
+        def check():
+            undecided = check_protocol(trace.module, trace.specs)
+            if undecided is not None:
+                raise RuntimeError(f"undecided: {undecided}")
+        return check
 
-            def check():
-                undecided = check_protocol(trace.module, trace.specs)
-                if undecided is not None:
-                    raise RuntimeError(f"undecided: {undecided}")
-            return check
-        return setup
+    def checking(gemm, m, n, k, c_dtype):
+        return lambda: checker(gemm.trace(*_inputs(m, n, k, c_dtype, c_first=isinstance(gemm, nt.TaskKernel))))
 
     def checking_grouped(sizes, k, n):
         """The table-driven grouped GEMM: the check runs its skeleton once per number of non-empty row tiles."""
         def setup():
             m = sum(sizes)
             kernel = nt.build(grouped_matmul, MAPPING.replace(sm_count=132))
-            trace = kernel.trace(np.zeros((m, n), np.float16), np.zeros((m, k), np.float16),
-                                 np.zeros((len(sizes), k, n), np.float16), row_tile_table(sizes, 128))
-
-            def check():
-                undecided = check_protocol(trace.module, trace.specs)
-                if undecided is not None:
-                    raise RuntimeError(f"undecided: {undecided}")
-            return check
+            return checker(kernel.trace(np.zeros((m, n), np.float16), np.zeros((m, k), np.float16),
+                                        np.zeros((len(sizes), k, n), np.float16), row_tile_table(sizes, 128)))
         return setup
 
     def interpreting(gemm, m, n, k, c_dtype):
