@@ -40,7 +40,6 @@ from .memory import LOCAL, MemRef
 STALE = -(1 << 40)      # a thread's knowledge of an agent older than every live record of it
 COVERED = -(1 << 41)    # a record every live thread has seen
 NEVER = 1 << 40         # above any clock
-HISTORY = 16            # occurrences of a state kept to compare with
 
 # Every attribute of the interpreter's objects that a skeleton block holds, and how the canonical state
 # (Summary._key) accounts for it. Skipping periods is sound only if everything the block's future depends on
@@ -172,17 +171,15 @@ class Summary:
         if key is None:
             return
         frames = [[(f, getattr(f, "i", None)) for f in w.frames] for w in self.block.warps]
-        earlier = self.seen.setdefault(key, [])
+        earlier = self.seen.get(key)
+        if earlier is None:
+            self.seen[key] = frames
+            return
         # States recorded before an earlier skip stay valid: a skip stands for the iterations it skipped, so
-        # the way from such a state to this one is the same as if they had run. The latest state gives the
-        # period of the innermost loop that repeats; older ones let an outer loop (a persistent kernel's tiles)
-        # repeat from the same iteration of a new instance of the inner loop, before that loop repeats again.
-        for before in reversed(earlier):
-            if self._skip(before, frames):
-                frames = [[(f, getattr(f, "i", None)) for f in w.frames] for w in self.block.warps]
-                break
-        earlier.append(frames)
-        del earlier[:-HISTORY]
+        # the way from such a state to this one is the same as if they had run.
+        if self._skip(earlier, frames):
+            frames = [[(f, getattr(f, "i", None)) for f in w.frames] for w in self.block.warps]
+        self.seen[key] = frames
 
     def _skip(self, earlier, now) -> bool:
         advances = {}
