@@ -189,11 +189,14 @@ def one_trip(bug: bool = True, stages: int = 3):
     return gemm, inputs
 
 
-def ring(bug: str | None = None, depth: int = 2):
+def ring(bug: str | None = None, depth: int = 2, skip_flip=None, cap: int = 0):
     """A producer warp and a consumer warp handing 64-float rows through a ring of ``depth`` stages; the
     stage is a traced index into the Mbarriers and the parity is carried through the loop. Bugs:
     ``"no-flip"`` forgets to flip the phase when the ring wraps; ``"ring-overrun"`` wraps one slot late,
-    so the slot reaches ``depth``. ``out[lane]`` = the sum of ``a``'s columns ``2 lane`` and ``2 lane + 1``."""
+    so the slot reaches ``depth``. ``out[lane]`` = the sum of ``a``'s columns ``2 lane`` and ``2 lane + 1``.
+
+    The consumer also counts the ring's wraps in a loop-carried register that saturates at ``cap`` (until then
+    no state of the ring repeats); ``skip_flip(k, wraps)``, where true, makes it forget its phase flip there."""
     @nvdsl.mlir_func
     def hand_over(a, out):
         steps = a.shape[0]
@@ -229,16 +232,20 @@ def ring(bug: str | None = None, depth: int = 2):
                     return advance(slot, phase)
 
             with nvdsl.when(warp.eq(1)):
-                @nvdsl.fori(0, steps, carry=(zero, zero, nvdsl.constant(0.0, nvdsl.float32)))
+                @nvdsl.fori(0, steps, carry=(zero, zero, nvdsl.constant(0.0, nvdsl.float32), zero))
                 def consumed(k, carry):
-                    slot, phase, total = carry
+                    slot, phase, total, wraps = carry
                     full[slot].try_wait(phase)                            # AT:ring-wait
                     value = nvdsl.constant(0.0, nvdsl.float32)
                     for s in range(depth):
                         value = nvdsl.cond(slot.eq(s), lambda s=s: tiles[s][0, lane * 2] + tiles[s][0, lane * 2 + 1],
                                            lambda value=value: value)
                     empty[slot].arrive()
-                    return (*advance(slot, phase), total + value)
+                    next_slot, next_phase = advance(slot, phase)
+                    if skip_flip is not None:
+                        next_phase = nvdsl.select(skip_flip(k, wraps), phase, next_phase)
+                    wrapped = next_slot.eq(0)
+                    return next_slot, next_phase, total + value, nvdsl.select(wrapped & (wraps < cap), wraps + 1, wraps)
                 out[lane] = consumed[2]
         kernel()
 

@@ -1,4 +1,5 @@
-"""Shared helpers for the tests: trace a one-thread kernel body; load one TMA box; a DLPack-only array."""
+"""Shared helpers for the tests: trace a one-thread kernel body; load one TMA box; a DLPack-only array; record
+the protocol check's loop summaries."""
 
 import nvdsl
 
@@ -71,3 +72,18 @@ class FakeDLPackDeviceArray:
 
     def __dlpack_device__(self):
         return (2, 0)
+
+
+def record_skips(monkeypatch) -> list:
+    """Make the protocol check's loop summaries record, after each attempt to skip periods, how many iterations
+    they have skipped so far (the returned list grows as the check runs)."""
+    import nvdsl.interpreter.period as period
+    skipped = []
+    original = period.Summary._skip
+
+    def recording(self, earlier, now):
+        done = original(self, earlier, now)
+        skipped.append(self.skipped)
+        return done
+    monkeypatch.setattr(period.Summary, "_skip", recording)
+    return skipped

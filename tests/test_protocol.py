@@ -243,23 +243,13 @@ def _handover(puts: int, gets: int, depth: int = 3):
 
 
 @pytest.mark.parametrize("trips", [1, 5, 6, 1001, 10 ** 6])
-def test_the_check_summarises_loops_whatever_their_trip_counts(trips):
+def test_the_check_summarises_loops_whatever_their_trip_counts(trips, monkeypatch):
     """Simulating a million trips in full would take minutes (the check would give up at its time budget);
     a summary skips the periods of the ring (2 * depth trips) and runs the remainder."""
-    import nvdsl.interpreter.period as period
-    skipped = []
-    original = period.Summary._skip
-
-    def recording(self, earlier, now):
-        done = original(self, earlier, now)
-        skipped.append(self.skipped)
-        return done
+    from helpers import record_skips
     trace = _handover(trips, trips)
-    period.Summary._skip = recording
-    try:
-        assert check_protocol(trace.module, trace.specs) is None
-    finally:
-        period.Summary._skip = original
+    skipped = record_skips(monkeypatch)
+    assert check_protocol(trace.module, trace.specs) is None
     if trips > 1000:
         assert skipped and skipped[-1] > trips // 2, skipped
 

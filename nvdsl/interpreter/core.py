@@ -9,6 +9,9 @@ becomes an *instruction*, a ``(kind, fn)`` pair called with the warp:
 * ``SYNC``: a plain instruction touching shared state; when it returns True (it acted), a fuzzed
   schedule may switch warps after it.
 
+A handler returns None for an operation with nothing to run: constants go into ``Compiler.constants``,
+which every frame's registers start with.
+
 Unknown operations are refused when the module is compiled, naming the op and its Python line.
 """
 
@@ -153,9 +156,10 @@ def _located(error: Exception, info: OpInfo) -> Exception:
 class Compiler:
     """Compiles a module's operations to instructions, numbering values and operations."""
 
-    def __init__(self, fuzz: bool, keep: set | None = None):
+    def __init__(self, fuzz: bool, keep: set | None = None, block_ops: dict | None = None):
         self.fuzz = fuzz
         self.keep = keep            # when set, only these operations are compiled (a protocol skeleton)
+        self.block_ops = block_ops or {}    # block -> its kept operations and terminator, where known
         self._slots: dict[ir.Value, int] = {}
         self.infos: list[OpInfo] = []
         # for loop summaries of skeletons (.period): slots written inside loops, loop indices nothing reads,
@@ -164,6 +168,9 @@ class Compiler:
         self.loop_slots: set[int] = set()
         self.unread_indices: set[int] = set()
         self.local_slots: list[int] = []
+        self.constants: dict[int, object] = {}     # slot -> value, set before anything runs
+        self.symbolic: set = set()          # skeletons: operations computing conditions from a table's entries
+        self.table_branches: set = set()    # and the branches on them (protocol.table_branches)
 
     @property
     def slot_count(self) -> int:
@@ -195,7 +202,7 @@ class Compiler:
         instrs, infos = [], []
         args = [self.slot(a) for a in block.arguments]
         terminator, yields = None, []
-        for op in block.operations:
+        for op in self.block_ops.get(block) or block.operations:
             op = op.operation
             if op.name in ("scf.yield", "scf.condition", "gpu.terminator", "func.return", "gpu.return"):
                 terminator = op
@@ -205,15 +212,21 @@ class Compiler:
                 continue
             info = self.info(op)
             handler = HANDLERS.get(op.name)
+            if op in self.symbolic:
+                from .protocol import compile_symbolic
+                handler = compile_symbolic
             if handler is None:
                 raise TraceError(f"the interpreter has no semantics for the operation '{op.name}'",
                                  code="interpreter-unknown-op",
                                  hint="run on a GPU (Options(backend='gpu')); if nvdsl emitted this op, "
                                       "please report it", loc=info.loc)
             try:
-                kind, fn = handler(op, self, info)
+                compiled = handler(op, self, info)
             except V.Unsupported as e:
                 raise _located(e, info) from None
+            if compiled is None:        # nothing to run: a constant, in every warp's registers from the start
+                continue
+            kind, fn = compiled
             if kind == SYNC and not self.fuzz:
                 kind = PLAIN
             instrs.append((kind, fn))

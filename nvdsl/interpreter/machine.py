@@ -124,6 +124,8 @@ class Block:
         self.output = launch.output
         self.warps = [Warp(self, i, launch.warp_env(self, i)) for i in range(warps)]
         self.exited = 0
+        self.decisions: dict = {}       # skeletons: table condition -> whether its branch is taken
+        self.condition = None           # the computation every branch on a table entry must share
 
     @property
     def name(self) -> str:
@@ -139,6 +141,24 @@ class Block:
                        op=None if info is None else info.name)
         return KernelFault(f"{message}\n  in {where}", code=code, hint=hint,
                            loc=None if info is None else info.loc, details=details)
+
+    def table_decision(self, condition: tuple, info: OpInfo) -> bool:
+        """Which way a skeleton's branch on a table entry goes (``protocol.table_branches``): the same for the same
+        condition of the same entries, whichever role asks; taken for the first ``Host.table_taken`` conditions the
+        block meets."""
+        shape = _without_entries(condition)
+        if self.condition is None:
+            self.condition = (shape, info)
+        elif self.condition[0] != shape:
+            from .protocol import Undecided
+            raise Undecided(f"roles branch on different conditions of a table's entries ({self.condition[1].where()}, "
+                            f"{info.where()}): the check cannot tell whether they agree")
+        decided = self.decisions.get(condition)
+        if decided is None:
+            host = self.launch.host
+            decided = self.decisions[condition] = host.table_taken is None or len(self.decisions) < host.table_taken
+            host.table_entries = max(host.table_entries, len(self.decisions))
+        return decided
 
     def line_of(self, op_id: int) -> str:
         if op_id is None or op_id < 0:
@@ -208,7 +228,7 @@ class Block:
             if budget is not None and steps > budget:
                 from .protocol import Undecided
                 raise Undecided(f"the synchronisation of {self.name} takes more than {budget} scheduling steps")
-            if deadline is not None and steps % 64 == 0 and time.perf_counter() > deadline:
+            if deadline is not None and steps % 64 == 0 and time.process_time() > deadline:
                 from .protocol import Undecided
                 raise Undecided(f"checking the synchronisation of {self.name} took longer than the check's time "
                                 f"budget ({steps} scheduling steps simulated, no violation found)")
@@ -268,6 +288,15 @@ class Block:
                                "arrive(...) against the TMA boxes, and that each wait's parity is the number "
                                "of phases the barrier completed before, modulo 2",
                           waits=[text for (_, text) in seen])
+
+
+def _without_entries(condition):
+    """A table condition with the entries' indices left out: the computation itself."""
+    if type(condition) is not tuple:
+        return condition
+    if condition[0] == "load":
+        return condition[:2]
+    return tuple(_without_entries(part) for part in condition)
 
 
 def _warp_body(body, w: Warp):

@@ -123,6 +123,11 @@ def memref_layout(t: ir.MemRefType) -> tuple[tuple[int, ...], int | None, tuple[
     return shape, (None if offset == dynamic else offset), tuple(strides)
 
 
+def is_private(memref: ir.Value) -> bool:
+    """Whether a memref is a thread's local variable (a ``memref.alloca``: registers, after LLVM promotes it)."""
+    return isinstance(memref, ir.OpResult) and memref.owner.name == "memref.alloca"
+
+
 def is_shared(t: ir.MemRefType) -> bool:
     space = t.memory_space
     return space is not None and ("workgroup" in str(space) or str(space) == "3")

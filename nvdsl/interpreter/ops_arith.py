@@ -70,11 +70,7 @@ def constant_value(attr: ir.Attribute, t: ir.Type) -> np.ndarray:
 def _constant(op, c, info):
     value = constant_value(op.attributes["value"], op.result.type)
     value.setflags(write=False)
-    r = c.slot(op.result)
-
-    def fn(w):
-        w.env[r] = value
-    return PLAIN, fn
+    c.constants[c.slot(op.result)] = value
 
 
 @handles("llvm.mlir.undef", "llvm.mlir.poison", "ub.poison")

@@ -8,6 +8,7 @@ and values leaving the region are merged lane by lane.
 from __future__ import annotations
 
 import numpy as np
+from mlir import ir
 
 from . import values as V
 from .core import GEN, PLAIN, handles
@@ -16,13 +17,60 @@ from .period import BranchFrame, LoopFrame, OpaqueFrame, WhileFrame
 TERMINATORS = frozenset({"scf.yield", "scf.condition"})
 
 
-def _read(value, keep) -> bool:
-    """Whether a protocol skeleton (the operations in ``keep``, and the terminators) reads ``value``."""
+def _readers(value, keep):
+    """The operations of a protocol skeleton (those in ``keep``, and terminators) that read ``value``, with the
+    operand's position: operands a skeleton leaves out (the coordinates of TMA loads) are not reads."""
+    from .protocol import SKELETON_OMITS
     for use in value.uses:
         owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-        if owner in keep or owner.name in TERMINATORS:
-            return True
-    return False
+        if owner.name in TERMINATORS:
+            yield owner, use.operand_number
+        elif owner in keep:
+            omits = SKELETON_OMITS.get(owner.name)
+            if omits is None or use.operand_number not in omits(owner):
+                yield owner, use.operand_number
+
+
+def _constant_operand(op, position: int):
+    """The integer value of an operand defined by ``arith.constant``, else None."""
+    value = op.operands[position]
+    if isinstance(value, ir.OpResult) and value.owner.name == "arith.constant":
+        attribute = value.owner.attributes["value"]
+        if isinstance(attribute, ir.IntegerAttr):
+            return ir.IntegerAttr(attribute).value
+    return None
+
+
+def index_comparisons(index, keep):
+    """How a protocol skeleton reads a loop index: ``(boundaries, offsets)`` when it only compares the index, or
+    the index plus a constant (``offsets``: those sums), with constants, as a prefetch's guard ``k + c < n``
+    does; ``boundaries`` are the iterations where such a comparison may change its value (the skeleton's
+    behaviour depends on the index only by which side of them it is). None where the index is read otherwise."""
+    boundaries, offsets = set(), []
+
+    def compared(value, shift: int) -> bool:
+        for reader, position in _readers(value, keep):
+            bound = _constant_operand(reader, 1 - position) if reader.name == "arith.cmpi" else None
+            if bound is None:
+                return False
+            # k + shift against bound may change where k + shift reaches bound (eq and ne on both sides, the
+            # orderings at one), and where it crosses 0 (unsigned orderings)
+            boundaries.update({bound - shift, bound - shift + 1, -shift})
+        return True
+
+    for reader, position in _readers(index, keep):
+        if reader.name == "arith.cmpi":
+            if not compared(index, 0):
+                return None
+            continue
+        shift = _constant_operand(reader, 1 - position) if reader.name in ("arith.addi", "arith.subi") else None
+        if shift is None or (reader.name == "arith.subi" and position != 0):
+            return None
+        shift = shift if reader.name == "arith.addi" else -shift
+        offsets.append(reader.result)
+        if not compared(reader.result, shift):
+            return None
+    return tuple(sorted(boundaries)), offsets
 
 
 def merge(take: np.ndarray, new, old):
@@ -92,8 +140,13 @@ def _for(op, c, info):
     body = c.loop_body(op.regions[0].blocks[0])
     iv, carried_args = body.args[0], body.args[1:]
     skeleton = c.keep is not None
-    if skeleton and not _read(op.regions[0].blocks[0].arguments[0], c.keep):
-        c.unread_indices.add(iv)
+    boundaries = ()
+    if skeleton:
+        comparisons = index_comparisons(op.regions[0].blocks[0].arguments[0], c.keep)
+        if comparisons is not None:     # the summary leaves the index out, and skips no boundary (.period)
+            boundaries, offsets = comparisons
+            c.unread_indices.add(iv)
+            c.unread_indices.update(c.slot(v) for v in offsets)
     results = [c.slot(v) for v in op.results]
     unsigned = "unsignedCmp" in op.attributes
     dtype, bits, kind = V.element_kind(op.operands[0].type)
@@ -129,7 +182,7 @@ def _for(op, c, info):
         carried = [env[s] for s in inits]
         if lo is not None and hi is not None and st is not None:
             if skeleton:        # a frame a loop summary can move ahead (.period)
-                frame = LoopFrame(info.id, lo, st, hi, iv)
+                frame = LoopFrame(info.id, lo, st, hi, iv, boundaries)
                 w.frames.append(frame)
                 while frame.i < hi:
                     env[iv] = np.array([frame.i], dtype)
@@ -171,11 +224,12 @@ def _if(op, c, info):
     otherwise = c.block(op.regions[1].blocks[0]) if len(op.regions[1].blocks) else None
     results = [c.slot(v) for v in op.results]
     skeleton = c.keep is not None
+    on_table = op in c.table_branches
 
     def steps(w):
         env = w.env
         mask = w.mask
-        taken = _uniform_bool(env[cond], mask)
+        taken = w.block.table_decision(env[cond], info) if on_table else _uniform_bool(env[cond], mask)
         if taken is None:       # the lanes disagree: each side with its lanes, results merged
             take = env[cond] & mask
             if skeleton:

@@ -7,7 +7,7 @@ from mlir import ir
 
 from . import values as V
 from .core import PLAIN, SYNC, handles, identity
-from .memory import LOCAL, Buffer, MemRef, is_shared, row_major_strides
+from .memory import LOCAL, Buffer, MemRef, is_private, is_shared, row_major_strides
 from .reports import race_fault
 
 
@@ -124,6 +124,33 @@ def _access(op, c, info, memref: ir.Value, first_index: int, count: int, write: 
     return at, shared
 
 
+def _private_element(op, c, memref: ir.Value, first_index: int):
+    """For a scalar access of a thread's local variable (a ``memref.alloca``, such as an aref's slot and phase):
+    ``element(w) -> (mem, position of lane 0's element, positions between lanes)`` where every lane's indices
+    are one in-bounds value, else None (the general path then runs, and reports what is wrong)."""
+    if not is_private(memref):
+        return None
+    m = c.slot(memref)
+    indices = [c.slot(v) for v in list(op.operands)[first_index:]]
+
+    def element(w):
+        env = w.env
+        mem = env[m]
+        position = 0
+        for axis, slot in enumerate(indices):
+            i = env[slot]
+            if i.shape[0] != 1:
+                return None
+            i = int(i[0])
+            if not 0 <= i < mem.shape[axis]:
+                return None
+            position += i * mem.strides[axis]
+        lane_stride = int(mem.offset[1]) // mem.itemsize
+        return mem, position, lane_stride
+    return element
+
+
+
 def _positions(mem: MemRef, addresses: np.ndarray, n: int | None) -> np.ndarray:
     """Element positions in the buffer of the scalar (``n`` None) or of the ``n``-vector at each address."""
     if n is None:
@@ -157,7 +184,16 @@ def _load(op, c, info):
     load = V.loader(element)
     zero = np.zeros((1,) if n is None else (1, n), V.register_dtype(element))
 
+    private = _private_element(op, c, op.operands[0], 1) if n is None else None
+
     def fn(w):
+        if private is not None:
+            found = private(w)
+            if found is not None:
+                mem, position, lane_stride = found
+                values = load(mem.buffer.typed(mem.mem_dtype)[position::lane_stride])
+                w.env[r] = values[:1] if (values == values[0]).all() else values
+                return True
         found = at(w)
         if found is None:
             w.env[r] = zero
@@ -178,7 +214,21 @@ def _store(op, c, info):
     v = c.slot(op.operands[0])
     store = V.storer(element)
 
+    private = _private_element(op, c, op.operands[1], 2) if n is None else None
+
     def fn(w):
+        if private is not None:
+            found = private(w)
+            if found is not None:
+                mem, position, lane_stride = found
+                lanes = w.lanes()
+                values = store(w.env[v])
+                typed = mem.buffer.typed(mem.mem_dtype)
+                if lanes.size == V.LANES:
+                    typed[position::lane_stride] = values if values.shape[0] > 1 else values[0]
+                elif lanes.size:
+                    typed[position + lanes * lane_stride] = values[lanes] if values.shape[0] > 1 else values[0]
+                return True
         found = at(w)
         if found is None:
             return False
@@ -265,10 +315,19 @@ def _view(op, c, info):
     itemsize = V.item_bytes(element)
     nbytes = itemsize * int(np.prod(shape))
 
+    views = {}      # (buffer, byte) -> the view: most kernels take a few views (their stages) over and over
+
     def fn(w):
         env = w.env
         base = env[src]
-        offset = _index(env[shift])
+        offset = env[shift]
+        if offset.shape[0] == 1 and type(base.offset) is int:
+            start = base.offset + int(offset[0])
+            found = views.get((base.buffer, start))
+            if found is not None:
+                env[r] = found
+                return
+        offset = _index(offset)
         start = base.offset + offset
         active = start if start.shape[0] == 1 else start[w.mask]
         if active.size and ((active < 0).any() or (active + nbytes > base.buffer.nbytes).any()):
@@ -279,8 +338,10 @@ def _view(op, c, info):
             raise w.block.fault("misaligned", f"a view of {element} elements at byte {int(active[0])} is not "
                                 f"aligned to {itemsize} bytes", info, warp=w)
         start = int(start[0]) if start.shape[0] == 1 else start
-        env[r] = MemRef(base.buffer, start, shape, strides, element,
-                        name=f"{base.name}@{start if isinstance(start, int) else '?'}")
+        view = env[r] = MemRef(base.buffer, start, shape, strides, element,
+                               name=f"{base.name}@{start if isinstance(start, int) else '?'}")
+        if isinstance(start, int) and type(base.offset) is int:
+            views[base.buffer, start] = view
     return PLAIN, fn
 
 

@@ -41,15 +41,76 @@ STALE = -(1 << 40)      # a thread's knowledge of an agent older than every live
 COVERED = -(1 << 41)    # a record every live thread has seen
 NEVER = 1 << 40         # above any clock
 
+# Every attribute of the interpreter's objects that a skeleton block holds, and how the canonical state
+# (Summary._key) accounts for it. Skipping periods is sound only if everything the block's future depends on
+# is in that state, so tests/test_protocol.py walks a running skeleton block and fails on any attribute (or
+# class of object) missing here. Attributes IN_STATE are compared (and their objects walked in turn); the
+# others say why the future cannot depend on them.
+IN_STATE = "in the canonical state"
+FIXED = "set when the object is made, the same at every scheduling point"
+REPORTS = "only for the text of reports, not for what is reported"
+STATE_FIELDS: dict[str, dict[str, str]] = {
+    "Block": {
+        "warps": IN_STATE, "mbarrier_groups": IN_STATE, "bars": IN_STATE, "registers": IN_STATE,
+        "exited": IN_STATE, "shadow": IN_STATE,
+        "copies": "no state is recorded while a TMA copy is in flight",
+        "launch": FIXED, "kernel": FIXED, "block_id": FIXED, "skeleton": FIXED, "thread_count": FIXED,
+        "agents": FIXED, "output": FIXED,
+        "smem": "a skeleton moves no data; its race detector is `shadow`",
+        "rng": "None: skeletons run the fixed schedule (no summary otherwise)",
+        "time_ns": "what %globaltimer reads is a register, in the state; skeletons never jump the clock",
+        "mbarrier_next": "unused", "summary": "the summary itself",
+        "decisions": "in the state: how many there are (the table conditions decided so far; the conditions "
+                     "are registers, in the state)",
+        "condition": "checked, not a state: every branch on a table must share the first one's computation",
+    },
+    "Warp": {
+        "mask": IN_STATE, "vc": IN_STATE, "wait": IN_STATE, "done": IN_STATE, "frames": IN_STATE,
+        "wgmma_committed": IN_STATE, "wgmma_retired": IN_STATE, "wgmma_open": IN_STATE,
+        "wgmma_waits": IN_STATE, "waited": IN_STATE, "last_wait": IN_STATE, "bulk_open": IN_STATE,
+        "bulk_committed": IN_STATE, "bulk_counter": "the base its bulk groups are made relative to",
+        "env": "its loop-written registers and local variables are in the state (Kernel.loop_slots, local_slots); "
+               "the others are written once, before any loop",
+        "gen": "where the warp is: its wait and frames", "block": FIXED, "index": FIXED, "threads": FIXED,
+        "live": FIXED, "agent": FIXED, "last_run": "the fuzzed scheduler's (skeletons run the fixed schedule)",
+        "_lanes_of": "a cache of mask", "_lanes": "a cache of mask", "wgmma_reads": "unused",
+    },
+    "Wait": {
+        "key": IN_STATE, "info": "the operation waited at, which the key names", "ready": "a function of the key's objects", "describe": REPORTS,
+        "spin": "timer jumps, which skeletons never make", "forced": "timer jumps, which skeletons never make",
+    },
+    "Waiter": {"parity": IN_STATE, "satisfied": IN_STATE, "clock": IN_STATE, "phase": IN_STATE},
+    "LoopFrame": {"op": IN_STATE, "i": "the iteration counter a skip moves ahead", "step": FIXED, "hi": FIXED,
+                  "iv": FIXED, "boundaries": FIXED},
+    "OpaqueFrame": {"op": IN_STATE},
+    "WhileFrame": {"op": IN_STATE, "mask": IN_STATE, "active": IN_STATE, "finished": IN_STATE},
+    "BranchFrame": {"op": IN_STATE, "mask": IN_STATE},
+    "MbarrierGroup": {"barriers": IN_STATE, "base": FIXED, "name": FIXED},
+    "Mbarrier": {
+        "initialized": IN_STATE, "init_op": IN_STATE, "init_agent": IN_STATE, "init_clock": IN_STATE,
+        "expected": IN_STATE, "pending": IN_STATE, "tx": IN_STATE, "phase": IN_STATE, "vc": IN_STATE,
+        "completed": IN_STATE, "completed_arrivals": IN_STATE, "arrivals": IN_STATE, "armed": IN_STATE,
+        "issued": IN_STATE, "in_flight": IN_STATE, "waiters": IN_STATE, "observed": IN_STATE,
+        "unwaited": IN_STATE, "group": FIXED, "index": FIXED, "agent": FIXED, "tma_agent": FIXED,
+    },
+    "BarSync": {"expected_warps": IN_STATE, "arrived": IN_STATE, "generation": IN_STATE, "vc": IN_STATE,
+                "released": IN_STATE, "threads": IN_STATE, "id": FIXED},
+    "Shadow": {"w_agent": IN_STATE, "w_clock": IN_STATE, "w_op": IN_STATE, "w_atomic": IN_STATE,
+               "reads": IN_STATE, "g_thread": IN_STATE, "g_seq": IN_STATE, "fence_seq": IN_STATE,
+               "seq": IN_STATE, "agents": FIXED},
+}
+
 
 class LoopFrame:
     """An ``scf.for`` a warp is running (protocol skeletons only): the driver reads ``i`` for each
-    iteration, so a summary can move it ahead."""
+    iteration, so a summary can move it ahead, but not across ``boundaries`` (iterations where a comparison of
+    the index, such as a prefetch's guard, may change)."""
 
-    __slots__ = ("op", "i", "step", "hi", "iv")
+    __slots__ = ("op", "i", "step", "hi", "iv", "boundaries")
 
-    def __init__(self, op: int, i: int, step: int, hi: int, iv: int):
+    def __init__(self, op: int, i: int, step: int, hi: int, iv: int, boundaries: tuple = ()):
         self.op, self.i, self.step, self.hi, self.iv = op, i, step, hi, iv
+        self.boundaries = boundaries
 
 
 class OpaqueFrame:
@@ -129,13 +190,20 @@ class Summary:
                         return False
                     break           # deeper frames are new instances too, at the same iterations
                 if i_now != i_before:
-                    advances[frame] = (i_now - i_before, i_now)
+                    advances[frame] = (i_now - i_before, i_now, i_before)
         if not advances:
             return False
-        periods = min((frame.hi - 1 - i_now) // delta for frame, (delta, i_now) in advances.items())
+        periods = min((frame.hi - 1 - i_now) // delta for frame, (delta, i_now, _) in advances.items())
+        for frame, (delta, i_now, i_before) in advances.items():
+            # every iteration from the earlier state to the one skipped to must see the index's comparisons alike
+            for boundary in frame.boundaries:
+                if i_before < boundary <= i_now:
+                    return False
+                if boundary > i_now:
+                    periods = min(periods, (boundary - 1 - i_now) // delta)
         if periods < 1:
             return False
-        for frame, (delta, _) in advances.items():
+        for frame, (delta, _, _) in advances.items():
             frame.i += periods * delta
             self.skipped += periods * delta // frame.step
         return True
@@ -147,7 +215,7 @@ class Summary:
         if block.copies:
             return None
         clocks = _Clocks(block)
-        parts = [current, block.exited, tuple(sorted(block.registers.items()))]
+        parts = [current, block.exited, tuple(sorted(block.registers.items())), len(block.decisions)]
         owners = {}
         for w in block.warps:
             if w.done:
@@ -184,10 +252,10 @@ class Summary:
             parts.append((tuple(position), where, w.mask.tobytes(), self._registers(w, w.env), clocks.vector(w.vc),
                           w.wgmma_committed - clocks.wgmma_base[w.warpgroup],
                           w.wgmma_retired - clocks.wgmma_base[w.warpgroup], w.wgmma_open,
-                          # (reports only name the waits before groups whose reads may still conflict)
+                          # (reports name the waits before a group only when a read of that group conflicts)
                           tuple(sorted((g - clocks.wgmma_base[w.warpgroup], tuple(sorted(waits.items())))
                                        for g, waits in w.wgmma_waits.items()
-                                       if g > clocks.known[block.agents.wgmma(w.warpgroup)])),
+                                       if g in clocks.live_reads(block.agents.wgmma(w.warpgroup)))),
                           tuple(sorted(w.waited.items())), _last_wait(w.last_wait),
                           (w.bulk_open - np.where(w.bulk_open > 0, w.bulk_counter, 0)).tobytes(),
                           tuple(sorted((lane, tuple(g - w.bulk_counter for g in groups))
@@ -223,6 +291,8 @@ def _value(v):
         return ("memref", content, offset, v.shape, v.strides, v.mem_dtype.str)
     if isinstance(v, (int, float, bool, str)):
         return v
+    if type(v) is tuple:
+        return ("tuple", v)       # what a skeleton computes from a table's entries (protocol.compile_symbolic)
     return ("object", id(v))       # barrier groups, tensor maps: created once, compared by identity
 
 
@@ -280,8 +350,10 @@ class _Clocks:
         self.known = self.known.astype(np.int64)
         lowest = np.full(agents.count, NEVER, np.int64)
         np.minimum.at(lowest, shadow.w_agent, np.where(w_clock > self.known[shadow.w_agent], w_clock, NEVER))
+        self._live_reads = {}
         for agent, (clock, _) in shadow.reads.items():
             live_reads = clock[clock > self.known[agent]]
+            self._live_reads[agent] = live_reads
             if live_reads.size:
                 lowest[agent] = min(lowest[agent], int(live_reads.min()))
         for group in block.mbarrier_groups.values():
@@ -291,6 +363,13 @@ class _Clocks:
         # Knowledge below every live record and below the agent's own clock (where its future records start)
         # compares the same way with all of them: it is "stale", whatever its value.
         self.threshold = np.minimum(lowest, base)
+
+    def live_reads(self, agent: int) -> set:
+        """The clocks of an agent's read records that some live thread may still conflict with."""
+        found = self._live_reads.get(agent)
+        if isinstance(found, np.ndarray):
+            found = self._live_reads[agent] = set(np.unique(found).tolist())
+        return found or set()
 
     def vector(self, v):
         if v is None:

@@ -50,7 +50,7 @@ def _launch(op, c, info):
     body = c.block(op.regions[0].blocks[0])
     name = str(op.attributes["function"]).lstrip("@") if "function" in op.attributes else "kernel"
     kernel = Kernel(body, c.mbarriers, c.infos, info, name, (c.skeleton_blocks or {}).get(op))
-    kernel.loop_slots = sorted(c.loop_slots - c.unread_indices)
+    kernel.loop_slots = sorted(c.loop_slots - c.unread_indices - c.constants.keys())
     kernel.local_slots = list(c.local_slots)
     c.mbarriers = saved
     sizes = [c.slot(v) for v in (view.gridSizeX, view.gridSizeY, view.gridSizeZ,
@@ -76,13 +76,15 @@ class Host:
                  deadline: float | None = None):
         self.program = program
         self.budget = budget        # scheduling steps a skeleton block may take before the check gives up
-        self.deadline = deadline    # and the time.perf_counter() past which it gives up
+        self.deadline = deadline    # and the time.process_time() past which it gives up
         self.env = env
         self.mask = np.zeros(V.LANES, np.bool_)
         self.mask[0] = True
         self.block = None
         self.rng = None if seed is None else random.Random(seed)
         self.output = output
+        self.table_taken: int | None = None     # skeletons: how many table entries' branches are taken
+        self.table_entries = 0                  # the most entries a skeleton block branched on
 
 
 class Launch:
@@ -140,7 +142,8 @@ class Program:
     interpreter. ``fuzz`` compiles the extra scheduling points that seeded runs switch warps at."""
 
     def __init__(self, module: ir.Module, fuzz: bool = False, keep: set | None = None,
-                 skeleton_blocks: dict | None = None):
+                 skeleton_blocks: dict | None = None, block_ops: dict | None = None,
+                 symbolic: tuple[set, set] | None = None):
         functions = [op for op in module.body.operations if op.operation.name == "func.func"]
         if len(functions) != 1:
             raise ValueError(f"expected one host function in the module, found {len(functions)}")
@@ -149,11 +152,13 @@ class Program:
             self.scratch = _scratch_specs(functions[0].operation)
             if keep is not None:
                 keep = keep | {op.operation for op in host.operations}
-            compiler = Compiler(fuzz, keep)
+            compiler = Compiler(fuzz, keep, block_ops)
+            compiler.symbolic, compiler.table_branches = symbolic or (set(), set())
             compiler.mbarriers = 0
             compiler.skeleton_blocks = skeleton_blocks
             self.host = compiler.block(host)
         self.slot_count = compiler.slot_count
+        self.constants = compiler.constants
         self.infos = compiler.infos
         self.module = module
 
@@ -161,7 +166,7 @@ class Program:
             output=None) -> None:
         """Run on ``args`` (NumPy arrays and scalars, as ``specs`` describe them); the arrays in
         ``written`` get the results when the run completes."""
-        env = [None] * self.slot_count
+        env = self._registers()
         buffers = {}
         for i, (spec, arg, slot) in enumerate(zip(specs, args, self.host.args)):
             if spec.kind == ARRAY:
@@ -186,19 +191,32 @@ class Program:
                 np.copyto(array, mem.buffer.data.view(array.dtype).reshape(array.shape))
 
 
-    def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int, seconds: float | None = None) -> None:
+    def _registers(self) -> list:
+        """A fresh frame of registers: the constants set, every other value undefined."""
+        env = [None] * self.slot_count
+        for slot, value in self.constants.items():
+            env[slot] = value
+        return env
+
+    def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int, seconds: float | None = None,
+                     table_taken: int | None = None) -> int:
         """Run a protocol skeleton (``keep=``): arguments are shapes only, nothing is printed; give up (Undecided)
-        after ``budget`` scheduling steps of a block or ``seconds`` of simulation."""
+        after ``budget`` scheduling steps of a block or ``seconds`` of simulation (CPU time of this process, so that a
+        busy machine does not turn a decidable kernel into an undecided one). Branches on a table's entries
+        (``protocol.table_branches``) are taken for the first ``table_taken`` entries a block meets, not for the
+        others (None: for all); returns the most entries a block met."""
         import time
         from .protocol import placeholder_array
-        env = [None] * self.slot_count
+        env = self._registers()
         with self.module.context:
             for spec, slot in zip(specs + tuple(spec for spec, _ in self.scratch), self.host.args):
                 env[slot] = placeholder_array(spec) if spec.kind == ARRAY else np.zeros(1, np.int64)
         host = Host(self, env, None, lambda text: None, budget=budget,
-                    deadline=None if seconds is None else time.perf_counter() + seconds)
+                    deadline=None if seconds is None else time.process_time() + seconds)
+        host.table_taken = table_taken
         with np.errstate(all="ignore"):
             self.host.run(host)
+        return host.table_entries
 
 
 def _scratch_specs(function: ir.Operation) -> tuple[tuple[ArgSpec, bool], ...]:

@@ -14,12 +14,16 @@ data landed or never passes, stages refilled before their consumers released the
 wgmma may still read them, mbarriers used before their initialisation is ordered, mbarrier indices
 and shared-memory tiles outside their range, barriers reached by part of a warp. A violation raises :class:`~nvdsl.ProtocolError`
 with the lines involved. Where the skeleton depends on memory contents or runtime scalars, or is
-too long to run, the check cannot decide and says so (it returns the reason) instead of guessing.
+too long to run, the check cannot decide and says so (it returns the reason) instead of guessing. One kind of
+memory contents it does decide: a table the kernel only reads, on whose entries every role branches alike
+(a grouped GEMM's tile table, whose empty tiles every role skips; see :func:`table_branches`).
 Generic-proxy fences and TMA store sources involve ordinary stores, which the skeleton leaves out:
 the interpreter checks those when the kernel runs.
 """
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 from mlir import ir
@@ -27,7 +31,7 @@ from mlir import ir
 from ..errors import KernelFault, ProtocolError
 from ..signature import ARRAY, ArgSpec
 from . import values as V
-from .memory import GLOBAL, Buffer, MemRef, row_major_strides
+from .memory import GLOBAL, Buffer, MemRef, is_private, row_major_strides
 
 ROOTS = frozenset({
     "nvgpu.mbarrier.init", "nvgpu.mbarrier.arrive", "nvgpu.mbarrier.arrive.expect_tx",
@@ -38,6 +42,7 @@ ROOTS = frozenset({
 })
 MBARRIER_OPS = frozenset(name for name in ROOTS if "mbarrier" in name)
 MEMORY_READS = frozenset({"memref.load", "vector.load"})
+TERMINATORS = frozenset({"scf.yield", "scf.condition", "gpu.terminator"})
 # Operands of roots that the skeleton does not need: accumulator registers (wgmma math is left out) and the
 # global coordinates of TMA loads (a skeleton moves no data; nvdsl checks constant boxes against the shape
 # while tracing, and the TMA zero-fills past the edge). Leaving the coordinates out leaves most loop
@@ -52,10 +57,14 @@ def _coordinate_operands(op) -> set[int]:
     first = sum(sizes[:3])
     return set(range(first, first + sizes[3]))
 STEP_BUDGET = 200_000
-# Wall-clock seconds the check may simulate one kernel's synchronisation: its cost grows with the trip counts
-# (a persistent 8192^2 GEMM took 7 s to check in full), and it runs before every compile. Past the deadline
-# the check says it could not decide rather than slowing every first call.
-TIME_BUDGET_S = 1.0
+# CPU seconds the check may simulate one kernel's synchronisation (CPU time of this process: on a busy machine
+# wall-clock time also counts other processes, and a kernel decided on a quiet machine came back undecided under
+# load). On a 2-core machine shared with other work, nvdsl's own kernels take 0.07-0.7 s (benchmarks/suites/
+# trust.py: the persistent GEMM at 8192^2 x 4096 the most of the single runs) and the grouped GEMM, whose
+# skeleton runs once per number of non-empty tiles, 1.4 s with 3 tiles per block; the rest is room for a slower
+# or busier machine. It runs before every first compile: past the deadline the check says it could not decide
+# rather than slowing that call further.
+TIME_BUDGET_S = 3.0
 GRANULE_BITS = 7
 
 
@@ -69,11 +78,16 @@ def _ops(region):
             yield op.operation
 
 
-def _walk(op):
-    yield op
-    for region in op.regions:
-        for inner in _ops(region):
-            yield from _walk(inner)
+def _walk(op) -> list:
+    """``op`` and every operation nested in it, in program order (MLIR's own walk: iterating the regions from
+    Python costs several times more)."""
+    found = []
+
+    def visit(inner):
+        found.append(inner)
+        return ir.WalkResult.ADVANCE
+    op.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
 
 
 def _is_barrier_asm(op) -> bool:
@@ -92,7 +106,9 @@ class _Slice:
         self.host_values: set = set()
         self._seen_values: set = set()
         self._work: list = []
-        roots = [op for op in _walk(launch) if op.name in ROOTS or _is_barrier_asm(op)]
+        self.table_reads: list = []
+        self.ops = _walk(launch)
+        roots = [op for op in self.ops if op.name in ROOTS or _is_barrier_asm(op)]
         self.has_mbarriers = any(op.name in MBARRIER_OPS for op in roots)
         for op in roots:
             self._keep(op)
@@ -102,10 +118,10 @@ class _Slice:
     def _keep(self, op) -> None:
         if op in self.keep or op == self.launch:
             return
-        if op.name in MEMORY_READS and not _private(op.operands[0]):
-            from .core import source_location
-            raise Undecided(f"the kernel's synchronisation depends on memory contents ({op.name} at "
-                            f"{source_location(op.location)})")
+        if op.name in MEMORY_READS and not is_private(op.operands[0]):
+            if not self._read_only_argument(op.operands[0]):
+                raise Undecided(_memory_contents(op))
+            self.table_reads.append(op)       # a table the kernel reads: see table_branches
         self.keep.add(op)
         omits = SKELETON_OMITS.get(op.name)
         skip = omits(op) if omits is not None else ()
@@ -121,6 +137,15 @@ class _Slice:
             # a thread's local variable (an aref's slot and phase): what is loaded from it is what was stored
             for use in op.result.uses:
                 self._keep(use.owner.operation if hasattr(use.owner, "operation") else use.owner)
+
+    def _read_only_argument(self, memref: ir.Value) -> bool:
+        """Whether a memref is a host argument (a global array) that the kernel only loads from."""
+        if not (isinstance(memref, ir.BlockArgument) and memref.owner.owner.operation.name == "func.func"):
+            return False
+        return all((use.owner.operation if hasattr(use.owner, "operation") else use.owner).name in MEMORY_READS
+                   or not _inside(use.owner.operation if hasattr(use.owner, "operation") else use.owner,
+                                  self.launch)
+                   for use in memref.uses)
 
     def _push(self, value) -> None:
         if value not in self._seen_values:
@@ -174,9 +199,118 @@ class _Slice:
             self.host_values.add(value)
 
 
-def _private(memref: ir.Value) -> bool:
-    """Whether a memref is a thread's local variable (registers, after LLVM promotes it)."""
-    return isinstance(memref, ir.OpResult) and memref.owner.name == "memref.alloca"
+def _memory_contents(op) -> str:
+    from .core import source_location
+    return f"the kernel's synchronisation depends on memory contents ({op.name} at {source_location(op.location)})"
+
+
+def table_branches(piece: _Slice) -> tuple[set, set]:
+    """Where a kernel's synchronisation depends on a table it reads (a grouped GEMM's tile table, whose empty
+    tiles every role skips): ``(symbolic, branches)``, the operations that compute conditions from the table
+    (its loads and the arithmetic on them) and the ``scf.if`` ops that branch on them.
+
+    The check decides such a kernel only where the table's contents matter through these branches alone, so
+    that it can run the skeleton for every way they may go (see :func:`check_protocol`): each branch is inside
+    a loop, its other arm does no synchronisation (an empty tile: skipped by every role alike), and the loop's
+    index reaches the skeleton only through the table's addresses (so only how many of the branches are taken
+    matters, not which). Otherwise it raises Undecided. That every role takes the same way for the same entry
+    is checked when the skeleton runs: each branch's condition must be the same computation of the same loads.
+    """
+    if not piece.table_reads:
+        return set(), set()
+    keep = piece.keep
+    symbolic, branches = set(piece.table_reads), set()
+    work = [result for op in piece.table_reads for result in op.results]
+    while work:
+        value = work.pop()
+        for use in value.uses:
+            user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+            if user not in keep:
+                continue
+            if user.name == "scf.if" and use.operand_number == 0:
+                branches.add(user)
+            elif user.name.startswith("arith.") and not user.regions and user not in symbolic:
+                symbolic.add(user)
+                work.extend(user.results)
+            elif user not in symbolic:
+                raise Undecided(_memory_contents(piece.table_reads[0]))
+    loops = set()
+    for branch in branches:
+        loop = _parent(branch)
+        while loop is not None and loop != piece.launch and loop.name != "scf.for":
+            loop = _parent(loop)
+        otherwise = list(branch.regions)[1]
+        if loop is None or loop == piece.launch or len(branch.results) or (
+                len(otherwise.blocks) and any(op.operation in keep for op in otherwise.blocks[0].operations)):
+            raise Undecided(_memory_contents(piece.table_reads[0]))
+        loops.add(loop)
+    for loop in loops:
+        # a tile that takes no branch must change nothing: the loop carries no values, and beside the branches
+        # its body only computes the table's addresses and conditions
+        body = loop.regions[0].blocks[0]
+        if len(body.arguments) > 1 or any(
+                op.operation in keep and op.operation not in branches and op.operation not in symbolic
+                and not (op.operation.name.startswith("arith.") and not op.operation.regions)
+                for op in body.operations):
+            from .core import source_location
+            raise Undecided(f"the kernel's synchronisation depends on memory contents, and the loop at "
+                            f"{source_location(loop.location)} does more than branch on them")
+        index = body.arguments[0]
+        derived = [index]
+        while derived:
+            value = derived.pop()
+            for use in value.uses:
+                user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+                if user not in keep or user in piece.table_reads:
+                    continue
+                if not user.name.startswith("arith.") or user.regions or user in symbolic:
+                    from .core import source_location
+                    raise Undecided(f"the kernel's synchronisation depends on memory contents and on the index "
+                                    f"of the loop at {source_location(loop.location)}")
+                derived.extend(user.results)
+    return symbolic, branches
+
+
+def compile_symbolic(op, c, info):
+    """The skeleton's instruction for an operation of :func:`table_branches`: it moves no data, so a table's
+    load gives the entry it reads, ``("load", name, indices)``, and arithmetic on such values the expression it
+    computes; a branch on one asks the block which way it goes (``Block.table_decision``)."""
+    from .core import PLAIN
+    results = [c.slot(v) for v in op.results]
+    operands = [c.slot(v) for v in op.operands]
+    if op.name in MEMORY_READS:
+        memref, indices = operands[0], operands[1:]
+
+        def load(w):
+            env = w.env
+            mem = env[memref]
+            entry = tuple(_uniform(w, env[i], info) for i in indices)
+            if any(not 0 <= i < extent for i, extent in zip(entry, mem.shape)):
+                raise w.block.fault("out-of-bounds", f"a load of '{mem.name}' at index {list(entry)} is outside its "
+                                    f"shape {list(mem.shape)}", info, warp=w)
+            env[results[0]] = ("load", mem.name, entry)
+        return PLAIN, load
+    attributes = tuple(sorted((name, str(op.attributes[name])) for name in op.attributes))
+
+    def compute(w):
+        env = w.env
+        expression = (op.name, attributes) + tuple(
+            env[i] if type(env[i]) is tuple else _uniform(w, env[i], info) for i in operands)
+        for r in results:
+            env[r] = expression
+    return PLAIN, compute
+
+
+def _uniform(w, value, info) -> int:
+    """A value every active lane of the warp agrees on (the lanes of a warp that read different table entries
+    could branch apart: the check cannot tell whether they do)."""
+    if value.shape[0] > 1:
+        active = value[w.mask]
+        if active.size and (active != active[0]).any():
+            raise Undecided(f"the lanes of a warp read different entries of a table the synchronisation depends on "
+                            f"({info.where()})")
+        value = active[:1] if active.size else value[:1]
+    return int(value[0])
 
 
 def _terminator(block):
@@ -231,6 +365,17 @@ def protocol_skeleton(module: ir.Module):
     return kernels
 
 
+def kept_by_block(piece: _Slice) -> dict:
+    """The kept operations of a kernel and its blocks' terminators, block by block in program order: what the
+    interpreter compiles, without iterating every operation of the kernel again."""
+    by_block = {}
+    keep = piece.keep
+    for op in piece.ops[1:]:
+        if op in keep or op.name in TERMINATORS:
+            by_block.setdefault(op.block, []).append(op)
+    return by_block
+
+
 def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
     """Check the barrier protocol of every kernel of a traced module (see the module's docstring).
 
@@ -248,6 +393,8 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
     scalars = {arg for arg, spec in zip(host_args, specs) if spec.kind != ARRAY}
     keep = set()
     blocks = {}
+    block_ops = {}
+    symbolic, branches = set(), set()
     for launch, piece in kernels:
         needed_scalars = [spec.name for arg, spec in zip(host_args, specs) if arg in piece.host_values and
                           arg in scalars]
@@ -255,20 +402,40 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
             return (f"the synchronisation of a kernel depends on the runtime scalar argument "
                     f"'{needed_scalars[0]}'")
         keep |= piece.keep
+        block_ops.update(kept_by_block(piece))
+        try:
+            reads, ways = table_branches(piece)
+        except Undecided as reason:
+            return str(reason)
+        symbolic |= reads
+        branches |= ways
         blocks[launch] = "first-and-last" if piece.uses_block_id else "first"
     with module.context:
         try:
-            program = Program(module, keep=keep, skeleton_blocks=blocks)
+            program = Program(module, keep=keep, skeleton_blocks=blocks, block_ops=block_ops,
+                              symbolic=(symbolic, branches))
         except Undecided as reason:
             return str(reason)
-        try:
-            program.run_skeleton(specs, STEP_BUDGET, TIME_BUDGET_S)
-        except Undecided as reason:
-            return str(reason)
-        except KernelFault as fault:
-            raise ProtocolError("the barrier protocol check found a violation before running the kernel: "
-                                + fault.message, code=fault.code, hint=fault.hint, loc=fault.loc) from None
-    return None
+        # Branches on a table's entries: every role takes the same way for the same entry, and only how many of
+        # them are taken matters (table_branches), so the runs where the first n are taken and the rest are not,
+        # for every n, are all the table's contents can do.
+        deadline = time.process_time() + TIME_BUDGET_S
+        taken, entries = None, 0
+        while True:
+            try:
+                entries = max(entries, program.run_skeleton(specs, STEP_BUDGET, deadline - time.process_time(),
+                                                            table_taken=taken))
+            except Undecided as reason:
+                return str(reason)
+            except KernelFault as fault:
+                case = "" if taken is None else (f" (when the first {taken} of the table entries it branches on "
+                                                 f"take their branch and the others do not)")
+                raise ProtocolError("the barrier protocol check found a violation before running the kernel"
+                                    + case + ": " + fault.message, code=fault.code, hint=fault.hint,
+                                    loc=fault.loc) from None
+            taken = 0 if taken is None else taken + 1
+            if not branches or taken >= entries:
+                return None
 
 
 def functions_args(module: ir.Module):

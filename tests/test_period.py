@@ -1,0 +1,159 @@
+"""Loop summaries of the protocol check (nvdsl/interpreter/period.py): the state they compare must be all the
+state a skeleton block's future depends on."""
+
+import numpy as np
+import pytest
+
+import nvdsl
+import broken_kernels as bk
+import nvdsl.interpreter.period as period
+from nvdsl.interpreter.protocol import check_protocol
+from helpers import record_skips
+from test_protocol import _handover, f16
+
+
+def _interpreter_object(value) -> bool:
+    return type(value).__module__.startswith("nvdsl.interpreter")
+
+
+def _attributes(obj) -> list[str]:
+    if hasattr(obj, "__dict__"):
+        return list(vars(obj))
+    return [name for cls in type(obj).__mro__ for name in getattr(cls, "__slots__", ())]
+
+
+def _walk(value, where: str, seen: dict, problems: list, visited: set) -> None:
+    """Every interpreter object reachable from ``value`` through attributes period.STATE_FIELDS puts in the
+    state: its class and attribute names (in ``seen``), and what STATE_FIELDS does not account for."""
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _walk(item, f"{where}[{i}]", seen, problems, visited)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _walk(key, f"{where} key", seen, problems, visited)
+            _walk(item, f"{where}[{key!r}]", seen, problems, visited)
+        return
+    if not _interpreter_object(value):
+        return
+    name = type(value).__name__
+    fields = period.STATE_FIELDS.get(name)
+    if fields is None:
+        problems.append(f"{where} is a {name}, a class period.STATE_FIELDS has no entry for")
+        return
+    if id(value) in visited:
+        return
+    visited.add(id(value))
+    for attribute in _attributes(value):
+        if not hasattr(value, attribute):
+            continue
+        seen.setdefault(name, set()).add(attribute)
+        if attribute not in fields:
+            problems.append(f"{name}.{attribute} (at {where}.{attribute})")
+        elif fields[attribute] == period.IN_STATE:
+            _walk(getattr(value, attribute), f"{where}.{attribute}", seen, problems, visited)
+
+
+def _skeleton_state_of(traces, monkeypatch) -> tuple[dict, list]:
+    seen, problems = {}, []
+    original = period.Summary.observe
+
+    def observe(self, current):
+        _walk(self.block, "block", seen, problems, set())
+        return original(self, current)
+    monkeypatch.setattr(period.Summary, "observe", observe)
+    for trace in traces:
+        check_protocol(trace.module, trace.specs)
+    return seen, problems
+
+
+def test_the_summarised_state_accounts_for_every_field_of_the_interpreter(monkeypatch):
+    """Skeletons of kernels that use every kind of synchronisation (an aref ring, a persistent warp-specialized
+    GEMM with wgmma, named barriers and TMA stores) are walked at each scheduling point: every attribute of
+    every interpreter object the block holds must be listed in period.STATE_FIELDS. A field added to the
+    interpreter and forgotten in the summary's state would let loop summaries skip past what it changes."""
+    from nvdsl.kernels.gemm import MAPPING, matmul
+    gemm, inputs = bk.pipeline()
+    traces = [_handover(7, 7), gemm.trace(*inputs()),
+              nvdsl.tasks.build(matmul, MAPPING.replace(pipeline=3, sm_count=5)).trace(
+                  np.zeros((512, 1024), np.float32), f16(512, 256), f16(256, 1024))]
+    seen, problems = _skeleton_state_of(traces, monkeypatch)
+    assert not problems, (
+        "the interpreter holds state that nvdsl/interpreter/period.py does not account for:\n  "
+        + "\n  ".join(sorted(set(problems))) + "\nIf a block's future can depend on it, add it to the canonical "
+        "state (Summary._key); then list it in period.STATE_FIELDS (IN_STATE, or why it is left out).")
+    stale = [f"{name}.{attribute}" for name, fields in period.STATE_FIELDS.items() if name in seen
+             for attribute in fields if attribute not in seen[name]]
+    assert not stale, f"period.STATE_FIELDS lists attributes the interpreter no longer has: {stale}"
+    assert {"Block", "Warp", "Mbarrier", "BarSync", "Shadow", "Waiter", "LoopFrame"} <= set(seen), set(seen)
+
+
+def _late_ring(steps: int, late_wrap: int | None = None, cap: int = 0, late_trip: int | None = None):
+    """broken_kernels.ring through 2 slots, whose consumer counts the ring's wraps (saturating at ``cap``) and
+    forgets its phase flip at wrap ``late_wrap`` or at trip ``late_trip`` (an odd one: the trips where the ring
+    wraps). Until the counter saturates no state repeats; after it, the state repeats every two wraps."""
+    def skip_flip(k, wraps):
+        late = nvdsl.constant(0, nvdsl.int32) > nvdsl.constant(0, nvdsl.int32)
+        if late_wrap is not None:
+            late = late | wraps.eq(late_wrap)
+        if late_trip is not None:
+            late = late | k.eq(late_trip)
+        return late
+    kernel, inputs = bk.ring(skip_flip=skip_flip, cap=cap)
+    return kernel.trace(*inputs(steps))
+
+
+def test_a_bug_that_shows_only_after_the_state_first_repeats_in_part_is_caught(monkeypatch):
+    """The ring's barriers and warps come back to the same state every two wraps from the start; only the
+    consumer's wrap counter tells wrap 2 from wrap 12. The check still finds the missing phase flip at wrap 12
+    of 2000, and summarises the correct kernel once the counter saturates (the time budget is lifted: a busy
+    machine must not turn this into "could not decide")."""
+    import nvdsl.interpreter.protocol as protocol
+    monkeypatch.setattr(protocol, "TIME_BUDGET_S", 60.0)
+    correct = _late_ring(4000, None, cap=13)
+    skipped = record_skips(monkeypatch)
+    assert check_protocol(correct.module, correct.specs) is None
+    assert skipped and skipped[-1] > 3000, skipped
+    broken = _late_ring(4000, 12, cap=13)
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        check_protocol(broken.module, broken.specs)
+    assert info.value.code in ("deadlock", "unwaited-copy", "tma-read-before-complete", "stage-refilled-early"), \
+        str(info.value)
+    # Without the loop-carried registers in the state, the summary skips from wrap 2 to the last wraps, past the
+    # bug: what this test guards against.
+    monkeypatch.setattr(period.Summary, "_registers", lambda self, w, env: ())
+    assert check_protocol(broken.module, broken.specs) is None
+
+
+def test_a_loop_index_compared_with_constants_is_summarised_up_to_where_the_comparison_changes(monkeypatch):
+    """A loop index read only by comparisons with constants (a prefetch's guard ``k + c < n``) leaves the state
+    periodic: the summary skips periods, but never across the trip where a comparison changes. Here the consumer
+    forgets its phase flip at trip 1501 of 4000 (``k == 1501``): found, and missed if skips could cross it."""
+    import nvdsl.interpreter.protocol as protocol
+    monkeypatch.setattr(protocol, "TIME_BUDGET_S", 60.0)
+    broken = _late_ring(4000, late_trip=1501)
+    skipped = record_skips(monkeypatch)
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        check_protocol(broken.module, broken.specs)
+    assert info.value.code in ("deadlock", "unwaited-copy", "tma-read-before-complete", "stage-refilled-early"), \
+        str(info.value)
+    assert skipped and skipped[-1] > 1000, skipped          # skipped up to trip 1501, not simulated there
+    original = period.LoopFrame.__init__
+    monkeypatch.setattr(period.LoopFrame, "__init__",
+                        lambda self, op, i, step, hi, iv, boundaries=(): original(self, op, i, step, hi, iv, ()))
+    assert check_protocol(broken.module, broken.specs) is None
+
+
+def test_the_multistage_mapping_at_production_size_is_summarised(monkeypatch):
+    """Chapter 6's multistage mapping guards its prefetch with ``k + stages - 1 < trips``: its K loop is
+    summarised (it used to run all 64 trips)."""
+    import importlib
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tutorials"))
+    ch6 = importlib.import_module("ch6_tasks_and_mappings")
+    trace = nvdsl.tasks.build(ch6.gemm, ch6.MAPPINGS["multistage"]).trace(f16(8192, 8192), f16(8192, 4096),
+                                                                          f16(4096, 8192))
+    skipped = record_skips(monkeypatch)
+    assert check_protocol(trace.module, trace.specs) is None
+    assert skipped and skipped[-1] > 0, skipped

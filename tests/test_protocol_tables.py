@@ -1,0 +1,109 @@
+"""The static protocol check on table-driven kernels (a grouped GEMM's tile table): decided where every role
+branches alike on the table's entries, refused where one role skips a tile another runs, undecided where the
+roles' conditions could disagree."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import nvdsl
+import nvdsl.tasks as nt
+from nvdsl.interpreter.protocol import check_protocol
+from nvdsl.kernels.gemm import MAPPING, grouped_matmul, row_tile_table
+
+f16 = np.float16
+
+
+def test_the_grouped_gemm_is_decided_whatever_its_table_holds():
+    """Empty tiles (a group of 0 rows, the table's padding) are skipped by every role; the check runs the
+    skeleton with the first n entries' branches taken, for every n, instead of giving up."""
+    sizes = [100, 0, 300, 112]
+    kernel = nt.build(grouped_matmul, MAPPING.replace(sm_count=4))
+    trace = kernel.trace(np.zeros((512, 512), f16), np.zeros((512, 256), f16), np.zeros((4, 256, 512), f16),
+                         row_tile_table(sizes, 128))
+    assert check_protocol(trace.module, trace.specs) is None
+    # and its first call no longer warns that the check could not decide
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((256, 64)).astype(f16), rng.standard_normal((3, 64, 256)).astype(f16)
+    c = np.zeros((256, 256), f16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nvdsl.ProtocolCheckWarning)
+        nt.build(grouped_matmul, MAPPING.replace(sm_count=2)).with_options(backend="interpret")(
+            c, a, b, row_tile_table([100, 0, 156], 128))
+    reference = np.concatenate([a[:100].astype(np.float32) @ b[0].astype(np.float32),
+                                a[100:].astype(np.float32) @ b[2].astype(np.float32)])
+    np.testing.assert_allclose(c.astype(np.float32), reference, atol=0.05, rtol=0.01)
+
+
+def _table_driven(consumer: str = "same", tiles: int = 4, trips: int = 3):
+    """A producer warpgroup putting ``trips`` tiles into an aref for each non-empty row of ``table`` (first < end),
+    a consumer warpgroup taking them. ``consumer``: "same" branches as the producer does, "ignores" takes tiles
+    for every row (a role that does not skip empty tiles), "other" branches on an equivalent but different
+    condition (end > first), "also-unguarded" takes one more tile per row outside the branch."""
+    @nvdsl.mlir_func
+    def table_driven(a, table, out):
+        a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=256)
+        def kernel(ctx):
+            ring = nvdsl.Aref(ctx, [((64, 64), nvdsl.float16)], depth=2, name="tiles")
+            with nvdsl.Warpgroup(ctx, 0):
+                for t in nvdsl.for_range(tiles):
+                    with nvdsl.when(table[t, 0] < table[t, 1]):
+                        for _ in nvdsl.for_range(trips):
+                            ring.put((a_tma, (0, 0)))
+            with nvdsl.Warpgroup(ctx, 128):
+                for t in nvdsl.for_range(tiles):
+                    if consumer == "ignores":
+                        busy = nvdsl.constant(1, nvdsl.int32) > nvdsl.constant(0, nvdsl.int32)
+                    elif consumer == "other":
+                        busy = table[t, 1] > table[t, 0]
+                    else:
+                        busy = table[t, 0] < table[t, 1]
+                    with nvdsl.when(busy):
+                        for _ in nvdsl.for_range(trips):
+                            with ring.get() as (tile,):
+                                pass
+                    if consumer == "also-unguarded":        # one more tile per row, empty or not
+                        with ring.get() as (tile,):
+                            pass
+            out[ctx.thread_id.x] = 1
+        kernel()
+    table = np.array([[0, 5], [5, 5], [5, 9], [9, 9]][:tiles], np.int32)
+    return table_driven, (np.zeros((64, 64), f16), table, np.zeros(256, np.int32))
+
+
+def test_a_table_driven_kernel_whose_roles_skip_alike_is_decided_and_runs():
+    kernel, inputs = _table_driven("same")
+    trace = kernel.trace(*inputs)
+    assert check_protocol(trace.module, trace.specs) is None
+    kernel.with_options(backend="interpret")(*inputs)
+    assert (inputs[2] == 1).all()
+
+
+def test_a_role_that_runs_the_tiles_another_skips_is_refused():
+    """The producer skips empty rows, the consumer takes tiles for every row: with an empty row the consumer waits
+    for a tile nobody puts."""
+    kernel, inputs = _table_driven("ignores")
+    trace = kernel.trace(*inputs)
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        check_protocol(trace.module, trace.specs)
+    assert info.value.code == "deadlock", str(info.value)
+    assert "table entries it branches on" in str(info.value)
+
+
+def test_roles_branching_on_different_conditions_of_the_table_are_undecided():
+    kernel, inputs = _table_driven("other")
+    trace = kernel.trace(*inputs)
+    reason = check_protocol(trace.module, trace.specs)
+    assert reason is not None and "different conditions of a table's entries" in reason, reason
+
+
+def test_a_loop_that_does_more_than_branch_on_the_table_is_undecided():
+    """Synchronisation beside the branches runs for empty rows too, so which rows are empty (not only how many)
+    could matter: the check does not claim to know."""
+    kernel, inputs = _table_driven("also-unguarded")
+    trace = kernel.trace(*inputs)
+    reason = check_protocol(trace.module, trace.specs)
+    assert reason is not None and "does more than branch on them" in reason, reason
