@@ -20,6 +20,7 @@ from test_tiles import random_arrays
 def fresh_kernels():
     """Each test builds its traced functions anew, so that the ``backend`` fixture's setting applies."""
     library._kernel.cache_clear()
+    library._CHECKED.clear()
 
 
 def reference(q, k, v, causal, scale=None):
@@ -130,6 +131,16 @@ def test_attention_refuses_bad_arguments():
     refused("bad-argument", "causal", q, k, v, o, causal="yes")
     refused("bad-argument", "cannot pass to a kernel", q, [1, 2], v, o)
     refused("bad-argument", "k must be arrays", q, 1.0, v, o)
+
+
+def test_a_repeated_call_skips_the_checks_but_not_the_calls_own(backend):
+    """The second call with one signature skips attention's checks; the kernel call still checks layouts."""
+    q, k, v, o, lse = problem(1, 1, 1, 64, 64, 64)
+    library.attention(q, k, v, o, lse)
+    assert len(library._CHECKED) == 1
+    with pytest.raises(nvdsl.ArgumentError) as info:
+        library.attention(q, k, v, o[:, :, ::-1], lse)          # same dtype and shape, not contiguous
+    assert info.value.code == "non-contiguous", info.value
 
 
 # --- the GPU matrix --------------------------------------------------------------------------------------
