@@ -68,6 +68,15 @@ def test_the_attention_program_matches_numpy(b, h, hkv, l, lk, d, causal, persis
     check(o, lse, q, k, v, causal, "float16")
 
 
+def test_a_tile_ring_gets_one_slot_where_two_do_not_fit(backend):
+    """176-key blocks at D = 128: two K and two V slots leave room for one Q slot, which still works."""
+    mapping = task_mapping(128, False, 4096).replace(tiles={"BM": 128, "BN": 176})
+    assert "ring ring_tile: 1 slots" in explained(False, 1, 1, 1, 128, 200, 128, mapping)
+    q, k, v, o, lse = problem(1, 1, 1, 128, 200, 128)
+    nt.build(attention_program(False), mapping)(o, lse, q, k, v)
+    check(o, lse, q, k, v, False, "float16")
+
+
 def test_k_major_operands_wider_than_one_swizzle_span(backend):
     """A K-major B tile of 128 values along K is two 64-value TMA boxes; wgmma steps through both."""
     rng = np.random.default_rng(0)
