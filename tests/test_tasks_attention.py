@@ -53,15 +53,16 @@ def test_masks_are_left_out_where_they_cannot_change_a_score():
     assert "left out while k0 < min(384 // 128 + 1)" in aligned
 
 
-@pytest.mark.parametrize("b, h, hkv, l, lk, d, causal, persistent", [
-    (1, 4, 2, 200, 333, 64, True, False),      # GQA, ragged, causal: the masked and unmasked loops
-    (1, 2, 1, 300, 260, 64, False, True),      # persistent: rings, turns and the Q slot carried across tiles
-    (1, 2, 1, 300, 260, 64, True, True),
-    (1, 2, 2, 400, 400, 64, False, False),     # three consumers (192 query rows per block)
+@pytest.mark.parametrize("b, h, hkv, l, lk, d, causal, persistent, mapped_as", [
+    (1, 4, 2, 200, 333, 64, True, False, None),      # GQA, ragged, causal: the masked and unmasked loops
+    (1, 2, 1, 300, 260, 64, False, True, None),      # persistent: rings, turns and the Q slot across tiles
+    (1, 2, 1, 300, 260, 64, True, True, None),
+    (1, 2, 2, 400, 400, 64, False, False, 4096),     # three consumers (192 query rows per block)
+    (1, 2, 2, 400, 400, 64, True, False, 8192),      # three consumers under a causal mask
 ])
-def test_the_attention_program_matches_numpy(b, h, hkv, l, lk, d, causal, persistent, backend):
+def test_the_attention_program_matches_numpy(b, h, hkv, l, lk, d, causal, persistent, mapped_as, backend):
     q, k, v, o, lse = problem(b, h, hkv, l, lk, d)
-    mapping = task_mapping(d, causal, 4096 if (l, causal) == (400, False) else l)
+    mapping = task_mapping(d, causal, mapped_as or l)
     if persistent:
         mapping = mapping.replace(persistent=True, sm_count=3, raster="row")
     nt.build(attention_program(causal), mapping)(o, lse, q, k, v)
