@@ -11,6 +11,7 @@ import pytest
 from nvdsl import tasks as nt
 from nvdsl.kernels.attention import attention_program, task_mapping
 from nvdsl.kernels.gemm import matmul, matmul_nk
+from nvdsl.testing import requires_gpu
 from test_attention import check, problem
 from test_tasks import gemm_args, golden, refused
 
@@ -126,3 +127,38 @@ def test_two_phase_mistakes_are_named():
             acc = nt.zeros((128, 256), nt.float32)
             Ct[j * 2 + g, 0] = acc.astype(C.dtype)
     refused(colliding, None, gemm_args(128 * 8, 256, 64), "aliasing-write", "p1")
+
+
+ATTENTION_MAPPINGS = {
+    "default": task_mapping(64, True, 1000),
+    "no-turns": task_mapping(64, True, 1000).replace(turns=False),
+    "persistent": task_mapping(64, True, 1000).replace(persistent=True, raster="row"),
+    "persistent-few-blocks": task_mapping(64, True, 1000).replace(persistent=True, raster="row", sm_count=7),
+    "three-consumers": task_mapping(64, True, 8192),
+    "three-slots": task_mapping(64, True, 1000).replace(pipeline=3),
+    "grouped-order": task_mapping(64, True, 1000).replace(persistent=True, raster="grouped", group=3),
+    "64-key-blocks": task_mapping(64, True, 1000).replace(tiles={"BM": 128, "BN": 64}),
+}
+
+
+@requires_gpu
+def test_one_attention_program_gives_the_same_numbers_under_every_mapping():
+    """Mappings with the same key blocks compute every row in the same order: equal bits; other key blocks
+    sum in another order: equal within rounding."""
+    torch = pytest.importorskip("torch")
+    q, k, v, o, lse = (torch.from_numpy(x).cuda() for x in problem(2, 4, 2, 1000, 1000, 64))
+    results = {}
+    for name, mapping in ATTENTION_MAPPINGS.items():
+        o.fill_(float("nan"))
+        lse.fill_(float("nan"))
+        nt.build(attention_program(True), mapping)(o, lse, q, k, v)
+        torch.cuda.synchronize()
+        assert not (o.isnan().any() or lse.isnan().any()), f"{name}: some outputs were never written"
+        results[name] = (o.clone(), lse.clone())
+    check(*(x.cpu().numpy() for x in results["default"]), *(x.cpu().numpy() for x in (q, k, v)), True, "float16")
+    for name, (o_, lse_) in results.items():
+        if name == "64-key-blocks":
+            torch.testing.assert_close(o_, results["default"][0], atol=2e-3, rtol=2e-3)
+            torch.testing.assert_close(lse_, results["default"][1], atol=1e-5, rtol=1e-5)
+        else:
+            assert torch.equal(o_, results["default"][0]) and torch.equal(lse_, results["default"][1]), name
