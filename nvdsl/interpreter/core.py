@@ -168,6 +168,10 @@ class Compiler:
         self.loop_slots: set[int] = set()
         self.unread_indices: set[int] = set()
         self.local_slots: list[int] = []
+        # slot -> ([first, last] op ids of the block defining it, the last op id before it is defined): where a
+        # value may still be read (SSA: only later in its block); a summary leaves it out elsewhere (.period)
+        self.scopes: dict[int, tuple[list, int]] = {}
+        self.uncounted_barriers = False     # some named barrier is used without a thread count
         self.constants: dict[int, object] = {}     # slot -> value, set before anything runs
         self.symbolic: set = set()          # skeletons: operations computing conditions from a table's entries
         self.table_branches: set = set()    # and the branches on them (protocol.table_branches)
@@ -201,6 +205,9 @@ class Compiler:
     def block(self, block: ir.Block) -> CompiledBlock:
         instrs, infos = [], []
         args = [self.slot(a) for a in block.arguments]
+        extent = [len(self.infos), None]
+        for a in args:
+            self.scopes[a] = (extent, extent[0] - 1)
         terminator, yields = None, []
         for op in self.block_ops.get(block) or block.operations:
             op = op.operation
@@ -224,6 +231,8 @@ class Compiler:
                 compiled = handler(op, self, info)
             except V.Unsupported as e:
                 raise _located(e, info) from None
+            for result in op.results:
+                self.scopes[self.slot(result)] = (extent, len(self.infos) - 1)
             if compiled is None:        # nothing to run: a constant, in every warp's registers from the start
                 continue
             kind, fn = compiled
@@ -231,5 +240,6 @@ class Compiler:
                 kind = PLAIN
             instrs.append((kind, fn))
             infos.append(info)
+        extent[1] = len(self.infos) - 1
         return CompiledBlock(instrs, infos, args, yields, terminator)
 

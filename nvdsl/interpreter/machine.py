@@ -184,7 +184,8 @@ class Block:
         summary = None
         if self.skeleton and rng is None:
             from .period import Summary
-            summary = self.summary = Summary(self, self.kernel.loop_slots, self.kernel.local_slots)
+            summary = self.summary = Summary(self, self.kernel.loop_slots, self.kernel.local_slots,
+                                                   self.kernel.scopes)
         while True:
             if summary is not None and steps:
                 summary.observe(current)

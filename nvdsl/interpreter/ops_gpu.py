@@ -86,6 +86,8 @@ def _named_barrier(op, c, info):
         if "operandSegmentSizes" in op.attributes else [1, 1]
     barrier_slot = c.slot(operands[0]) if segments[0] else None
     count_slot = c.slot(operands[segments[0]]) if len(segments) > 1 and segments[1] else None
+    if barrier_slot is not None and count_slot is None:
+        c.uncounted_barriers = True     # a named barrier whose arrivals take the count of earlier ones (.period)
 
     def gen(w):
         env = w.env

@@ -49,6 +49,10 @@ NEVER = 1 << 40         # above any clock
 IN_STATE = "in the canonical state"
 FIXED = "set when the object is made, the same at every scheduling point"
 REPORTS = "only for the text of reports, not for what is reported"
+# Report-only records that keep the last value written per key: whatever a period writes, it writes again in the
+# next (the canonical states agree and nothing reads them), so after the first period they are the same at every
+# state of the same place, and skipping periods from the later state leaves them as running them would.
+LAST_WRITES = "only for reports, the last value written per key: the same after every period (see LAST_WRITES)"
 STATE_FIELDS: dict[str, dict[str, str]] = {
     "Block": {
         "warps": IN_STATE, "mbarrier_groups": IN_STATE, "bars": IN_STATE, "registers": IN_STATE,
@@ -67,7 +71,7 @@ STATE_FIELDS: dict[str, dict[str, str]] = {
     "Warp": {
         "mask": IN_STATE, "vc": IN_STATE, "wait": IN_STATE, "done": IN_STATE, "frames": IN_STATE,
         "wgmma_committed": IN_STATE, "wgmma_retired": IN_STATE, "wgmma_open": IN_STATE,
-        "wgmma_waits": IN_STATE, "waited": IN_STATE, "last_wait": IN_STATE, "bulk_open": IN_STATE,
+        "wgmma_waits": LAST_WRITES, "waited": LAST_WRITES, "last_wait": IN_STATE, "bulk_open": IN_STATE,
         "bulk_committed": IN_STATE, "bulk_counter": "the base its bulk groups are made relative to",
         "env": "its loop-written registers and local variables are in the state (Kernel.loop_slots, local_slots); "
                "the others are written once, before any loop",
@@ -145,9 +149,12 @@ class BranchFrame:
 class Summary:
     """Period detection and iteration skipping for one skeleton block (see the module docstring)."""
 
-    def __init__(self, block, loop_slots: list[int], local_slots: list[int]):
+    def __init__(self, block, loop_slots: list[int], local_slots: list[int], scopes: dict | None = None):
         self.block = block
         self.loop_slots = loop_slots        # slots written inside loops, but not unread loop indices
+        self.scopes = scopes or {}          # slot -> where it may be read (Compiler.scopes)
+        self.live: dict[int, list[int]] = {}    # op id -> the loop slots a warp waiting there may still read
+        self.counted_bars = not block.kernel.uncounted_barriers
         self.local_slots = local_slots      # slots holding threads' local variables (allocas)
         self.seen: dict = {}
         self.places: set = set()            # where the warps were at the scheduling points seen so far
@@ -173,13 +180,15 @@ class Summary:
         frames = [[(f, getattr(f, "i", None)) for f in w.frames] for w in self.block.warps]
         earlier = self.seen.get(key)
         if earlier is None:
-            self.seen[key] = frames
+            self.seen[key] = [frames]
             return
         # States recorded before an earlier skip stay valid: a skip stands for the iterations it skipped, so
-        # the way from such a state to this one is the same as if they had run.
-        if self._skip(earlier, frames):
+        # the way from such a state to this one is the same as if they had run. The first time a state was seen
+        # is kept besides the latest: an inner loop's skip moves the latest past where an outer loop's next
+        # iteration comes back to it (a persistent kernel's tile loop repeats from the first tile on).
+        if any(self._skip(before, frames) for before in reversed(earlier)):
             frames = [[(f, getattr(f, "i", None)) for f in w.frames] for w in self.block.warps]
-        self.seen[key] = frames
+        self.seen[key] = [earlier[0], frames]
 
     def _skip(self, earlier, now) -> bool:
         advances = {}
@@ -249,35 +258,57 @@ class Summary:
                 where = (op, target - clocks.wgmma_base[w.warpgroup])
             else:
                 return None
-            parts.append((tuple(position), where, w.mask.tobytes(), self._registers(w, w.env), clocks.vector(w.vc),
+            parts.append((tuple(position), where, w.mask.tobytes(), self._registers(wait.info.id, w.env),
+                          clocks.vector(w.vc),
                           w.wgmma_committed - clocks.wgmma_base[w.warpgroup],
-                          w.wgmma_retired - clocks.wgmma_base[w.warpgroup], w.wgmma_open,
-                          # (reports name the waits before a group only when a read of that group conflicts)
-                          tuple(sorted((g - clocks.wgmma_base[w.warpgroup], tuple(sorted(waits.items())))
-                                       for g, waits in w.wgmma_waits.items()
-                                       if g in clocks.live_reads(block.agents.wgmma(w.warpgroup)))),
-                          tuple(sorted(w.waited.items())), _last_wait(w.last_wait),
+                          w.wgmma_retired - clocks.wgmma_base[w.warpgroup], w.wgmma_open, _last_wait(w.last_wait),
                           (w.bulk_open - np.where(w.bulk_open > 0, w.bulk_counter, 0)).tobytes(),
                           tuple(sorted((lane, tuple(g - w.bulk_counter for g in groups))
                                        for lane, groups in w.bulk_committed.items()))))
+        last_waits = {}
+        for w in block.warps:
+            if not w.done and w.last_wait is not None:
+                last_waits.setdefault(id(w.last_wait[1]), set()).add(w.last_wait[3])
         for number, group in sorted(block.mbarrier_groups.items()):
             for bar in group.barriers:
-                parts.append(_mbarrier(bar, clocks, owners))
+                parts.append(_mbarrier(bar, clocks, owners, last_waits))
                 if parts[-1] is None:
                     return None
+        waited_bars = {w.wait.key[2] for w in block.warps if not w.done and w.wait.key[0] == "bar.sync"}
         for number, bar in sorted(block.bars.items()):
+            if number and not bar.arrived and number not in waited_bars and self.counted_bars:
+                # an idle named barrier is as good as a fresh one: no warp reads what it released, and every
+                # arrival names its thread count (a bar.sync made on first use starts the same way)
+                continue
             parts.append((number, bar.expected_warps, tuple(w.index for w in bar.arrived), clocks.vector(bar.vc),
                           tuple(sorted((g - bar.generation, clocks.vector(c)) for g, c in bar.released.items())),
                           bar.threads))
         parts.append(clocks.shadow())
         return tuple(parts)
 
-    def _registers(self, w, env) -> tuple:
+    def _registers(self, at: int, env) -> tuple:
         ndarray = np.ndarray
         values = [None if v is None else (v.tobytes(), v.dtype.char, v.shape) if type(v) is ndarray else _value(v)
-                  for v in map(env.__getitem__, self.loop_slots)]
+                  for v in map(env.__getitem__, self._live(at))]
         values += [_value(env[s]) for s in self.local_slots if isinstance(env[s], MemRef)]
         return tuple(values)
+
+    def _live(self, at: int) -> list[int]:
+        live = self.live.get(at)
+        if live is None:
+            scopes = self.scopes
+            live = self.live[at] = [s for s in self.loop_slots if _live_at(at, scopes.get(s))]
+        return live
+
+
+def _live_at(at: int, scope) -> bool:
+    """Whether a value may still be read by a warp stopped at operation ``at``: in SSA form only operations after
+    its definition in its own block (or nested in them) read it, and a loop's next iteration defines it anew before
+    reading it. A warp whose key names ``at`` (the key holds every warp's position) cannot depend on the others."""
+    if scope is None:
+        return True
+    (first, last), defined = scope
+    return first <= at <= last and at > defined
 
 
 def _value(v):
@@ -303,7 +334,7 @@ def _last_wait(last):
     return op, bar.agent, parity, phase - bar.phase
 
 
-def _mbarrier(bar, clocks: "_Clocks", owners: dict):
+def _mbarrier(bar, clocks: "_Clocks", owners: dict, last_waits: dict):
     phase = bar.phase
     waiters = []
     for waiter in bar.waiters:
@@ -311,12 +342,16 @@ def _mbarrier(bar, clocks: "_Clocks", owners: dict):
         if owner is None:
             return None
         waiters.append((owner, waiter.parity))
+    # a wait reads the clock of the last completed phase only (Mbarrier.completed_phase: of the parity that
+    # passes); the phase before it is kept for reports on a warp's last wait
+    history = {phase - 1} | {p for p in last_waits.get(id(bar), ())}
     first_unwaited = min(bar.unwaited, default=phase)
     observed = max(bar.observed, first_unwaited - 1) - phase
     return (bar.agent, bar.initialized, bar.init_op, bar.init_agent, clocks.record(bar.init_agent, bar.init_clock),
             bar.expected, bar.pending, bar.tx, phase & 1, clocks.vector(bar.vc),
-            tuple(sorted((p - phase, clocks.vector(c)) for p, c in bar.completed.items())),
-            tuple(sorted((p - phase, tuple(a)) for p, a in bar.completed_arrivals.items())), tuple(bar.arrivals),
+            tuple(sorted((p - phase, clocks.vector(c)) for p, c in bar.completed.items() if p in history)),
+            tuple(sorted((p - phase, tuple(a)) for p, a in bar.completed_arrivals.items() if p in history)),
+            tuple(bar.arrivals),
             tuple(sorted((t, (max(p - phase, -1), tx, op)) for t, (p, tx, op) in bar.armed.items())),
             tuple(sorted(bar.issued.items())), bar.in_flight, tuple(waiters), observed,
             tuple(sorted((p - phase, op) for p, op in bar.unwaited.items())))

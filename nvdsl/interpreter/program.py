@@ -41,6 +41,8 @@ class Kernel:
         self.skeleton = skeleton
         self.loop_slots: list[int] = []      # for loop summaries (.period): see Compiler
         self.local_slots: list[int] = []
+        self.scopes: dict = {}               # Compiler.scopes of the loop slots
+        self.uncounted_barriers = False      # Compiler.uncounted_barriers
 
 
 @handles("gpu.launch")
@@ -52,6 +54,8 @@ def _launch(op, c, info):
     kernel = Kernel(body, c.mbarriers, c.infos, info, name, (c.skeleton_blocks or {}).get(op))
     kernel.loop_slots = sorted(c.loop_slots - c.unread_indices - c.constants.keys())
     kernel.local_slots = list(c.local_slots)
+    kernel.scopes = {s: c.scopes[s] for s in kernel.loop_slots if s in c.scopes}
+    kernel.uncounted_barriers = c.uncounted_barriers
     c.mbarriers = saved
     sizes = [c.slot(v) for v in (view.gridSizeX, view.gridSizeY, view.gridSizeZ,
                                  view.blockSizeX, view.blockSizeY, view.blockSizeZ)]
