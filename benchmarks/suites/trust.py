@@ -4,7 +4,8 @@
   add before anything runs) for tutorial chapter 5 at its default problem and at 8192^2 x 4096, the
   persistent ``nvdsl.kernels.gemm`` at 8192^2 x 4096 on 132 SMs, the table-driven grouped GEMM (8 groups
   of 256 rows, K = N = 4096), and each mapping of tutorial chapter 6 at 8192^2 x 4096 (loop summaries make
-  the cost independent of trip counts; a case the check could not decide is reported as a failure). Each
+  the cost independent of trip counts), and ``nvdsl.kernels.attention`` at (4, 16, 4096, D) for D = 64, 128
+  and 256, causal and not (a case the check could not decide is reported as a failure). Each
   measurement also records ``cpu_ms``, the process's CPU time: what the check's time budget counts, and what
   other processes on a busy machine do not inflate;
 * ``nvdsl-interpreter``: a call in the CPU interpreter (fixed schedule, including the check) of the
@@ -75,6 +76,16 @@ def cases():
                                         np.zeros((len(sizes), k, n), np.float16), row_tile_table(sizes, 128)))
         return setup
 
+    def checking_attention(d, causal):
+        """The generated attention kernel at (4, 16, 4096, d), as ``attention()`` maps it."""
+        def setup():
+            import nvdsl.kernels.attention as attention
+            o = np.zeros((4, 16, 4096, d), np.float16)
+            lse = np.zeros((4, 16, 4096), np.float32)
+            kernel = attention._kernel(causal, d ** -0.5, True, attention.task_mapping(d, causal, 4096))
+            return checker(kernel.trace(o, lse, o, o, o))
+        return setup
+
     def interpreting(gemm, m, n, k, c_dtype):
         def setup():
             args = _inputs(m, n, k, c_dtype, c_first=isinstance(gemm, nt.TaskKernel))
@@ -92,6 +103,10 @@ def cases():
         ("nvdsl-protocol-check", f"ch6 {name} 8192x8192x4096",
          checking(nt.build(ch6.gemm, mapping), 8192, 8192, 4096, np.float16))
         for name, mapping in ch6.MAPPINGS.items()
+    ] + [
+        ("nvdsl-protocol-check", f"attention 4x16x4096x{d}{' causal' if causal else ''}",
+         checking_attention(d, causal))
+        for d in (64, 128, 256) for causal in (False, True)
     ] + [
         ("nvdsl-interpreter", "ch4 512x384x1024", interpreting(ch4.make_gemm(4), 512, 384, 1024, np.float32)),
         ("nvdsl-interpreter", "ch5 512x512x1024", interpreting(ch5.make_gemm(4), 512, 512, 1024, np.float16)),

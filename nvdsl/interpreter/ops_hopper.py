@@ -544,9 +544,10 @@ def _operand_bytes(block, addresses: list, itemsize: int) -> np.ndarray:
     return (starts[:, None] + np.arange(itemsize)).ravel()
 
 
-def _record_operand_reads(w, addresses, itemsize, info):
+def _record_operand_reads(w, addresses, itemsize, info, nbytes=None):
     block = w.block
-    nbytes = _operand_bytes(block, addresses, itemsize)
+    if nbytes is None:
+        nbytes = _operand_bytes(block, addresses, itemsize)
     meet = w.vc[w.mask].min(axis=0)
     conflict = block.shadow.check_read(nbytes, meet) or block.shadow.check_fenced(nbytes)
     if conflict is not None:
@@ -614,14 +615,15 @@ def _warpgroup_mma(op, c, info):
         desc_b = int(V.first_active(env[b_slot], w.mask))
         if w.block.skeleton:
             # the same descriptors read the same shared memory: decode them once
-            touched = skeleton_reads.get((desc_a, desc_b))
-            if touched is None:
+            key = (desc_a, desc_b, w.block.smem.nbytes)
+            granules = skeleton_reads.get(key)
+            if granules is None:
                 touched = [_matrix(w, desc_b + ((b_rows * 16 * k * itemsize) >> 4), n, 16, element, not transpose_b,
                                    info)[1] for k in range(k_steps)]
                 touched += [_matrix(w, desc_a + (((16 * k + total_k * a_k * i) * itemsize) >> 4), 64, 16, element,
                                     not transpose_a, info)[1] for i in range(m // 64) for k in range(k_steps)]
-                skeleton_reads[(desc_a, desc_b)] = touched
-            _record_operand_reads(w, touched, itemsize, info)
+                granules = skeleton_reads[key] = _operand_bytes(w.block, touched, itemsize)
+            _record_operand_reads(w, None, itemsize, info, granules)
             _commit(w)
             yield from _wait(w, wait, info)
             return
@@ -721,9 +723,22 @@ def _mma_async(op, c, info):
     if m != 64 or k * itemsize != 32:
         raise V.Unsupported(f"wgmma shape m{m}n{n}k{k} on {types['typeA']}")
 
+    skeleton_reads: dict = {}
+
     def fn(w):
         converged(w, info, "wgmma.mma_async")
         env = w.env
+        if w.block.skeleton:
+            # the same descriptors read the same shared memory: decode them once
+            key = (int(V.first_active(env[a_slot], w.mask)), int(V.first_active(env[b_slot], w.mask)),
+                   w.block.smem.nbytes)
+            granules = skeleton_reads.get(key)
+            if granules is None:
+                touched = [_matrix(w, key[0], 64, k, a_element, a_k_major, info)[1],
+                           _matrix(w, key[1], n, k, b_element, b_k_major, info)[1]]
+                granules = skeleton_reads[key] = _operand_bytes(w.block, touched, itemsize)
+            _record_operand_reads(w, None, itemsize, info, granules)
+            return True
         a, a_addresses = _matrix(w, int(V.first_active(env[a_slot], w.mask)), 64, k, a_element, a_k_major, info)
         b, b_addresses = _matrix(w, int(V.first_active(env[b_slot], w.mask)), n, k, b_element, b_k_major, info)
         _record_operand_reads(w, [a_addresses, b_addresses], itemsize, info)
