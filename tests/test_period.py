@@ -157,3 +157,25 @@ def test_the_multistage_mapping_at_production_size_is_summarised(monkeypatch):
     skipped = record_skips(monkeypatch)
     assert check_protocol(trace.module, trace.specs) is None
     assert skipped and skipped[-1] > 0, skipped
+
+
+def test_a_persistent_kernels_tile_period_is_found_at_its_second_tile(monkeypatch):
+    """The library GEMM at 8192^2 x 4096 on 132 SMs runs 16 tiles of 64 K trips in a block. The state at a trip
+    of the second tile is the state at the same trip of the first (what the first tile's epilogue leaves behind,
+    its registers, named barriers and older phases, is read no more), so after the second tile's first period
+    the summary skips to the last tile: each warp starts its K loop twice (the second tile's run goes on as the
+    last's), not 3 times as when it had to see a third tile first."""
+    from nvdsl.kernels.gemm import MAPPING, matmul
+    trace = nvdsl.tasks.build(matmul, MAPPING.replace(sm_count=132)).trace(
+        np.zeros((8192, 8192), np.float16), f16(8192, 4096), f16(4096, 8192))
+    starts = []
+    original = period.LoopFrame.__init__
+
+    def counting(self, op, i, step, hi, iv, boundaries=()):
+        starts.append((op, hi))
+        original(self, op, i, step, hi, iv, boundaries)
+    monkeypatch.setattr(period.LoopFrame, "__init__", counting)
+    assert check_protocol(trace.module, trace.specs) is None
+    k_loops = [op for op, hi in starts if hi == 4096 // 64]
+    # 9 warps run the K loop (the producer and 2 consumer warpgroups), in 2 blocks (the first and the last)
+    assert len(k_loops) == 9 * 2 * 2, len(k_loops)
