@@ -21,8 +21,8 @@ from ..hopper.warpgroup import Warpgroup
 from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wait
 from ..layouts import wgmma_accumulator
 from .analysis import operand_name
-from .ir import Affine, Broadcast, Copy, Fill, Iota, Map, Mma, Reduce, Region
-from .schedule import PINGPONG, Schedule, _loads
+from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Map, Mma, Reduce, Region
+from .schedule import PINGPONG, OnesTile, Schedule, _loads
 
 
 def emit(schedule: Schedule, arrays: dict) -> None:
@@ -57,6 +57,7 @@ def emit(schedule: Schedule, arrays: dict) -> None:
             for name in st.staging:
                 staging[name] = ctx.dynamic_shared((st.box[-2], st.slice_columns), st.dtype,
                                                    offset=buffers[name].offset, align=1024)
+        ones = {t.name: _write_ones(ctx, t, buffers[t.name].offset, s.block_threads) for t in s.ones}
         with when(ctx.linear_thread_id.eq(0)):
             for tma in descriptors.values():
                 tma.prefetch()
@@ -109,10 +110,25 @@ def emit(schedule: Schedule, arrays: dict) -> None:
                     with when(exists) if pingpong else contextlib.nullcontext():
                         env = coordinates(number)
                         with _nonempty(s, env):
-                            _Consumer(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, arrays, env).run_tile()
+                            _Consumer(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, arrays, env,
+                                      ones).run_tile()
                 tma_store_wait(0)
 
     kernel()
+
+
+def _write_ones(ctx, tile: OnesTile, offset: int, threads: int) -> Array:
+    """The tile of ones at ``offset`` in shared memory, written by every thread of the block and fenced for
+    the async proxy (wgmma reads it), before any role starts."""
+    array = ctx.dynamic_shared(tile.shape, tile.dtype, offset=offset, align=1024)
+    flat, one = array.flatten(), constant(1.0, tile.dtype)
+    for first in range(0, flat.size, threads):
+        index = ctx.linear_thread_id + first
+        with when(index < flat.size) if first + threads > flat.size else contextlib.nullcontext():
+            flat[index] = one
+    fence_shared_to_async()
+    ctx.sync_threads()
+    return array
 
 
 def _nonempty(s: Schedule, env: dict):
@@ -213,12 +229,13 @@ def _put_tile_loads(s: Schedule, rings: dict, tmas: dict, env: dict, member: int
 class _Consumer:
     """One consumer warpgroup's work on one tile: prologue, main loop over ring slots, epilogue."""
 
-    def __init__(self, s: Schedule, ctx, wg, c: int, rings, ring_tmas, store_tmas, staging, arrays, env):
+    def __init__(self, s: Schedule, ctx, wg, c: int, rings, ring_tmas, store_tmas, staging, arrays, env, ones):
         self.s, self.ctx, self.wg, self.c = s, ctx, wg, c
         self.rings, self.ring_tmas, self.store_tmas, self.staging = rings, ring_tmas, store_tmas, staging
         self.arrays, self.env = arrays, env
         self.program = s.program
-        self.values: dict = {}
+        self.values: dict = dict(ones)
+        self.ones = frozenset(ones)
         self.pingpong = s.mapping.schedule == PINGPONG
         self.cooperative = s.consumers > 1 and not self.pingpong
         self.step = s.ring("step", c)
@@ -437,7 +454,10 @@ class _Consumer:
             a = WGMMAMatrix(*self.operand_view(op.a))
         else:                                        # a register tile (attention's P): wgmma reads it as is
             a = self.value(op.a)
-        b = WGMMAMatrix(*self.operand_view(op.b), transposed=op.transpose_b)
+        if op.b in self.ones:                        # written by the threads, not TMA: 128-byte swizzled rows
+            b = WGMMAMatrix(self.values[op.b], swizzle=128, transposed=op.transpose_b)
+        else:
+            b = WGMMAMatrix(*self.operand_view(op.b), transposed=op.transpose_b)
         acc.accumulate(a @ b, in_flight=in_flight)
 
     def tma_of(self, local: str) -> TMA:
@@ -455,6 +475,8 @@ class _Consumer:
             self.map(op)
         elif isinstance(op, Reduce):
             self.reduce(op)
+        elif isinstance(op, FirstColumn):
+            self.values[op.out] = self.values[op.out] + _uniform_rows(self.values[op.input])
         elif isinstance(op, Iota):
             start = _evaluate(op.start, self.env)
             self.values[op.out] = _Iota(start if isinstance(start, int) else start.to(dt.int32))
@@ -667,6 +689,16 @@ class _Cast:
 
     def __init__(self, acc, dtype: dt.DType):
         self.acc, self.dtype = acc, dtype
+
+
+def _uniform_rows(tile: RegisterTile) -> RowVector:
+    """The rows of ``tile``, whose columns all hold the same values, as a vector: each thread's value of its
+    own first column of each row (no shuffles)."""
+    layout, values = tile.layout.project(0), tile.values
+    first: dict[int, int] = {}
+    for value, row in enumerate(tile.layout.broadcast_map(0)):
+        first.setdefault(row, value)
+    return RowVector([values[first[i]] for i in range(layout.values)], tile.dtype, layout)
 
 
 def _carried(s: Schedule) -> list[str]:
