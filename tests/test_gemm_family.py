@@ -96,3 +96,65 @@ def test_row_sums_add_one_narrow_product_per_k16_step_and_no_spills():
     # per 64-wide K step and consumer: 4 x m64n256k16 of the product and 4 x m64n8k16 of the sums, one group
     assert hgmma_shapes(loop) == {"64x256x16": 4, "64x8x16": 4}, loop
     assert loop.count("WARPGROUP.ARRIVE") == 1 and "LDS" not in loop
+
+
+# --- the dual GEMM: two products sharing A issue as one --------------------------------------------------
+
+@nt.task(reads=("A", "W1", "W2"), writes=("C",))
+def gated_mlp_nk(C, A, W1, W2):
+    """The gated MLP with K-major weights (N, K), as a framework's linear layers store them."""
+    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 128), nt.tunable("BK", 64)
+    Ct, At, W1t, W2t = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(W1, (BN, BK)), nt.blocks(W2, (BN, BK))
+    for i, j in nt.prange(*Ct.grid):
+        gate, up = nt.zeros((BM, BN), nt.float32, name="gate"), nt.zeros((BM, BN), nt.float32, name="up")
+        for k in nt.srange(At.grid[1]):
+            gate += At[i, k] @ W1t[j, k].T
+            up += At[i, k] @ W2t[j, k].T
+        Ct[i, j] = (nt.silu(gate) * up).astype(C.dtype)
+
+
+def gated_args(m, n, k, k_major=False, rng=None):
+    rng = rng or np.random.default_rng(2)
+    a = (rng.standard_normal((m, k)) / 8).astype(f16)
+    w1, w2 = (rng.standard_normal((n, k) if k_major else (k, n)).astype(f16) for _ in range(2))
+    return np.full((m, n), np.nan, f16), a, w1, w2
+
+
+def test_the_dual_gemm_s_products_issue_as_one(request):
+    kernel = nt.build(gated_mlp, MAPPING.replace(tiles={"BN": 128}, sm_count=132))
+    args = gated_args(1000, 1000, 520)
+    golden("tasks_gated_mlp.schedule.txt", kernel.explain(*args), request)
+    joined, = kernel.plan(*args).joined
+    assert joined.accumulators == ("gate", "up") and joined.columns == (128, 128) and joined.axis == 1
+    # a product that reads another A tile, or an accumulator the loop reads, keeps its own wgmma
+    assert nt.build(matmul_rowsum, MAPPING).plan(*rowsum_args(256, 256, 128)).joined == ()
+
+
+@pytest.mark.parametrize("program, mapping", [
+    (gated_mlp, MAPPING.replace(tiles={"BN": 128}, sm_count=2)),
+    (gated_mlp, nt.Mapping(warp_specialize=False, persistent=False, pipeline=2, tiles={"BN": 64})),
+    (gated_mlp_nk, MAPPING.replace(tiles={"BN": 128}, sm_count=2)),
+], ids=["ws-cooperative", "multistage-64", "k-major"])
+def test_the_joined_dual_gemm_matches_a_float32_reference_in_the_interpreter(program, mapping):
+    c, a, w1, w2 = gated_args(200, 264, 200, k_major=program is gated_mlp_nk)
+    kernel = nt.build(program, mapping)
+    assert kernel.plan(c, a, w1, w2).joined
+    kernel.with_options(backend="interpret")(c, a, w1, w2)
+    t = (lambda w: w.T) if program is gated_mlp_nk else (lambda w: w)
+    gate, up = (a.astype(f32) @ t(w).astype(f32) for w in (w1, w2))
+    reference = gate / (1 + np.exp(-gate)) * up
+    assert np.linalg.norm(c.astype(f32) - reference) / np.linalg.norm(reference) < 2e-3
+
+
+@pytest.mark.skipif(not find_tool("nvdisasm"), reason="needs nvdisasm")
+def test_the_dual_gemm_issues_the_plain_gemm_s_wgmma_per_k_step_without_spills():
+    m, k = 8192, 4096
+    args = (np.zeros((m, m), f16), np.zeros((m, k), f16), np.zeros((k, m), f16), np.zeros((k, m), f16))
+    compiled = nt.build(gated_mlp, MAPPING.replace(tiles={"BN": 128}, sm_count=132)).compile(*args)
+    resources, = compiled.resources.values()
+    assert resources.spill_stores == 0 and resources.stack_frame == 0
+    assert "C7514" not in compiled.module.ptxas_log          # no serialized products
+    loop = k_loop(compiled.sass())
+    # per 64-wide K step and consumer: gate and up as 4 x m64n256k16 (not 8 x m64n128k16), one group
+    assert hgmma_shapes(loop) == {"64x256x16": 4}, loop
+    assert loop.count("WARPGROUP.ARRIVE") == 1

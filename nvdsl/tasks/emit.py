@@ -241,6 +241,7 @@ class _Consumer:
         self.step = s.ring("step", c)
         self.tile_ring = s.ring("tile", c)
         self._slice: dict = {}           # values of deferred math computed for the current column slice
+        self.slot: tuple = ()             # the tiles of the step ring's slot the main loop holds
         self.unmask = False              # in steps where no mask of the main loop changes a value
 
     # -- where this consumer's part of a tensor is ------------------------------------------------------------
@@ -280,6 +281,9 @@ class _Consumer:
 
     def epilogue(self) -> None:
         s = self.s
+        for j in s.joined:                          # the joined product's columns (its products have retired)
+            acc, (n1, n2) = self.values.pop(j.accumulators[0]), j.columns
+            self.values[j.accumulators[0]], self.values[j.accumulators[1]] = acc.columns(0, n1), acc.columns(n1, n1 + n2)
         if any(b.aliases for b in s.buffers):      # staging reuses the ring: every consumer must have left it
             self.ctx.sync_threads(128 * s.consumers, barrier=9)
         for op in s.epilogue:
@@ -313,6 +317,7 @@ class _Consumer:
                 with ring.get() as tiles:
                     for plan_tile, view in zip(self.step.tiles, tiles):
                         self.values[plan_tile.local] = view
+                    self.slot = tiles
                     self.run_all(body)
             else:
                 self.run_all(body)
@@ -449,6 +454,12 @@ class _Consumer:
                 i += 1
 
     def product(self, op: Mma, in_flight=None) -> None:
+        joined = next((j for j in self.s.joined if op.id in j.products), None)
+        if joined is not None:
+            if op.id == joined.products[1]:         # issued with the first
+                return
+            self.joined_product(op, joined, in_flight)
+            return
         acc = self.values[op.acc]
         if isinstance(self.values.get(operand_name(op.a)), Array):
             a = WGMMAMatrix(*self.operand_view(op.a))
@@ -459,6 +470,15 @@ class _Consumer:
         else:
             b = WGMMAMatrix(*self.operand_view(op.b), transposed=op.transpose_b)
         acc.accumulate(a @ b, in_flight=in_flight)
+
+    def joined_product(self, op: Mma, joined, in_flight) -> None:
+        """The product of ``joined``: A times its two B tiles read as one, into the pair's one accumulator."""
+        locals_ = [t.local for t in self.step.tiles]
+        b = self.rings[self.step.name].joined(self.slot, locals_.index(joined.b_tiles[0]), 2, joined.axis)
+        acc = self.values[op.acc]
+        product = WGMMAMatrix(*self.operand_view(op.a)) @ WGMMAMatrix(b, self.tma_of(joined.b_tiles[0]),
+                                                                      transposed=op.transpose_b)
+        acc.accumulate(product, in_flight=in_flight)
 
     def tma_of(self, local: str) -> TMA:
         """The TMA descriptor that fills ring tile ``local``."""
@@ -486,6 +506,11 @@ class _Consumer:
     def fill(self, op: Fill) -> None:
         t = self.program.tensor(op.target)
         rows = self.rows(op.target)
+        joined = next((j for j in self.s.joined if op.target in j.accumulators), None)
+        if joined is not None:                      # one accumulator for the pair, under the first's name
+            if op.target == joined.accumulators[0]:
+                self.values[op.target] = WGMMAAccumulator(rows, sum(joined.columns))
+            return
         if len(t.shape) == 2:
             tile = WGMMAAccumulator(rows, t.shape[1])
             self.values[op.target] = tile if op.value == 0.0 else tile * 0.0 + op.value
@@ -705,7 +730,8 @@ def _carried(s: Schedule) -> list[str]:
     """Locals the main loop updates in place and uses afterwards: its loop-carried values."""
     written = {name for op in s.main.body for name in (operand_name(x) for x in op.writes())}
     defined_before = {op.target for op in s.prologue if isinstance(op, Fill)}
-    return sorted(written & defined_before)
+    second = {j.accumulators[1] for j in s.joined}        # lives in the first's accumulator
+    return sorted((written & defined_before) - second)
 
 
 _BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,

@@ -129,6 +129,21 @@ class OnesTile:
 
 
 @dataclass(frozen=True)
+class Joined:
+    """Two products of the main loop that share their A tile and whose B tiles lie side by side in a ring
+    slot (a dual GEMM's ``gate += A @ W1; up += A @ W2``), issued as one product of N = N1 + N2 into one
+    accumulator whose first N1 columns are ``accumulators[0]`` and the rest ``accumulators[1]``: A is read
+    once per K step and the wgmma instructions halve. ``axis``: the axis along which the B tiles join (1 for
+    (K, N) tiles, 0 for K-major (N, K) ones)."""
+
+    products: tuple[int, int]
+    accumulators: tuple[str, str]
+    columns: tuple[int, int]
+    b_tiles: tuple[str, str]
+    axis: int
+
+
+@dataclass(frozen=True)
 class Schedule:
     program: Program
     mapping: Mapping
@@ -155,6 +170,7 @@ class Schedule:
     tiles_per_block: str
     notes: tuple[str, ...] = field(default=())
     ones: tuple[OnesTile, ...] = field(default=())
+    joined: tuple[Joined, ...] = field(default=())
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -408,6 +424,42 @@ def _row_sums_on_tensor_cores(program: Program) -> tuple[Program, tuple[OnesTile
     return with_dependences(program.with_body((loop,), tensors)), tuple(ones.values())
 
 
+def _joined_products(program: Program, prologue, main: Loop | None, rings) -> tuple[Joined, ...]:
+    """The pairs of consecutive products of the main loop that can issue as one (see :class:`Joined`): one
+    shared A tile, B tiles of one dtype and layout next to each other in one step ring's slot, accumulators
+    filled with zeros before the loop that nothing else in the loop touches, N1 + N2 <= 256."""
+    if main is None:
+        return ()
+    zeros = {op.target for op in prologue if isinstance(op, Fill) and op.value == 0.0}
+    body = [op for op in main.body if op not in _loads(main.body)]
+    found, used = [], set()
+    for first, second in zip(body, body[1:]):
+        if not (isinstance(first, Mma) and isinstance(second, Mma)) or {first.id, second.id} & used:
+            continue
+        if not (first.a == second.a and isinstance(first.a, str) and first.transpose_b == second.transpose_b and
+                first.acc != second.acc and {first.acc, second.acc} <= zeros):
+            continue
+        ring = next((r for r in rings if r.per == "step" and {first.b, second.b} <= {t.local for t in r.tiles}), None)
+        if ring is None:
+            continue
+        locals_ = [t.local for t in ring.tiles]
+        i = locals_.index(first.b)
+        b1, b2 = ring.tiles[i], ring.tiles[i + 1] if i + 1 < len(locals_) else None
+        acc1, acc2 = program.tensor(first.acc), program.tensor(second.acc)
+        axis = 0 if first.transpose_b else 1
+        if b2 is None or b2.local != second.b or b2.offset != b1.offset + b1.nbytes or b1.dtype != b2.dtype or \
+                b1.shape[1 - axis] != b2.shape[1 - axis] or b1.box[-2] != b1.shape[-2] and axis == 1 or \
+                acc1.shape[0] != acc2.shape[0] or acc1.shape[1] + acc2.shape[1] > 256:
+            continue
+        others = [op for op in body if op not in (first, second)]
+        if any({first.acc, second.acc} & {operand_name(x) for x in op.reads() + op.writes()} for op in others):
+            continue
+        used |= {first.id, second.id}
+        found.append(Joined((first.id, second.id), (first.acc, second.acc), (acc1.shape[1], acc2.shape[1]),
+                            (first.b, second.b), axis))
+    return tuple(found)
+
+
 def _fresh(names: set, stem: str) -> str:
     name, n = stem, 0
     while name in names:
@@ -587,6 +639,7 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
         break
     offsets = {b.name: b.offset for b in buffers}
     rings = [replace(r, offset=offsets[r.name]) for r in rings]
+    joined = _joined_products(program, prologue, main, rings) if phases is None else ()
     step = next((r for r in rings if r.per == "step"), None)
     lookahead = 0 if ws or step is None else step.depth - in_flight
     if phases is not None and not ws:
@@ -619,7 +672,7 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
         notes.append("the epilogue's staging tiles reuse the ring's memory once every consumer has left the main loop")
     return Schedule(program, mapping, levels, tiles.vars, tiles.extents, split, rows, consumers, ws,
                     tuple(sorted(registers.items())), tuple(rings), prologue, main, epilogue, in_flight, lookahead,
-                    phases, unmasked, tuple(stores), tuple(buffers), smem_bytes, grid, order, tuple(notes), ones)
+                    phases, unmasked, tuple(stores), tuple(buffers), smem_bytes, grid, order, tuple(notes), ones, joined)
 
 
 def _buffers(rings, stores, consumers: int, live_across: bool, ones=()) -> list[Buffer]:
@@ -732,6 +785,11 @@ def explain(schedule: Schedule) -> str:
         through = f"each consumer's rows of {st.in_tile}" if st.in_tile else ", ".join(st.staging)
         lines.append(f"    store {st.source} -> {st.target}: {st.slice_columns} columns at a time through "
                      f"{through}, TMA box {list(st.box)}")
+    for j in s.joined:
+        (a, b), (n1, n2) = j.accumulators, j.columns
+        lines.append(f"one product for e{j.products[0]} and e{j.products[1]}: [{a} | {b}] (N = {n1} + {n2}) += "
+                     f"A @ [{j.b_tiles[0]} | {j.b_tiles[1]}] (B tiles side by side in the slot, joined along axis "
+                     f"{j.axis}): A read once per K step; {a} and {b} are its columns after the loop")
     for t in s.ones:
         lines.append(f"row sums on the tensor cores: {'; '.join(t.sums)}: a product with {t.name} "
                      f"{t.dtype.name}{list(t.shape)} (K-major B, every element 1, written by every thread once per "
