@@ -10,7 +10,7 @@ import pytest
 
 import nvdsl.tasks as nt
 from nvdsl.compiler.toolchain import find_tool
-from nvdsl.kernels.gemm import MAPPING, gated_mlp, matmul_rowsum
+from nvdsl.kernels.gemm import MAPPING, gated_mlp, gated_mlp_nk, matmul_rowsum
 from test_tasks import golden
 
 f16, f32 = np.float16, np.float32
@@ -99,19 +99,6 @@ def test_row_sums_add_one_narrow_product_per_k16_step_and_no_spills():
 
 
 # --- the dual GEMM: two products sharing A issue as one --------------------------------------------------
-
-@nt.task(reads=("A", "W1", "W2"), writes=("C",))
-def gated_mlp_nk(C, A, W1, W2):
-    """The gated MLP with K-major weights (N, K), as a framework's linear layers store them."""
-    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 128), nt.tunable("BK", 64)
-    Ct, At, W1t, W2t = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(W1, (BN, BK)), nt.blocks(W2, (BN, BK))
-    for i, j in nt.prange(*Ct.grid):
-        gate, up = nt.zeros((BM, BN), nt.float32, name="gate"), nt.zeros((BM, BN), nt.float32, name="up")
-        for k in nt.srange(At.grid[1]):
-            gate += At[i, k] @ W1t[j, k].T
-            up += At[i, k] @ W2t[j, k].T
-        Ct[i, j] = (nt.silu(gate) * up).astype(C.dtype)
-
 
 def gated_args(m, n, k, k_major=False, rng=None):
     rng = rng or np.random.default_rng(2)
