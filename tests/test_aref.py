@@ -269,3 +269,34 @@ def test_rings_hand_every_tile_to_every_consumer(depth, rows, k, blocks, consume
     expected = x.reshape(rows, k // 32, 8, 4).sum(axis=(1, 3))
     for c in range(consumers):
         np.testing.assert_allclose(out[c], expected, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("tiles, first, count, axis, joined_shape", [
+    ([((64, 64), nvdsl.float16), ((64, 64), nvdsl.float16)], 0, 2, 1, (64, 128)),
+    ([((64, 64), nvdsl.float16), ((64, 64), nvdsl.float16)], 0, 2, 0, (128, 64)),
+    ([((64, 64), nvdsl.float16), ((64, 64), nvdsl.float32)], 0, 2, 1, None),      # two dtypes
+    ([((64, 64), nvdsl.float16), ((32, 64), nvdsl.float16)], 0, 2, 1, None),      # other extents differ
+    ([((64, 64), nvdsl.float16), ((64, 64), nvdsl.float16)], 1, 2, 1, None),      # past the slot's tiles
+])
+def test_adjacent_slot_tiles_are_joined_or_refused(tiles, first, count, axis, joined_shape):
+    seen = {}
+
+    @nvdsl.mlir_func
+    def host(x):
+        x_tma = nvdsl.TMA(x, box=(64, 64))
+
+        @nvdsl.gpu_launch(grid=1, block=128)
+        def kernel(ctx):
+            ring = nvdsl.Aref(ctx, tiles, depth=2)
+            if joined_shape is not None:
+                ring.put((x_tma, (0, 0)), (x_tma, (0, 0)))
+            with ring.get() as views:
+                seen["joined"] = ring.joined(views, first, count, axis)
+        kernel()
+    if joined_shape is None:
+        with pytest.raises(nvdsl.TraceError, match="cannot be joined") as info:
+            host.trace(np.zeros((64, 64), np.float16))
+        assert info.value.code == "bad-aref"
+    else:
+        host.trace(np.zeros((64, 64), np.float16))
+        assert seen["joined"].shape == joined_shape and seen["joined"].dtype == nvdsl.float16

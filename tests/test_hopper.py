@@ -518,6 +518,68 @@ def test_operand_tiles_that_wgmma_cannot_address_are_refused():
     assert error.code == "bad-wgmma-shape" and "all 128 N rows" in str(error)
 
 
+def ones_row_sums(dtype, fence=True):
+    """Y (128 x 8) = A (128 x 64) @ ones: a tile of ones the threads write (no TMA loads it), read by wgmma as
+    a K-major B through ``swizzle=``; every column of Y holds A's row sums."""
+    m, kt = 128, 64
+
+    @nvdsl.mlir_func
+    def row_sums(a, y):
+        a_tma = nvdsl.TMA(a, box=(m, kt), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=128, smem=m * kt * 2 + 8 * kt * 2)
+        def kernel(ctx):
+            a_tile = ctx.dynamic_shared((m, kt), dtype, align=1024)
+            ones = ctx.dynamic_shared((8, kt), dtype, align=1024)
+            for i in range(0, 8 * kt, 128):
+                ones.flatten()[ctx.thread_id.x + i] = nvdsl.constant(1.0, dtype)
+            if fence:
+                nvdsl.fence_shared_to_async()
+            bar = nvdsl.Mbarriers(1)[0]
+            leader = ctx.thread_id.x.eq(0)
+            bar.init(1, predicate=leader)
+            ctx.sync_threads()
+            bar.arrive(m * kt * 2, predicate=leader)
+            a_tma.load(a_tile, bar, (0, 0), predicate=leader)
+            bar.try_wait(0)
+            acc = nvdsl.WGMMAAccumulator(m, 8)
+            acc += nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(ones, swizzle=128, transposed=True)
+            acc.store(y)
+        kernel()
+    return row_sums
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_tile_written_by_threads_is_a_wgmma_operand_through_its_swizzle(dtype):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    numpy_type = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}[dtype]
+    a = np.random.default_rng(1).standard_normal((128, 64)).astype(numpy_type)
+    y = np.full((128, 8), np.nan, np.float32)
+    fn = ones_row_sums(getattr(nvdsl, dtype))
+    short = {"float16": "f16", "bfloat16": "bf16"}[dtype]
+    assert f"wgmma.mma_async.sync.aligned.m64n8k16.f32.{short}.{short}" in fn.compile(a, y).ptx
+    fn.with_options(backend="interpret")(a, y)
+    np.testing.assert_allclose(y, np.repeat(a.astype(np.float64).sum(axis=1)[:, None], 8, axis=1), rtol=1e-5,
+                               atol=1e-4)
+    with pytest.raises(nvdsl.KernelFault, match="missing-proxy-fence"):     # the threads' stores need the fence
+        ones_row_sums(getattr(nvdsl, dtype), fence=False).with_options(backend="interpret", protocol_check=False)(a, y)
+
+
+def test_a_wgmma_operand_takes_a_descriptor_or_a_swizzle():
+    @nvdsl.mlir_func
+    def host(a):
+        a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=128, smem=64 * 64 * 2)
+        def kernel(ctx):
+            tile = ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024)
+            nvdsl.WGMMAMatrix(tile, a_tma, swizzle=128)
+        kernel()
+    with pytest.raises(nvdsl.TraceError, match="either the TMA descriptor") as info:
+        host.trace(np.zeros((64, 64), np.float16))
+    assert info.value.code == "bad-wgmma"
+
+
 def test_accumulator_carried_through_a_k_loop_compiles():
     ptx = k_loop_gemm(256).compile(np.zeros((128, 256), np.float16), np.zeros((256, 128), np.float16),
                                    np.zeros((128, 128), np.float32)).ptx

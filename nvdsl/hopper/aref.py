@@ -245,6 +245,31 @@ class Aref:
                                            f"{self.name}.tile{i}", alignment=TILE_ALIGNMENT, lease=lease)
                      for i, t in enumerate(self.tiles))
 
+    def joined(self, views, first: int, count: int, axis: int) -> Array:
+        """Tiles ``first .. first + count - 1`` of the slot whose tiles ``get`` yielded as ``views``, read as one
+        tile concatenated along ``axis``: their bytes lie one after the other. Along axis 0 that is the
+        row-major concatenation; along axis 1 it is for tiles made of TMA boxes that each span all the tile's
+        rows (boxes in row-major order), such as two N-major B operands of products that share A, which one
+        wider wgmma then reads."""
+        current_kernel("Aref.joined")
+        tiles = self.tiles[first:first + count] if isinstance(first, int) and isinstance(count, int) else ()
+        ok = len(tiles) == count >= 2 and axis in (0, 1) and len(views) == len(self.tiles)
+        for a, b in zip(tiles, tiles[1:]):
+            other = [s for i, s in enumerate(a.shape) if i != axis] == [s for i, s in enumerate(b.shape) if i != axis]
+            ok &= a.dtype == b.dtype and other and len(a.shape) == 2 and b.offset == a.offset + a.nbytes
+        if not ok:
+            raise TraceError(f"ring '{self.name}': tiles {first}..{first + count - 1} of its slot "
+                             f"({[f'{t.dtype.name}{list(t.shape)} @{t.offset}' for t in tiles]}) cannot be joined along "
+                             f"axis {axis!r}: they need one dtype, one extent on the other axis, and bytes one after "
+                             "the other", code="bad-aref", loc=user_location())
+        start = views[first]
+        start.check_lease("joining")
+        shape = list(tiles[0].shape)
+        shape[axis] = sum(t.shape[axis] for t in tiles)
+        with at_user_line():
+            return self.ctx.shared._view(tuple(shape), tiles[0].dtype, start.offset, f"{self.name}.tiles{first}+{count}",
+                                         alignment=TILE_ALIGNMENT, lease=start.lease)
+
     # -- producer -------------------------------------------------------------------------------------------
     def put(self, *copies) -> None:
         """Fill the next slot: one ``(tma, coords)`` per tile of the slot, in order.

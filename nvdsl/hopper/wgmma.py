@@ -20,7 +20,7 @@ from ..frontend.memory import GLOBAL, SHARED, Array
 from ..frontend.values import Value, _index_value
 from ..layouts import FragmentLayout, wgmma_accumulator
 from .tile import RegisterTile, _load
-from .tma import TMA, SharedBoxes
+from .tma import TMA, SharedBoxes, shared_alignment
 from .warpgroup import WARPGROUP_THREADS, require_sm90a
 
 _INPUT_DTYPES = (dt.float16, dt.bfloat16)
@@ -53,23 +53,41 @@ class WGMMAMatrix:
     in row-major order of boxes. Where the tile is more than one box wide, each box must hold all
     the rows the hardware reads together: all K rows of an N-major B, all N rows of a K-major B,
     a multiple of 64 rows of A.
+
+    A tile written by threads rather than loaded by TMA gives ``swizzle=`` (32, 64 or 128) instead of
+    ``tma``: it is laid out as a TMA load of boxes (all its rows, ``swizzle`` bytes wide) would leave it,
+    and the threads must fence it for the async proxy (``nvdsl.fence_shared_to_async``) before wgmma
+    reads it.
     """
 
-    def __init__(self, tile: Array, tma: TMA, *, transposed: bool = False):
+    def __init__(self, tile: Array, tma: TMA | None = None, *, transposed: bool = False,
+                 swizzle: int | None = None):
         current_kernel("nvdsl.WGMMAMatrix")
         if not (isinstance(tile, Array) and tile.space == SHARED):
             raise _bad(f"WGMMAMatrix needs a shared-memory tile, got {tile!r}")
         if tile.dtype not in _INPUT_DTYPES + _FLOAT8 or tile.ndim != 2:
             raise _bad(f"WGMMAMatrix needs a 2-D float16, bfloat16 or float8 tile, got {tile.dtype.name}"
                        f"{list(tile.shape)}")
-        if not isinstance(tma, TMA) or tma.spec.swizzle == 0:
-            raise _bad("WGMMAMatrix needs the (swizzled) TMA descriptor that loads its tile",
-                       hint="declare the TMA with swizzle=128 (or 64, 32)")
-        box = tuple(tma.box)
-        if len(box) < 2 or any(b != 1 for b in box[:-2]):
-            raise _bad(f"WGMMAMatrix needs a descriptor with 2-D boxes, got box {list(box)}")
+        item = tile.dtype.itemsize
+        if swizzle is not None:
+            if tma is not None or swizzle not in (32, 64, 128):
+                raise _bad(f"WGMMAMatrix takes either the TMA descriptor that loads its tile or swizzle= (32, 64 or "
+                           f"128) for a tile its threads write, got tma={tma!r}, swizzle={swizzle!r}")
+            box = (tile.shape[0], swizzle // item)
+            if tile.alignment is not None and tile.alignment < shared_alignment(swizzle):
+                raise _bad(f"'{tile.name}' starts at a shared byte offset aligned to {tile.alignment} bytes; a "
+                           f"{swizzle}-byte swizzled operand must start on a multiple of {shared_alignment(swizzle)}",
+                           code="misaligned", hint=f"allocate it with align={shared_alignment(swizzle)}")
+        else:
+            if not isinstance(tma, TMA) or tma.spec.swizzle == 0:
+                raise _bad("WGMMAMatrix needs the (swizzled) TMA descriptor that loads its tile",
+                           hint="declare the TMA with swizzle=128 (or 64, 32), or give swizzle= for a tile its "
+                                "threads write")
+            box = tuple(tma.box)
+            if len(box) < 2 or any(b != 1 for b in box[:-2]):
+                raise _bad(f"WGMMAMatrix needs a descriptor with 2-D boxes, got box {list(box)}")
+            swizzle = tma.spec.swizzle
         self.box = box[-2:]
-        swizzle, item = tma.spec.swizzle, tile.dtype.itemsize
         if self.box[1] * item != swizzle:
             raise _bad(f"the descriptor's boxes are {self.box[1]} values ({self.box[1] * item} bytes) wide; wgmma "
                        f"reads {swizzle}-byte swizzled rows", code="bad-wgmma-shape",
@@ -78,13 +96,14 @@ class WGMMAMatrix:
             raise _bad(f"the tile {list(tile.shape)} is not made of whole {list(self.box)} boxes of its descriptor",
                        code="bad-wgmma-shape")
         tile.check_lease("a WGMMAMatrix of")
-        self.tile, self.tma, self.transposed = tile, tma, transposed
+        self.tile, self.tma, self.transposed, self.swizzle = tile, tma, transposed, swizzle
         self.shape = tile.shape[::-1] if transposed else tile.shape
         self.dtype = tile.dtype
         descriptor_type = ir.Type.parse(
             f"!nvgpu.warpgroup.descriptor<tensor = {_memref_text(tile.shape, tile.dtype)}>")
         with at_user_line():
-            self.ir = nvgpu.warpgroup_generate_descriptor(descriptor_type, tile.ir, tma.matrix_descriptor())
+            layout = tma.matrix_descriptor() if tma is not None else _layout_only(self.box, tile.dtype, swizzle)
+            self.ir = nvgpu.warpgroup_generate_descriptor(descriptor_type, tile.ir, layout)
 
     def __matmul__(self, other: "WGMMAMatrix") -> "_Product":
         return _Product(self, other)
@@ -149,7 +168,7 @@ class _Product:
         a, b = self.a, self.b
         if not isinstance(a, WGMMAMatrix) or not self.transpose_b:
             return False
-        span = lambda m: m.tma.spec.swizzle // m.dtype.itemsize
+        span = lambda m: m.swizzle // m.dtype.itemsize
         return a.tile.shape[1] == span(a) and b.tile.shape[0] == span(b)
 
 
@@ -398,6 +417,14 @@ class WGMMAAccumulator(RegisterTile):
         m, n = self.shape
         struct_type = ir.Type.parse(f"!llvm.struct<({', '.join([str(_chunk_type(n))] * (m // 64))})>")
         return _cast(self.ir, struct_type)
+
+
+def _layout_only(box, dtype: dt.DType, swizzle: int) -> ir.Value:
+    """A value of the TMA descriptor type of ``box`` and ``swizzle``, for a tile no descriptor loads: the
+    wgmma descriptor is made from that type alone (its layout), so the value is a dummy zero."""
+    tensormap = ir.Type.parse(f"!nvgpu.tensormap.descriptor<tensor = {_memref_text(box, dtype)}, "
+                              f"swizzle = swizzle_{swizzle}b, l2promo = none, oob = zero, interleave = none>")
+    return _cast(arith.constant(ir.IntegerType.get_signless(64), 0), tensormap)
 
 
 def _cast(value: ir.Value, to: ir.Type) -> ir.Value:

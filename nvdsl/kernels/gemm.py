@@ -75,17 +75,26 @@ def linear_program(activation: str = "none") -> nt.Task:
     return linear
 
 
-@nt.task(reads=("A", "W1", "W2"), writes=("C",))
-def gated_mlp(C, A, W1, W2):
-    """The dual GEMM of a gated MLP: ``C = silu(A @ W1) * (A @ W2)``, A's tiles loaded once for both."""
-    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 128), nt.tunable("BK", 64)
-    Ct, At, W1t, W2t = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(W1, (BK, BN)), nt.blocks(W2, (BK, BN))
-    for i, j in nt.prange(*Ct.grid):
-        gate, up = nt.zeros((BM, BN), nt.float32, name="gate"), nt.zeros((BM, BN), nt.float32, name="up")
-        for k in nt.srange(At.grid[1]):
-            gate += At[i, k] @ W1t[k, j]
-            up += At[i, k] @ W2t[k, j]
-        Ct[i, j] = (nt.silu(gate) * up).astype(C.dtype)
+def gated_mlp_program(w_layout: str = "KN") -> nt.Task:
+    """The dual GEMM of a gated MLP: ``C = silu(A @ W1) * (A @ W2)``, A's tiles loaded once for both; W1 and
+    W2 stored (K, N) ("KN") or K-major as (N, K) ("NK", a framework's linear weights)."""
+    k_major = w_layout == "NK"
+
+    def gated_mlp(C, A, W1, W2):
+        BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 128), nt.tunable("BK", 64)
+        Ct, At = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK))
+        W1t, W2t = (nt.blocks(W, (BN, BK) if k_major else (BK, BN)) for W in (W1, W2))
+        for i, j in nt.prange(*Ct.grid):
+            gate, up = nt.zeros((BM, BN), nt.float32, name="gate"), nt.zeros((BM, BN), nt.float32, name="up")
+            for k in nt.srange(At.grid[1]):
+                gate += At[i, k] @ (W1t[j, k].T if k_major else W1t[k, j])
+                up += At[i, k] @ (W2t[j, k].T if k_major else W2t[k, j])
+            Ct[i, j] = (nt.silu(gate) * up).astype(C.dtype)
+    gated_mlp.__name__ = "gated_mlp_nk" if k_major else "gated_mlp"
+    return nt.task(reads=("A", "W1", "W2"), writes=("C",))(gated_mlp)
+
+
+gated_mlp, gated_mlp_nk = gated_mlp_program("KN"), gated_mlp_program("NK")
 
 
 @nt.task(reads=("A", "B"), writes=("C", "Y"))

@@ -93,7 +93,7 @@ def insert_copies(program: Program, mapping) -> Program:
                                    "supported", code="mapping-memory", hint=f"map '{name}' to 'register' or 'none'",
                                    loc=None)
             tensors[name] = replace(t, memory=memory)
-    return _with_dependences(program.with_body(body, tensors.values()))
+    return with_dependences(program.with_body(body, tensors.values()))
 
 
 def _substitute(op, swap):
@@ -139,8 +139,8 @@ def _renumbered(program: Program) -> Program:
     return program.with_body(number(program.body))
 
 
-def _with_dependences(program: Program) -> Program:
-    """Fill every operation's ``deps``: RAW, WAW and WAR per tensor, loop-carried ones included."""
+def with_dependences(program: Program) -> Program:
+    """Renumber the events in program order and fill every operation's ``deps``: RAW, WAW and WAR per tensor, loop-carried ones included."""
     program = _renumbered(program)
     last_write: dict[str, int] = {}
     reads_since: dict[str, set] = {}
@@ -224,7 +224,7 @@ def eliminate_copies(program: Program) -> Program:
 
     body = simplify(program.body)
     kept = [t for t in program.tensors if t.name not in dropped]
-    return _with_dependences(program.with_body(body, kept))
+    return with_dependences(program.with_body(body, kept))
 
 
 def _rename_locals(op, renames: dict):

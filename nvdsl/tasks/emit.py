@@ -21,8 +21,8 @@ from ..hopper.warpgroup import Warpgroup
 from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wait
 from ..layouts import wgmma_accumulator
 from .analysis import operand_name
-from .ir import Affine, Broadcast, Copy, Fill, Iota, Map, Mma, Reduce, Region
-from .schedule import PINGPONG, Schedule, _loads
+from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Map, Mma, Reduce, Region
+from .schedule import PINGPONG, OnesTile, Schedule, _loads
 
 
 def emit(schedule: Schedule, arrays: dict) -> None:
@@ -57,6 +57,7 @@ def emit(schedule: Schedule, arrays: dict) -> None:
             for name in st.staging:
                 staging[name] = ctx.dynamic_shared((st.box[-2], st.slice_columns), st.dtype,
                                                    offset=buffers[name].offset, align=1024)
+        ones = {t.name: _write_ones(ctx, t, buffers[t.name].offset, s.block_threads) for t in s.ones}
         with when(ctx.linear_thread_id.eq(0)):
             for tma in descriptors.values():
                 tma.prefetch()
@@ -109,10 +110,25 @@ def emit(schedule: Schedule, arrays: dict) -> None:
                     with when(exists) if pingpong else contextlib.nullcontext():
                         env = coordinates(number)
                         with _nonempty(s, env):
-                            _Consumer(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, arrays, env).run_tile()
+                            _Consumer(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, arrays, env,
+                                      ones).run_tile()
                 tma_store_wait(0)
 
     kernel()
+
+
+def _write_ones(ctx, tile: OnesTile, offset: int, threads: int) -> Array:
+    """The tile of ones at ``offset`` in shared memory, written by every thread of the block and fenced for
+    the async proxy (wgmma reads it), before any role starts."""
+    array = ctx.dynamic_shared(tile.shape, tile.dtype, offset=offset, align=1024)
+    flat, one = array.flatten(), constant(1.0, tile.dtype)
+    for first in range(0, flat.size, threads):
+        index = ctx.linear_thread_id + first
+        with when(index < flat.size) if first + threads > flat.size else contextlib.nullcontext():
+            flat[index] = one
+    fence_shared_to_async()
+    ctx.sync_threads()
+    return array
 
 
 def _nonempty(s: Schedule, env: dict):
@@ -213,17 +229,19 @@ def _put_tile_loads(s: Schedule, rings: dict, tmas: dict, env: dict, member: int
 class _Consumer:
     """One consumer warpgroup's work on one tile: prologue, main loop over ring slots, epilogue."""
 
-    def __init__(self, s: Schedule, ctx, wg, c: int, rings, ring_tmas, store_tmas, staging, arrays, env):
+    def __init__(self, s: Schedule, ctx, wg, c: int, rings, ring_tmas, store_tmas, staging, arrays, env, ones):
         self.s, self.ctx, self.wg, self.c = s, ctx, wg, c
         self.rings, self.ring_tmas, self.store_tmas, self.staging = rings, ring_tmas, store_tmas, staging
         self.arrays, self.env = arrays, env
         self.program = s.program
-        self.values: dict = {}
+        self.values: dict = dict(ones)
+        self.ones = frozenset(ones)
         self.pingpong = s.mapping.schedule == PINGPONG
         self.cooperative = s.consumers > 1 and not self.pingpong
         self.step = s.ring("step", c)
         self.tile_ring = s.ring("tile", c)
         self._slice: dict = {}           # values of deferred math computed for the current column slice
+        self.slot: tuple = ()             # the tiles of the step ring's slot the main loop holds
         self.unmask = False              # in steps where no mask of the main loop changes a value
 
     # -- where this consumer's part of a tensor is ------------------------------------------------------------
@@ -263,6 +281,9 @@ class _Consumer:
 
     def epilogue(self) -> None:
         s = self.s
+        for j in s.joined:                          # the joined product's columns (its products have retired)
+            acc, (n1, n2) = self.values.pop(j.accumulators[0]), j.columns
+            self.values[j.accumulators[0]], self.values[j.accumulators[1]] = acc.columns(0, n1), acc.columns(n1, n1 + n2)
         if any(b.aliases for b in s.buffers):      # staging reuses the ring: every consumer must have left it
             self.ctx.sync_threads(128 * s.consumers, barrier=9)
         for op in s.epilogue:
@@ -296,6 +317,7 @@ class _Consumer:
                 with ring.get() as tiles:
                     for plan_tile, view in zip(self.step.tiles, tiles):
                         self.values[plan_tile.local] = view
+                    self.slot = tiles
                     self.run_all(body)
             else:
                 self.run_all(body)
@@ -432,13 +454,31 @@ class _Consumer:
                 i += 1
 
     def product(self, op: Mma, in_flight=None) -> None:
+        joined = next((j for j in self.s.joined if op.id in j.products), None)
+        if joined is not None:
+            if op.id == joined.products[1]:         # issued with the first
+                return
+            self.joined_product(op, joined, in_flight)
+            return
         acc = self.values[op.acc]
         if isinstance(self.values.get(operand_name(op.a)), Array):
             a = WGMMAMatrix(*self.operand_view(op.a))
         else:                                        # a register tile (attention's P): wgmma reads it as is
             a = self.value(op.a)
-        b = WGMMAMatrix(*self.operand_view(op.b), transposed=op.transpose_b)
+        if op.b in self.ones:                        # written by the threads, not TMA: 128-byte swizzled rows
+            b = WGMMAMatrix(self.values[op.b], swizzle=128, transposed=op.transpose_b)
+        else:
+            b = WGMMAMatrix(*self.operand_view(op.b), transposed=op.transpose_b)
         acc.accumulate(a @ b, in_flight=in_flight)
+
+    def joined_product(self, op: Mma, joined, in_flight) -> None:
+        """The product of ``joined``: A times its two B tiles read as one, into the pair's one accumulator."""
+        locals_ = [t.local for t in self.step.tiles]
+        b = self.rings[self.step.name].joined(self.slot, locals_.index(joined.b_tiles[0]), 2, joined.axis)
+        acc = self.values[op.acc]
+        product = WGMMAMatrix(*self.operand_view(op.a)) @ WGMMAMatrix(b, self.tma_of(joined.b_tiles[0]),
+                                                                      transposed=op.transpose_b)
+        acc.accumulate(product, in_flight=in_flight)
 
     def tma_of(self, local: str) -> TMA:
         """The TMA descriptor that fills ring tile ``local``."""
@@ -455,6 +495,8 @@ class _Consumer:
             self.map(op)
         elif isinstance(op, Reduce):
             self.reduce(op)
+        elif isinstance(op, FirstColumn):
+            self.values[op.out] = self.values[op.out] + _uniform_rows(self.values[op.input])
         elif isinstance(op, Iota):
             start = _evaluate(op.start, self.env)
             self.values[op.out] = _Iota(start if isinstance(start, int) else start.to(dt.int32))
@@ -464,6 +506,11 @@ class _Consumer:
     def fill(self, op: Fill) -> None:
         t = self.program.tensor(op.target)
         rows = self.rows(op.target)
+        joined = next((j for j in self.s.joined if op.target in j.accumulators), None)
+        if joined is not None:                      # one accumulator for the pair, under the first's name
+            if op.target == joined.accumulators[0]:
+                self.values[op.target] = WGMMAAccumulator(rows, sum(joined.columns))
+            return
         if len(t.shape) == 2:
             tile = WGMMAAccumulator(rows, t.shape[1])
             self.values[op.target] = tile if op.value == 0.0 else tile * 0.0 + op.value
@@ -669,11 +716,22 @@ class _Cast:
         self.acc, self.dtype = acc, dtype
 
 
+def _uniform_rows(tile: RegisterTile) -> RowVector:
+    """The rows of ``tile``, whose columns all hold the same values, as a vector: each thread's value of its
+    own first column of each row (no shuffles)."""
+    layout, values = tile.layout.project(0), tile.values
+    first: dict[int, int] = {}
+    for value, row in enumerate(tile.layout.broadcast_map(0)):
+        first.setdefault(row, value)
+    return RowVector([values[first[i]] for i in range(layout.values)], tile.dtype, layout)
+
+
 def _carried(s: Schedule) -> list[str]:
     """Locals the main loop updates in place and uses afterwards: its loop-carried values."""
     written = {name for op in s.main.body for name in (operand_name(x) for x in op.writes())}
     defined_before = {op.target for op in s.prologue if isinstance(op, Fill)}
-    return sorted(written & defined_before)
+    second = {j.accumulators[1] for j in s.joined}        # lives in the first's accumulator
+    return sorted((written & defined_before) - second)
 
 
 _BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,

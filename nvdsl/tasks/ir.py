@@ -262,6 +262,25 @@ class Reduce(Op):
 
 
 @dataclass(frozen=True)
+class FirstColumn(Op):
+    """``out += input[:, 0]`` for a tile whose columns all hold the same values (a product with a tile of
+    ones holds its A's row sums in every column): each thread reads its own first column of each row, so
+    no value moves between threads."""
+
+    out: str
+    input: str
+
+    def reads(self):
+        return (self.input, self.out)
+
+    def writes(self):
+        return (self.out,)
+
+    def __str__(self):
+        return f"e{self.id} = {self.out} += {self.input}[:, 0]{self._deps_text()}"
+
+
+@dataclass(frozen=True)
 class Loop:
     """``prange`` (parallel: iterations must not write the same data) or ``srange`` (in order) over ``vars``.
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from .. import dtypes as dt
 from ..errors import MappingError, TaskError, user_location
 from . import ir
-from .analysis import operand_name
-from .ir import SHARED, Broadcast, Copy, Fill, Loop, Map, Mma, Program, Reduce, Region
+from .analysis import operand_name, with_dependences
+from .ir import SHARED, Broadcast, Copy, Fill, FirstColumn, Loop, Map, Mma, Program, Reduce, Region
 from .mapping import BLOCK, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers
 
 TILE_ALIGNMENT = 1024                 # ring tiles and staging buffers: 128-byte swizzled TMA tiles
@@ -113,6 +113,37 @@ class StorePlan:
 
 
 @dataclass(frozen=True)
+class OnesTile:
+    """A tile of ones in shared memory, written by every thread once per block and fenced for the async
+    proxy: the K-major B operand (``shape`` (8, K)) of the products that sum rows on the tensor cores
+    (``sums``: what each replaced, as text)."""
+
+    name: str
+    shape: tuple[int, int]
+    dtype: dt.DType
+    sums: tuple[str, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self.shape[1] * self.dtype.itemsize
+
+
+@dataclass(frozen=True)
+class Joined:
+    """Two products of the main loop that share their A tile and whose B tiles lie side by side in a ring
+    slot (a dual GEMM's ``gate += A @ W1; up += A @ W2``), issued as one product of N = N1 + N2 into one
+    accumulator whose first N1 columns are ``accumulators[0]`` and the rest ``accumulators[1]``: A is read
+    once per K step and the wgmma instructions halve. ``axis``: the axis along which the B tiles join (1 for
+    (K, N) tiles, 0 for K-major (N, K) ones)."""
+
+    products: tuple[int, int]
+    accumulators: tuple[str, str]
+    columns: tuple[int, int]
+    b_tiles: tuple[str, str]
+    axis: int
+
+
+@dataclass(frozen=True)
 class Schedule:
     program: Program
     mapping: Mapping
@@ -138,6 +169,8 @@ class Schedule:
     grid: int
     tiles_per_block: str
     notes: tuple[str, ...] = field(default=())
+    ones: tuple[OnesTile, ...] = field(default=())
+    joined: tuple[Joined, ...] = field(default=())
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -233,7 +266,7 @@ def _split_tensors(program: Program, ops, schedule: str) -> frozenset:
                 columns = [x.tensor for x in op.inputs if isinstance(x, Broadcast) and x.axis == 1]
                 if op.out in split or any(x in split for x in full + columns):
                     new.update([op.out] + full + columns)
-            elif isinstance(op, Reduce) and op.axis == 1:
+            elif (isinstance(op, Reduce) and op.axis == 1) or isinstance(op, FirstColumn):
                 if op.out in split or operand_name(op.input) in split:
                     new.update((op.out, operand_name(op.input)))
             elif isinstance(op, Reduce) and op.axis == 0 and operand_name(op.input) in split:
@@ -335,6 +368,107 @@ def _unmasked(main: Loop | None, ops, program: Program) -> Unmasked | None:
     return Unmasked(frozenset(wheres), tuple(found)) if wheres else None
 
 
+ONES_COLUMNS = 8                      # wgmma's smallest N: the ones tile's columns, the row sums' accumulator's
+
+
+def _row_sums_on_tensor_cores(program: Program) -> tuple[Program, tuple[OnesTile, ...]]:
+    """Row sums through the tensor cores: where the main loop sums the rows of a 16-bit shared tile that is
+    also the A operand of one of its products (``rows += At[i, k].sum(axis=1)`` beside ``acc += At[i, k] @
+    ...``), the sum becomes a product with a tile of ones, ``R (rows x 8, float32) += A @ ones (K x 8)``,
+    issued in the product's wgmma group, and ``rows += R[:, 0]`` after the loop (every column of R holds
+    the sums). The consumers then no longer read A from shared memory between their products. Only sums
+    whose result is added into a vector filled before the loop and not otherwise used in the loop qualify;
+    the others stay on the CUDA cores."""
+    tiles, prologue, main, epilogue = _shape_of(program)
+    if main is None or _two_phases(program, main, prologue) is not None:
+        return program, ()
+    body = list(main.body)
+    a_operands = {op.a for op in body if isinstance(op, Mma) and isinstance(op.a, str)}
+    filled = {op.target for op in prologue if isinstance(op, Fill)}
+    names = {t.name for t in program.tensors}
+    tensors = list(program.tensors)
+    ones: dict[tuple, OnesTile] = {}
+    after = []
+    for reduce in [op for op in body if isinstance(op, Reduce)]:
+        operand = reduce.input
+        if not (reduce.fn == "sum" and reduce.axis == 1 and not reduce.into and operand in a_operands and
+                program.tensor(operand).memory == SHARED and program.tensor(operand).dtype in (dt.float16, dt.bfloat16)):
+            continue
+        users = [op for op in prologue + tuple(body) + epilogue
+                 if reduce.out in {operand_name(x) for x in op.reads()}]
+        add = users[0] if len(users) == 1 else None
+        if not (isinstance(add, Map) and add.fn == "add" and add in body and add.out in filled and
+                sorted(add.inputs, key=str) == sorted((add.out, reduce.out), key=str)):
+            continue
+        total = add.out
+        if any(total in {operand_name(x) for x in op.reads() + op.writes()} for op in body if op not in (add,)):
+            continue
+        t = program.tensor(operand)
+        key = (t.dtype, t.shape[-1])
+        if key not in ones:
+            name = _fresh(names, "ones")
+            ones[key] = OnesTile(name, (ONES_COLUMNS, t.shape[-1]), t.dtype, ())
+            tensors.append(ir.TensorDecl(name, (ONES_COLUMNS, t.shape[-1]), t.dtype, SHARED))
+        tile = ones[key]
+        ones[key] = replace(tile, sums=tile.sums + (f"{total} += {reduce.fn}({operand}, axis=1)",))
+        accumulator = _fresh(names, f"{total}_sums")
+        tensors.append(ir.TensorDecl(accumulator, (t.shape[0], ONES_COLUMNS), dt.float32, ir.REGISTER))
+        prologue += (Fill(-1, target=accumulator, value=0.0, loc=reduce.loc),)
+        product = Mma(-1, acc=accumulator, a=operand, b=tile.name, transpose_b=True, loc=reduce.loc)
+        last = max(i for i, op in enumerate(body) if isinstance(op, Mma) and op.a == operand)
+        body = [op for op in body[:last + 1] + [product] + body[last + 1:] if op not in (reduce, add)]
+        after.append(FirstColumn(-1, out=total, input=accumulator, loc=add.loc))
+    if not ones:
+        return program, ()
+    loop = replace(tiles, body=prologue + (replace(main, body=tuple(body)),) + tuple(after) + epilogue)
+    return with_dependences(program.with_body((loop,), tensors)), tuple(ones.values())
+
+
+def _joined_products(program: Program, prologue, main: Loop | None, rings) -> tuple[Joined, ...]:
+    """The pairs of consecutive products of the main loop that can issue as one (see :class:`Joined`): one
+    shared A tile, B tiles of one dtype and layout next to each other in one step ring's slot, accumulators
+    filled with zeros before the loop that nothing else in the loop touches, N1 + N2 <= 256."""
+    if main is None:
+        return ()
+    zeros = {op.target for op in prologue if isinstance(op, Fill) and op.value == 0.0}
+    body = [op for op in main.body if op not in _loads(main.body)]
+    found, used = [], set()
+    for first, second in zip(body, body[1:]):
+        if not (isinstance(first, Mma) and isinstance(second, Mma)) or {first.id, second.id} & used:
+            continue
+        if not (first.a == second.a and isinstance(first.a, str) and first.transpose_b == second.transpose_b and
+                first.acc != second.acc and {first.acc, second.acc} <= zeros):
+            continue
+        ring = next((r for r in rings if r.per == "step" and {first.b, second.b} <= {t.local for t in r.tiles}), None)
+        if ring is None:
+            continue
+        locals_ = [t.local for t in ring.tiles]
+        i = locals_.index(first.b)
+        b1, b2 = ring.tiles[i], ring.tiles[i + 1] if i + 1 < len(locals_) else None
+        acc1, acc2 = program.tensor(first.acc), program.tensor(second.acc)
+        axis = 0 if first.transpose_b else 1
+        if b2 is None or b2.local != second.b or b2.offset != b1.offset + b1.nbytes or b1.dtype != b2.dtype or \
+                b1.shape[1 - axis] != b2.shape[1 - axis] or b1.box[-2] != b1.shape[-2] and axis == 1 or \
+                acc1.shape[0] != acc2.shape[0] or acc1.shape[1] + acc2.shape[1] > 256:
+            continue
+        others = [op for op in body if op not in (first, second)]
+        if any({first.acc, second.acc} & {operand_name(x) for x in op.reads() + op.writes()} for op in others):
+            continue
+        used |= {first.id, second.id}
+        found.append(Joined((first.id, second.id), (first.acc, second.acc), (acc1.shape[1], acc2.shape[1]),
+                            (first.b, second.b), axis))
+    return tuple(found)
+
+
+def _fresh(names: set, stem: str) -> str:
+    name, n = stem, 0
+    while name in names:
+        n += 1
+        name = f"{stem}{n}"
+    names.add(name)
+    return name
+
+
 def _box(tile_shape, dtype: dt.DType, rows: int) -> tuple[tuple[int, ...], int]:
     """The TMA box and swizzle for a tile: a 128-byte (or narrower) swizzle span wide, ``rows`` tall."""
     item = dtype.itemsize
@@ -352,6 +486,7 @@ def _box(tile_shape, dtype: dt.DType, rows: int) -> tuple[tuple[int, ...], int]:
 def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedule:
     """Place ``program`` (after copy insertion and elimination) on the GPU as ``mapping`` says."""
     levels = _derive_levels(program, mapping)
+    program, ones = _row_sums_on_tensor_cores(program)
     tiles, prologue, main, epilogue = _shape_of(program)
     main_ops = main.body if main is not None else ()
     all_ops = prologue + tuple(main_ops) + epilogue
@@ -495,7 +630,7 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
         sized = [replace(r, depth=depth // 2 if pingpong else depth) if r.per == "step" else
                  replace(r, depth=tile_depth) for r in rings]
         try:
-            buffers, smem_bytes = _allocate(_buffers(sized, stores, consumers, live_across), mapping)
+            buffers, smem_bytes = _allocate(_buffers(sized, stores, consumers, live_across, ones), mapping)
         except MappingError:
             if (depth, tile_depth) == choices[-1]:
                 raise
@@ -504,6 +639,7 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
         break
     offsets = {b.name: b.offset for b in buffers}
     rings = [replace(r, offset=offsets[r.name]) for r in rings]
+    joined = _joined_products(program, prologue, main, rings) if phases is None else ()
     step = next((r for r in rings if r.per == "step"), None)
     lookahead = 0 if ws or step is None else step.depth - in_flight
     if phases is not None and not ws:
@@ -536,13 +672,14 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
         notes.append("the epilogue's staging tiles reuse the ring's memory once every consumer has left the main loop")
     return Schedule(program, mapping, levels, tiles.vars, tiles.extents, split, rows, consumers, ws,
                     tuple(sorted(registers.items())), tuple(rings), prologue, main, epilogue, in_flight, lookahead,
-                    phases, unmasked, tuple(stores), tuple(buffers), smem_bytes, grid, order, tuple(notes))
+                    phases, unmasked, tuple(stores), tuple(buffers), smem_bytes, grid, order, tuple(notes), ones, joined)
 
 
-def _buffers(rings, stores, consumers: int, live_across: bool) -> list[Buffer]:
+def _buffers(rings, stores, consumers: int, live_across: bool, ones=()) -> list[Buffer]:
     """The shared buffers and their lifetimes: rings live through the main loop (the whole kernel when the
-    producer loads the next tile during an epilogue: persistent or ping-pong); staging tiles in the epilogue."""
-    out = []
+    producer loads the next tile during an epilogue: persistent or ping-pong); staging tiles in the epilogue;
+    tiles of ones (written once per block) through the whole kernel."""
+    out = [Buffer(t.name, -(-t.nbytes // TILE_ALIGNMENT) * TILE_ALIGNMENT, (0, 2)) for t in ones]
     for r in rings:
         out.append(Buffer(r.name, r.depth * r.slot_bytes, (0, 2) if live_across or r.per == "tile" else (0, 1)))
     for s in stores:
@@ -648,6 +785,16 @@ def explain(schedule: Schedule) -> str:
         through = f"each consumer's rows of {st.in_tile}" if st.in_tile else ", ".join(st.staging)
         lines.append(f"    store {st.source} -> {st.target}: {st.slice_columns} columns at a time through "
                      f"{through}, TMA box {list(st.box)}")
+    for j in s.joined:
+        (a, b), (n1, n2) = j.accumulators, j.columns
+        lines.append(f"one product for e{j.products[0]} and e{j.products[1]}: [{a} | {b}] (N = {n1} + {n2}) += "
+                     f"A @ [{j.b_tiles[0]} | {j.b_tiles[1]}] (B tiles side by side in the slot, joined along axis "
+                     f"{j.axis}): A read once per K step; {a} and {b} are its columns after the loop")
+    for t in s.ones:
+        lines.append(f"row sums on the tensor cores: {'; '.join(t.sums)}: a product with {t.name} "
+                     f"{t.dtype.name}{list(t.shape)} (K-major B, every element 1, written by every thread once per "
+                     "block and fenced for the async proxy) in the wgmma group of the A tile's product, whose "
+                     f"{ONES_COLUMNS} columns each hold the sums")
     for note in s.notes:
         lines.append(f"note: {note}")
     return "\n".join(lines) + "\n"
