@@ -273,11 +273,12 @@ class _Consumer:
                 self.main_loop()
                 if s.in_flight or tile_loads:
                     wgmma_wait(0)                    # the epilogue reads the accumulators; the rings get their slots back
-            if any(st.in_tile for st in s.stores):  # the epilogue stores through the tile's slot
+            through_tile = any(st.in_tile for st in s.stores)
+            if through_tile:                         # the epilogue stores through the tile ring's slot
                 self.epilogue()
                 tma_store_wait(0)                    # the stores have read the slot before it is released
-                return
-        self.epilogue()
+        if not through_tile:
+            self.epilogue()
 
     def epilogue(self) -> None:
         s = self.s
@@ -362,10 +363,12 @@ class _Consumer:
                 for op in p.issue:
                     self.product(op, in_flight=1) if isinstance(op, Mma) else self.run(op)
 
-        def phase_b(in_flight: int, then_a: bool):
+        def phase_b(in_flight: int, a_step=None):
+            """Phase B of the previous step, around phase A's product of step ``a_step`` (if any)."""
             with b_ring.get() as views:
                 bind(b_plan, views)
-                if then_a:
+                if a_step is not None:
+                    env[var] = a_step
                     issue_a()
                 for op in p.second:
                     self.product(op, in_flight=in_flight) if isinstance(op, Mma) else self.run(op)
@@ -390,14 +393,8 @@ class _Consumer:
             def after(k, values):
                 self.values.update(values)
                 self.unmask = not masked
-                env[var] = k - 1
                 my_turn()
-                with b_ring.get() as views:        # step k - 1's B tiles, around step k's product
-                    bind(b_plan, views)
-                    env[var] = k
-                    issue_a()
-                    for op in p.second:
-                        self.product(op, in_flight=2) if isinstance(op, Mma) else self.run(op)
+                phase_b(2, a_step=k)
                 their_turn()
                 wgmma_wait(1)                       # phase A's product is done; phase B's runs on
                 self.run_all(p.math)
@@ -415,7 +412,7 @@ class _Consumer:
                 steps(split, trips, masked=True)
         self.unmask = False
         my_turn()
-        phase_b(1, then_a=False)
+        phase_b(1)
         their_turn(last=True)
         wgmma_wait(0)
 
@@ -431,8 +428,7 @@ class _Consumer:
                 bound = (r // divisor + 1 if divisor else trips) if r >= 0 else 0
             else:
                 bound = select(r >= 0, r // divisor + 1 if divisor else trips, 0)
-            limit = bound if limit is None else (min(limit, bound) if isinstance(limit, int) and
-                                                 isinstance(bound, int) else minimum(limit, bound))
+            limit = min(limit, bound) if isinstance(limit, int) and isinstance(bound, int) else minimum(limit, bound)
         return limit
 
     # -- operations ------------------------------------------------------------------------------------------
