@@ -140,7 +140,7 @@ def prepare_matmul(a, b_kn, args) -> tuple[Callable[[], Any], dict]:
     operands = (to_jax(a), to_jax(b_kn))
 
     def build(wanted):
-        config, dropped = _config(module.TuningConfig, {**wanted, "causal": True} if causal else wanted)
+        config, dropped = _config(module.TuningConfig, wanted)
         call = jax.jit(_bind(fn, 2, config))
         return call, {"function": f"{fn.__name__}{inspect.signature(fn)}", "config": repr(config),
                       "dropped_config_fields": dropped, "b_layout": "KN (row-major)"}
