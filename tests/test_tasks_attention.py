@@ -121,6 +121,17 @@ def test_two_phase_mistakes_are_named():
     refused(bad_below, None, gemm_args(256, 256, 64), "bad-loop", "below=")
 
     @nt.task(reads=("A", "B"), writes=("C",))
+    def empty_first_tile(C, A, B):        # below=i * 128 runs no step for i = 0
+        Ct, At, Bt = nt.blocks(C, (128, 256)), nt.blocks(A, (128, 64)), nt.blocks(B, (64, 256))
+        for i, j in nt.prange(*Ct.grid):
+            acc = nt.zeros((128, 256), nt.float32)
+            for k in nt.srange(At.grid[1], below=i * 128, step=64):
+                acc += At[i, k] @ Bt[k, j]
+            Ct[i, j] = acc.astype(C.dtype)
+    error = refused(empty_first_tile, None, gemm_args(256, 256, 256), "bad-loop", "below = 0 there")
+    assert error.loc is not None and error.loc.filename == __file__
+
+    @nt.task(reads=("A", "B"), writes=("C",))
     def colliding(C, A, B):               # 2 * p0 + p1 over p1 < 4 writes row tile 2 twice
         Ct = nt.blocks(C, (128, 256))
         for i, j, g in nt.prange(1, 2, 4):

@@ -283,6 +283,24 @@ def _split_tensors(program: Program, ops, schedule: str) -> frozenset:
     return frozenset(split)
 
 
+def _check_trips(tiles: Loop, main: Loop | None) -> None:
+    """An srange with ``below`` must run at least once for every tile (a two-phase loop issues its first
+    step before the loop): ``below`` is affine in the prange's variables, and its least value over the
+    tiles must be positive."""
+    if main is None or main.below is None:
+        return
+    extents = dict(zip(tiles.vars, tiles.extents))
+    unknown = [v for v in main.below.variables if v not in extents]
+    if unknown:
+        raise _refuse(f"nt.srange(below={main.below}) depends on {unknown}; below= is affine in the prange's "
+                      "variables", loc=main.loc)
+    least = main.below.const + sum(c * (extents[v] - 1) for v, c in main.below.terms if c < 0)
+    if least <= 0:
+        raise TaskError(f"nt.srange(below={main.below}) runs no iteration for some tiles (below = {least} there); "
+                        "every tile needs at least one step", code="bad-loop",
+                        hint="add the tile's own extent, e.g. below=(i + 1) * BM", loc=main.loc)
+
+
 def _two_phases(program: Program, main: Loop | None, prologue) -> Phases | None:
     """The two phases of a main loop shaped as attention's (see :class:`Phases`), or None: two products, the
     second accumulating into a tile defined before the loop from a register operand computed in the loop
@@ -558,6 +576,7 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
     for op in _loads(epilogue):
         if _tensor(program, op.target).memory == SHARED:
             raise _refuse(f"{op}: loads into shared memory after the srange loop are not scheduled yet", loc=op.loc)
+    _check_trips(tiles, main)
     phases = _two_phases(program, main, prologue)
     unmasked = _unmasked(main, prologue + tuple(main_ops), program) if phases is not None else None
     rings = []
