@@ -173,3 +173,30 @@ def test_one_attention_program_gives_the_same_numbers_under_every_mapping():
             torch.testing.assert_close(lse_, results["default"][1], atol=1e-5, rtol=1e-5)
         else:
             assert torch.equal(o_, results["default"][0]) and torch.equal(lse_, results["default"][1]), name
+
+
+@nt.task(reads=("A", "B", "bias"), writes=("C",))
+def resident_a_with_bias(C, A, B, bias):
+    """C = bias + A[:, :64] @ (sum of B's K tiles): A's tile is loaded once per tile (a tile ring), the bias
+    vector before the loop (registers)."""
+    Ct, At, Bt, bt = nt.blocks(C, (128, 128)), nt.blocks(A, (128, 64)), nt.blocks(B, (64, 128)), nt.blocks(bias, (128,))
+    for i, j in nt.prange(*Ct.grid):
+        acc = nt.zeros((128, 128), nt.float32)
+        acc += bt[j][None, :]
+        for k in nt.srange(Bt.grid[0]):
+            acc += At[i, 0] @ Bt[k, j]
+        Ct[i, j] = acc.astype(C.dtype)
+
+
+def test_a_tile_ring_beside_other_loads_before_the_loop(backend):
+    """The tile ring's loads are taken from its slot; the prologue's other loads (a bias vector) still run."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((256, 64)).astype(np.float16)
+    b = rng.standard_normal((192, 256)).astype(np.float16)
+    bias = rng.standard_normal(256).astype(np.float32)
+    c = np.zeros((256, 256), np.float32)
+    kernel = nt.build(resident_a_with_bias, nt.Mapping(pipeline=2, persistent=False, mma_in_flight=0))
+    assert "get ring_tile: A_s" in kernel.explain(c, a, b, bias)
+    kernel(c, a, b, bias)
+    b_sum = b.astype(np.float32).reshape(3, 64, 256).sum(axis=0)
+    np.testing.assert_allclose(c, bias + a.astype(np.float32) @ b_sum, rtol=2e-3, atol=2e-2)

@@ -260,18 +260,18 @@ class _Consumer:
     # -- the tile --------------------------------------------------------------------------------------------
     def run_tile(self) -> None:
         s = self.s
-        tile_loads = _loads(s.prologue) if self.tile_ring is not None else []
-        with self.rings[self.tile_ring.name].get() if self.tile_ring else contextlib.nullcontext() as tiles:
-            for plan_tile, view in zip(self.tile_ring.tiles if self.tile_ring else (), tiles or ()):
+        ring_tiles = self.tile_ring.tiles if self.tile_ring is not None else ()
+        with self.rings[self.tile_ring.name].get() if ring_tiles else contextlib.nullcontext() as views:
+            for plan_tile, view in zip(ring_tiles, views or ()):
                 self.values[plan_tile.local] = view
             for op in s.prologue:
-                if op not in tile_loads:
+                if not s.in_tile_ring(op):           # the ring's loads are its slot's views
                     self.run(op)
             if s.phases is not None:
                 self.two_phase_loop()
             elif s.main is not None:
                 self.main_loop()
-                if s.in_flight or tile_loads:
+                if s.in_flight or ring_tiles:
                     wgmma_wait(0)                    # the epilogue reads the accumulators; the rings get their slots back
             through_tile = any(st.in_tile for st in s.stores)
             if through_tile:                         # the epilogue stores through the tile ring's slot

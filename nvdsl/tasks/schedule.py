@@ -189,6 +189,11 @@ class Schedule:
                 return r
         return None
 
+    def in_tile_ring(self, op) -> bool:
+        """Whether ``op`` is a load that a ring filled once per tile carries."""
+        return isinstance(op, Copy) and any(t.local == op.target for r in self.rings if r.per == "tile"
+                                            for t in r.tiles)
+
     def step_rings(self, consumer: int = 0) -> list[RingPlan]:
         """The rings filled once per srange step that ``consumer`` reads, in the order the producer fills them."""
         return [r for r in self.rings if r.per == "step" and
@@ -334,7 +339,7 @@ def _two_phases(program: Program, main: Loop | None, prologue) -> Phases | None:
     return Phases(issue, math, tuple(b_ops), tuple(handed))
 
 
-def _unmasked(main: Loop | None, ops, program: Program) -> Unmasked | None:
+def _unmasked(main: Loop | None, ops) -> Unmasked | None:
     """Where every mask of the main loop's ``where`` events compares positions (``nt.arange``) with positions
     or indices, the steps for which all of them hold: while a block of keys lies wholly before a causal
     diagonal or a ragged end, its scores need no mask. None if a mask is anything else."""
@@ -578,7 +583,7 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
             raise _refuse(f"{op}: loads into shared memory after the srange loop are not scheduled yet", loc=op.loc)
     _check_trips(tiles, main)
     phases = _two_phases(program, main, prologue)
-    unmasked = _unmasked(main, prologue + tuple(main_ops), program) if phases is not None else None
+    unmasked = _unmasked(main, prologue + tuple(main_ops)) if phases is not None else None
     rings = []
     groups = [("tile", "", _loads(prologue))]
     if phases is None:
@@ -620,6 +625,7 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
             reuse = next((t for t in tile_loads if t.source.matrix_shape == local.shape and
                           _tensor(program, t.target).dtype == local.dtype and not pingpong and
                           (t.target in split) == (op.source in split)), None)
+            # (at most 128 columns: storing 256 at once from the tile spilled attention's consumers at D = 256)
             if reuse is not None and columns <= 128:
                 stores.append(StorePlan(op.source, op.target, local.dtype, box, columns, (), reuse.target))
                 tile_loads.remove(reuse)
@@ -778,7 +784,7 @@ def explain(schedule: Schedule) -> str:
     if tile_ring is not None:
         lines.append(f"    get {tile_ring.name}: " + ", ".join(t.local for t in tile_ring.tiles) + " (held for the tile)")
     for op in s.prologue:
-        if tile_ring is None or op not in _loads(s.prologue):
+        if not s.in_tile_ring(op):
             lines.append(f"    {op}")
     if s.phases is not None:
         _explain_phases(s, lines)
