@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 
 import pytest
 
@@ -41,3 +42,25 @@ def sass_opcodes(sass: str) -> set[str]:
         if code and code[0].isupper():
             opcodes.add(code.split()[0].split(".")[0].rstrip(";"))
     return opcodes
+
+
+def tensor_core_loops(sass: str) -> list[str]:
+    """The bodies of the loops in nvdisasm output that issue wgmma (``HGMMA``): from a label to the branch back
+    to it. Branches back from after the kernel's last ``EXIT`` (the retry paths of mbarrier waits, placed at
+    the end) do not count as loops."""
+    lines = sass.splitlines()
+    labels = {}
+    for number, line in enumerate(lines):
+        label = re.match(r"\s*(\.L_x_\d+):", line)
+        if label:
+            labels[label.group(1)] = number
+    last_exit = max((n for n, line in enumerate(lines) if re.search(r"\bEXIT\b", line)), default=len(lines))
+    loops = []
+    for number, line in enumerate(lines[:last_exit]):
+        branch = re.search(r"\bBRA\b.*?(\.L_x_\d+)", line)
+        start = labels.get(branch.group(1), number) if branch else number
+        if start < number:
+            body = "\n".join(lines[start:number + 1])
+            if "HGMMA" in body:
+                loops.append(body)
+    return loops
