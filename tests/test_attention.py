@@ -68,6 +68,22 @@ def test_attention_matches_numpy(b, h, hkv, l, lk, d, causal, dtype, backend):
     check(o, lse, q, k, v, causal, dtype)
 
 
+
+def test_attention_when_row_maxima_jump_late(backend):
+    """The running max moves only when a row's scores grow by more than 2^8 (library.RESCALE_ABOVE): in head
+    0 the last key block's scores jump far above the first blocks' (the max moves, o is rescaled), in head 1
+    by less (the max stays, exponentials above 1 reach P); both match NumPy."""
+    q, k, v, o, lse = problem(1, 2, 2, 192, 384, 64)
+    k[0, 0, 256:] *= 8
+    k[0, 1, 256:] *= 2
+    c = 64 ** -0.5 * library.LOG2_E
+    scores = np.einsum("hqd,hkd->hqk", q[0].astype(np.float32), k[0].astype(np.float32)) * c
+    jump = scores[:, :, 256:].max(axis=2) - scores[:, :, :256].max(axis=2)
+    assert (jump[0] > library.RESCALE_ABOVE).mean() > 0.9 and (jump[1] < library.RESCALE_ABOVE).all()
+    assert (jump[1] > 1).mean() > 0.5
+    library.attention(q, k, v, o, lse)
+    check(o, lse, q, k, v, False, "float16")
+
 def test_attention_without_lse_and_with_a_scale(backend):
     q, k, v, o, _ = problem(1, 1, 1, 192, 320, 64)
     library.attention(q, k, v, o, scale=0.3)
@@ -108,6 +124,9 @@ def test_attention_kernel_is_warp_specialized_without_spills(d, causal):
         assert {"HGMMA", "UTMALDG", "UTMASTG", "SYNCS", "USETMAXREG", "SHFL", "MUFU"} <= sass_opcodes(sass)
         assert "SHFL.BFLY" in sass and "MUFU.EX2" in sass
         assert re.search(r"HGMMA\.64x\d+x16\.F32 R\d+, R\d+, gdesc", sass)   # A from registers
+        # o *= alpha: a thread whose rows' maxima stayed branches over its d / 2 multiplies
+        skipped = rf"@!?P\d BRA[^\n]*\n(\s*/\*[0-9a-f]+\*/\s+FMUL [^\n]*\n){{{d // 2}}}"
+        assert all(re.search(skipped, loop) for loop in tensor_core_loops(sass))
 
 
 

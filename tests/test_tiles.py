@@ -416,6 +416,34 @@ def test_indices_loads_and_stores_follow_the_layout(backend):
     np.testing.assert_array_equal(by_pairs, a.astype(np.float16))
 
 
+
+def test_any_of_thread_lets_a_thread_skip_a_rescale(backend):
+    """Each thread rescales its own rows of the tile only where one of its factors differs from 1: which
+    threads do is what any_of_thread says, and the result is the same as rescaling every row."""
+    def body(ctx, a, factors, out, rescaled):
+        acc = nvdsl.WGMMAAccumulator.load(a)
+        alpha = nvdsl.RowVector.load(acc, factors)
+        needed = (alpha != 1.0).any_of_thread()
+        nvdsl.cond(needed, lambda: acc * alpha, lambda: acc).store(out)
+        flags = nvdsl.RegisterTile.load(a, acc.layout) * 0 + nvdsl.cond(needed, lambda: nvdsl.constant(1.0, nvdsl.float32),
+                                                                    lambda: nvdsl.constant(0.0, nvdsl.float32))
+        flags.store(rescaled)
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((64, 32)).astype(np.float32)
+    factors = np.ones(64, np.float32)
+    factors[[3, 40]] = [0.5, 2.0]
+    out, rescaled = np.zeros_like(a), np.zeros_like(a)
+    in_kernel(body)(a, factors, out, rescaled)
+    np.testing.assert_array_equal(out, a * factors[:, None])
+    # a thread holds rows r and r + 8 of its warp's 16: rows 3, 11 (warp 0) and 32, 40 (warp 2) moved
+    np.testing.assert_array_equal(np.flatnonzero(rescaled.any(axis=1)), [3, 11, 32, 40])
+
+
+def test_any_of_thread_needs_a_bool_fragment():
+    def body(ctx, a):
+        nvdsl.WGMMAAccumulator.load(a).any_of_thread()
+    assert trace_error(body, np.zeros((64, 32), np.float32)).code == "bad-dtype"
+
 def test_online_softmax_through_fori_matches_numpy(backend):
     def online(ctx, s_in, o, lse):
         layout = wgmma_accumulator(64, 64)

@@ -187,6 +187,20 @@ class _Fragment:
     def __pos__(self):
         return self
 
+    def any_of_thread(self) -> Value:
+        """Whether any of this thread's own elements (a bool fragment's) is true, as one traced bool per
+        thread: to branch around work a thread can skip, e.g. ``nvdsl.cond((alpha != 1).any_of_thread(),
+        lambda: acc * alpha, lambda: acc)``."""
+        current_kernel(f"{type(self).__name__}.any_of_thread")
+        if not self.dtype.is_bool:
+            raise _error(f"any_of_thread() needs a bool {type(self).__name__}, got {self.dtype.name}",
+                         code="bad-dtype", hint="compare first, e.g. (t != 1).any_of_thread()")
+        with at_user_line():
+            found = Value(self.values[0], self.dtype)
+            for v in self.values[1:]:
+                found = found | Value(v, self.dtype)
+        return found
+
     def to(self, dtype: dt.DType) -> "_Fragment":
         """Each element converted to ``dtype`` (as ``Value.to``: float32 to float16 rounds to nearest)."""
         current_kernel(f"{type(self).__name__}.to")

@@ -44,6 +44,11 @@ ROWS = 64                   # query rows per consumer warpgroup (one wgmma M)
 REGISTERS = 65536           # per SM (and per block: one block of 384 or 512 threads fills it)
 PRODUCER_REGISTERS = 24
 LOG2_E = 1 / math.log(2)
+# A row's running max m moves only when the block's max exceeds it by more than 2^8 (FlashAttention-4's lazy
+# rescaling): the scores' exponentials then stay at most 256 (fp16/bf16 P and the fp32 sums hold that with the
+# same relative precision), and in most steps no row moves, alpha is 1 and o's rescaling is skipped. The result
+# is the same softmax: o and l are both measured from the same m.
+RESCALE_ABOVE = 8.0
 LN_2 = math.log(2)
 HEAD_DIMS = (64, 128, 256)
 
@@ -90,6 +95,7 @@ def attention_program(causal: bool = False, scale: float | None = None, with_lse
                     keep = (keys[None, :] <= rows[:, None]) & keep     # and keys after the query
                 s = nt.where(keep, s, -math.inf)
                 m_new = nt.maximum(m, s.max(axis=1))
+                m_new = nt.where((m_new - m) * c > RESCALE_ABOVE, m_new, m)   # lazy rescaling (RESCALE_ABOVE)
                 p = nt.exp2(s * c - (m_new * c)[:, None], approx=True)
                 alpha = nt.exp2((m - m_new) * c, approx=True)
                 l[...] = l * alpha + p.sum(axis=1)

@@ -9,7 +9,7 @@ import contextlib
 
 from .. import dtypes as dt
 from ..errors import TaskError
-from ..frontend.control import fori, for_range, when
+from ..frontend.control import cond, fori, for_range, when
 from ..frontend.launch import gpu_launch
 from ..frontend.math import erf, exp2, log2, tanh, where
 from ..frontend.memory import Array
@@ -606,6 +606,12 @@ class _Consumer:
         if op.fn == "where":
             return where(args[0], *converted[1:])
         args = converted
+        if op.fn == "mul" and op.inputs[0] == op.out and isinstance(args[0], WGMMAAccumulator) and \
+                isinstance(args[1], RowVector):
+            # An accumulator rescaled in place (an online softmax's o *= alpha): a thread whose factors are
+            # all 1 skips its multiplies, which is exact (x * 1 == x)
+            acc, factor = args
+            return cond((factor != 1.0).any_of_thread(), lambda: acc * factor, lambda: acc)
         if op.fn in _BINARY:
             return _BINARY[op.fn](*args)
         if op.fn == "maximum":

@@ -522,10 +522,11 @@ def arange(length: int, start=0, *, name: str = "pos") -> Local:
 
 def where(condition, if_true, if_false) -> Local:
     """``if_true`` where ``condition`` (a mask tile, or a broadcast mask vector) holds, else ``if_false``
-    (a tile or a number), element by element."""
+    (a tile or a number), element by element; or, for a computed vector ``if_true``, where a vector
+    ``condition`` holds."""
     _current("nt.where")
-    if not isinstance(if_true, Local) or len(if_true.shape) != 2:
-        raise _error(f"nt.where selects from a computed matrix tile, got {if_true!r}", code="bad-tile")
+    if not isinstance(if_true, Local) or len(if_true.shape) not in (1, 2):
+        raise _error(f"nt.where selects from a computed tile or vector, got {if_true!r}", code="bad-tile")
     condition_dtype = condition.dtype if isinstance(condition, (Local, _BroadcastOperand)) else None
     if condition_dtype != dt.bool_:
         raise _error(f"nt.where's condition must be a mask (a comparison of positions), got {condition!r}",

@@ -340,9 +340,10 @@ def _two_phases(program: Program, main: Loop | None, prologue) -> Phases | None:
 
 
 def _unmasked(main: Loop | None, ops) -> Unmasked | None:
-    """Where every mask of the main loop's ``where`` events compares positions (``nt.arange``) with positions
-    or indices, the steps for which all of them hold: while a block of keys lies wholly before a causal
-    diagonal or a ragged end, its scores need no mask. None if a mask is anything else."""
+    """Where every mask of the main loop's ``where`` events (a ``where`` whose condition is computed from
+    positions, ``nt.arange``) compares positions with positions or indices, the steps for which all of them
+    hold: while a block of keys lies wholly before a causal diagonal or a ragged end, its scores need no mask.
+    None if a mask is anything else. A ``where`` on values alone (a running max's) is math, not a mask."""
     if main is None:
         return None
     var = main.vars[0]
@@ -380,9 +381,16 @@ def _unmasked(main: Loop | None, ops) -> Unmasked | None:
         rest = ir.Affine(tuple(t for t in margin.terms if t[0] != var), margin.const)
         return [(rest, -slope)]
 
+    def of_positions(x, seen=frozenset()) -> bool:
+        """Whether operand ``x`` is computed from positions: a mask, rather than math on values."""
+        name = operand_name(x) if isinstance(x, (str, ir.Broadcast)) else None
+        op = defs.get(name) if name not in seen else None      # values carried by the loop refer to themselves
+        return isinstance(op, ir.Iota) or (isinstance(op, Map) and any(of_positions(i, seen | {name})
+                                                                       for i in op.inputs))
+
     wheres, found = [], []
     for op in ops:
-        if isinstance(op, Map) and op.fn == "where":
+        if isinstance(op, Map) and op.fn == "where" and of_positions(op.inputs[0]):
             b = bounds(op.inputs[0])
             if b is None:
                 return None
