@@ -6,7 +6,8 @@ control flow and arithmetic those depend on (a backward slice). The skeleton of 
 first and the last block when it depends on the block's index) is then executed by the interpreter
 with the exact mbarrier semantics, without data: loops run their real trip counts (so trip counts
 that are not a multiple of the stage count, and phases carried across persistent tiles, are what
-is checked), and the race detector watches shared memory in 128-byte granules.
+is checked), and the race detector watches shared memory in 128-byte granules. A warpgroup's 4 warps run
+as one unit of 128 lanes while they run alike; what a unit run reports is found again warp by warp.
 
 It finds: arrival counts that never complete a phase (a deadlock) or complete it early, ``expect_tx``
 bytes that differ from the boxes completing on the barrier, waits whose parity passes before the
@@ -59,10 +60,11 @@ def _coordinate_operands(op) -> set[int]:
 STEP_BUDGET = 200_000
 # CPU seconds the check may simulate one kernel's synchronisation (CPU time of this process: on a busy machine
 # wall-clock time also counts other processes, and a kernel decided on a quiet machine came back undecided under
-# load). On a 2-core machine shared with other work, nvdsl's own kernels take 0.07-0.7 s (benchmarks/suites/
-# trust.py: the persistent GEMM at 8192^2 x 4096 the most of the single runs) and the grouped GEMM, whose
-# skeleton runs once per number of non-empty tiles, 1.4 s with 3 tiles per block; the rest is room for a slower
-# or busier machine. It runs before every first compile: past the deadline the check says it could not decide
+# load). On a 2-core machine shared with other work, nvdsl's own kernels take 0.04-0.2 s with warpgroups run as
+# units (benchmarks/suites/trust.py: the persistent GEMMs and causal attention at D = 256 the most of the single
+# runs) and the grouped GEMM, whose skeleton runs once per number of non-empty tiles, 0.6 s with 3 tiles per
+# block; the rest is room for a slower or busier machine, and for the run warp by warp that follows a unit run
+# that reports (the budget then starts again). It runs before every first compile: past the deadline the check says it could not decide
 # rather than slowing that call further.
 TIME_BUDGET_S = 3.0
 GRANULE_BITS = 7
