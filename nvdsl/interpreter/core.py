@@ -142,8 +142,8 @@ def _generator_runner(block: CompiledBlock):
 
 
 def _located(error: Exception, info: OpInfo) -> Exception:
-    from .protocol import Undecided
-    if isinstance(error, (UserError, InternalError, Undecided)):  # they name their line already
+    from .protocol import Diverged, Undecided
+    if isinstance(error, (UserError, InternalError, Undecided, Diverged)):  # they name their line already
         return error
     if isinstance(error, V.Unsupported):
         return TraceError(f"the interpreter does not support {error} ({info.name})", code="interpreter-unsupported",

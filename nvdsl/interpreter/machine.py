@@ -38,23 +38,34 @@ MAX_IDLE_JUMPS = 3
 
 
 class Warp:
-    """32 lanes running the kernel body together, with their registers, active mask and clocks."""
+    """32 lanes running the kernel body together, with their registers, active mask and clocks.
 
-    def __init__(self, block: "Block", index: int, env: list):
+    In a protocol skeleton a warp object may stand for a whole warpgroup (``width`` 4: the warpgroup's 128
+    lanes in lockstep, see :class:`Block`); each lane then keeps its own warp's agent in ``lane_agents``."""
+
+    def __init__(self, block: "Block", index: int, env: list, width: int = 1):
         self.block = block
         self.index = index
         self.env = env
-        self.threads = np.arange(index * V.LANES, (index + 1) * V.LANES, dtype=np.int64)
+        self.width = width
+        lanes = V.LANES * width
+        self.threads = np.arange(index * V.LANES, index * V.LANES + lanes, dtype=np.int64)
         self.live = self.threads < block.thread_count
         self.mask = self.live.copy()
         self.agent = block.agents.warp(index)
-        self.vc = np.zeros((V.LANES, block.agents.count), np.int32)
-        self.vc[:, self.agent] = 1
+        self.vc = np.zeros((lanes, block.agents.count), np.int32)
+        # each lane's own agent (its warp's): one column per lane, where a warpgroup runs as one unit
+        self.lane_agents = None if width == 1 else \
+            np.repeat([block.agents.warp(index + k) for k in range(width)], V.LANES)
+        if width == 1:
+            self.vc[:, self.agent] = 1
+        else:
+            self.vc[np.arange(lanes), self.lane_agents] = 1
         self.wgmma_committed = 0        # wgmma groups committed so far
         self.wgmma_retired = 0
         self.wgmma_open = False         # a group has wgmma.mma_async issued but not committed
         self.wgmma_reads: list = []     # (group, op) of issued operand reads, for reports
-        self.bulk_open = np.zeros(V.LANES, np.int64)       # per lane: id of its open bulk group (0: none)
+        self.bulk_open = np.zeros(lanes, np.int64)         # per lane: id of its open bulk group (0: none)
         self.bulk_committed: dict[int, list] = {}           # per lane: ids of committed, unretired groups
         self.bulk_counter = 0
         self._lanes_of = None
@@ -72,9 +83,21 @@ class Warp:
     def epoch(self) -> int:
         return int(self.vc[0, self.agent])
 
+    def agent_of(self, lane: int) -> tuple[int, int]:
+        """The agent of a lane (its warp's) and that agent's current clock."""
+        agent = self.agent if self.lane_agents is None else int(self.lane_agents[lane])
+        return agent, int(self.vc[lane, agent])
+
     def tick(self) -> None:
         """After a release: later accesses of this warp are not covered by it."""
-        self.vc[:, self.agent] += 1
+        if self.lane_agents is None:
+            self.vc[:, self.agent] += 1
+        else:
+            self.vc[np.arange(self.vc.shape[0]), self.lane_agents] += 1
+
+    def warps_active(self) -> np.ndarray:
+        """Per warp this object stands for: whether any of its lanes is active."""
+        return self.mask.reshape(self.width, V.LANES).any(axis=1)
 
     def lanes(self) -> np.ndarray:
         """The active lanes' numbers (cached per mask: masks are replaced, never changed in place)."""
@@ -122,8 +145,23 @@ class Block:
         self.time_ns = 1_000_000
         self.registers: dict[int, int] = {}
         self.output = launch.output
-        self.warps = [Warp(self, i, launch.warp_env(self, i)) for i in range(warps)]
-        self.exited = 0
+        self.warp_count = warps
+        # Protocol skeletons may run a warpgroup's 4 warps as one unit of 128 lanes in lockstep (the
+        # warpgroups in ``Host.units``): while their lanes agree this is one of the schedules the warps may
+        # take, at a quarter of the cost; where they part (a warp waits with no lane of another warp of the
+        # unit beside it) the run stops with Diverged and the check runs that warpgroup warp by warp.
+        units = launch.host.units if skeleton else None
+        self.warps = []
+        index = 0
+        while index < warps:
+            width = 4 if units and index % 4 == 0 and index // 4 in units and \
+                (index + 4) * V.LANES <= self.thread_count else 1
+            self.warps.append(Warp(self, index, launch.warp_env(self, index, width), width))
+            index += width
+        self.members: dict[int, list] = {}      # warpgroup -> the warp objects running its warps
+        for w in self.warps:
+            self.members.setdefault(w.warpgroup, []).append(w)
+        self.exited = 0                         # warps that have exited (a unit counts as its warps)
         self.decisions: dict = {}       # skeletons: table condition -> whether its branch is taken
         self.condition = None           # the computation every branch on a table entry must share
 
@@ -227,11 +265,11 @@ class Block:
             current = chosen.index
             steps += 1
             if budget is not None and steps > budget:
-                from .protocol import Undecided
-                raise Undecided(f"the synchronisation of {self.name} takes more than {budget} scheduling steps")
+                from .protocol import OverBudget
+                raise OverBudget(f"the synchronisation of {self.name} takes more than {budget} scheduling steps")
             if deadline is not None and steps % 64 == 0 and time.process_time() > deadline:
-                from .protocol import Undecided
-                raise Undecided(f"checking the synchronisation of {self.name} took longer than the check's time "
+                from .protocol import OverBudget
+                raise OverBudget(f"checking the synchronisation of {self.name} took longer than the check's time "
                                 f"budget ({steps} scheduling steps simulated, no violation found)")
             chosen.last_run = steps
             chosen.wait = None
@@ -239,8 +277,12 @@ class Block:
                 chosen.wait = next(chosen.gen)
             except StopIteration:
                 chosen.done = True
-                self.exited += 1
+                self.exited += chosen.width
                 self.on_exit(chosen)
+                continue
+            if chosen.width > 1 and chosen.wait is not None and not chosen.warps_active().all():
+                from .protocol import Diverged
+                raise Diverged(chosen.warpgroup)
 
     def check_exit(self) -> None:
         """A block must not end while TMA loads into its shared memory may still be in flight: each

@@ -165,7 +165,7 @@ def _for(op, c, info):
     def divergent_iterations(w):
         """Per-lane bounds: yields the mask of lanes running each iteration."""
         env = w.env
-        lo, hi, st = (np.broadcast_to(env[s], (V.LANES,)) for s in (lb, ub, step))
+        lo, hi, st = (np.broadcast_to(env[s], w.mask.shape) for s in (lb, ub, step))
         if unsigned:
             lo, hi = V.unsigned(lo, bits), V.unsigned(hi, bits)
         i = lo.copy()
@@ -290,7 +290,7 @@ def _while(op, c, info):
                             for new, old in zip(forwarded, finished)]
                 break
             else:
-                going_on = np.broadcast_to(condition, (V.LANES,)) & active
+                going_on = np.broadcast_to(condition, active.shape) & active
                 leaving = active & ~going_on
                 finished = [merge(leaving, new, old) if old is not None else new
                             for new, old in zip(forwarded, finished)]

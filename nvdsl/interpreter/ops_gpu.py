@@ -25,8 +25,8 @@ def converged(w, info, what: str) -> None:
 
 
 def release_if_complete(block, bar: BarSync) -> None:
-    expected = bar.expected_warps if bar.expected_warps is not None else len(block.warps) - block.exited
-    if bar.arrived and len(bar.arrived) >= expected:
+    expected = bar.expected_warps if bar.expected_warps is not None else block.warp_count - block.exited
+    if bar.arrived and sum(w.width for w in bar.arrived) >= expected:
         bar.released[bar.generation] = bar.vc.copy()
         bar.released.pop(bar.generation - 2, None)
         bar.generation += 1
@@ -150,7 +150,7 @@ def _lane_id(op, c, info):
     lanes = np.arange(V.LANES, dtype=V.register_dtype(op.result.type))
 
     def fn(w):
-        w.env[r] = lanes
+        w.env[r] = lanes if w.width == 1 else np.tile(lanes, w.width)
     return PLAIN, fn
 
 

@@ -86,7 +86,13 @@ def check_use(w, bar, lanes, info, what: str) -> None:
         raise block.fault("mbarrier-uninitialized", f"{what} on {bar.name}, which no thread has initialised",
                           info, warp=w, lanes=lanes, hint="call Mbarrier.init(count) (from one thread) first, "
                           "then synchronise the block (ctx.sync_threads())")
-    if bar.init_agent != w.agent and (w.vc[lanes, bar.init_agent] < bar.init_clock).any():
+    if w.lane_agents is not None:   # a warpgroup run as one unit: the initialising warp's own lanes are ordered
+        lanes = np.asarray(lanes)
+        others = lanes[w.lane_agents[lanes] != bar.init_agent]
+        unordered = (w.vc[others, bar.init_agent] < bar.init_clock).any()
+    else:
+        unordered = bar.init_agent != w.agent and (w.vc[lanes, bar.init_agent] < bar.init_clock).any()
+    if unordered:
         raise block.fault("mbarrier-init-race", f"{what} on {bar.name} is not ordered after its initialisation at "
                           f"{block.line_of(bar.init_op)} by {block.warps[bar.init_agent - 1].describe()}",
                           info, warp=w, lanes=lanes, hint="synchronise the threads (ctx.sync_threads()) between "
@@ -108,7 +114,7 @@ def _init(op, c, info):
             if arrivals <= 0:
                 raise w.block.fault("bad-mbarrier", f"Mbarrier.init({arrivals}) on {bar.name}: a barrier needs at "
                                     "least one arrival per phase", info, warp=w, lanes=[lane])
-            bar.init(arrivals, info.id, w.agent, w.epoch)
+            bar.init(arrivals, info.id, *w.agent_of(lane))
         return True
     return SYNC, fn
 
@@ -224,7 +230,7 @@ def _try_wait(op, c, info):
         groups = _by_barrier(w, env[group], index, lanes, info)
         for bar, group_lanes in groups:
             check_use(w, bar, group_lanes, info, "try_wait")
-            parities = np.broadcast_to(env[parity_slot], (V.LANES,))[group_lanes].astype(np.int64) & 1
+            parities = np.broadcast_to(env[parity_slot], w.mask.shape)[group_lanes].astype(np.int64) & 1
             distinct = np.unique(parities)
             for parity in distinct:
                 clock = yield from _wait_phase(w, bar, int(parity), info, spin=False,
@@ -266,10 +272,10 @@ def _nvvm_try_wait(op, c, info):
     def gen(w):
         env = w.env
         lanes = w.active_lanes()
-        result = np.zeros(V.LANES, np.bool_)
+        result = np.zeros(w.mask.shape, np.bool_)
         # the lanes grouped by (barrier address, parity): usually one group
-        keys = (np.broadcast_to(env[address], (V.LANES,)).astype(np.int64) << 1) | \
-            (np.broadcast_to(env[phase], (V.LANES,)).astype(np.int64) & 1)
+        keys = (np.broadcast_to(env[address], w.mask.shape).astype(np.int64) << 1) | \
+            (np.broadcast_to(env[phase], w.mask.shape).astype(np.int64) & 1)
         active_keys = keys[lanes]
         distinct = np.unique(active_keys)
         for key in distinct:
@@ -670,7 +676,7 @@ def _wait(w, keep: int, info):
     if target <= w.wgmma_retired:
         return
     block = w.block
-    group = [x for x in block.warps[4 * w.warpgroup:4 * w.warpgroup + 4]]
+    group = block.members[w.warpgroup]
 
     def issued() -> bool:
         return all(x.wgmma_committed >= target for x in group)
@@ -906,23 +912,24 @@ def _setmaxnreg(op, c, info):
                               info, warp=w)
         even_share = min(REGISTER_FILE // block.thread_count // 8 * 8, 256)
         registers = block.registers
-        current = registers.get(w.index, even_share)
+        current = max(registers.get(w.index + k, even_share) for k in range(w.width))
         if (increase and count < current) or (not increase and count > current):
             raise block.fault("bad-setmaxnreg", f"setmaxnreg.{verb} to {count} registers, but warp {w.index} "
                               f"holds {current}", info, warp=w)
 
         def total() -> int:
-            return sum(registers.get(x.index, even_share) for x in block.warps) * V.LANES
+            return sum(registers.get(x, even_share) for x in range(block.warp_count)) * V.LANES
 
         def fits() -> bool:
-            return total() - current * V.LANES + count * V.LANES <= REGISTER_FILE
+            return total() - current * V.LANES * w.width + count * V.LANES * w.width <= REGISTER_FILE
 
         def describe() -> str:
             return (f"setmaxnreg.inc to {count} registers per thread waits for the register file: the warps hold "
                     f"{total()} of its {REGISTER_FILE} registers")
         while increase and not fits():
             yield Wait(fits, describe, info)
-        registers[w.index] = count
+        for k in range(w.width):
+            registers[w.index + k] = count
     return GEN, gen
 
 
@@ -931,10 +938,11 @@ def _elect(op, c, info):
     r = c.slot(op.results[0])
 
     def fn(w):
-        result = np.zeros(V.LANES, np.bool_)
-        lanes = w.active_lanes()
-        if lanes.size:
-            result[lanes[0]] = True
+        result = np.zeros(w.mask.shape, np.bool_)
+        for k in range(w.width):        # one lane per warp (a warpgroup run as one unit has 4)
+            lanes = np.flatnonzero(w.mask[k * V.LANES:(k + 1) * V.LANES])
+            if lanes.size:
+                result[k * V.LANES + lanes[0]] = True
         w.env[r] = result
     return PLAIN, fn
 

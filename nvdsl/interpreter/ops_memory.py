@@ -58,7 +58,7 @@ def _out_of_bounds(w, mem, indices, bad, info, what) -> None:
     if not hit.any() or not mask.any():
         return
     lane = int(np.argmax(mask)) if bad.shape[0] == 1 else int(np.argmax(hit))
-    position = tuple(int(np.broadcast_to(x, (V.LANES,))[lane]) for x in indices)
+    position = tuple(int(np.broadcast_to(x, mask.shape)[lane]) for x in indices)
     raise w.block.fault("out-of-bounds", f"{what} of '{mem.name}' at index {list(position)} is outside its shape "
                         f"{list(mem.shape)} ({mem.space} memory)", info, warp=w, lanes=[lane],
                         hint="guard the access with nvdsl.when(...) or fix the index", index=position,
@@ -289,13 +289,14 @@ def _alloca(op, c, info):
         raise V.Unsupported("memref.alloca with dynamic sizes")
     element = result_type.element_type
     nbytes = max(V.item_bytes(element) * int(np.prod(shape)), 1)
-    lane_offsets = np.arange(V.LANES, dtype=np.int64) * nbytes
+    lane_offsets = np.arange(V.LANES * 4, dtype=np.int64) * nbytes     # for up to a warpgroup run as one
     r = c.slot(op.result)
     c.local_slots.append(r)
 
     def fn(w):
-        buffer = Buffer(np.zeros(V.LANES * nbytes, np.uint8), "a thread's local variable", LOCAL)
-        w.env[r] = MemRef(buffer, lane_offsets, shape, row_major_strides(shape), element)
+        lanes = w.mask.shape[0]
+        buffer = Buffer(np.zeros(lanes * nbytes, np.uint8), "a thread's local variable", LOCAL)
+        w.env[r] = MemRef(buffer, lane_offsets[:lanes], shape, row_major_strides(shape), element)
     return PLAIN, fn
 
 

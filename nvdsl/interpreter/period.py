@@ -59,7 +59,8 @@ STATE_FIELDS: dict[str, dict[str, str]] = {
         "exited": IN_STATE, "shadow": IN_STATE,
         "copies": "no state is recorded while a TMA copy is in flight",
         "launch": FIXED, "kernel": FIXED, "block_id": FIXED, "skeleton": FIXED, "thread_count": FIXED,
-        "agents": FIXED, "output": FIXED,
+        "agents": FIXED, "output": FIXED, "warp_count": FIXED,
+        "members": "the warps again, by warpgroup",
         "smem": "a skeleton moves no data; its race detector is `shadow`",
         "rng": "None: skeletons run the fixed schedule (no summary otherwise)",
         "time_ns": "what %globaltimer reads is a register, in the state; skeletons never jump the clock",
@@ -78,6 +79,7 @@ STATE_FIELDS: dict[str, dict[str, str]] = {
         "gen": "where the warp is: its wait and frames", "block": FIXED, "index": FIXED, "threads": FIXED,
         "live": FIXED, "agent": FIXED, "last_run": "the fuzzed scheduler's (skeletons run the fixed schedule)",
         "_lanes_of": "a cache of mask", "_lanes": "a cache of mask", "wgmma_reads": "unused",
+        "width": FIXED, "lane_agents": FIXED,
     },
     "Wait": {
         "key": IN_STATE, "info": "the operation waited at, which the key names", "ready": "a function of the key's objects", "describe": REPORTS,
@@ -367,7 +369,9 @@ class _Clocks:
         warps = block.warps
         self.wgmma_base = [0] * agents.warpgroups
         for w in warps:
-            base[w.agent] = int(w.vc[:, w.agent].max())
+            for k in range(w.width):
+                agent = agents.warp(w.index + k)
+                base[agent] = int(w.vc[:, agent].max())
             base[agents.bulk(w.index)] = w.bulk_counter
             g = w.warpgroup
             self.wgmma_base[g] = max(self.wgmma_base[g], w.wgmma_committed)

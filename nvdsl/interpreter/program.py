@@ -89,6 +89,7 @@ class Host:
         self.output = output
         self.table_taken: int | None = None     # skeletons: how many table entries' branches are taken
         self.table_entries = 0                  # the most entries a skeleton block branched on
+        self.units: frozenset | None = None     # skeletons: the warpgroups whose warps run as one unit
 
 
 class Launch:
@@ -117,10 +118,10 @@ class Launch:
         values = {"block_id": w.block.block_id, "block_dim": self.block_dims, "grid_dim": self.grid}[kind]
         return np.array([values[axis]], np.int64)
 
-    def warp_env(self, block: Block, index: int) -> list:
+    def warp_env(self, block: Block, index: int, width: int = 1) -> list:
         env = list(self.host.env)
         args = self.kernel.body.args
-        threads = np.arange(index * V.LANES, (index + 1) * V.LANES, dtype=np.int64)
+        threads = np.arange(index * V.LANES, (index + width) * V.LANES, dtype=np.int64)
         values = [np.array([v], np.int64) for v in block.block_id] + \
             [self._thread_xyz[axis][threads] for axis in range(3)] + \
             [np.array([v], np.int64) for v in self.grid] + [np.array([v], np.int64) for v in self.block_dims]
@@ -203,12 +204,13 @@ class Program:
         return env
 
     def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int, seconds: float | None = None,
-                     table_taken: int | None = None) -> int:
+                     table_taken: int | None = None, units: frozenset | None = None) -> int:
         """Run a protocol skeleton (``keep=``): arguments are shapes only, nothing is printed; give up (Undecided)
         after ``budget`` scheduling steps of a block or ``seconds`` of simulation (CPU time of this process, so that a
         busy machine does not turn a decidable kernel into an undecided one). Branches on a table's entries
         (``protocol.table_branches``) are taken for the first ``table_taken`` entries a block meets, not for the
-        others (None: for all); returns the most entries a block met."""
+        others (None: for all); the warps of the warpgroups in ``units`` run as one unit each (see
+        :class:`~.machine.Block`). Returns the most entries a block met."""
         import time
         from .protocol import placeholder_array
         env = self._registers()
@@ -218,6 +220,7 @@ class Program:
         host = Host(self, env, None, lambda text: None, budget=budget,
                     deadline=None if seconds is None else time.process_time() + seconds)
         host.table_taken = table_taken
+        host.units = units
         with np.errstate(all="ignore"):
             self.host.run(host)
         return host.table_entries

@@ -6,7 +6,8 @@ control flow and arithmetic those depend on (a backward slice). The skeleton of 
 first and the last block when it depends on the block's index) is then executed by the interpreter
 with the exact mbarrier semantics, without data: loops run their real trip counts (so trip counts
 that are not a multiple of the stage count, and phases carried across persistent tiles, are what
-is checked), and the race detector watches shared memory in 128-byte granules.
+is checked), and the race detector watches shared memory in 128-byte granules. A warpgroup's 4 warps run
+as one unit of 128 lanes while they run alike; what a unit run reports is found again warp by warp.
 
 It finds: arrival counts that never complete a phase (a deadlock) or complete it early, ``expect_tx``
 bytes that differ from the boxes completing on the barrier, waits whose parity passes before the
@@ -59,10 +60,11 @@ def _coordinate_operands(op) -> set[int]:
 STEP_BUDGET = 200_000
 # CPU seconds the check may simulate one kernel's synchronisation (CPU time of this process: on a busy machine
 # wall-clock time also counts other processes, and a kernel decided on a quiet machine came back undecided under
-# load). On a 2-core machine shared with other work, nvdsl's own kernels take 0.07-0.7 s (benchmarks/suites/
-# trust.py: the persistent GEMM at 8192^2 x 4096 the most of the single runs) and the grouped GEMM, whose
-# skeleton runs once per number of non-empty tiles, 1.4 s with 3 tiles per block; the rest is room for a slower
-# or busier machine. It runs before every first compile: past the deadline the check says it could not decide
+# load). On a 2-core machine shared with other work, nvdsl's own kernels take 0.04-0.2 s with warpgroups run as
+# units (benchmarks/suites/trust.py: the persistent GEMMs and causal attention at D = 256 the most of the single
+# runs) and the grouped GEMM, whose skeleton runs once per number of non-empty tiles, 0.6 s with 3 tiles per
+# block; the rest is room for a slower or busier machine, and for the run warp by warp that follows a unit run
+# that reports (the budget then starts again). It runs before every first compile: past the deadline the check says it could not decide
 # rather than slowing that call further.
 TIME_BUDGET_S = 3.0
 GRANULE_BITS = 7
@@ -70,6 +72,50 @@ GRANULE_BITS = 7
 
 class Undecided(Exception):
     """The skeleton depends on something the check cannot know before running."""
+
+
+class OverBudget(Undecided):
+    """The skeleton takes longer to run than the check may spend."""
+
+
+class Diverged(Exception):
+    """A warpgroup run as one unit reached a wait with some of its warps not taking part (see
+    :class:`~.machine.Block`): its warps no longer run alike, so the check runs them warp by warp."""
+
+    def __init__(self, warpgroup: int):
+        super().__init__(f"the warps of warpgroup {warpgroup} parted")
+        self.warpgroup = warpgroup
+
+
+MAX_WARPGROUPS = 8      # of a block of at most 1024 threads
+
+
+# Operations whose semantics in the interpreter are lane by lane, or that know a warpgroup may run as one unit of
+# 128 lanes (Block): a skeleton made of these alone runs its warpgroups' warps as units. Any other operation (a
+# shuffle, a vote, an atomic, a print, TMA stores and bulk groups, which are per warp) keeps it warp by warp.
+UNIT_OPS = frozenset({
+    "scf.for", "scf.if", "scf.while", "gpu.barrier", "nvvm.barrier", "nvvm.barrier0", "gpu.dynamic_shared_memory",
+    "gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.lane_id", "nvvm.read.ptx.sreg.laneid",
+    "llvm.inttoptr", "llvm.ptrtoint", "llvm.addrspacecast", "builtin.unrealized_conversion_cast",
+    "memref.alloca", "memref.load", "memref.store", "memref.view", "memref.subview", "memref.cast",
+    "nvgpu.mbarrier.create", "nvgpu.mbarrier.init", "nvgpu.mbarrier.arrive", "nvgpu.mbarrier.arrive.expect_tx",
+    "nvgpu.mbarrier.arrive.nocomplete", "nvgpu.mbarrier.try_wait.parity", "nvgpu.mbarrier.get",
+    "nvvm.mbarrier.try_wait", "nvvm.mbarrier.try_wait.parity", "nvvm.mbarrier.try_wait.parity.shared",
+    "nvgpu.tma.async.load", "nvgpu.tma.prefetch.descriptor", "nvgpu.warpgroup.generate.descriptor",
+    "nvgpu.warpgroup.mma", "nvvm.wgmma.mma_async", "nvvm.wgmma.fence.aligned", "nvvm.wgmma.commit.group.sync.aligned",
+    "nvvm.wgmma.wait.group.sync.aligned", "nvvm.setmaxregister", "nvvm.elect.sync",
+    "nvvm.fence.mbarrier.init", "nvvm.fence.sc.cluster", "nvvm.fence.acq_rel.cluster",
+})
+UNIT_DIALECTS = ("arith.", "index.", "math.")
+
+
+def _unit_safe(op) -> bool:
+    name = op.name
+    if name in UNIT_OPS or name.startswith(UNIT_DIALECTS) or name.startswith("nvvm.read.ptx.sreg.") and \
+            not name.endswith("globaltimer"):
+        return True
+    return name == "llvm.inline_asm" and (_is_barrier_asm(op) or "wgmma.mma_async" in
+                                          ir.StringAttr(op.attributes["asm_string"]).value)
 
 
 def _ops(region):
@@ -410,6 +456,11 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
         symbolic |= reads
         branches |= ways
         blocks[launch] = "first-and-last" if piece.uses_block_id else "first"
+    # Warpgroups run as units of 128 lanes where every kept operation allows it (UNIT_OPS). A unit run is
+    # trusted only when it finds nothing: a warpgroup whose warps part is run warp by warp from the start, and
+    # anything a unit run reports (a violation, a reason it cannot decide) is found again warp by warp, so that
+    # what the check says is what running every warp on its own says.
+    units = frozenset(range(MAX_WARPGROUPS)) if all(_unit_safe(op) for op in keep) else None
     with module.context:
         try:
             program = Program(module, keep=keep, skeleton_blocks=blocks, block_ops=block_ops,
@@ -423,8 +474,20 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
         taken, entries = None, 0
         while True:
             try:
-                entries = max(entries, program.run_skeleton(specs, STEP_BUDGET, deadline - time.process_time(),
-                                                            table_taken=taken))
+                try:
+                    entries = max(entries, program.run_skeleton(specs, STEP_BUDGET, deadline - time.process_time(),
+                                                                table_taken=taken, units=units))
+                except Diverged as parted:
+                    units = units - {parted.warpgroup} or None
+                    continue
+                except OverBudget:
+                    raise                   # warp by warp would take longer still
+                except Exception:
+                    if units is None:
+                        raise
+                    units = None
+                    deadline = time.process_time() + TIME_BUDGET_S
+                    continue
             except Undecided as reason:
                 return str(reason)
             except KernelFault as fault:

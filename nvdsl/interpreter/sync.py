@@ -151,4 +151,4 @@ class BarSync:
     def describe(self) -> str:
         name = "the block's barrier (bar.sync 0)" if self.id == 0 else f"named barrier {self.id}"
         expected = "?" if self.expected_warps is None else self.expected_warps * 32
-        return f"{name}: {len(self.arrived) * 32} of {expected} threads arrived"
+        return f"{name}: {sum(w.width for w in self.arrived) * 32} of {expected} threads arrived"
