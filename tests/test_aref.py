@@ -300,3 +300,133 @@ def test_adjacent_slot_tiles_are_joined_or_refused(tiles, first, count, axis, jo
     else:
         host.trace(np.zeros((64, 64), np.float16))
         assert seen["joined"].shape == joined_shape and seen["joined"].dtype == nvdsl.float16
+
+
+# --- consumers taking the slots in turn (a ping-pong's) ---------------------------------------------------------------
+
+def row_sums_in_turn(*, depth=3, turns=True):
+    """Row sums as :func:`row_sums`, with two consumer warpgroups taking the 16-row blocks alternately
+    (consumer c the blocks c, c + 2, ...) from one ``in_turn`` ring: each passes over the slots of the other's
+    block before its own (``skip``) and, with ``turns``, waits for its turn (named barrier 10 + c) and hands
+    it over after its loop, as the task layer's ping-pong does."""
+    seen = {}
+
+    @nvdsl.mlir_func
+    def kernel_fn(x, out):
+        rows, k = x.shape
+        row_blocks, steps = rows // TILE[0], k // TILE[1]
+        x_tma = nvdsl.TMA(x, box=TILE)
+
+        @nvdsl.gpu_launch(grid=1, block=384)
+        def kernel(ctx):
+            ring = seen["ring"] = nvdsl.Aref(ctx, [(TILE, nvdsl.float32)], depth=depth, name="x", in_turn=True)
+            with nvdsl.Warpgroup(ctx, 0, register_size=40):
+                for block in nvdsl.for_range(row_blocks):
+                    for k in nvdsl.for_range(steps):
+                        ring.put((x_tma, (block * TILE[0], k * TILE[1])))
+            for c in range(2):
+                with nvdsl.Warpgroup(ctx, 128 * (1 + c)) as wg:
+                    row, part = wg.thread_index // 8, wg.thread_index % 8
+                    if turns and c == 1:
+                        ctx.arrive_threads(256, barrier=10)          # consumer 0's first turn
+                    for it in nvdsl.for_range((row_blocks - c + 1) // 2):
+                        block = it * 2 + c
+                        ring.skip(steps if c == 1 else nvdsl.select(it > 0, nvdsl.constant(steps, nvdsl.int32), 0))
+                        if turns:
+                            ctx.sync_threads(256, barrier=10 + c)
+
+                        @nvdsl.fori(0, steps, carry=nvdsl.constant(0.0, nvdsl.float32))
+                        def total(k, total):
+                            with ring.get() as (tile,):
+                                for j in range(4):
+                                    total = total + tile[row, part * 4 + j]
+                            return total
+                        if turns:
+                            with nvdsl.when(block + 1 < row_blocks):
+                                ctx.arrive_threads(256, barrier=10 + 1 - c)
+                        out[0, block * TILE[0] + row, part] = total
+        kernel()
+
+    return kernel_fn, seen
+
+
+@pytest.mark.parametrize("depth, row_blocks, steps", [(3, 5, 7), (2, 4, 1), (4, 3, 2)])
+def test_consumers_taking_slots_in_turn_each_get_their_own(depth, row_blocks, steps, backend):
+    """Odd and even block counts, K steps more and fewer than the slots: every slot is read by one consumer."""
+    rng = np.random.default_rng(depth)
+    x = rng.standard_normal((16 * row_blocks, 32 * steps)).astype(np.float32)
+    out = np.full((1, 16 * row_blocks, 8), np.nan, np.float32)
+    fn, seen = row_sums_in_turn(depth=depth)
+    fn(x, out)
+    np.testing.assert_allclose(out[0], x.reshape(16 * row_blocks, steps, 8, 4).sum(axis=(1, 3)), rtol=1e-5, atol=1e-4)
+    assert seen["ring"].describe().endswith("empty: 1 arrival(s); producer warpgroup 0; consumers warpgroup 1, "
+                                            "warpgroup 2, in turn")
+
+
+def test_consumers_taking_slots_in_turn_without_turns_are_refused():
+    """Without turns consumer 1 waits for a slot of its first block while the slot still holds (or waits for)
+    an earlier phase of consumer 0's block: a parity wait cannot tell them apart, and the check finds it."""
+    from nvdsl.interpreter.protocol import check_protocol
+    x, out = np.zeros((16 * 4, 32 * 7), np.float32), np.zeros((1, 16 * 4, 8), np.float32)
+    assert check_protocol(*(lambda t: (t.module, t.specs))(row_sums_in_turn(turns=True)[0].trace(x, out))) is None
+    trace = row_sums_in_turn(turns=False)[0].trace(x, out)
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        check_protocol(trace.module, trace.specs)
+    assert info.value.code in ("stage-refilled-early", "tma-read-before-complete", "deadlock"), str(info.value)
+
+
+def in_turn_ring(ctx):
+    return nvdsl.Aref(ctx, [((64, 64), nvdsl.float16), ((64, 64), nvdsl.float16)], depth=2, name="ab", in_turn=True)
+
+
+def skip_holding(ctx, t):
+    """A product left in flight holds its slot: skipping past it would lose the slot's release."""
+    r = in_turn_ring(ctx)
+    fill(r, t)
+    with nvdsl.Warpgroup(ctx, 128):
+        acc = nvdsl.WGMMAAccumulator(64, 64)
+        with r.get() as (a, b):
+            acc.accumulate(nvdsl.WGMMAMatrix(a, t) @ nvdsl.WGMMAMatrix(b, t), in_flight=1)
+        r.skip(1)
+
+
+def skip_inside_get(ctx, t):
+    r = in_turn_ring(ctx)
+    fill(r, t)
+    with r.get():
+        r.skip(1)
+
+
+@pytest.mark.parametrize("body, words", [
+    (lambda ctx, t: (lambda r: (fill(r, t), r.skip(1)))(ring(ctx)), "whose consumers all read every slot"),
+    (skip_holding, "may still hold slots"),
+    (skip_inside_get, "may still hold slots"),
+    (lambda ctx, t: (lambda r: (fill(r, t), r.skip(-1)))(in_turn_ring(ctx)), "must be >= 0"),
+    (lambda ctx, t: (lambda r: (fill(r, t), r.skip(1.5)))(in_turn_ring(ctx)), "an int or a traced int32"),
+    (lambda ctx, t: nvdsl.Aref(ctx, [((64, 64), nvdsl.float16)], depth=2, in_turn="yes"), "True or False"),
+])
+def test_skip_misuse_is_refused(body, words):
+    error = trace_error(body)
+    assert error.code == "bad-aref" and words in str(error), str(error)
+
+
+def test_skip_after_the_products_retired_traces():
+    def body(ctx, t):
+        r = in_turn_ring(ctx)
+        fill(r, t)
+        with nvdsl.Warpgroup(ctx, 128):
+            acc = nvdsl.WGMMAAccumulator(64, 64)
+            with r.get() as (a, b):
+                acc.accumulate(nvdsl.WGMMAMatrix(a, t) @ nvdsl.WGMMAMatrix(b, t), in_flight=1)
+            nvdsl.wgmma_wait(0)
+            r.skip(1)
+
+    @nvdsl.mlir_func
+    def host(x):
+        tma = nvdsl.TMA(x, box=(64, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=256)
+        def kernel(ctx):
+            body(ctx, tma)
+        kernel()
+    host.trace(np.zeros((128, 128), np.float16))

@@ -24,6 +24,9 @@ The protocol (slot ``s``, phase bit ``p``, both advanced together):
   products left in flight after a ``get`` body, the slot of ``P`` gets ago is released, and the rest at
   the next ``wgmma_wait`` (or accumulator store) that retires them. So ``depth >= P + 1`` is required,
   and checked. Reads by ordinary loads are complete once the warpgroup has passed a barrier.
+
+Consumers may also take the slots in turn (``in_turn=True``, a ping-pong's): each slot is then read,
+and released, by one of them, and each passes over the others' slots with :meth:`Aref.skip`.
 """
 
 from __future__ import annotations
@@ -146,6 +149,12 @@ class _Position:
         self._set(0, select(wrapped, 0, following))
         self._set(1, self.phase ^ wrapped.to(dt.int32))
 
+    def advance_by(self, count, depth: int) -> None:
+        """Move ``count`` (a non-negative int or traced int32) slots on: the phase flips once per wrap."""
+        total = self.slot + count
+        self._set(0, total % depth)
+        self._set(1, self.phase ^ ((total // depth) & 1))
+
 
 class _ConsumerState:
     def __init__(self, role: _Role, position: _Position):
@@ -153,6 +162,7 @@ class _ConsumerState:
         self.pattern = None          # (groups per get body, groups in flight after it, slots held)
         self.open_lease = None
         self.read_by_threads = False
+        self.may_hold = False        # whether, where tracing is, unretired wgmma may still hold slots
 
 
 class Aref:
@@ -167,6 +177,10 @@ class Aref:
         at: place the slots at this byte offset of the launch's dynamic shared memory (``smem=``), a
             multiple of 1024, instead of after everything placed so far (for a planner that lets buffers
             with disjoint lifetimes share memory).
+        in_turn: the consumer roles take the slots in turn, each slot read by one of them (a ping-pong's
+            consumers, each taking a whole tile's K steps): a slot's ``empty`` barrier expects one role's
+            arrival, and each consumer passes over the slots the others read with :meth:`skip`. Its
+            consumers must run in the producer's order (take turns), or a wait may pass a phase early.
 
     Producer side: ``ring.put((a_tma, a_coords), (b_tma, b_coords))`` fills the next slot, one TMA copy
     per tile (a tile may be made of several of the descriptor's boxes). Consumer side::
@@ -179,9 +193,12 @@ class Aref:
     outside any, the whole block; the ring counts its consumer warpgroups itself.
     """
 
-    def __init__(self, ctx, tiles, *, depth: int, name: str = "ring", at: int | None = None):
+    def __init__(self, ctx, tiles, *, depth: int, name: str = "ring", at: int | None = None, in_turn: bool = False):
         current_kernel("nvdsl.Aref")
         self._loc = user_location()
+        if not isinstance(in_turn, bool):
+            raise TraceError(f"Aref in_turn={in_turn!r} must be True or False", code="bad-aref", loc=self._loc)
+        self.in_turn = in_turn
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise TraceError(f"Aref depth={depth!r} must be a positive Python int", code="bad-aref",
                              hint="2 or more slots overlap loading with computing; 1 suits a tile loaded once "
@@ -227,8 +244,10 @@ class Aref:
     # -- what the ring is ---------------------------------------------------------------------------------
     @property
     def consumer_arrivals(self) -> int:
-        """Arrivals per phase on each ``empty`` barrier: one per consumer warpgroup."""
-        return sum(state.role.arrivals for state in self._consumers.values())
+        """Arrivals per phase on each ``empty`` barrier: one per consumer warpgroup (of one consumer role
+        where the consumers take the slots in turn)."""
+        arrivals = [state.role.arrivals for state in self._consumers.values()]
+        return max(arrivals, default=0) if self.in_turn else sum(arrivals)
 
     def describe(self) -> str:
         """The ring as text: depth, slot layout, barrier counts, expected bytes and the roles using it."""
@@ -237,7 +256,7 @@ class Aref:
         consumers = ", ".join(s.role.name for s in self._consumers.values()) or "none yet"
         return (f"ring '{self.name}': {self.depth} slots of {self.slot_bytes} B at shared byte {self.base} "
                 f"({tiles}); full: 1 arrival + {self.transaction_bytes} B, empty: {self.consumer_arrivals} "
-                f"arrival(s); producer {producer}; consumers {consumers}")
+                f"arrival(s); producer {producer}; consumers {consumers}" + (", in turn" if self.in_turn else ""))
 
     def _slot_views(self, slot: Value, lease: _Lease) -> tuple[Array, ...]:
         start = slot.to(dt.index) * self.slot_bytes + self.base
@@ -314,17 +333,45 @@ class Aref:
     def get(self) -> "_Get":
         """``with ring.get() as tiles:`` waits for the next slot and yields its tiles (a tuple of shared arrays),
         valid inside the block; the slot is released once everything that read it has finished."""
-        ctx = current_kernel("Aref.get")
+        state = self._consumer("Aref.get")
+        if state.open_lease is not None:
+            raise TraceError(f"a get() of ring '{self.name}' inside another get() of it by {state.role.name}",
+                             code="bad-aref", hint="finish one slot's `with` block before taking the next",
+                             loc=user_location())
+        return _Get(self, state)
+
+    def skip(self, count) -> None:
+        """Pass over the next ``count`` slots (a non-negative int or traced int32), which other consumers of
+        an ``in_turn`` ring read: ``count`` is how many ``put`` calls filled them. The role must hold no
+        slot: call it outside ``get`` blocks, after the ``wgmma_wait`` that retires its products."""
+        state = self._consumer("Aref.skip")
+        loc = user_location()
+        if not self.in_turn:
+            raise TraceError(f"skip() on ring '{self.name}', whose consumers all read every slot", code="bad-aref",
+                             hint="make the ring with in_turn=True if its consumers take the slots in turn", loc=loc)
+        if state.open_lease is not None or state.may_hold:
+            raise TraceError(f"skip() on ring '{self.name}' while {state.role.name} may still hold slots (inside a "
+                             "get() block, or with wgmma products reading a slot not yet retired)", code="bad-aref",
+                             hint="call nvdsl.wgmma_wait(0) first", loc=loc)
+        if isinstance(count, int) and not isinstance(count, bool):
+            if count < 0:
+                raise TraceError(f"skip({count}): the count of slots must be >= 0", code="bad-aref", loc=loc)
+            if count == 0:
+                return
+        elif not (isinstance(count, Value) and count.dtype == dt.int32):
+            raise TraceError(f"skip({count!r}) needs an int or a traced int32", code="bad-aref", loc=loc)
+        with at_user_line():
+            state.position.advance_by(count, self.depth)
+
+    def _consumer(self, what: str) -> _ConsumerState:
+        """The state of the consumer role tracing now (made at its first get or skip)."""
+        ctx = current_kernel(what)
         role = _Role(ctx, ctx.warpgroup)
         state = self._consumers.get(role.key)
         if state is None:
             state = self._consumers[role.key] = _ConsumerState(role, _Position(ctx))
             ctx.on_wgmma_wait(lambda in_flight, state=state: self._retired(state, in_flight))
-        if state.open_lease is not None:
-            raise TraceError(f"a get() of ring '{self.name}' inside another get() of it by {role.name}",
-                             code="bad-aref", hint="finish one slot's `with` block before taking the next",
-                             loc=user_location())
-        return _Get(self, state)
+        return state
 
     def _release(self, state: _ConsumerState, slot: Value) -> None:
         with when(state.role.leader()):
@@ -357,6 +404,7 @@ class Aref:
                 state.role.sync()
             self._release(state, position.slot)
         else:
+            state.may_hold = True
             held = position.held + 1
             with when(held > keep):
                 if state.read_by_threads:
@@ -374,6 +422,7 @@ class Aref:
         still = -(-in_flight // committed)
         if still >= keep:
             return
+        state.may_hold = still > 0
         position = state.position
         with at_user_line():
             held, slot = position.held, position.slot
