@@ -22,7 +22,7 @@ from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wai
 from ..layouts import wgmma_accumulator
 from .analysis import operand_name
 from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Map, Mma, Reduce, Region
-from .schedule import PINGPONG, OnesTile, Schedule, _loads
+from .schedule import PINGPONG, TURN_BARRIER, OnesTile, Schedule, _loads
 
 
 def emit(schedule: Schedule, arrays: dict) -> None:
@@ -50,7 +50,7 @@ def emit(schedule: Schedule, arrays: dict) -> None:
     @gpu_launch(grid=s.grid, block=s.block_threads, smem=s.smem_bytes)
     def kernel(ctx):
         rings = {r.name: Aref(ctx, [(t.source.matrix_shape, t.dtype) for t in r.tiles], depth=r.depth, name=r.name,
-                              at=r.offset) for r in s.rings}
+                              at=r.offset, in_turn=r.in_turn) for r in s.rings}
         buffers = {b.name: b for b in s.buffers}
         staging = {}
         for st in s.stores:
@@ -81,34 +81,97 @@ def emit(schedule: Schedule, arrays: dict) -> None:
                 env[index.name] = arrays[index.table][env[index.var], index.column]
             return env
 
+        # Ping-pong: a block's tiles come in pairs, (group, 0) for consumer 0 and (group, 1) for consumer 1; only
+        # the grid's last pair can lack its second tile (an odd tile count). The loops run over whole pairs and
+        # that last tile is peeled off, so that no loop body asks which tile it is at: loops that read no index
+        # repeat their state, and the protocol check summarises them.
+        full_pairs = my_groups
+        if pingpong and total_tiles % 2:
+            owns_last = ctx.block_id.x.eq((groups_total - 1) % s.grid)
+            full_pairs = my_groups - select(owns_last, constant(1, dt.index), 0)
+
+        def put_tile(group, member: int) -> None:
+            env = coordinates(tile_of(group, member)[0])
+            with _nonempty(s, env):
+                _put_tile_loads(s, rings, ring_tmas, env, member)
+                steps = s.step_rings(member)
+                if steps:
+                    for k in for_range(_trips(s, env)):
+                        env[s.main.vars[0]] = k
+                        for step in steps:
+                            _put(rings[step.name], step, ring_tmas, env)
+
         ws = s.warp_specialized
         regs = dict(s.registers)
         if ws:
             with Warpgroup(ctx, 0, register_size=regs["producer"]) as producer:
                 with when(producer.thread_index.eq(0)):      # one thread waits for slots and issues the copies
-                    for group in for_range(my_groups):
+                    for group in for_range(full_pairs):
                         for member in range(per_block):
-                            number, exists = tile_of(group, member)
-                            with when(exists) if pingpong else contextlib.nullcontext():
-                                env = coordinates(number)
-                                with _nonempty(s, env):
-                                    _put_tile_loads(s, rings, ring_tmas, env, member)
-                                    steps = s.step_rings(member)
-                                    if steps:
-                                        for k in for_range(_trips(s, env)):
-                                            env[s.main.vars[0]] = k
-                                            for step in steps:
-                                                _put(rings[step.name], step, ring_tmas, env)
+                            put_tile(group, member)
+                    if full_pairs is not my_groups:
+                        with when(full_pairs < my_groups):
+                            put_tile(my_groups - 1, 0)
+
+        def steps_of(group, member: int):
+            """The main loop's trips of the block's tile (group, member): 0 if it has no rows; past the block's
+            last tile, any count (nothing reads the rings after it)."""
+            if s.main is None:
+                return 0
+            if s.main.below is None and not s.program.indices:
+                return s.main.extents[0]
+            number, exists = tile_of(group, member)
+            env = coordinates(select(exists, number, 0))         # a tile that exists, to read its table rows
+            trips = _trips(s, env)
+            trips = constant(trips, dt.int32) if isinstance(trips, int) else trips.to(dt.int32)
+            rows = _has_rows(s, env)
+            return trips if rows is None else select(rows, trips, 0)
+
+        def ping_pong_consumer(wg, c: int) -> None:
+            """Consumer ``c`` of a ping-pong: the block's tiles (group, c), each one turn at the main loop (a tile
+            without rows too, so that the turns alternate), in the order the producer fills the step rings. Each
+            passes over the other's slots (after each of its tiles, those of the other's next tile); after its
+            last turn each hands the turn on, and the consumer whose turn would be next takes that arrival with
+            a last wait, so that every named barrier completes."""
+            turn = _Turn(ctx, c, 2)
+            step_rings = [rings[r.name] for r in s.step_rings(c)]
+            if c == 1:
+                turn.hand_over()                 # open consumer 0's first turn: every block has a tile
+                for ring in step_rings:
+                    ring.skip(steps_of(0, 0))
+            for group in for_range(my_groups if c == 0 else full_pairs):
+                env = coordinates(tile_of(group, c)[0])
+                rows = _has_rows(s, env)
+                consumer = _Consumer(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, arrays, env, ones,
+                                     turn=turn)
+                if rows is None:
+                    consumer.run_tile()
+                else:
+                    with when(rows) as branch:
+                        consumer.run_tile()
+                    with branch.otherwise():         # no rows, no loop: the turn passes on
+                        turn.wait()
+                        turn.hand_over()
+                for ring in step_rings:
+                    ring.skip(steps_of(group, 1) if c == 0 else steps_of(group + 1, 0))
+            # The last turn's hand-over: consumer 1's (every pair full) reaches consumer 0, consumer 0's (the last
+            # pair without a second tile) consumer 1.
+            if full_pairs is my_groups:
+                if c == 0:
+                    turn.wait()
+            else:
+                with when(full_pairs.eq(my_groups) if c == 0 else full_pairs < my_groups):
+                    turn.wait()
 
         first_consumer = 1 if ws else 0
         for c in range(s.consumers):
             register_size = regs["consumer"] if ws else None
             with Warpgroup(ctx, 128 * (first_consumer + c), register_size=register_size) as wg:
-                member = c if pingpong else 0
-                for group in for_range(my_groups):
-                    number, exists = tile_of(group, member)
-                    with when(exists) if pingpong else contextlib.nullcontext():
-                        env = coordinates(number)
+                if pingpong:
+                    ping_pong_consumer(wg, c)
+                else:
+                    for group in for_range(my_groups):
+                        env = coordinates(tile_of(group, 0)[0])
                         with _nonempty(s, env):
                             _Consumer(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, arrays, env,
                                       ones).run_tile()
@@ -131,16 +194,39 @@ def _write_ones(ctx, tile: OnesTile, offset: int, threads: int) -> Array:
     return array
 
 
-def _nonempty(s: Schedule, env: dict):
-    """A region entered only by tiles with rows: a row tile (nt.row_tiles) whose first row is its end row
-    is empty (the table's padding) and skipped by every role alike."""
+def _has_rows(s: Schedule, env: dict):
+    """Whether the tile of ``env`` has rows (None: every tile has): a row tile (nt.row_tiles) whose first
+    row is its end row is empty (the table's padding) and skipped by every role alike."""
     ends = {(i.table, i.var): i.name for i in s.program.indices if i.role == "end"}
     condition = None
     for i in s.program.indices:
         if i.role == "start" and (i.table, i.var) in ends:
             rows = env[i.name] < env[ends[i.table, i.var]]
             condition = rows if condition is None else condition & rows
+    return condition
+
+
+def _nonempty(s: Schedule, env: dict):
+    """A region entered only by tiles with rows (see :func:`_has_rows`)."""
+    condition = _has_rows(s, env)
     return contextlib.nullcontext() if condition is None else when(condition)
+
+
+class _Turn:
+    """Consumer ``c``'s turns at the tensor cores, among ``consumers`` taking them round: named barrier
+    ``TURN_BARRIER + c`` opens its turn once the consumer before it arrives there (each such barrier counts
+    two warpgroups, the one waiting and the one handing over). Turns that go round keep every hand-over
+    matched by its wait before the next hand-over to the same barrier, whose two arrivals would otherwise
+    complete it without its waiter."""
+
+    def __init__(self, ctx, c: int, consumers: int):
+        self.ctx, self.c, self.consumers = ctx, c, consumers
+
+    def wait(self) -> None:
+        self.ctx.sync_threads(2 * 128, barrier=TURN_BARRIER + self.c)
+
+    def hand_over(self) -> None:
+        self.ctx.arrive_threads(2 * 128, barrier=TURN_BARRIER + (self.c + 1) % self.consumers)
 
 
 def _tile_coordinates(s: Schedule, number) -> dict:
@@ -229,8 +315,10 @@ def _put_tile_loads(s: Schedule, rings: dict, tmas: dict, env: dict, member: int
 class _Consumer:
     """One consumer warpgroup's work on one tile: prologue, main loop over ring slots, epilogue."""
 
-    def __init__(self, s: Schedule, ctx, wg, c: int, rings, ring_tmas, store_tmas, staging, arrays, env, ones):
+    def __init__(self, s: Schedule, ctx, wg, c: int, rings, ring_tmas, store_tmas, staging, arrays, env, ones,
+                 turn=None):
         self.s, self.ctx, self.wg, self.c = s, ctx, wg, c
+        self.turn = turn                 # ping-pong: this consumer's turns at the main loop
         self.rings, self.ring_tmas, self.store_tmas, self.staging = rings, ring_tmas, store_tmas, staging
         self.arrays, self.env = arrays, env
         self.program = s.program
@@ -267,18 +355,32 @@ class _Consumer:
             for op in s.prologue:
                 if not s.in_tile_ring(op):           # the ring's loads are its slot's views
                     self.run(op)
+            self.take_turn()
             if s.phases is not None:
                 self.two_phase_loop()
             elif s.main is not None:
                 self.main_loop()
+                self.end_turn()                      # its last products still run: the other's first queue behind
                 if s.in_flight or ring_tiles:
                     wgmma_wait(0)                    # the epilogue reads the accumulators; the rings get their slots back
+            else:
+                self.end_turn()
             through_tile = any(st.in_tile for st in s.stores)
             if through_tile:                         # the epilogue stores through the tile ring's slot
                 self.epilogue()
                 tma_store_wait(0)                    # the stores have read the slot before it is released
         if not through_tile:
             self.epilogue()
+
+    def take_turn(self) -> None:
+        """Ping-pong: wait for this consumer's turn at the main loop."""
+        if self.turn is not None:
+            self.turn.wait()
+
+    def end_turn(self) -> None:
+        """Ping-pong: hand the turn to the other consumer."""
+        if self.turn is not None:
+            self.turn.hand_over()
 
     def epilogue(self) -> None:
         s = self.s
@@ -343,15 +445,17 @@ class _Consumer:
         consumers, var = s.consumers, s.main.vars[0]
         turns = s.mapping.turns
 
-        # The consumers' turns at the tensor cores: named barrier 10 + c is consumer c's turn, opened by
-        # consumer c - 1; the last consumer opens consumer 0's first turn and not after its own last.
+        # The consumers' turns at the tensor cores (see _Turn): the last consumer opens consumer 0's first
+        # turn and does not hand over after its own last.
+        turn = _Turn(self.ctx, c, consumers)
+
         def my_turn():
             if turns:
-                self.ctx.sync_threads(2 * 128, barrier=_TURN + c)
+                turn.wait()
 
         def their_turn(last: bool = False):
             if turns and not (last and c == consumers - 1):
-                self.ctx.arrive_threads(2 * 128, barrier=_TURN + (c + 1) % consumers)
+                turn.hand_over()
 
         def bind(plan, views):
             for plan_tile, view in zip(plan.tiles, views):
@@ -740,7 +844,6 @@ _BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a
            "div": lambda a, b: a / b}
 _COMPARE = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
             "ge": lambda a, b: a >= b, "and": lambda a, b: a & b}
-_TURN = 10                  # named barriers 10, 11, ...: the consumers' turns at the tensor cores
 _SQRT_HALF = 0.7071067811865476
 _UNARY = {
     "relu": lambda x: maximum(x, 0.0),

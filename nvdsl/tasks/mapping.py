@@ -48,10 +48,14 @@ class Mapping:
         warp_specialize: a producer warpgroup issues the loads and consumer warpgroups compute; off, the
             consumer warpgroups issue their own loads ahead (a multistage pipeline in one role).
         consumers: consumer warpgroups per block.
-        schedule: ``"cooperative"`` (the consumers split each tile's rows) or ``"pingpong"`` (each consumer
-            takes whole tiles in turn, so one's epilogue overlaps the other's products).
-        turns: cooperative consumers of a two-phase loop (attention's) take turns at issuing their products
-            (named barriers), so that one's math overlaps another's products (FlashAttention-3's ping-pong).
+        schedule: ``"cooperative"`` (the consumers split each tile's rows) or ``"pingpong"`` (2 consumers,
+            each holding a whole tile's accumulator, take the block's tiles alternately and take turns at
+            the main loop: one runs its tile's K loop on the tensor cores while the other waits or runs
+            its epilogue, CUTLASS's ordered math warpgroups). Ping-pong implies ``turns=True``.
+        turns: consumers take turns at the tensor cores (named barriers): cooperative consumers of a
+            two-phase loop (attention's) at each step's products, so that one's math overlaps another's
+            products (FlashAttention-3's ping-pong); ping-pong consumers at whole main loops (always on:
+            without turns their K loops would share the tensor cores and overlap nothing).
         persistent: one block per SM, looping over tiles (else one block per tile).
         raster: tile order for persistent blocks: ``"grouped"`` (``group`` tile rows at a time, for L2),
             ``"snake"`` or ``"row"``.
@@ -103,6 +107,8 @@ class Mapping:
             raise _bad(f"schedule={self.schedule!r} must be 'cooperative' or 'pingpong'")
         if not isinstance(self.turns, bool):
             raise _bad(f"turns={self.turns!r} must be True or False")
+        if self.schedule == PINGPONG:
+            object.__setattr__(self, "turns", True)
         if self.raster not in RASTERS:
             raise _bad(f"raster={self.raster!r} must be one of {RASTERS}")
         _positive_int("group", self.group)

@@ -19,6 +19,7 @@ from .ir import SHARED, Broadcast, Copy, Fill, FirstColumn, Loop, Map, Mma, Prog
 from .mapping import BLOCK, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers
 
 TILE_ALIGNMENT = 1024                 # ring tiles and staging buffers: 128-byte swizzled TMA tiles
+TURN_BARRIER = 10                     # named barriers 10, 11, ...: consumer c's turn at the tensor cores is 10 + c
 STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the output in slices of this size
 MAX_DEPTH = 8
 OVERHEAD_REGISTERS = 40               # a consumer's registers besides its accumulators (addresses, loop state)
@@ -52,7 +53,8 @@ class RingTile:
 @dataclass(frozen=True)
 class RingPlan:
     """A ring between the producer and the consumers: ``per`` is "step" (once per srange iteration) or
-    "tile" (once per output tile); ``phase`` is "a" or "b" for the rings of a two-phase loop."""
+    "tile" (once per output tile); ``phase`` is "a" or "b" for the rings of a two-phase loop; ``in_turn``:
+    the consumers take its slots in turn (ping-pong), each slot read and released by one of them."""
 
     name: str
     per: str
@@ -63,6 +65,12 @@ class RingPlan:
     consumers: tuple[str, ...]
     offset: int = 0
     phase: str = ""
+    in_turn: bool = False
+
+    @property
+    def empty_arrivals(self) -> int:
+        """Arrivals that release a slot: one per consumer warpgroup reading it."""
+        return 1 if self.in_turn else len(self.consumers)
 
 
 @dataclass(frozen=True)
@@ -171,6 +179,11 @@ class Schedule:
     notes: tuple[str, ...] = field(default=())
     ones: tuple[OnesTile, ...] = field(default=())
     joined: tuple[Joined, ...] = field(default=())
+    accumulator_registers: int = 0      # per consumer thread, of its register budget
+
+    @property
+    def pingpong(self) -> bool:
+        return self.mapping.schedule == PINGPONG
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -182,7 +195,7 @@ class Schedule:
 
     def ring(self, per: str, consumer: int = 0, phase: str = "") -> RingPlan | None:
         """The ring filled once per ``per`` ("step" or "tile") that ``consumer`` reads (ping-pong consumers
-        each have their own); of a two-phase loop's step rings, the one of ``phase``."""
+        each have their own tile ring); of a two-phase loop's step rings, the one of ``phase``."""
         for r in self.step_rings(consumer) if per == "step" else self.rings:
             if r.per == per and (len(r.consumers) > 1 or r.consumers == (f"consumer{consumer}",)) and \
                     (not phase or r.phase == phase):
@@ -571,12 +584,13 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
     ws = mapping.warp_specialize
     registers = derive_registers(mapping, 1 if ws else 0)
     check_registers(mapping, registers, 1 if ws else 0)
-    needed = OVERHEAD_REGISTERS
+    accumulator_registers = 0
     for name in {op.acc for op in mmas} | {f.target for f in accumulators}:
         t = _tensor(program, name)
         per_consumer_rows = rows if name in split or pingpong else t.shape[0]
         elements = per_consumer_rows * (t.shape[1] if len(t.shape) > 1 else 1)
-        needed += -(-elements // 128)
+        accumulator_registers += -(-elements // 128)
+    needed = OVERHEAD_REGISTERS + accumulator_registers
     if needed > registers["consumer"]:
         raise MappingError(f"each consumer thread needs about {needed} registers for its accumulators, but the "
                            f"consumer budget is {registers['consumer']}", code="mapping-registers",
@@ -591,6 +605,14 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
             raise _refuse(f"{op}: loads into shared memory after the srange loop are not scheduled yet", loc=op.loc)
     _check_trips(tiles, main)
     phases = _two_phases(program, main, prologue)
+    if pingpong and not ws:
+        raise MappingError("schedule='pingpong' needs warp_specialize=True: a producer warpgroup feeds the ring in "
+                           "the order the consumers take their turns", code="bad-mapping",
+                           hint="map with warp_specialize=True, or schedule='cooperative'", loc=user_location())
+    if pingpong and phases is not None:
+        raise MappingError("schedule='pingpong' takes turns at whole main loops; a two-phase loop (attention's) "
+                           "takes turns at each step's products instead", code="bad-mapping",
+                           hint="map with schedule='cooperative' and turns=True", loc=user_location())
     unmasked = _unmasked(main, prologue + tuple(main_ops)) if phases is not None else None
     rings = []
     groups = [("tile", "", _loads(prologue))]
@@ -645,11 +667,17 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
     in_flight = mapping.mma_in_flight if any(isinstance(op, Mma) for op in main_ops) else 0
     live_across = mapping.persistent or pingpong
     if pingpong:
-        rings = [replace(r, name=f"{r.name}{c}", consumers=(f"consumer{c}",)) for r in rings for c in range(2)]
+        # The main loops run one after another, in the order the producer fills the step ring: its slots are
+        # taken in turn (one ring of the whole depth, not a ring per consumer of half of it, so the consumer
+        # at the tensor cores has every slot to run ahead into). A tile ring is held through a tile's epilogue,
+        # while the other consumer's tile has its own: one each.
+        rings = [replace(r, in_turn=True) if r.per == "step" else replace(r, name=f"{r.name}{c}",
+                                                                          consumers=(f"consumer{c}",))
+                 for r in rings for c in (range(2) if r.per == "tile" else (0,))]
     if mapping.pipeline is not None:
         depths = [mapping.pipeline]
     else:
-        depths = list(range(MAX_DEPTH, max(in_flight + 1, 4 if pingpong else 2) - 1, -1))
+        depths = list(range(MAX_DEPTH, max(in_flight + 1, 2) - 1, -1))
     # A ring filled once per tile gets a second slot (the next tile's loads overlap this one's work) where
     # shared memory allows.
     choices = [(depth, tile_depth) for depth in depths for tile_depth in (2, 1)]
@@ -657,10 +685,7 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
         if depth < in_flight + 1:
             raise MappingError(f"pipeline={depth} slots cannot feed mma_in_flight={in_flight}: pipeline must be >= "
                                f"{in_flight + 1}", code="mapping-depth", loc=user_location())
-        if pingpong and depth < 4:
-            raise MappingError(f"pipeline={depth}: ping-pong gives each consumer its own ring of pipeline // 2 slots, "
-                               "so it needs pipeline >= 4", code="mapping-depth", loc=user_location())
-        sized = [replace(r, depth=depth // 2 if pingpong else depth) if r.per == "step" else
+        sized = [replace(r, depth=depth) if r.per == "step" else
                  replace(r, depth=tile_depth) for r in rings]
         try:
             buffers, smem_bytes = _allocate(_buffers(sized, stores, consumers, live_across, ones), mapping)
@@ -679,9 +704,11 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
         raise MappingError("a two-phase loop (a product fed by another's results, as attention's) is scheduled "
                            "with warp specialization only", code="bad-mapping", hint="map with warp_specialize=True",
                            loc=user_location())
-    if mapping.turns and (phases is None or consumers < 2 or pingpong):
+    if mapping.turns and not pingpong and (phases is None or consumers < 2):
         raise MappingError("turns=True makes cooperative consumers take turns at a two-phase loop's products; this "
-                           "program or mapping has none to take", code="bad-mapping", loc=user_location())
+                           "program or mapping has none to take", code="bad-mapping",
+                           hint="schedule='pingpong' makes 2 consumers take turns at whole main loops",
+                           loc=user_location())
 
     # Persistence: one block per SM walking the tiles in the raster order, or one block per tile.
     total = 1
@@ -690,8 +717,8 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
     per_block = 2 if pingpong else 1
     if mapping.persistent:
         grid = max(1, min(-(-total // per_block), sm_count))
-        order = f"{mapping.raster} order, every {grid}th tile" + (f" (groups of {mapping.group} tile rows)"
-                                                                   if mapping.raster == "grouped" else "")
+        order = f"{mapping.raster} order, every {grid}th {'pair of tiles' if pingpong else 'tile'}" + (
+            f" (groups of {mapping.group} tile rows)" if mapping.raster == "grouped" else "")
     else:
         grid = -(-total // per_block)
         order = "one block per tile" if per_block == 1 else "one block per pair of tiles"
@@ -705,7 +732,8 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
         notes.append("the epilogue's staging tiles reuse the ring's memory once every consumer has left the main loop")
     return Schedule(program, mapping, levels, tiles.vars, tiles.extents, split, rows, consumers, ws,
                     tuple(sorted(registers.items())), tuple(rings), prologue, main, epilogue, in_flight, lookahead,
-                    phases, unmasked, tuple(stores), tuple(buffers), smem_bytes, grid, order, tuple(notes), ones, joined)
+                    phases, unmasked, tuple(stores), tuple(buffers), smem_bytes, grid, order, tuple(notes), ones, joined,
+                    accumulator_registers)
 
 
 def _buffers(rings, stores, consumers: int, live_across: bool, ones=()) -> list[Buffer]:
@@ -757,8 +785,12 @@ def explain(schedule: Schedule) -> str:
     if s.warp_specialized:
         roles.append(f"producer = warpgroup 0 ({regs['producer']} registers): issues every load")
     first = 1 if s.warp_specialized else 0
-    share = "whole tiles in turn" if m.schedule == PINGPONG else (f"rows {s.rows}*c .. +{s.rows} of each tile"
-                                                                     if s.consumers > 1 else "whole tiles")
+    if s.pingpong:
+        share = (f"whole tiles, alternately (consumer c takes the block's tiles c, c+2, ...), each holding its "
+                 f"tile's {s.rows}-row accumulators ({s.accumulator_registers} of its registers); they take turns "
+                 "at the main loop: one runs its K loop while the other waits for its turn or runs its epilogue")
+    else:
+        share = f"rows {s.rows}*c .. +{s.rows} of each tile" if s.consumers > 1 else "whole tiles"
     roles.append(f"consumers = warpgroups {first}..{first + s.consumers - 1} ({regs['consumer']} registers): "
                  f"{share}" + ("" if s.warp_specialized else "; they also issue the loads, "
                                f"{s.lookahead} step(s) ahead"))
@@ -766,10 +798,9 @@ def explain(schedule: Schedule) -> str:
     for r in s.rings:
         tiles = ", ".join(f"{t.local} {t.dtype.name}{list(t.shape)} from {t.source} (box {list(t.box)}, swizzle "
                           f"{t.swizzle})" for t in r.tiles)
-        empty = len(r.consumers)
         lines.append(f"ring {r.name}: {r.depth} slots x {r.slot_bytes} B, once per {r.per}; full: 1 arrival + "
-                     f"{sum(t.nbytes for t in r.tiles)} B; empty: {empty} arrival(s); {r.producer} -> "
-                     f"{', '.join(r.consumers)}; tiles: {tiles}")
+                     f"{sum(t.nbytes for t in r.tiles)} B; empty: {r.empty_arrivals} arrival(s); {r.producer} -> "
+                     f"{', '.join(r.consumers)}" + (" in turn" if r.in_turn else "") + f"; tiles: {tiles}")
     lines.append(f"shared memory: {s.smem_bytes} of {m.smem_limit} B")
     for b in s.buffers:
         phases = {(0, 1): "main loop", (1, 2): "epilogue", (0, 2): "whole kernel"}[b.lifetime]
@@ -777,7 +808,7 @@ def explain(schedule: Schedule) -> str:
         lines.append(f"  [{b.offset:6d}, {b.offset + b.nbytes:6d}) {b.name} ({phases}{alias})")
     lines.append("schedule:")
     if s.warp_specialized:
-        lines.append("  producer: for each tile:")
+        lines.append("  producer: for each tile" + (", in the order of the consumers' turns:" if s.pingpong else ":"))
         for r in s.rings:
             if r.per == "tile":
                 lines.append(f"    put {r.name} <- " + ", ".join(str(t.source) for t in r.tiles))
@@ -787,13 +818,19 @@ def explain(schedule: Schedule) -> str:
             var = s.main.vars[0]
             bound = f" while {var}*{s.main.step} < {s.main.below}" if s.main.below is not None else ""
             lines.append(f"    for {var} < {s.main.extents[0]}{bound}: " + "; ".join(puts))
-    lines.append("  consumer c: for each of its tiles:")
+    if s.pingpong:
+        lines.append("  consumer 1 first: open consumer 0's first turn (arrive at named barrier "
+                     f"{TURN_BARRIER}); " + "; ".join(f"skip the {r.name} slots of the block's first tile"
+                                                       for r in s.step_rings()))
+    lines.append("  consumer c: for each of its tiles" + (" (the block's tiles c, c+2, ...):" if s.pingpong else ":"))
     tile_ring = s.ring("tile")
     if tile_ring is not None:
         lines.append(f"    get {tile_ring.name}: " + ", ".join(t.local for t in tile_ring.tiles) + " (held for the tile)")
     for op in s.prologue:
         if not s.in_tile_ring(op):
             lines.append(f"    {op}")
+    if s.pingpong:
+        lines.append(f"    wait for this consumer's turn at the tensor cores (named barrier {TURN_BARRIER}+c)")
     if s.phases is not None:
         _explain_phases(s, lines)
     elif s.main is not None:
@@ -808,6 +845,9 @@ def explain(schedule: Schedule) -> str:
             lines.append(f"        {op}" + (f"  [{s.in_flight} product(s) left in flight]" if isinstance(op, Mma) else ""))
         if ring is not None:
             lines.append("      release: each slot once the products reading it retired")
+    if s.pingpong:
+        lines.append(f"    hand the turn to the other consumer (arrive at named barrier {TURN_BARRIER}+1-c); the rest "
+                     "of this tile runs during the other's main loop")
     if tile_ring is not None and not any(st.in_tile for st in s.stores):
         lines.append(f"    release {tile_ring.name} once the products reading it retired")
     for op in s.epilogue:
@@ -818,6 +858,11 @@ def explain(schedule: Schedule) -> str:
         through = f"each consumer's rows of {st.in_tile}" if st.in_tile else ", ".join(st.staging)
         lines.append(f"    store {st.source} -> {st.target}: {st.slice_columns} columns at a time through "
                      f"{through}, TMA box {list(st.box)}")
+    if s.pingpong:
+        for r in s.step_rings():
+            lines.append(f"    skip the {r.name} slots of the other consumer's next tile")
+        lines.append("  after its last tile: the consumer whose turn would come next waits for it once more (the "
+                     "last hand-over), so that every named barrier completes")
     for j in s.joined:
         (a, b), (n1, n2) = j.accumulators, j.columns
         lines.append(f"one product for e{j.products[0]} and e{j.products[1]}: [{a} | {b}] (N = {n1} + {n2}) += "
