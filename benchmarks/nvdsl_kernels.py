@@ -70,8 +70,14 @@ def register_gemms(registry: dict) -> None:
     registry.setdefault("nvdsl-ch5", ch5)
 
     import nvdsl.tasks as nt
-    from nvdsl.kernels.gemm import MAPPING, gemm, matmul
+    from nvdsl.kernels.gemm import MAPPING, PINGPONG_MAPPING, gemm, matmul
     registry.setdefault("nvdsl-gemm", gemm)
+
+    # The same program under the ping-pong mapping (consumers taking turns at the K loop, 128 x 128 tiles),
+    # beside the default cooperative one: whether ping-pong pays, per K.
+    def gemm_pingpong(a, b, c):
+        gemm(a, b, c, mapping=PINGPONG_MAPPING)
+    registry.setdefault("nvdsl-gemm-pingpong", gemm_pingpong)
 
     # The same kernel under Options(debug=True): every mbarrier wait bounded (a hang becomes a report)
     # and traced-index array accesses bounds-checked. Its ratio to nvdsl-gemm bounds what making the

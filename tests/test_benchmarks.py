@@ -40,6 +40,23 @@ def test_table_ratio_is_against_the_best_correct_peer_and_failures_stay_visible(
     assert line.rstrip(" |").endswith("0.80×")  # nvdsl at 1.25 ms against cuBLAS at 1.0 ms
 
 
+def test_gemm_suite_times_the_pingpong_mapping_beside_the_default_one():
+    """``--systems cublas,nvdsl-gemm,nvdsl-gemm-pingpong`` times the library GEMM under both mappings; the
+    ping-pong system computes the same product (on NumPy arrays: in the interpreter without a GPU)."""
+    import numpy as np
+    from nvdsl.kernels.gemm import PINGPONG_MAPPING
+
+    systems = gemm.systems()
+    assert {"cublas", "nvdsl-gemm", "nvdsl-gemm-pingpong"} <= set(systems)
+    fn = gemm.NVDSL_GEMMS["nvdsl-gemm-pingpong"]
+    assert PINGPONG_MAPPING.schedule == "pingpong" and PINGPONG_MAPPING.turns
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((200, 136)).astype(np.float16), rng.standard_normal((136, 264)).astype(np.float16)
+    c = np.full((200, 264), np.nan, np.float32)
+    fn(a, b, c)
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-4, atol=1e-3)
+
+
 # --------------------------------------------------------------------------- gemm_family
 
 def _args(**changes):

@@ -146,6 +146,14 @@ MAPPING = nt.Mapping(tiles={"BM": 128, "BN": 256, "BK": 64}, pipeline=4, mma_in_
                      persistent=True, raster="grouped", group=8)
 
 
+#: A ping-pong mapping of the same programs (not the default; pass it as ``mapping=`` to compare): two consumer
+#: warpgroups, each holding a whole 128 x 128 tile's accumulator, take the block's tiles alternately and turns
+#: at the K loop, so that one's epilogue runs while the other's products do; one ring of as many 32 KiB slots
+#: as shared memory holds (6), filled in the order of the turns.
+PINGPONG_MAPPING = nt.Mapping(tiles={"BM": 128, "BN": 128, "BK": 64}, mma_in_flight=1, consumers=2,
+                              schedule="pingpong", persistent=True, raster="grouped", group=8)
+
+
 #: The mapping of ``scaled_matmul``: K tiles of 128 float8 values, one 128-byte swizzled row.
 FP8_MAPPING = MAPPING.replace(tiles={"BM": 128, "BN": 256, "BK": 128})
 
