@@ -183,6 +183,7 @@ def own_groups_only(ctx, t):
     (lambda ctx, t: (lambda r: (fill(r, t), mma(r, t, in_flight=2)))(ring(ctx)), "aref-depth", "depth >= 3"),
     (lambda ctx, t: (lambda r: (fill(r, t), mma(r, t, in_flight=1, products=2)))(ring(ctx)), None, None),
     (own_groups_only, None, None),
+    (lambda ctx, t: skip_after_products(ctx, t, retired=True), None, None),
 ])
 def test_ring_misuse_is_refused_while_tracing(body, code, words):
     if code is None:                   # the same ring, read in a way it can honour, traces
@@ -379,14 +380,17 @@ def in_turn_ring(ctx):
     return nvdsl.Aref(ctx, [((64, 64), nvdsl.float16), ((64, 64), nvdsl.float16)], depth=2, name="ab", in_turn=True)
 
 
-def skip_holding(ctx, t):
-    """A product left in flight holds its slot: skipping past it would lose the slot's release."""
+def skip_after_products(ctx, t, retired: bool):
+    """A product left in flight holds its slot: skipping past it would lose the slot's release; once it has
+    retired (``retired``), the consumer may skip."""
     r = in_turn_ring(ctx)
     fill(r, t)
     with nvdsl.Warpgroup(ctx, 128):
         acc = nvdsl.WGMMAAccumulator(64, 64)
         with r.get() as (a, b):
             acc.accumulate(nvdsl.WGMMAMatrix(a, t) @ nvdsl.WGMMAMatrix(b, t), in_flight=1)
+        if retired:
+            nvdsl.wgmma_wait(0)
         r.skip(1)
 
 
@@ -399,7 +403,7 @@ def skip_inside_get(ctx, t):
 
 @pytest.mark.parametrize("body, words", [
     (lambda ctx, t: (lambda r: (fill(r, t), r.skip(1)))(ring(ctx)), "whose consumers all read every slot"),
-    (skip_holding, "may still hold slots"),
+    (lambda ctx, t: skip_after_products(ctx, t, retired=False), "may still hold slots"),
     (skip_inside_get, "may still hold slots"),
     (lambda ctx, t: (lambda r: (fill(r, t), r.skip(-1)))(in_turn_ring(ctx)), "must be >= 0"),
     (lambda ctx, t: (lambda r: (fill(r, t), r.skip(1.5)))(in_turn_ring(ctx)), "an int or a traced int32"),
@@ -408,25 +412,3 @@ def skip_inside_get(ctx, t):
 def test_skip_misuse_is_refused(body, words):
     error = trace_error(body)
     assert error.code == "bad-aref" and words in str(error), str(error)
-
-
-def test_skip_after_the_products_retired_traces():
-    def body(ctx, t):
-        r = in_turn_ring(ctx)
-        fill(r, t)
-        with nvdsl.Warpgroup(ctx, 128):
-            acc = nvdsl.WGMMAAccumulator(64, 64)
-            with r.get() as (a, b):
-                acc.accumulate(nvdsl.WGMMAMatrix(a, t) @ nvdsl.WGMMAMatrix(b, t), in_flight=1)
-            nvdsl.wgmma_wait(0)
-            r.skip(1)
-
-    @nvdsl.mlir_func
-    def host(x):
-        tma = nvdsl.TMA(x, box=(64, 64), swizzle=128)
-
-        @nvdsl.gpu_launch(grid=1, block=256)
-        def kernel(ctx):
-            body(ctx, tma)
-        kernel()
-    host.trace(np.zeros((128, 128), np.float16))
