@@ -4,10 +4,12 @@ in the order of their turns through one ring whose slots they take in turn. CPU:
 the static protocol check, PTX/SASS, and the numbers in the interpreter (the GPU runs the same cases)."""
 
 import re
+import warnings
 
 import numpy as np
 import pytest
 
+import nvdsl
 import nvdsl.tasks as nt
 from nvdsl.compiler.toolchain import find_tool
 from nvdsl.interpreter.protocol import check_protocol
@@ -75,7 +77,9 @@ def test_pingpong_matches_numpy(program, m, n, k, mapping, backend):
 def test_pingpong_grouped_gemm_passes_turns_over_empty_tiles(sizes, sm_count, backend):
     """Row tiles without rows (the table's padding) have no K loop; their consumer still takes its turn."""
     c, a, b = grouped_args(sizes)
-    nt.build(grouped_matmul, PINGPONG.replace(sm_count=sm_count))(c, a, b, row_tile_table(sizes, 128))
+    with warnings.catch_warnings():          # the check cannot decide this kernel (see the test below)
+        warnings.simplefilter("ignore", nvdsl.ProtocolCheckWarning)
+        nt.build(grouped_matmul, PINGPONG.replace(sm_count=sm_count))(c, a, b, row_tile_table(sizes, 128))
     assert not np.isnan(c).any()
     np.testing.assert_allclose(c.astype(f32), grouped_reference(a, b, sizes), rtol=2e-3, atol=2e-2)
 
