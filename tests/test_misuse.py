@@ -149,6 +149,15 @@ def test_an_if_on_a_traced_value_points_at_when():
     assert info.value.code == "traced-bool" and "nvdsl.when" in info.value.hint
 
 
+
+def test_a_select_between_two_python_numbers_says_their_dtype_is_unknown():
+    def body(ctx, x):
+        x[0] = nvdsl.select(ctx.thread_id.x < 3, 1, 0)
+    with pytest.raises(nvdsl.TraceError) as info:
+        trace_body(body, X)
+    assert info.value.code == "type-mismatch" and "dtype is unknown" in str(info.value)
+    assert "nvdsl.constant" in info.value.hint and info.value.loc.filename == __file__
+
 @pytest.mark.parametrize("body, code, words", [
     (lambda ctx, x, s: s.shape, "not-an-array", ["the scalar argument 'values[1]'", "has no '.shape'"]),
     (lambda ctx, x, s: s[0], "not-an-array", ["cannot be indexed", "float32 scalar"]),

@@ -139,6 +139,9 @@ def _unify(a, b, op: str) -> tuple["Value", "Value"]:
             raise _error(f"cannot combine {a.dtype.name} and {b.dtype.name} with '{op}'" + _origins(a, b),
                          hint=_mismatch_hint(a, b))
         return _convert(a, common), _convert(b, common)
+    if not isinstance(a, Value) and not isinstance(b, Value):
+        raise _error(f"'{op}' of the Python values {a!r} and {b!r}: their dtype is unknown",
+                     hint="make one a traced value, e.g. nvdsl.constant(1, nvdsl.int32)")
     value, number, value_first = (a, b, True) if isinstance(a, Value) else (b, a, False)
     if not isinstance(number, (bool, int, float)):
         raise _error(f"cannot combine a traced {value.dtype.name} with {type(number).__name__} "
