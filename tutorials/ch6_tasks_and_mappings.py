@@ -1,4 +1,4 @@
-"""Chapter 6: tasks and mappings. Write the GEMM once, as a tile program, and map it three ways.
+"""Chapter 6: tasks and mappings. Write the GEMM once, as a tile program, and map it four ways.
 
 Chapters 4 and 5 wrote the same product twice, and most of each kernel was
 *how*: which warpgroup loads, how many stages, which barrier, which offset.
@@ -26,9 +26,15 @@ turn program and mapping into the primitives of the earlier chapters:
    buffers share bytes only when their lifetimes do not overlap;
 4. the accumulator goes out through a staging tile and TMA stores.
 
-The three mappings below give chapter 4's multistage pipeline, chapter 5's
-warp-specialized one, and the persistent kernel of ``nvdsl.kernels.gemm``,
-from one program. Mapping changes speed, never results: each is checked
+The four mappings below give chapter 4's multistage pipeline, chapter 5's
+warp-specialized one, the persistent kernel of ``nvdsl.kernels.gemm``, and a
+*ping-pong*, from one program. In the ping-pong each consumer takes whole
+tiles, and the two take turns at the K loop (named barriers): while one runs
+its tile's products, the other stores its finished tile, so the epilogue
+costs the tensor cores nothing. One ring feeds both, its slots taken in turn
+(``Aref(in_turn=True)``). Each consumer now holds a whole 128-row
+accumulator, so the tile is 128 x 128 (128 x 256 would need about 296
+registers a thread; the mapping is refused with both numbers). Mapping changes speed, never results: each is checked
 against NumPy, and on a GPU with PyTorch each is also timed on a large
 problem. A mapping the compiler cannot honour (a ring deeper than shared
 memory holds, a tile the tensor cores cannot multiply) is refused with an
@@ -62,6 +68,8 @@ MAPPINGS = {
     "warp-specialized": nt.Mapping(pipeline=4, persistent=False),
     # nvdsl.kernels.gemm: the same, one block per SM walking the tiles in groups of 8 tile rows
     "persistent": nt.Mapping(pipeline=4, persistent=True, raster="grouped", group=8),
+    # the consumers take whole 128 x 128 tiles in turn, one's epilogue under the other's products
+    "ping-pong": nt.Mapping(tiles={"BN": 128}, schedule="pingpong", persistent=True),
 }
 
 
