@@ -2,6 +2,7 @@
 named errors before tracing, generated kernels that compile like hand-written ones, and (on the GPU) one
 program giving the same numbers under many mappings."""
 
+import math
 import os
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 import nvdsl
 import nvdsl.tasks as nt
-from nvdsl.kernels.gemm import (MAPPING, batched_matmul, gated_mlp, linear_program, matmul, matmul_nk,
+from nvdsl.kernels.gemm import (MAPPING, batched_matmul, gated_mlp, linear, linear_mapping, linear_program, matmul, matmul_nk,
                                 matmul_rowsum)
 from nvdsl.testing import requires_gpu, sass_opcodes
 from nvdsl.compiler.toolchain import find_tool
@@ -286,6 +287,7 @@ def test_fused_epilogues_compile_without_spills_or_serialized_products():
     mapping = MAPPING.replace(sm_count=132)
     linear_args = (np.zeros((m, m), f16), np.zeros((m, 512), f16), np.zeros((m, 512), f16), np.zeros(m, f16))
     cases = [(linear_program(act), mapping, linear_args) for act in ("none", "relu", "gelu", "silu")] + [
+        (linear_program(act), linear_mapping(act).replace(sm_count=132), linear_args) for act in ("relu", "gelu", "silu")] + [
         (gated_mlp, mapping.replace(tiles={"BN": 128}), (np.zeros((m, m), f16), np.zeros((m, 512), f16),
                                                           np.zeros((512, m), f16), np.zeros((512, m), f16))),
         (matmul_rowsum, mapping, (np.zeros((m, m), f16), np.zeros((32, m), f32), np.zeros((m, 512), f16),
@@ -305,7 +307,7 @@ def test_linear_layers_match_torch(activation, m, n, k):
     a, w = _random(torch, (m, k), torch.float16, 5), _random(torch, (n, k), torch.float16, 6)
     bias = _random(torch, (n,), torch.float16, 7)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
-    nt.build(linear_program(activation), MAPPING)(c, a, w, bias)
+    linear(a, w, bias, c, activation=activation)       # ping-pong with an activation (linear_mapping)
     torch.cuda.synchronize()
     fn = {"none": lambda x: x, "relu": torch.relu, "gelu": torch.nn.functional.gelu,
           "silu": torch.nn.functional.silu}[activation]
@@ -313,6 +315,24 @@ def test_linear_layers_match_torch(activation, m, n, k):
     error = ((c.float() - reference).norm() / reference.norm()).item()
     assert not torch.isnan(c).any() and error < 2e-3, error
 
+
+def test_linear_hides_an_activations_epilogue_under_the_other_consumers_products(backend):
+    """linear() maps a layer with an activation as a ping-pong (the epilogue of one consumer's tile runs during
+    the other's K loop) and a plain one cooperatively; both compute act(a @ w.T + bias)."""
+    assert linear_mapping("gelu").schedule == "pingpong" and linear_mapping("none") == MAPPING
+    rng = np.random.default_rng(9)
+    m, n, k = 300, 264, 136
+    a, w = rng.standard_normal((m, k)).astype(f16), rng.standard_normal((n, k)).astype(f16)
+    bias = rng.standard_normal(n).astype(f16)
+    for activation, fn in (("gelu", lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))),
+                           ("none", lambda x: x)):
+        c = np.zeros((m, n), f16)
+        linear(a, w, bias, c, activation=activation)
+        expected = fn(a.astype(np.float64) @ w.astype(np.float64).T + bias)
+        assert np.linalg.norm(c - expected) / np.linalg.norm(expected) < 2e-3, activation
+    with pytest.raises(nvdsl.ArgumentError, match="'tanh' must be one of") as info:
+        linear(a, w, bias, np.zeros((m, n), f16), activation="tanh")
+    assert info.value.code == "bad-argument" and info.value.loc.filename == __file__
 
 @requires_gpu
 @pytest.mark.parametrize("m, n, k", [(1000, 1000, 520), (2048, 1024, 4096)])

@@ -230,7 +230,7 @@ def nvdsl_kernel(op: str, activation: str = "none"):
         "dual": (gemm.gated_mlp, gemm.MAPPING.replace(tiles={"BN": 128})),
         "rowsum": (gemm.matmul_rowsum, gemm.MAPPING),
         "batched": (gemm.batched_matmul, gemm.MAPPING),
-        "linear": (gemm.linear_program(activation), gemm.MAPPING),
+        "linear": (gemm.linear_program(activation), gemm.linear_mapping(activation)),
         "fp8": (gemm.scaled_matmul, gemm.FP8_MAPPING),
         "grouped": (gemm.grouped_matmul, gemm.MAPPING),
     }[op]
