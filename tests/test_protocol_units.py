@@ -89,3 +89,42 @@ def test_the_library_gemm_is_decided_with_its_consumers_as_units(monkeypatch):
     assert [units for units, *_ in runs] == [frozenset(range(protocol.MAX_WARPGROUPS)),
                                             frozenset(range(1, protocol.MAX_WARPGROUPS))], runs
     assert runs[-1][1:] == [[1, 1, 1, 1, 4, 4]] * 2, runs
+
+
+def _record_periods(monkeypatch) -> list:
+    """The iterations each loop advanced by in one period, for every period the loop summaries skip."""
+    import nvdsl.interpreter.period as period
+    periods = []
+    original = period.Summary._skip
+
+    def recording(self, earlier, now):
+        before = [dict((id(frame), i) for frame, i in warp) for warp in earlier]
+        done = original(self, earlier, now)
+        if done:
+            periods.append(sorted({(frame.op, (i - known[id(frame)]) // frame.step)
+                                   for warp, known in zip(now, before) for frame, i in warp
+                                   if id(frame) in known and i != known[id(frame)]}))
+        return done
+    monkeypatch.setattr(period.Summary, "_skip", recording)
+    return periods
+
+
+def test_a_unit_run_finds_a_rings_period_at_its_true_length(monkeypatch):
+    """Chapter 5's GEMM at 8192^2 x 4096: a ring of 4 slots over 64 K steps, its 2 consumer warpgroups run as units.
+    A unit run gives every warp object a scheduling point at each back-edge, and the next one in order runs after
+    it, so the producer and each consumer advance about one K step per round: the loop summaries find the ring's
+    period of 8 K steps (2 passes over 4 slots). Left to run until it blocks, a consumer unit frees 3 slots per
+    round, and the period found was lcm(3, 8) = 24."""
+    import importlib
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tutorials"))
+    ch5 = importlib.import_module("ch5_gemm_warp_specialized")
+    trace = ch5.make_gemm(4).trace(np.zeros((8192, 4096), np.float16), np.zeros((4096, 8192), np.float16),
+                                   np.zeros((8192, 8192), np.float16))
+    runs = _record_runs(monkeypatch)
+    periods = _record_periods(monkeypatch)
+    assert check_protocol(trace.module, trace.specs) is None
+    assert runs == [[frozenset(range(protocol.MAX_WARPGROUPS)), [4, 4, 4]]], runs
+    assert periods and all(advance == 8 for skip in periods for _, advance in skip), periods
+    assert len(periods[0]) == 3, periods       # the producer's K loop and each consumer unit's

@@ -91,6 +91,21 @@ class Wait:
         self.key = key            # what the warp waits on, for loop summaries (None: not summarised)
 
 
+BACK_EDGE = "back-edge"
+
+
+def back_edge(info: OpInfo, body_start: int) -> Wait:
+    """The scheduling point a paced skeleton gives a warp at a loop's back-edge (see :class:`~.machine.Block`):
+    always ready, its key names the loop and ``body_start``, the id of the body's first operation, where the
+    values a loop summary compares are those the next iteration starts with (its block arguments and what
+    encloses the loop)."""
+    return Wait(_always, lambda: "at the back-edge of a loop", info, key=(BACK_EDGE, info.id, body_start))
+
+
+def _always() -> bool:
+    return True
+
+
 class CompiledBlock:
     """The instructions of one MLIR block, the slots of its arguments and of its terminator's operands."""
 

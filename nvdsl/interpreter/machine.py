@@ -2,8 +2,9 @@
 
 A warp runs until it reaches a point where it must wait (a barrier, an mbarrier phase); with a
 fuzzing seed it may also be switched out after any operation touching shared state. Without a seed
-the schedule is deterministic (each warp runs until it blocks, then the next one in order) and TMA
-copies land as soon as they are issued; with a seed the next warp is drawn at random and copies land
+the schedule is deterministic (each warp runs until it blocks, then the next one in order; a protocol
+skeleton run with warpgroup units also switches at each loop back-edge) and TMA copies land as soon as
+they are issued; with a seed the next warp is drawn at random and copies land
 at random later points. When no warp can go on, the block is deadlocked and the report names every
 waiting warp, what it waits for, and the state of that barrier.
 """
@@ -18,7 +19,7 @@ import numpy as np
 
 from ..errors import KernelFault
 from . import values as V
-from .core import OpInfo
+from .core import BACK_EDGE, OpInfo
 from .memory import SHARED, Buffer
 from .shadow import Agents, Shadow
 from .sync import BarSync
@@ -158,6 +159,13 @@ class Block:
                 (index + 4) * V.LANES <= self.thread_count else 1
             self.warps.append(Warp(self, index, launch.warp_env(self, index, width), width))
             index += width
+        # A skeleton run with units is paced: each warp object gets a scheduling point at every back-edge of a loop
+        # whose body can wait, and the next warp in order runs after it. The fixed schedule otherwise lets a warp
+        # run until it blocks, so the warps' relative progress per round, and with it the period a loop summary
+        # finds, depends on how many stages a round frees (3 per round for a GEMM whose consumers are units: a
+        # period of lcm(3, 8) = 24 K steps instead of the ring's 8). Paced, every runner advances about one
+        # iteration per round. A warp may be switched out anywhere on the hardware: this is one of its schedules.
+        self.paced = bool(units) and self.rng is None
         self.members: dict[int, list] = {}      # warpgroup -> the warp objects running its warps
         for w in self.warps:
             self.members.setdefault(w.warpgroup, []).append(w)
@@ -220,6 +228,7 @@ class Block:
         count = len(warps)
         rng = self.rng
         summary = None
+        rotate = False      # the warp that ran last stopped at a back-edge: the next one in order runs
         if self.skeleton and rng is None:
             from .period import Summary
             summary = self.summary = Summary(self, self.kernel.loop_slots, self.kernel.local_slots,
@@ -231,8 +240,9 @@ class Block:
                 self.land(self.copies.pop(rng.randrange(len(self.copies))))
             if rng is None:
                 chosen = None
+                start = current + 1 if rotate else current
                 for step in range(count):
-                    w = warps[(current + step) % count]
+                    w = warps[(start + step) % count]
                     if not w.done and (w.wait is None or w.wait.forced or w.wait.ready()):
                         chosen = w
                         break
@@ -280,7 +290,9 @@ class Block:
                 self.exited += chosen.width
                 self.on_exit(chosen)
                 continue
-            if chosen.width > 1 and chosen.wait is not None and not chosen.warps_active().all():
+            wait = chosen.wait
+            rotate = wait is not None and wait.key is not None and wait.key[0] == BACK_EDGE
+            if chosen.width > 1 and wait is not None and not chosen.warps_active().all():
                 from .protocol import Diverged
                 raise Diverged(chosen.warpgroup)
 

@@ -11,7 +11,7 @@ import numpy as np
 from mlir import ir
 
 from . import values as V
-from .core import GEN, PLAIN, handles
+from .core import GEN, PLAIN, Wait, back_edge, handles
 from .period import BranchFrame, LoopFrame, OpaqueFrame, WhileFrame
 
 TERMINATORS = frozenset({"scf.yield", "scf.condition"})
@@ -121,7 +121,9 @@ def _drivers(steps):
 
     def gen(w):
         for block in steps(w):
-            if block.generator:
+            if type(block) is Wait:     # a scheduling point of the region op itself (a paced back-edge)
+                yield block
+            elif block.generator:
                 yield from block.run(w)
             else:
                 block.run(w)
@@ -137,6 +139,7 @@ def _instruction(steps, blocks):
 def _for(op, c, info):
     lb, ub, step = (c.slot(v) for v in list(op.operands)[:3])
     inits = [c.slot(v) for v in list(op.operands)[3:]]
+    body_start = len(c.infos)       # the id the body's first operation gets
     body = c.loop_body(op.regions[0].blocks[0])
     iv, carried_args = body.args[0], body.args[1:]
     skeleton = c.keep is not None
@@ -151,6 +154,7 @@ def _for(op, c, info):
     unsigned = "unsignedCmp" in op.attributes
     dtype, bits, kind = V.element_kind(op.operands[0].type)
     yields = body.yields
+    pace = back_edge(info, body_start) if skeleton else None
 
     def bounds(w):
         env = w.env
@@ -184,6 +188,7 @@ def _for(op, c, info):
             if skeleton:        # a frame a loop summary can move ahead (.period)
                 frame = LoopFrame(info.id, lo, st, hi, iv, boundaries)
                 w.frames.append(frame)
+                paced = body.generator and w.block.paced
                 while frame.i < hi:
                     env[iv] = np.array([frame.i], dtype)
                     for slot, value in zip(carried_args, carried):
@@ -191,6 +196,11 @@ def _for(op, c, info):
                     yield body
                     carried = [env[s] for s in yields]
                     frame.i += st
+                    if paced and frame.i < hi:
+                        # a scheduling point at the back-edge, holding what the next iteration starts with
+                        for slot, value in zip(carried_args, carried):
+                            env[slot] = value
+                        yield pace
                 w.frames.pop()
             else:
                 for i in range(lo, hi, st):

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .core import BACK_EDGE
 from .memory import LOCAL, MemRef
 
 STALE = -(1 << 40)      # a thread's knowledge of an agent older than every live record of it
@@ -59,7 +60,7 @@ STATE_FIELDS: dict[str, dict[str, str]] = {
         "exited": IN_STATE, "shadow": IN_STATE,
         "copies": "no state is recorded while a TMA copy is in flight",
         "launch": FIXED, "kernel": FIXED, "block_id": FIXED, "skeleton": FIXED, "thread_count": FIXED,
-        "agents": FIXED, "output": FIXED, "warp_count": FIXED,
+        "agents": FIXED, "output": FIXED, "warp_count": FIXED, "paced": FIXED,
         "members": "the warps again, by warpgroup",
         "smem": "a skeleton moves no data; its race detector is `shadow`",
         "rng": "None: skeletons run the fixed schedule (no summary otherwise)",
@@ -247,7 +248,11 @@ class Summary:
                 else:
                     position.append((f.op, f.mask.tobytes()))
             kind = wait.key[0]
-            if kind == "mbarrier":
+            at = wait.info.id
+            if kind == BACK_EDGE:
+                _, op, at = wait.key
+                where = (op,)
+            elif kind == "mbarrier":
                 _, op, bar, parity, waiter = wait.key
                 owners[id(waiter)] = w.index
                 where = (op, bar.agent, parity, waiter.satisfied, waiter.phase - bar.phase if waiter.satisfied else 0,
@@ -260,7 +265,7 @@ class Summary:
                 where = (op, target - clocks.wgmma_base[w.warpgroup])
             else:
                 return None
-            parts.append((tuple(position), where, w.mask.tobytes(), self._registers(wait.info.id, w.env),
+            parts.append((tuple(position), where, w.mask.tobytes(), self._registers(at, w.env),
                           clocks.vector(w.vc),
                           w.wgmma_committed - clocks.wgmma_base[w.warpgroup],
                           w.wgmma_retired - clocks.wgmma_base[w.warpgroup], w.wgmma_open, _last_wait(w.last_wait),

@@ -7,7 +7,9 @@ first and the last block when it depends on the block's index) is then executed 
 with the exact mbarrier semantics, without data: loops run their real trip counts (so trip counts
 that are not a multiple of the stage count, and phases carried across persistent tiles, are what
 is checked), and the race detector watches shared memory in 128-byte granules. A warpgroup's 4 warps run
-as one unit of 128 lanes while they run alike; what a unit run reports is found again warp by warp.
+as one unit of 128 lanes while they run alike, each warp object switched out at every loop back-edge so that
+loops advance together and loop summaries find their periods at their true length; what a unit run reports is
+found again warp by warp, on the schedule that lets each warp run until it blocks.
 
 It finds: arrival counts that never complete a phase (a deadlock) or complete it early, ``expect_tx``
 bytes that differ from the boxes completing on the barrier, waits whose parity passes before the
