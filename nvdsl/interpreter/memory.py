@@ -170,8 +170,8 @@ class TensorMap:
     def itemsize(self) -> int:
         return V.item_bytes(self.element)
 
-    @property
-    def box_bytes(self) -> int:
+    @functools.cached_property
+    def box_bytes(self) -> int:     # read at every TMA load a skeleton issues and lands
         return int(np.prod(self.box)) * self.itemsize
 
     def box_elements(self, coords: tuple[int, ...]):
