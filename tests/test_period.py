@@ -186,3 +186,38 @@ def test_a_persistent_kernels_tile_period_is_found_at_its_second_tile(monkeypatc
     # 3 run the K loop (the producer's warp, and each consumer warpgroup as one unit: tests/test_protocol_units.py),
     # in 2 blocks (the first and the last)
     assert len(k_loops) == 3 * 2 * 2, len(k_loops)
+
+
+def test_after_a_tile_skip_the_k_loop_repeats_the_period_it_went_through_before(monkeypatch):
+    """The library GEMM at 8192^2 x 4096 on 132 SMs (16 tiles of 64 K steps in a block): the first tile finds the K
+    loop's period (8 steps, from its state at step 6); at step 6 of the second tile the state is the first tile's
+    again, so the tile loop skips to the last tile, and the K loop, now in the last tile, skips that period at once
+    from the same state rather than finding it anew. The producer's warp issues 6 TMA boxes per K step; per block
+    it runs 16 steps in the first tile (6 + 8, and 2 left after the skip), 6 in the second and 2 in the last: 24,
+    where finding the period again in the last tile took 32."""
+    from nvdsl.kernels.gemm import MAPPING, matmul
+    import nvdsl.interpreter.machine as machine
+    import nvdsl.interpreter.ops_hopper as ops_hopper
+    import nvdsl.interpreter.program as program
+    trace = nvdsl.tasks.build(matmul, MAPPING.replace(sm_count=132)).trace(
+        np.zeros((8192, 8192), np.float16), f16(8192, 4096), f16(4096, 8192))
+    landed = []
+    original_block, original_land, original_run = machine.Block.__init__, ops_hopper.Copy.land, \
+        program.Program.run_skeleton
+
+    def block(self, *args, **kwargs):
+        original_block(self, *args, **kwargs)
+        landed.append(0)
+
+    def land(self, block):
+        landed[-1] += 1
+        original_land(self, block)
+
+    def run_skeleton(self, *args, **kwargs):
+        landed.clear()      # only the run that decides
+        return original_run(self, *args, **kwargs)
+    monkeypatch.setattr(machine.Block, "__init__", block)
+    monkeypatch.setattr(ops_hopper.Copy, "land", land)
+    monkeypatch.setattr(program.Program, "run_skeleton", run_skeleton)
+    assert check_protocol(trace.module, trace.specs) is None
+    assert landed == [24 * 6] * 2, landed       # the first and the last block

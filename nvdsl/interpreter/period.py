@@ -13,8 +13,11 @@ state would do exactly what the last one did, whatever the loop counters are, as
 the way exits. So the loops that advanced are moved ahead by as many whole periods as fit before any
 of them reaches its last iteration, and the simulation goes on from there: the check's cost no longer
 depends on trip counts, and the iterations left (the remainder modulo the period, the last ones, the
-exits) still run. Where the state does not repeat (a parity computed from a loop index, a counter
-carried through a loop), nothing is skipped and the loop runs in full, as before.
+exits) still run. A period skipped from a state is skipped again wherever that state comes back, in other
+instances of the same loops (the K loop of a persistent kernel's last tile, once the tile loop has skipped
+to it): the state alone decides that the loops come back to it. Where the state does not repeat (a parity
+computed from a loop index, a counter carried through a loop), nothing is skipped and the loop runs in
+full, as before.
 
 The canonical state leaves out what the block's future cannot depend on:
 
@@ -162,6 +165,7 @@ class Summary:
         self.seen: dict = {}
         self.places: set = set()            # where the warps were at the scheduling points seen so far
         self.skipped = 0                    # iterations skipped, over all loops (for tests and reports)
+        self.periods: dict = {}             # state -> the period last skipped from it (see _repeat)
 
     def observe(self, current: int) -> None:
         """At a scheduling point (every warp suspended or done, ``current`` the scheduler's position):
@@ -189,9 +193,35 @@ class Summary:
         # the way from such a state to this one is the same as if they had run. The first time a state was seen
         # is kept besides the latest: an inner loop's skip moves the latest past where an outer loop's next
         # iteration comes back to it (a persistent kernel's tile loop repeats from the first tile on).
-        if any(self._skip(before, frames) for before in reversed(earlier)):
+        for before in reversed(earlier):
+            if self._skip(before, frames):
+                if all(f is g for b, n in zip(before, frames) for (g, _), (f, _) in zip(b, n)
+                       if type(f) is LoopFrame):       # no loop was left on the way (branches are in the state)
+                    self.periods[key] = [[(i, 0 if i is None else j - i) for (_, i), (_, j) in zip(b, n)]
+                                         for b, n in zip(before, frames)]
+                frames = [[(f, getattr(f, "i", None)) for f in w.frames] for w in self.block.warps]
+                break
+        # A period this state went through before runs again from it, in whichever instances of the loops: after
+        # an outer loop's skip (a persistent kernel's tile loop) the inner loop's period is known at once.
+        period = self.periods.get(key)
+        if period is not None and self._repeat(period, frames):
             frames = [[(f, getattr(f, "i", None)) for f in w.frames] for w in self.block.warps]
         self.seen[key] = [earlier[0], frames]
+
+    def _repeat(self, period, now) -> bool:
+        """Skip the periods a state went through before (``period``: per warp and frame, the iteration it was at
+        and how far it advanced; no loop was left or entered anew on the way), from any frames at iterations on
+        the same sides of their loops' index comparisons."""
+        advances = {}
+        for witnessed, current in zip(period, now):
+            for (i_then, delta), (frame, i_now) in zip(witnessed, current):
+                if i_now is None:
+                    continue
+                if any(min(i_then, i_now) < boundary <= max(i_then, i_now) for boundary in frame.boundaries):
+                    return False
+                if delta:
+                    advances[frame] = (delta, i_now, i_now)
+        return bool(advances) and self._advance(advances)
 
     def _skip(self, earlier, now) -> bool:
         advances = {}
@@ -203,8 +233,11 @@ class Summary:
                     break           # deeper frames are new instances too, at the same iterations
                 if i_now != i_before:
                     advances[frame] = (i_now - i_before, i_now, i_before)
-        if not advances:
-            return False
+        return bool(advances) and self._advance(advances)
+
+    def _advance(self, advances: dict) -> bool:
+        """Move each frame ahead by as many of its ``(delta, i_now, i_before)`` periods as fit before any of them
+        leaves its loop or reaches one of its index comparisons' boundaries."""
         periods = min((frame.hi - 1 - i_now) // delta for frame, (delta, i_now, _) in advances.items())
         for frame, (delta, i_now, i_before) in advances.items():
             # every iteration from the earlier state to the one skipped to must see the index's comparisons alike
