@@ -166,6 +166,11 @@ class Summary:
         self.places: set = set()            # where the warps were at the scheduling points seen so far
         self.skipped = 0                    # iterations skipped, over all loops (for tests and reports)
         self.periods: dict = {}             # state -> the period last skipped from it (see _repeat)
+        # A unit run's reports are never shown (protocol.check_protocol finds them again warp by warp), so what only
+        # their texts read leaves its state: each warp's last mbarrier wait. A warp idle while the others loop (a
+        # ping-pong consumer waiting for its turn) never came back to the same state: its last wait's phase,
+        # relative to the barrier's current one, only grows.
+        self.reports = not block.launch.host.units
 
     def observe(self, current: int) -> None:
         """At a scheduling point (every warp suspended or done, ``current`` the scheduler's position):
@@ -301,13 +306,13 @@ class Summary:
             parts.append((tuple(position), where, w.mask.tobytes(), self._registers(at, w.env),
                           clocks.vector(w.vc),
                           w.wgmma_committed - clocks.wgmma_base[w.warpgroup],
-                          w.wgmma_retired - clocks.wgmma_base[w.warpgroup], w.wgmma_open, _last_wait(w.last_wait),
+                          w.wgmma_retired - clocks.wgmma_base[w.warpgroup], w.wgmma_open, _last_wait(w.last_wait) if self.reports else None,
                           (w.bulk_open - np.where(w.bulk_open > 0, w.bulk_counter, 0)).tobytes(),
                           tuple(sorted((lane, tuple(g - w.bulk_counter for g in groups))
                                        for lane, groups in w.bulk_committed.items()))))
         last_waits = {}
         for w in block.warps:
-            if not w.done and w.last_wait is not None:
+            if not w.done and w.last_wait is not None and self.reports:
                 last_waits.setdefault(id(w.last_wait[1]), set()).add(w.last_wait[3])
         for number, group in sorted(block.mbarrier_groups.items()):
             for bar in group.barriers:
