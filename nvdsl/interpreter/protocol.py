@@ -63,9 +63,9 @@ STEP_BUDGET = 200_000
 # CPU seconds the check may simulate one kernel's synchronisation (CPU time of this process: on a busy machine
 # wall-clock time also counts other processes, and a kernel decided on a quiet machine came back undecided under
 # load). On a 2-core machine shared with other work, nvdsl's own kernels take 0.04-0.2 s with warpgroups run as
-# units and their loops paced (benchmarks/suites/trust.py: the GEMMs 0.04-0.13 s, attention the most of the
-# single runs) and the grouped GEMM, whose skeleton runs once per number of non-empty tiles, 0.4 s with 3 tiles
-# per block; the rest is room for a slower or busier machine, and for the run warp by warp that follows a unit run
+# units and their loops paced (benchmarks/suites/trust.py: the GEMMs 0.04-0.1 s, attention 0.09-0.15 s, chapter
+# 6's ping-pong, whose consumers take turns, 0.7 s) and the grouped GEMM, whose skeleton runs once per number of
+# non-empty tiles, 0.3 s with 3 tiles per block; the rest is room for a slower or busier machine, and for the run warp by warp that follows a unit run
 # that reports (the budget then starts again). It runs before every first compile: past the deadline the check says it could not decide
 # rather than slowing that call further.
 TIME_BUDGET_S = 3.0
