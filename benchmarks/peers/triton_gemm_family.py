@@ -126,8 +126,10 @@ def fused_matmul_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, rows_ptr, M, N, K, BATCH,
         c_desc.store([c_row, pid_n * BLOCK_N], out.to(c_ptr.dtype.element_ty))
 
 
-# The grouped GEMM's tile table is made for 128-row tiles, so every row keeps BLOCK_M = 128.
-GROUPED_CONFIGS = ((128, 128, 4, 4, True), (128, 256, 3, 4, True), (128, 128, 4, 8, False), (128, 256, 3, 8, False))
+# The grouped GEMM's tile table is made for 128-row tiles, so every row keeps BLOCK_M = 128. No warp-specialized
+# configs: on an H100 with Triton 3.6 the autotuner picked (128, 256, 3 stages, 4 warps, warp_specialize=True),
+# which computed wrong results (relative error 0.7, 66M non-finite values), and the suite reported a wrong peer.
+GROUPED_CONFIGS = ((128, 128, 4, 8, False), (128, 256, 3, 8, False))
 GROUPED_BLOCK_M = 128
 
 
