@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="gemm, gemm_family: comma-separated dtypes (fp16, bf16) instead of the default")
     parser.add_argument("--reps", type=int, default=50, help="timed repetitions per system and shape (default 50)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed warm-up calls before timing (default 10)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time the systems of a shape in turn, this many rounds (each a warm-up and its share of "
+                             "--reps), so that clock drift falls on all alike (default 1: each system at once)")
     parser.add_argument("--flush-l2", action="store_true",
                         help="write a buffer of 2x the L2 size before each event-timed call (outside the timing)")
     parser.add_argument("--systems", default="",
@@ -57,8 +60,8 @@ def run_suite(name: str, args) -> None:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    if args.reps < 1 or args.warmup < 0:
-        raise SystemExit("--reps must be >= 1 and --warmup >= 0")
+    if args.reps < 1 or args.warmup < 0 or args.rounds < 1:
+        raise SystemExit("--reps and --rounds must be >= 1 and --warmup >= 0")
     failed = []
     for name in SUITES if args.suite == "all" else (args.suite,):
         try:

@@ -347,19 +347,24 @@ def run_shapes(suite: str, shapes: list[dict], make_operands: Callable[[dict], A
     """Every selected system on every shape; one set of inputs per shape, shared by all systems.
 
     A system is its ``prepare(ops, args)`` function, or a :class:`System` with its own role or FLOP count.
+    With ``args.rounds`` > 1 the systems of a shape are timed in turn, round after round (each round a
+    warm-up and its share of the repetitions), so that clock and temperature drift during a run falls on
+    every system alike instead of on whichever ran last.
     """
     import torch
 
     results = []
     for p in shapes:
         ops = make_operands(p)
+        ready = []
         for name, system in systems.items():
             if not selected(args, name):
                 continue
             if not isinstance(system, System):
                 system = System(system)
-            results.append(run_system(suite, name, p, partial(system.prepare, ops, args), args,
-                                      flops=(system.flops or flops)(p), role=system.role))
+            ready.append(_prepared_system(suite, name, p, partial(system.prepare, ops, args),
+                                          flops=(system.flops or flops)(p), role=system.role))
+        results += _timed_in_rounds(ready, args)
         del ops
         torch.cuda.empty_cache()
     return results
@@ -371,24 +376,71 @@ def run_system(suite: str, system: str, params: dict, prepare: Callable[[], Prep
 
     A system whose output is wrong is still timed, and recorded with ``correct=False``.
     """
-    try:
-        prepared = prepare()
-        extra = dict(prepared.extra)
-        if prepared.check is not None:
-            extra["check"] = prepared.check.to_json()
-        if prepared.timing == "wallclock":
-            times, inner = time_wallclock(prepared.fn, prepared.sync, warmup=args.warmup, reps=args.reps)
-            extra.update(timing="wallclock", calls_per_sample=inner, l2_flush=False)
-        else:
-            times = time_cuda(prepared.fn, warmup=args.warmup, reps=args.reps, flush_l2=args.flush_l2)
-            extra.update(timing="cuda-events", l2_flush=bool(args.flush_l2))
-        correct = None if prepared.check is None else prepared.check.ok
-        measurement = Measurement.from_times(suite, system, params, times, role=role, flops=flops, nbytes=nbytes,
-                                             correct=correct, extra=extra)
-    except Exception as e:  # a peer that fails is recorded, never dropped
-        measurement = Measurement.failure(suite, system, params, e, role=role)
-    log(measurement)
+    measurement, = _timed_in_rounds([_prepared_system(suite, system, params, prepare, flops=flops, nbytes=nbytes,
+                                                      role=role)], args)
     return measurement
+
+
+@dataclass
+class _Ready:
+    """A system prepared for timing (or the failure that stopped it), with what its Measurement records."""
+
+    suite: str
+    system: str
+    params: dict
+    prepared: Prepared | None
+    failure: Measurement | None
+    flops: float | None
+    nbytes: float | None
+    role: str | None
+    times: list[float] = field(default_factory=list)
+    inner: int | None = None
+
+
+def _prepared_system(suite, system, params, prepare, *, flops=None, nbytes=None, role=None) -> _Ready:
+    try:
+        prepared, failure = prepare(), None
+    except Exception as e:  # a peer that fails is recorded, never dropped
+        prepared, failure = None, Measurement.failure(suite, system, params, e, role=role)
+    return _Ready(suite, system, params, prepared, failure, flops, nbytes, role)
+
+
+def _timed_in_rounds(ready: list[_Ready], args) -> list[Measurement]:
+    """Time each prepared system ``args.rounds`` times in turn, ``args.reps`` repetitions in all, and summarise."""
+    rounds = max(1, getattr(args, "rounds", 1))
+    shares = [args.reps // rounds + (r < args.reps % rounds) for r in range(rounds)]
+    for reps in (share for share in shares if share):
+        for r in ready:
+            if r.failure is not None:
+                continue
+            try:
+                if r.prepared.timing == "wallclock":
+                    times, r.inner = time_wallclock(r.prepared.fn, r.prepared.sync, warmup=args.warmup, reps=reps)
+                else:
+                    times = time_cuda(r.prepared.fn, warmup=args.warmup, reps=reps, flush_l2=args.flush_l2)
+                r.times += times
+            except Exception as e:
+                r.failure = Measurement.failure(r.suite, r.system, r.params, e, role=r.role)
+    measurements = []
+    for r in ready:
+        if r.failure is None:
+            extra = dict(r.prepared.extra)
+            if r.prepared.check is not None:
+                extra["check"] = r.prepared.check.to_json()
+            if r.prepared.timing == "wallclock":
+                extra.update(timing="wallclock", calls_per_sample=r.inner, l2_flush=False)
+            else:
+                extra.update(timing="cuda-events", l2_flush=bool(args.flush_l2))
+            if rounds > 1:
+                extra["rounds"] = rounds
+            correct = None if r.prepared.check is None else r.prepared.check.ok
+            m = Measurement.from_times(r.suite, r.system, r.params, r.times, role=r.role, flops=r.flops,
+                                       nbytes=r.nbytes, correct=correct, extra=extra)
+        else:
+            m = r.failure
+        log(m)
+        measurements.append(m)
+    return measurements
 
 
 def log(m: Measurement) -> None:

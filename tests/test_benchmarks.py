@@ -26,6 +26,29 @@ def test_cli_help_needs_no_gpu_libraries():
         assert suite in result.stdout
 
 
+
+def test_rounds_time_the_systems_of_a_shape_in_turn(monkeypatch):
+    """--rounds 3 with --reps 7: each system is timed 3 times, in turn (shares 3, 2, 2), and recorded once with
+    its 7 times; a system that fails to prepare is recorded as failed and never timed."""
+    from benchmarks import harness
+    calls = []
+
+    def fake_time_cuda(fn, *, warmup, reps, flush_l2):
+        calls.append((fn(), reps))
+        return [1.0] * reps
+    monkeypatch.setattr(harness, "time_cuda", fake_time_cuda)
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=SimpleNamespace(empty_cache=lambda: None)))
+
+    def broken(ops, args):
+        raise RuntimeError("no such peer")
+    systems = {"nvdsl": lambda ops, args: harness.Prepared(lambda: "nvdsl"),
+               "peer": lambda ops, args: harness.Prepared(lambda: "peer"), "broken": broken}
+    args = SimpleNamespace(rounds=3, reps=7, warmup=1, flush_l2=False, systems="")
+    measured = harness.run_shapes("gemm", [{"K": 1}], lambda p: None, systems, lambda p: 2e9, args)
+    assert calls == [("nvdsl", 3), ("peer", 3), ("nvdsl", 2), ("peer", 2), ("nvdsl", 2), ("peer", 2)]
+    assert [(m.system, m.reps, m.extra.get("rounds")) for m in measured[:2]] == [("nvdsl", 7, 3), ("peer", 7, 3)]
+    assert measured[2].system == "broken" and "no such peer" in measured[2].error
+
 def test_table_ratio_is_against_the_best_correct_peer_and_failures_stay_visible():
     shape = {"dtype": "fp16", "M": 8192, "N": 8192, "K": 4096, "sweep": "M=N=8192"}
     flops = 2 * 8192 * 8192 * 4096
