@@ -211,9 +211,9 @@ class Compiler:
         finally:
             self.loop_depth -= 1
 
-    def info(self, op) -> OpInfo:
+    def info(self, op, name: str | None = None) -> OpInfo:
         op = op.operation
-        info = OpInfo(len(self.infos), op.name, source_location(op.location))
+        info = OpInfo(len(self.infos), name or op.name, source_location(op.location))
         self.infos.append(info)
         return info
 
@@ -224,21 +224,24 @@ class Compiler:
         for a in args:
             self.scopes[a] = (extent, extent[0] - 1)
         terminator, yields = None, []
-        for op in self.block_ops.get(block) or block.operations:
+        kept = self.block_ops.get(block)     # only kept operations: no need to look each up in self.keep
+        check_keep = self.keep is not None and not kept
+        for op in kept or block.operations:
             op = op.operation
-            if op.name in ("scf.yield", "scf.condition", "gpu.terminator", "func.return", "gpu.return"):
+            name = op.name
+            if name in ("scf.yield", "scf.condition", "gpu.terminator", "func.return", "gpu.return"):
                 terminator = op
                 yields = [self.slot(v) for v in op.operands]
                 continue
-            if self.keep is not None and op not in self.keep:
+            if check_keep and op not in self.keep:
                 continue
-            info = self.info(op)
-            handler = HANDLERS.get(op.name)
-            if op in self.symbolic:
+            info = self.info(op, name)
+            handler = HANDLERS.get(name)
+            if self.symbolic and op in self.symbolic:
                 from .protocol import compile_symbolic
                 handler = compile_symbolic
             if handler is None:
-                raise TraceError(f"the interpreter has no semantics for the operation '{op.name}'",
+                raise TraceError(f"the interpreter has no semantics for the operation '{name}'",
                                  code="interpreter-unknown-op",
                                  hint="run on a GPU (Options(backend='gpu')); if nvdsl emitted this op, "
                                       "please report it", loc=info.loc)

@@ -126,16 +126,19 @@ def _ops(region):
             yield op.operation
 
 
-def _walk(op) -> list:
-    """``op`` and every operation nested in it, in program order (MLIR's own walk: iterating the regions from
-    Python costs several times more)."""
-    found = []
+def _walk(op) -> tuple[list, list]:
+    """``op`` and every operation nested in it, in program order, and their names (MLIR's own walk: iterating the
+    regions from Python costs several times more; each name read through the bindings costs about as much as the
+    walk's step, so it is read once here)."""
+    found, names = [], []
+    advance = ir.WalkResult.ADVANCE
 
     def visit(inner):
         found.append(inner)
-        return ir.WalkResult.ADVANCE
+        names.append(inner.name)
+        return advance
     op.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
+    return found, names
 
 
 def _is_barrier_asm(op) -> bool:
@@ -155,9 +158,11 @@ class _Slice:
         self._seen_values: set = set()
         self._work: list = []
         self.table_reads: list = []
-        self.ops = _walk(launch)
-        roots = [op for op in self.ops if op.name in ROOTS or _is_barrier_asm(op)]
-        self.has_mbarriers = any(op.name in MBARRIER_OPS for op in roots)
+        self.kept_names: set = set()
+        self.ops, self.names = _walk(launch)
+        roots = [op for op, name in zip(self.ops, self.names) if name in ROOTS or
+                 name == "llvm.inline_asm" and _is_barrier_asm(op)]
+        self.has_mbarriers = any(name in MBARRIER_OPS for name in self.names)
         for op in roots:
             self._keep(op)
         while self._work:
@@ -166,22 +171,27 @@ class _Slice:
     def _keep(self, op) -> None:
         if op in self.keep or op == self.launch:
             return
-        if op.name in MEMORY_READS and not is_private(op.operands[0]):
+        name = op.name
+        if name in MEMORY_READS and not is_private(op.operands[0]):
             if not self._read_only_argument(op.operands[0]):
                 raise Undecided(_memory_contents(op))
             self.table_reads.append(op)       # a table the kernel reads: see table_branches
         self.keep.add(op)
-        omits = SKELETON_OMITS.get(op.name)
-        skip = omits(op) if omits is not None else ()
-        if op.name in ("scf.for", "scf.if", "scf.while"):
-            skip = range(3, len(op.operands)) if op.name == "scf.for" else range(len(op.operands))
-        for i, value in enumerate(op.operands):
-            if i not in skip:
+        self.kept_names.add(name)
+        if name in ("scf.for", "scf.if", "scf.while"):
+            # a kept region op needs its control operands (bounds, conditions), not the values it carries
+            for value in _control_operands(op):
                 self._push(value)
+        else:
+            omits = SKELETON_OMITS.get(name)
+            skip = omits(op) if omits is not None else ()
+            for i, value in enumerate(op.operands):
+                if i not in skip:
+                    self._push(value)
         parent = _parent(op)
         if parent is not None and parent != self.launch and parent.name != "func.func":
             self._keep(parent)
-        if op.name == "memref.alloca":
+        if name == "memref.alloca":
             # a thread's local variable (an aref's slot and phase): what is loaded from it is what was stored
             for use in op.result.uses:
                 self._keep(use.owner.operation if hasattr(use.owner, "operation") else use.owner)
@@ -362,8 +372,8 @@ def _uniform(w, value, info) -> int:
 
 
 def _terminator(block):
-    ops = list(block.operations)
-    return ops[-1].operation
+    operations = block.operations
+    return operations[len(operations) - 1].operation     # not list(...): a loop body may hold thousands
 
 
 def _parent(op):
@@ -397,19 +407,8 @@ def protocol_skeleton(module: ir.Module):
     kernels = []
     for launch in (op for op in _ops(functions[0].regions[0]) if op.name == "gpu.launch"):
         piece = _Slice(launch)
-        if not piece.has_mbarriers:
-            continue
-        # the control operands of every kept region op (bounds, conditions) are needed too
-        grew = True
-        while grew:
-            before = len(piece.keep)
-            for op in list(piece.keep):
-                for value in _control_operands(op):
-                    piece._push(value)
-            while piece._work:
-                piece._need(piece._work.pop())
-            grew = len(piece.keep) != before
-        kernels.append((launch, piece))
+        if piece.has_mbarriers:
+            kernels.append((launch, piece))
     return kernels
 
 
@@ -417,9 +416,10 @@ def kept_by_block(piece: _Slice) -> dict:
     """The kept operations of a kernel and its blocks' terminators, block by block in program order: what the
     interpreter compiles, without iterating every operation of the kernel again."""
     by_block = {}
-    keep = piece.keep
-    for op in piece.ops[1:]:
-        if op in keep or op.name in TERMINATORS:
+    keep, kept_names = piece.keep, piece.kept_names
+    for op, name in zip(piece.ops[1:], piece.names[1:]):
+        # the name first: hashing an operation goes through the bindings, and most names are never kept
+        if name in TERMINATORS or name in kept_names and op in keep:
             by_block.setdefault(op.block, []).append(op)
     return by_block
 
