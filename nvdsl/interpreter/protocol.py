@@ -159,6 +159,7 @@ class _Slice:
         self._work: list = []
         self.table_reads: list = []
         self.kept_names: set = set()
+        self._parents_inside: dict = {}
         self.ops, self.names = _walk(launch)
         roots = [op for op, name in zip(self.ops, self.names) if name in ROOTS or
                  name == "llvm.inline_asm" and _is_barrier_asm(op)]
@@ -205,6 +206,16 @@ class _Slice:
                                   self.launch)
                    for use in memref.uses)
 
+    def _in_launch(self, op) -> bool:
+        """Whether ``op`` is nested in the launch, remembered per parent (most values come from a few regions)."""
+        parent = _parent(op)
+        if parent is None:
+            return False
+        inside = self._parents_inside.get(parent)
+        if inside is None:
+            inside = self._parents_inside[parent] = parent == self.launch or _inside(parent, self.launch)
+        return inside
+
     def _push(self, value) -> None:
         if value not in self._seen_values:
             self._seen_values.add(value)
@@ -236,7 +247,7 @@ class _Slice:
                     self._push(_terminator(regions[0].blocks[0]).operands[1 + index])
             return
         op = value.owner.operation
-        if _inside(op, self.launch):
+        if self._in_launch(op):
             name = op.name
             if name in ("scf.for", "scf.if", "scf.while"):
                 self._keep(op)
