@@ -22,6 +22,8 @@ query rows, an online softmax over the key blocks, with no roles, rings or barri
   mapping's ``turns=True``), so one's softmax also overlaps another's products;
 * the masks (causal, ragged keys) are left out of the steps where they cannot change a score (a loop
   without them, then one with them), and under a causal mask the longest blocks launch first;
+* a row's running max moves only when its scores grow by more than 2^8 (lazy rescaling), so in most steps a
+  thread's factors ``alpha`` are all 1 and it skips its ``O *= alpha``;
 * O leaves through each consumer's rows of Q's tile and TMA (clipped at ``L``).
 
 Key blocks are 128 keys (64 at D = 256), chosen by measurement on an H100.
