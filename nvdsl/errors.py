@@ -46,10 +46,20 @@ def user_location(skip_prefixes: tuple[str, ...] = ()) -> SourceLocation | None:
             filename.startswith(_PACKAGE_DIR)
             or filename.endswith("contextlib.py")
             or filename.startswith(skip_prefixes)
+            or _generated_for_nvdsl(frame)
         ):
             return SourceLocation(filename, frame.f_lineno)
         frame = frame.f_back
     return None
+
+
+def _generated_for_nvdsl(frame) -> bool:
+    """A method that dataclasses generated for one of nvdsl's classes (its code's file is "<string>"), such as
+    ``nt.Mapping.__init__``, whose checks run in ``__post_init__``."""
+    if frame.f_code.co_filename != "<string>":
+        return False
+    owner = frame.f_locals.get("self")
+    return owner is not None and type(owner).__module__.startswith("nvdsl.")
 
 
 class NvdslError(Exception):

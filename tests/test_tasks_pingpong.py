@@ -38,6 +38,11 @@ def test_the_pingpong_schedule_is_explained(request):
 def test_pingpong_implies_turns_and_refuses_what_it_cannot_honour():
     assert nt.Mapping(schedule="pingpong").turns and nt.Mapping(schedule="pingpong") == \
         nt.Mapping(schedule="pingpong", turns=True)
+    # turns follow a replaced schedule unless given; a ping-pong without turns cannot be honoured
+    assert nt.Mapping().replace(schedule="pingpong").turns and not PINGPONG.replace(schedule="cooperative").turns
+    with pytest.raises(nvdsl.MappingError, match="turns=False") as info:
+        nt.Mapping(schedule="pingpong", turns=False)
+    assert info.value.code == "bad-mapping" and info.value.loc.filename == __file__
     args = gemm_args(1024, 1024, 1024)
     # a 128 x 256 accumulator per consumer thread is 256 registers, beyond the 232 a consumer gets beside the producer
     refused(matmul, nt.Mapping(schedule="pingpong"), args, "mapping-registers", "about 296 registers", "budget is 232")

@@ -55,7 +55,8 @@ class Mapping:
         turns: consumers take turns at the tensor cores (named barriers): cooperative consumers of a
             two-phase loop (attention's) at each step's products, so that one's math overlaps another's
             products (FlashAttention-3's ping-pong); ping-pong consumers at whole main loops (always on:
-            without turns their K loops would share the tensor cores and overlap nothing).
+            without turns their K loops would share the tensor cores and overlap nothing). None (the
+            default): on for ``"pingpong"``, off for ``"cooperative"``.
         persistent: one block per SM, looping over tiles (else one block per tile).
         raster: tile order for persistent blocks: ``"grouped"`` (``group`` tile rows at a time, for L2),
             ``"snake"`` or ``"row"``.
@@ -73,7 +74,7 @@ class Mapping:
     warp_specialize: bool = True
     consumers: int = 2
     schedule: str = COOPERATIVE
-    turns: bool = False
+    turns: bool | None = None
     persistent: bool = True
     raster: str = "grouped"
     group: int = 8
@@ -105,10 +106,14 @@ class Mapping:
         _positive_int("consumers", self.consumers)
         if self.schedule not in (COOPERATIVE, PINGPONG):
             raise _bad(f"schedule={self.schedule!r} must be 'cooperative' or 'pingpong'")
+        if self.turns is None:                       # derived: a ping-pong's consumers always take turns
+            object.__setattr__(self, "turns", self.schedule == PINGPONG)
         if not isinstance(self.turns, bool):
             raise _bad(f"turns={self.turns!r} must be True or False")
-        if self.schedule == PINGPONG:
-            object.__setattr__(self, "turns", True)
+        if self.schedule == PINGPONG and not self.turns:
+            raise _bad("schedule='pingpong' with turns=False: a ping-pong's consumers take turns at the main loop "
+                       "(without them their K loops would share the tensor cores and hide nothing); leave turns "
+                       "out, it follows the schedule")
         if self.raster not in RASTERS:
             raise _bad(f"raster={self.raster!r} must be one of {RASTERS}")
         _positive_int("group", self.group)
@@ -136,6 +141,9 @@ class Mapping:
         return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
 
     def replace(self, **changes) -> "Mapping":
+        """This mapping with ``changes``; a new ``schedule`` without ``turns`` derives ``turns`` afresh."""
+        if "schedule" in changes and "turns" not in changes:
+            changes["turns"] = None
         return dataclasses.replace(self, **changes)
 
     def __str__(self) -> str:
