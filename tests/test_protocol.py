@@ -265,7 +265,11 @@ def test_a_mismatch_that_shows_after_the_last_of_many_trips_is_found(puts, gets,
     assert info.value.code == code, str(info.value)
 
 
-def test_a_phase_reset_across_many_persistent_tiles_is_refused():
+def test_a_phase_reset_across_many_persistent_tiles_is_refused(monkeypatch):
+    # 1.5-2.3 s of CPU here against the 3 s budget: under CI's load the check sometimes ran out of time and said
+    # it could not decide; what this test holds is that the reset is found, so the budget is lifted
+    import nvdsl.interpreter.protocol as protocol
+    monkeypatch.setattr(protocol, "TIME_BUDGET_S", 600.0)
     gemm, make_inputs = bk.pipeline("phase-reset", tiles=4096)
     a, b, c = make_inputs()
     trace = gemm.trace(a, b, c)
