@@ -300,7 +300,7 @@ def test_fused_epilogues_compile_without_spills_or_serialized_products():
 
 
 @requires_gpu
-@pytest.mark.parametrize("activation", ["none", "relu", "gelu", "silu"])
+@pytest.mark.parametrize("activation", ["none", "relu", "gelu", "gelu_tanh", "silu"])
 @pytest.mark.parametrize("m, n, k", [(1000, 1000, 520), (256, 512, 1024)])
 def test_linear_layers_match_torch(activation, m, n, k):
     torch = pytest.importorskip("torch")
@@ -310,6 +310,7 @@ def test_linear_layers_match_torch(activation, m, n, k):
     linear(a, w, bias, c, activation=activation)       # ping-pong with an activation (linear_mapping)
     torch.cuda.synchronize()
     fn = {"none": lambda x: x, "relu": torch.relu, "gelu": torch.nn.functional.gelu,
+          "gelu_tanh": lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
           "silu": torch.nn.functional.silu}[activation]
     reference = fn(a.float() @ w.float().T + bias.float())
     error = ((c.float() - reference).norm() / reference.norm()).item()
@@ -333,6 +334,22 @@ def test_linear_hides_an_activations_epilogue_under_the_other_consumers_products
     with pytest.raises(nvdsl.ArgumentError, match="'tanh' must be one of") as info:
         linear(a, w, bias, np.zeros((m, n), f16), activation="tanh")
     assert info.value.code == "bad-argument" and info.value.loc.filename == __file__
+
+
+def test_linear_gelu_tanh_is_torchs_tanh_formula(backend):
+    """activation="gelu_tanh" computes torch's gelu(approximate="tanh"), not the erf GELU: with float32 out the
+    two differ by up to about 5e-4 (near x = +-2), well above the kernel's own error."""
+    rng = np.random.default_rng(11)
+    m, n, k = 136, 72, 64
+    a, w = (rng.standard_normal((m, k)) * 0.5).astype(f16), (rng.standard_normal((n, k)) * 0.5).astype(f16)
+    bias = rng.standard_normal(n).astype(f16)
+    c = np.zeros((m, n), np.float32)
+    linear(a, w, bias, c, activation="gelu_tanh")
+    x = a.astype(np.float64) @ w.astype(np.float64).T + bias
+    tanh_formula = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    erf_formula = 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+    assert np.abs(tanh_formula - erf_formula).max() > 2e-4      # the inputs tell the two apart
+    assert np.abs(c - tanh_formula).max() < 2e-5
 
 @requires_gpu
 @pytest.mark.parametrize("m, n, k", [(1000, 1000, 520), (2048, 1024, 4096)])

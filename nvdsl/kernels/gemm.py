@@ -56,7 +56,7 @@ def batched_matmul(C, A, B):
         Ct[b, i, j] = acc.astype(C.dtype)
 
 
-ACTIVATIONS = {"none": lambda x: x, "relu": nt.relu, "gelu": nt.gelu, "silu": nt.silu}
+ACTIVATIONS = {"none": lambda x: x, "relu": nt.relu, "gelu": nt.gelu, "gelu_tanh": nt.gelu_tanh, "silu": nt.silu}
 
 
 @functools.lru_cache(maxsize=None)
@@ -174,7 +174,8 @@ def linear_mapping(activation: str = "none") -> nt.Mapping:
 
 def linear(a, w, bias, c, *, activation: str = "none", mapping: nt.Mapping | None = None) -> None:
     """``c[:] = act(a @ w.T + bias)``: a linear layer, ``a`` (M, K), ``w`` (N, K) as frameworks store it,
-    ``bias`` (N,), ``c`` (M, N); ``activation`` is one of "none", "relu", "gelu" (exact, erf) or "silu".
+    ``bias`` (N,), ``c`` (M, N); ``activation`` is one of "none", "relu", "gelu" (exact, erf), "gelu_tanh"
+    (torch's ``gelu(approximate="tanh")``) or "silu".
     Compiled once per dtype, shape, activation and mapping (default :func:`linear_mapping`)."""
     if activation not in ACTIVATIONS:
         raise ArgumentError(f"activation={activation!r} must be one of {sorted(ACTIVATIONS)}", code="bad-argument",

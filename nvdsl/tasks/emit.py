@@ -845,9 +845,12 @@ _BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a
 _COMPARE = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
             "ge": lambda a, b: a >= b, "and": lambda a, b: a & b}
 _SQRT_HALF = 0.7071067811865476
+_SQRT_TWO_OVER_PI = 0.7978845608028654
 _UNARY = {
     "relu": lambda x: maximum(x, 0.0),
     "gelu": lambda x: x * (erf(x * _SQRT_HALF) + 1.0) * 0.5,         # exact (erf) GELU, as torch's default
+    # torch's gelu(approximate="tanh"), the formula GPT-2 style models were trained with, with tanhf (2 ulp)
+    "gelu_tanh": lambda x: x * (tanh((x * x * 0.044715 + 1.0) * x * _SQRT_TWO_OVER_PI) + 1.0) * 0.5,
     # x * sigmoid(x), with sigmoid(x) = (1 + tanh(x / 2)) / 2: no division per element, so no spills
     "silu": lambda x: x * (tanh(x * 0.5) * 0.5 + 0.5),
     "exp2": lambda x: exp2(x),

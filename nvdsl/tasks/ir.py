@@ -206,7 +206,7 @@ class Mma(Op):
 @dataclass(frozen=True)
 class Map(Op):
     """``out = fn(*inputs)`` elementwise (inputs: tensors, broadcast vectors, numbers, affine indices);
-    ``fn`` names the function (add, sub, mul, div, maximum, minimum, relu, gelu, silu, exp2, exp2_approx,
+    ``fn`` names the function (add, sub, mul, div, maximum, minimum, relu, gelu, gelu_tanh, silu, exp2, exp2_approx,
     log2, log2_approx, cast, copy, lt, le, gt, ge, and, where)."""
 
     out: str

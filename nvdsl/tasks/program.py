@@ -741,7 +741,10 @@ def _unary(fn: str, approximate: bool = False):
     return apply
 
 
-relu, gelu, silu = (_unary(f) for f in ("relu", "gelu", "silu"))
+relu, gelu, gelu_tanh, silu = (_unary(f) for f in ("relu", "gelu", "gelu_tanh", "silu"))
+gelu.__doc__ = "The exact GELU of every element of a tile, ``x * (1 + erf(x / sqrt(2))) / 2`` (torch's default)."
+gelu_tanh.__doc__ = ("GELU by its tanh formula, ``x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2``, of every "
+                     "element of a tile: torch's ``gelu(approximate='tanh')``, computed with an accurate tanh.")
 exp2, log2 = _unary("exp2", True), _unary("log2", True)
 
 
