@@ -104,7 +104,7 @@ STATE_FIELDS: dict[str, dict[str, str]] = {
         "unwaited": IN_STATE, "group": FIXED, "index": FIXED, "agent": FIXED, "tma_agent": FIXED,
     },
     "BarSync": {"expected_warps": IN_STATE, "arrived": IN_STATE, "generation": IN_STATE, "vc": IN_STATE,
-                "released": IN_STATE, "threads": IN_STATE, "id": FIXED},
+                "released": IN_STATE, "id": FIXED},
     "Shadow": {"w_agent": IN_STATE, "w_clock": IN_STATE, "w_op": IN_STATE, "w_atomic": IN_STATE,
                "reads": IN_STATE, "g_thread": IN_STATE, "g_seq": IN_STATE, "fence_seq": IN_STATE,
                "seq": IN_STATE, "agents": FIXED},
@@ -326,8 +326,7 @@ class Summary:
                 # arrival names its thread count (a bar.sync made on first use starts the same way)
                 continue
             parts.append((number, bar.expected_warps, tuple(w.index for w in bar.arrived), clocks.vector(bar.vc),
-                          tuple(sorted((g - bar.generation, clocks.vector(c)) for g, c in bar.released.items())),
-                          bar.threads))
+                          tuple(sorted((g - bar.generation, clocks.vector(c)) for g, c in bar.released.items()))))
         parts.append(clocks.shadow())
         return tuple(parts)
 

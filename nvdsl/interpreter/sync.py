@@ -146,7 +146,6 @@ class BarSync:
         self.generation = 0
         self.vc = np.zeros(clock_size, np.int32)
         self.released: dict[int, np.ndarray] = {}
-        self.threads = None
 
     def describe(self) -> str:
         name = "the block's barrier (bar.sync 0)" if self.id == 0 else f"named barrier {self.id}"
