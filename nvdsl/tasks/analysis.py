@@ -77,7 +77,7 @@ def insert_copies(program: Program, mapping) -> Program:
                 local = fresh(region.tensor + ("_s" if memory == SHARED else "_r"))
                 source = tensors[region.tensor]
                 tensors[local] = ir.TensorDecl(local, region.shape, source.dtype, memory)
-                out.append(Copy(next_id, source=region, target=local, loc=node.loc))
+                out.append(Copy(next_id, source=region, target=local, loc=node.loc, task=node.task))
                 next_id += 1
                 renames[region] = local
             out.append(_rename_regions(node, renames) if renames else node)

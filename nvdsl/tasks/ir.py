@@ -138,11 +138,13 @@ def _operand_text(x) -> str:
 
 @dataclass(frozen=True)
 class Op:
-    """An event: one operation with its id, the events it must follow, and the user's line."""
+    """An event: one operation with its id, the events it must follow, the user's line, and the task it was
+    written in (``task``: the chain of launches that reached it, the entry task first)."""
 
     id: int
     deps: frozenset = field(default=frozenset(), kw_only=True)
     loc: SourceLocation | None = field(default=None, kw_only=True, compare=False)
+    task: tuple[str, ...] = field(default=(), kw_only=True, compare=False)
 
     def reads(self) -> tuple:
         return ()
@@ -285,7 +287,8 @@ class Loop:
     """``prange`` (parallel: iterations must not write the same data) or ``srange`` (in order) over ``vars``.
 
     An srange with ``below`` runs only its iterations ``k`` with ``k * step < below`` (``below`` affine in
-    the enclosing prange's variables): a triangular loop, such as causal attention's key blocks."""
+    the enclosing prange's variables): a triangular loop, such as causal attention's key blocks. ``task``:
+    the chain of launches of the task that wrote the loop, as an event's."""
 
     kind: str
     vars: tuple[str, ...]
@@ -294,6 +297,7 @@ class Loop:
     loc: SourceLocation | None = field(default=None, compare=False)
     below: Affine | None = None
     step: int = 1
+    task: tuple[str, ...] = field(default=(), kw_only=True, compare=False)
 
     def __str__(self):
         bound = f" while {self.vars[0]}*{self.step} < {self.below}" if self.below is not None else ""

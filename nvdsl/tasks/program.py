@@ -51,6 +51,7 @@ class _Trace:
         self.next_id = 0
         self.loop_depth = {"prange": 0, "srange": 0}
         self.indices: dict[str, ir.Index] = {}
+        self.tasks: list[str] = [name]          # the chain of launches being traced, the entry task first
 
     def fresh(self, stem: str) -> str:
         n = self.counters.get(stem, 0)
@@ -63,7 +64,7 @@ class _Trace:
         return name
 
     def add(self, op_type, **fields):
-        op = op_type(self.next_id, loc=user_location(), **fields)
+        op = op_type(self.next_id, loc=user_location(), task=tuple(self.tasks), **fields)
         self.next_id += 1
         self.bodies[-1].append(op)
         return op
@@ -569,7 +570,7 @@ def cdiv(a: int, b: int) -> int:
 
 def _loop(kind: str, extents, below=None, step: int = 1):
     trace = _current(f"nt.{kind}")
-    loc = user_location()
+    loc, task_chain = user_location(), tuple(trace.tasks)
     extents = tuple(extents)
     if not extents or not all(isinstance(e, int) and not isinstance(e, bool) and e > 0 for e in extents):
         raise _error(f"nt.{kind} needs positive Python ints (tile counts), got {extents!r}", code="bad-loop")
@@ -589,7 +590,8 @@ def _loop(kind: str, extents, below=None, step: int = 1):
         for _ in extents:
             trace.loop_depth[kind] -= 1
         if finished:
-            trace.bodies[-1].append(ir.Loop(kind, tuple(names), extents, tuple(body), loc, below, step))
+            trace.bodies[-1].append(ir.Loop(kind, tuple(names), extents, tuple(body), loc, below, step,
+                                            task=task_chain))
 
 
 def prange(*extents):
@@ -662,7 +664,7 @@ def launch(t: Task, *args) -> None:
 
     The launched task holds the privileges it declares, which must not exceed what the caller holds.
     """
-    _current("nt.launch")
+    trace = _current("nt.launch")
     if not isinstance(t, Task):
         raise _error(f"nt.launch needs a task, got {t!r}", code="bad-launch")
     if len(args) != len(t.parameters):
@@ -679,7 +681,11 @@ def launch(t: Task, *args) -> None:
                              f"{_VERBS[arg._privilege]} it", code="privilege")
             arg = _narrow(arg, wanted)
         bound.append(arg)
-    t.fn(*bound)
+    trace.tasks.append(t.name)
+    try:
+        t.fn(*bound)
+    finally:
+        trace.tasks.pop()
 
 
 def _narrow(arg, privilege: str):
