@@ -9,7 +9,7 @@ before anything is traced.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import MappingError, user_location
 from .ir import MEMORIES
@@ -40,7 +40,13 @@ class Mapping:
 
     Args:
         tiles: values of the program's tunables (``nt.tunable``), e.g. ``{"BM": 128, "BN": 256, "BK": 64}``.
-        levels: processor level per task name: ``"host"``, ``"block"`` or ``"warpgroup"``.
+        levels: processor level per task name (the names ``explain()`` prints): the task holding the
+            ``prange`` over output tiles runs at ``"host"``; the task that runs one output tile (its
+            ``srange`` loop and epilogue; a task launched in the prange, else the ``"tile body"``) at
+            ``"block"`` (its consumer warpgroups share each tile's rows: ``schedule="cooperative"``) or
+            ``"warpgroup"`` (each consumer warpgroup runs whole tiles: ``schedule="pingpong"``); the task
+            issuing the tile products (``"mma"`` where the tile's task issues them itself) at
+            ``"warpgroup"``, as wgmma is a warpgroup instruction. A task left out gets that default.
         memory: memory per tensor name: ``"global"``, ``"shared"``, ``"register"`` or ``"none"`` (never
             materialized whole: the consumer warpgroups each hold their rows).
         pipeline: slots of the ring that feeds the sequential loop (None: as many as shared memory holds, up to 8).
@@ -51,7 +57,12 @@ class Mapping:
         schedule: ``"cooperative"`` (the consumers split each tile's rows) or ``"pingpong"`` (2 consumers,
             each holding a whole tile's accumulator, take the block's tiles alternately and take turns at
             the main loop: one runs its tile's K loop on the tensor cores while the other waits or runs
-            its epilogue, CUTLASS's ordered math warpgroups). Ping-pong implies ``turns=True``.
+            its epilogue, CUTLASS's ordered math warpgroups). Ping-pong implies ``turns=True``. None (the
+            default): derived from the level of the tile's task, ``"pingpong"`` at ``"warpgroup"``, else
+            ``"cooperative"``; where ``levels`` name a ``"warpgroup"`` task and no ``"block"`` one, only
+            the program says whether that task runs the tiles, so the value stays None here and is
+            derived when the kernel is planned (``explain()`` prints it). A schedule given with levels
+            that say otherwise is refused.
         turns: consumers take turns at the tensor cores (named barriers): cooperative consumers of a
             two-phase loop (attention's) at each step's products, so that one's math overlaps another's
             products (FlashAttention-3's ping-pong); ping-pong consumers at whole main loops (always on:
@@ -73,7 +84,7 @@ class Mapping:
     mma_in_flight: int = 1
     warp_specialize: bool = True
     consumers: int = 2
-    schedule: str = COOPERATIVE
+    schedule: str | None = None
     turns: bool | None = None
     persistent: bool = True
     raster: str = "grouped"
@@ -81,8 +92,11 @@ class Mapping:
     registers: tuple = ()
     smem_limit: int = SMEM_LIMIT
     sm_count: int | None = None
+    # the fields among "schedule" and "turns" derived rather than given: replace() derives them afresh
+    _derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
 
     def __post_init__(self):
+        object.__setattr__(self, "_derived", frozenset(n for n in ("schedule", "turns") if getattr(self, n) is None))
         for name in ("tiles", "levels", "memory", "registers"):
             object.__setattr__(self, name, _frozen_items(getattr(self, name), name))
         for name, value in self.tiles:
@@ -104,14 +118,24 @@ class Mapping:
                        f"slot is released only once its product retires, so pipeline must be >= "
                        f"{self.mma_in_flight + 1}", code="mapping-depth")
         _positive_int("consumers", self.consumers)
-        if self.schedule not in (COOPERATIVE, PINGPONG):
+        if self.schedule is not None and self.schedule not in (COOPERATIVE, PINGPONG):
             raise _bad(f"schedule={self.schedule!r} must be 'cooperative' or 'pingpong'")
-        if self.turns is None:                       # derived: a ping-pong's consumers always take turns
+        # Only a tile's task may run at "block" (a cooperative tile); a "warpgroup" task may run the tiles (a
+        # ping-pong) or issue the products, which only the program tells apart.
+        blocks = [name for name, level in self.levels if level == BLOCK]
+        if blocks and self.schedule == PINGPONG:
+            raise _bad(f"schedule='pingpong' but levels['{blocks[0]}']='block': only the task running each output "
+                       "tile runs at 'block', where its consumer warpgroups share the tile's rows (a cooperative "
+                       "schedule); a ping-pong maps that task to 'warpgroup'", code="mapping-level")
+        if self.schedule is None and (blocks or WARPGROUP not in dict(self.levels).values()):
+            object.__setattr__(self, "schedule", COOPERATIVE)
+        if self.turns is None and self.schedule is not None:   # derived: a ping-pong's consumers always take turns
             object.__setattr__(self, "turns", self.schedule == PINGPONG)
-        if not isinstance(self.turns, bool):
+        if self.turns is not None and not isinstance(self.turns, bool):
             raise _bad(f"turns={self.turns!r} must be True or False")
-        if self.schedule == PINGPONG and not self.turns:
-            raise _bad("schedule='pingpong' with turns=False: a ping-pong's consumers take turns at the main loop "
+        if self.schedule == PINGPONG and self.turns is False:
+            raise _bad("schedule='pingpong' (given, or a tile's task at level 'warpgroup') with turns=False: a "
+                       "ping-pong's consumers take turns at the main loop "
                        "(without them their K loops would share the tensor cores and hide nothing); leave turns "
                        "out, it follows the schedule")
         if self.raster not in RASTERS:
@@ -138,22 +162,42 @@ class Mapping:
 
     def __nvdsl_key__(self) -> tuple:
         """Every field by name: what keys a built kernel's calls in the disk cache, before tracing."""
-        return tuple((f.name, getattr(self, f.name)) for f in dataclasses.fields(self))
+        return tuple((f.name, getattr(self, f.name)) for f in _fields(self))
 
     def replace(self, **changes) -> "Mapping":
-        """This mapping with ``changes``; a new ``schedule`` without ``turns`` derives ``turns`` afresh."""
-        if "schedule" in changes and "turns" not in changes:
+        """This mapping with ``changes``. A derived ``schedule`` or ``turns`` is derived afresh (from the new
+        levels, the new schedule), and so is ``turns`` when a new ``schedule`` comes without it."""
+        given = set(changes)
+        if "schedule" not in given and "schedule" in self._derived:
+            changes["schedule"] = None
+        if "turns" not in given and ("schedule" in given or "turns" in self._derived):
             changes["turns"] = None
-        return dataclasses.replace(self, **changes)
+        return self._remade(changes)
+
+    def with_schedule(self, schedule: str) -> "Mapping":
+        """This mapping with the schedule its levels derive once the program is known (``turns`` follows it
+        unless given)."""
+        return self._remade({"schedule": schedule, "turns": None if "turns" in self._derived else self.turns})
+
+    def _remade(self, changes: dict) -> "Mapping":
+        # not dataclasses.replace: a refusal then points at the user's line, not at dataclasses.py
+        unknown = set(changes) - {f.name for f in _fields(self)}
+        if unknown:
+            raise _bad(f"Mapping has no field {sorted(unknown)[0]!r}")
+        return Mapping(**{f.name: changes.get(f.name, getattr(self, f.name)) for f in _fields(self)})
 
     def __str__(self) -> str:
         parts = []
-        for f in dataclasses.fields(self):
+        for f in _fields(self):
             value = getattr(self, f.name)
             if isinstance(value, tuple):
                 value = "{" + ", ".join(f"{k}: {v}" for k, v in value) + "}"
             parts.append(f"{f.name}={value}")
         return "Mapping(" + ", ".join(parts) + ")"
+
+
+def _fields(mapping: Mapping):
+    return [f for f in dataclasses.fields(mapping) if f.init]
 
 
 def _bad(message: str, code: str = "bad-mapping") -> MappingError:

@@ -662,7 +662,8 @@ def task(fn=None, *, reads=(), writes=(), reduces=()):
 def launch(t: Task, *args) -> None:
     """Run task ``t`` on these arguments (tensors, tiles, computed tiles or Python values) as part of this one.
 
-    The launched task holds the privileges it declares, which must not exceed what the caller holds.
+    The launched task holds the privileges it declares, which must not exceed what the caller holds. Its
+    events keep its name, so a mapping's ``levels`` can place it (see :class:`~nvdsl.tasks.Mapping`).
     """
     trace = _current("nt.launch")
     if not isinstance(t, Task):

@@ -16,7 +16,7 @@ from ..errors import MappingError, TaskError, user_location
 from . import ir
 from .analysis import operand_name, with_dependences
 from .ir import SHARED, Broadcast, Copy, Fill, FirstColumn, Loop, Map, Mma, Program, Reduce, Region
-from .mapping import BLOCK, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers
+from .mapping import BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers
 
 TILE_ALIGNMENT = 1024                 # ring tiles and staging buffers: 128-byte swizzled TMA tiles
 TURN_BARRIER = 10                     # named barriers 10, 11, ...: consumer c's turn at the tensor cores is 10 + c
@@ -242,18 +242,81 @@ def _shape_of(program: Program):
     return tiles, tuple(prologue), main, tuple(epilogue)
 
 
-def _derive_levels(program: Program, mapping: Mapping) -> tuple:
-    """Processor level per task: the program's task runs its prange on the host (one tile per block), its
-    tile body on the block, and its matrix products on warpgroups."""
+TILE_BODY, PRODUCTS = "tile body", "mma"     # the names of a tile's work and its products left in a caller
+
+
+def _common_chain(chains) -> tuple[str, ...]:
+    """The longest chain of launches that every one of ``chains`` starts with."""
+    chains = list(chains)
+    common = chains[0]
+    for chain in chains[1:]:
+        n = 0
+        while n < min(len(common), len(chain)) and common[n] == chain[n]:
+            n += 1
+        common = common[:n]
+    return common
+
+
+def resolve_levels(program: Program, mapping: Mapping) -> tuple[tuple, Mapping, str]:
+    """The processor level of each task the mapping can set, the mapping with the schedule they derive, and
+    how that schedule was said (for refusals).
+
+    Three parts of a program take a level, named as :func:`explain` prints them: the task holding the prange
+    over output tiles (``"host"`` only, as every task it was launched from); the task running one output tile,
+    the deepest task that every event of the prange's body was written in, if it was launched inside the
+    prange (else the ``"tile body"`` of the prange's task), at ``"block"`` (cooperative) or ``"warpgroup"``
+    (ping-pong); and the task issuing the products, the deepest task that every product was written in, if
+    launched inside the tile's task (else ``"mma"``), at ``"warpgroup"`` only."""
+    tiles = _shape_of(program)[0]
+    around = tiles.task or (program.name,)
+    inside = [node.task for node in tiles.body] + [op.task for op, _ in ir.walk(tiles.body)]
+    tile_chain = _common_chain([c for c in inside if c] or [around])
+    tile = tile_chain[-1] if len(tile_chain) > len(around) else TILE_BODY
+    product_chains = [op.task for op, _ in ir.walk(tiles.body) if isinstance(op, Mma) and op.task]
+    product_chain = _common_chain(product_chains) if product_chains else ()
+    products = product_chain[-1] if len(product_chain) > len(tile_chain) else PRODUCTS
+    roles: dict[str, set] = {}
+    for name in around:
+        roles.setdefault(name, set()).add(HOST)
+    roles.setdefault(tile, set()).add("tile")
+    roles.setdefault(products, set()).add("products")
+    for op, _ in ir.walk(program.body):
+        for name in op.task:
+            roles.setdefault(name, set())
+    given = dict(mapping.levels)
+
+    def refuse(message: str, hint: str | None = None) -> MappingError:
+        return MappingError(message, code="mapping-level", hint=hint, loc=user_location())
+
     for name, level in mapping.levels:
-        if name != program.name:
-            raise MappingError(f"levels['{name}']: the program has no task '{name}' left after launches are "
-                               f"inlined; its task is '{program.name}'", code="bad-mapping", loc=user_location())
-        if level != HOST:
-            raise MappingError(f"levels['{name}']={level!r}: task '{name}' holds the prange over output tiles, "
-                               "which only the host can launch (one tile per block)", code="mapping-level",
-                               loc=user_location())
-    return ((program.name, HOST), ("tile body", BLOCK), ("mma", WARPGROUP))
+        if name not in roles:
+            raise refuse(f"levels['{name}']: the program has no task '{name}'; it has " +
+                         ", ".join(f"'{n}'" for n in roles))
+        said = f"levels['{name}']={level!r}"
+        if not roles[name]:
+            raise refuse(f"{said}: task '{name}' is part of the work of a tile and runs at the level of '{tile}'",
+                         hint=f"levels name '{around[-1]}' (host), '{tile}' (block or warpgroup) and '{products}' "
+                              "(warpgroup)")
+        if HOST in roles[name] and level != HOST:
+            holds = "holds" if name == around[-1] else "launches the task holding"
+            raise refuse(f"{said}: task '{name}' {holds} the prange over output tiles, which only the host can "
+                         "launch (one tile per block)")
+        if "tile" in roles[name] and level == HOST:
+            raise refuse(f"{said}: task '{name}' runs one output tile, on a block: at 'block' its consumer "
+                         "warpgroups share the tile's rows, at 'warpgroup' each of them runs whole tiles (a ping-pong)")
+        if "products" in roles[name] and level != WARPGROUP:
+            raise refuse(f"{said}: task '{name}' issues the tile products, and wgmma is a warpgroup instruction: it "
+                         "runs at 'warpgroup' only")
+    derived = {WARPGROUP: PINGPONG, BLOCK: COOPERATIVE}.get(given.get(tile))
+    if derived is not None and mapping.schedule not in (None, derived):
+        raise refuse(f"schedule={mapping.schedule!r} but levels['{tile}']={given[tile]!r}: a tile's task at "
+                     f"{given[tile]!r} makes a {derived!r} schedule", hint="leave schedule out: it follows the levels")
+    if mapping.schedule is None:
+        mapping = mapping.with_schedule(derived or COOPERATIVE)
+    stated = f"levels['{tile}']={given[tile]!r}" if derived else f"schedule={mapping.schedule!r}"
+    tile_level = WARPGROUP if mapping.schedule == PINGPONG else BLOCK
+    levels = tuple((name, HOST) for name in around) + ((tile, tile_level), (products, WARPGROUP))
+    return levels, mapping, stated
 
 
 def _loads(ops) -> list[Copy]:
@@ -457,11 +520,12 @@ def _row_sums_on_tensor_cores(program: Program) -> tuple[Program, tuple[OnesTile
         ones[key] = replace(tile, sums=tile.sums + (f"{total} += {reduce.fn}({operand}, axis=1)",))
         accumulator = _fresh(names, f"{total}_sums")
         tensors.append(ir.TensorDecl(accumulator, (t.shape[0], ONES_COLUMNS), dt.float32, ir.REGISTER))
-        prologue += (Fill(-1, target=accumulator, value=0.0, loc=reduce.loc),)
-        product = Mma(-1, acc=accumulator, a=operand, b=tile.name, transpose_b=True, loc=reduce.loc)
+        prologue += (Fill(-1, target=accumulator, value=0.0, loc=reduce.loc, task=reduce.task),)
+        product = Mma(-1, acc=accumulator, a=operand, b=tile.name, transpose_b=True, loc=reduce.loc,
+                      task=reduce.task)
         last = max(i for i, op in enumerate(body) if isinstance(op, Mma) and op.a == operand)
         body = [op for op in body[:last + 1] + [product] + body[last + 1:] if op not in (reduce, add)]
-        after.append(FirstColumn(-1, out=total, input=accumulator, loc=add.loc))
+        after.append(FirstColumn(-1, out=total, input=accumulator, loc=add.loc, task=add.task))
     if not ones:
         return program, ()
     loop = replace(tiles, body=prologue + (replace(main, body=tuple(body)),) + tuple(after) + epilogue)
@@ -529,7 +593,7 @@ def _box(tile_shape, dtype: dt.DType, rows: int) -> tuple[tuple[int, ...], int]:
 
 def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedule:
     """Place ``program`` (after copy insertion and elimination) on the GPU as ``mapping`` says."""
-    levels = _derive_levels(program, mapping)
+    levels, mapping, stated = resolve_levels(program, mapping)
     program, ones = _row_sums_on_tensor_cores(program)
     tiles, prologue, main, epilogue = _shape_of(program)
     main_ops = main.body if main is not None else ()
@@ -537,7 +601,7 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
     consumers = mapping.consumers
     pingpong = mapping.schedule == PINGPONG
     if pingpong and consumers != 2:
-        raise MappingError(f"schedule='pingpong' alternates tiles between 2 consumer warpgroups, not {consumers}",
+        raise MappingError(f"{stated}: a ping-pong alternates tiles between 2 consumer warpgroups, not {consumers}",
                            code="bad-mapping", loc=user_location())
     split = _split_tensors(program, all_ops, mapping.schedule)
 
@@ -606,11 +670,11 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
     _check_trips(tiles, main)
     phases = _two_phases(program, main, prologue)
     if pingpong and not ws:
-        raise MappingError("schedule='pingpong' needs warp_specialize=True: a producer warpgroup feeds the ring in "
-                           "the order the consumers take their turns", code="bad-mapping",
+        raise MappingError(f"{stated}: a ping-pong needs warp_specialize=True: a producer warpgroup feeds the ring "
+                           "in the order the consumers take their turns", code="bad-mapping",
                            hint="map with warp_specialize=True, or schedule='cooperative'", loc=user_location())
     if pingpong and phases is not None:
-        raise MappingError("schedule='pingpong' takes turns at whole main loops; a two-phase loop (attention's) "
+        raise MappingError(f"{stated}: a ping-pong takes turns at whole main loops; a two-phase loop (attention's) "
                            "takes turns at each step's products instead", code="bad-mapping",
                            hint="map with schedule='cooperative' and turns=True", loc=user_location())
     unmasked = _unmasked(main, prologue + tuple(main_ops)) if phases is not None else None
