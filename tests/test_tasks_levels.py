@@ -173,7 +173,8 @@ def test_levels_a_task_cannot_run_at_are_refused():
                    "'matmul', 'tile body', 'mma'")
     refused_levels(gemm, nt.Mapping(levels={"mma": "block"}), "mapping-level", "levels['mma']='block'",
                    "warpgroup instruction")
-    refused_levels(gemm, nt.Mapping(levels={"mma": "host"}), "mapping-level", "levels['mma']='host'", "'warpgroup' only")
+    refused_levels(gemm, nt.Mapping(levels={"mma": "host"}), "mapping-level", "levels['mma']='host'",
+                   "'warpgroup' only")
     refused_levels(gemm, nt.Mapping(levels={"tile": "host"}), "mapping-level", "levels['tile']='host'",
                    "runs one output tile")
     refused_levels(gemm, nt.Mapping(levels={"gemm": "block"}), "mapping-level", "levels['gemm']='block'",

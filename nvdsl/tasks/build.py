@@ -2,9 +2,9 @@
 
 The passes run in this order, each a pure function whose output :meth:`TaskKernel.passes` prints:
 tracing the program into events, dependence analysis with copy insertion, copy elimination, the check
-of parallel writes, then scheduling (roles and rings, the consumers' split, pipelining, shared-memory
-allocation, the epilogue, persistence). Emission turns the schedule into nvdsl primitives inside an
-``@nvdsl.mlir_func``, which compiles and caches it like any hand-written kernel.
+of parallel writes, then scheduling (the tasks' processor levels, roles and rings, the consumers' split,
+pipelining, shared-memory allocation, the epilogue, persistence). Emission turns the schedule into nvdsl
+primitives inside an ``@nvdsl.mlir_func``, which compiles and caches it like any hand-written kernel.
 """
 
 from __future__ import annotations

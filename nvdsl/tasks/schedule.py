@@ -290,8 +290,8 @@ def resolve_levels(program: Program, mapping: Mapping) -> tuple[tuple, Mapping, 
 
     for name, level in mapping.levels:
         if name not in roles:
-            raise refuse(f"levels['{name}']: the program has no task '{name}'; it has " +
-                         ", ".join(f"'{n}'" for n in roles))
+            raise refuse(f"levels['{name}']: the program has no task '{name}'; the names its levels take are " +
+                         ", ".join(f"'{n}'" for n in roles if roles[n]))
         said = f"levels['{name}']={level!r}"
         if not roles[name]:
             raise refuse(f"{said}: task '{name}' is part of the work of a tile and runs at the level of '{tile}'",
