@@ -22,15 +22,20 @@ def mma(acc, A, B):
     acc += A @ B
 
 
+@nt.task(reads=("acc",), writes=("C",))
+def store(C, acc):
+    C[...] = acc.astype(C.dtype)
+
+
 @nt.task(reads=("A", "B"), writes=("C",))
 def tile(C, A, B):
-    """One output tile C from A's row panel and B's column panel."""
+    """One output tile C from A's row panel and B's column panel; its epilogue a helper task."""
     BK = nt.tunable("BK", 64)
     Ak, Bk = nt.blocks(A, (None, BK)), nt.blocks(B, (BK, None))
     acc = nt.zeros(C.shape, nt.float32)
     for k in nt.srange(Ak.grid[1]):
         nt.launch(mma, acc, Ak[0, k], Bk[k, 0])
-    C[...] = acc.astype(C.dtype)
+    nt.launch(store, C, acc)
 
 
 @nt.task(reads=("A", "B"), writes=("C",))
@@ -57,29 +62,6 @@ def products_only(C, A, B):
 def outer(C, A, B):
     """An entry task that launches the task holding the prange."""
     nt.launch(gemm, C, A, B)
-
-
-@nt.task(reads=("acc",), writes=("C",))
-def store(C, acc):
-    C[...] = acc.astype(C.dtype)
-
-
-@nt.task(reads=("A", "B"), writes=("C",))
-def tile_with_store(C, A, B):
-    BK = nt.tunable("BK", 64)
-    Ak, Bk = nt.blocks(A, (None, BK)), nt.blocks(B, (BK, None))
-    acc = nt.zeros(C.shape, nt.float32)
-    for k in nt.srange(Ak.grid[1]):
-        nt.launch(mma, acc, Ak[0, k], Bk[k, 0])
-    nt.launch(store, C, acc)
-
-
-@nt.task(reads=("A", "B"), writes=("C",))
-def gemm_with_store(C, A, B):
-    BM, BN = nt.tunable("BM", 128), nt.tunable("BN", 256)
-    Ct, Ap, Bp = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, None)), nt.blocks(B, (None, BN))
-    for i, j in nt.prange(*Ct.grid):
-        nt.launch(tile_with_store, Ct[i, j], Ap[i, 0], Bp[0, j])
 
 
 PINGPONG_LEVELS = nt.Mapping(levels={"tile": "warpgroup"}, tiles={"BN": 128})
@@ -131,7 +113,6 @@ LEVEL_CASES = {
     "launched tile and mma, schedule='pingpong'": (gemm, nt.Mapping(schedule="pingpong", tiles={"BN": 128})),
     "launched mma only": (products_only, nt.Mapping(tiles={"BN": 128})),
     "prange in a launched task": (outer, PINGPONG_LEVELS),
-    "helper launched by the tile's task": (gemm_with_store, nt.Mapping(tiles={"BN": 128})),
     "single task, default": (matmul, MAPPING),
     "single task, tile body at warpgroup": (matmul, nt.Mapping(levels={"tile body": "warpgroup"}, tiles={"BN": 128})),
 }
@@ -182,8 +163,8 @@ def test_levels_a_task_cannot_run_at_are_refused():
     refused_levels(outer, nt.Mapping(levels={"outer": "warpgroup"}), "mapping-level",
                    "levels['outer']='warpgroup'", "launches the task holding the prange")
     refused_levels(matmul, nt.Mapping(levels={"tile body": "host"}), "mapping-level", "levels['tile body']='host'")
-    refused_levels(gemm_with_store, nt.Mapping(levels={"store": "block"}), "mapping-level",
-                   "task 'store' is part of the work of a tile", "level of 'tile_with_store'")
+    refused_levels(gemm, nt.Mapping(levels={"store": "block"}), "mapping-level",
+                   "task 'store' is part of the work of a tile", "level of 'tile'")
 
 
 def test_a_schedule_that_contradicts_the_levels_is_refused():
