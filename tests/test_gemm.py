@@ -73,6 +73,31 @@ def test_library_gemm_is_generated_persistent_and_stages_its_epilogue():
     assert few_tiles.grid == (4, 1, 1)
 
 
+def test_the_library_maps_small_outputs_onto_narrower_tiles(monkeypatch):
+    """gemm() and linear() choose the tiling whose busiest SM finishes first: 128 x 256 tiles (the ping-pong with
+    an activation) where there are enough of them, narrower ones where 128 x 256 would leave SMs idle."""
+    pick = library.default_mapping
+    assert pick(8192, 8192, sm_count=132) is library.MAPPING
+    assert pick(4096, 14336, sm_count=132) is library.MAPPING
+    assert pick(1024, 1024, batch=8, sm_count=132) is library.MAPPING      # 256 tiles of 128 x 256
+    assert pick(1024, 1024, sm_count=132) is library.TILE_64x128_MAPPING  # 32 tiles of 128 x 256 on 132 SMs
+    assert pick(256, 8192, sm_count=132) is library.TILE_128x128_MAPPING
+    assert pick(8192, 8192, activation="gelu", sm_count=132) is library.PINGPONG_MAPPING
+    assert pick(256, 8192, activation="gelu", sm_count=132) is library.TILE_128x128_MAPPING
+    assert pick(1024, 1024, sm_count=8) is library.MAPPING                  # 4 rounds of 128 x 256 on 8 SMs
+
+    chosen = []
+    monkeypatch.setattr(library, "_kernel", lambda program, mapping: lambda *arrays: chosen.append(mapping))
+    library.gemm(*zeros(256, 8192, 64))
+    library.gemm(*zeros(256, 8192, 64), mapping=library.MAPPING)
+    library.gemm(np.zeros((8, 1024, 64), np.float16), np.zeros((8, 64, 1024), np.float16),
+                 np.zeros((8, 1024, 1024), np.float16))
+    library.linear(np.zeros((256, 64), np.float16), np.zeros((8192, 64), np.float16), np.zeros(8192, np.float16),
+                   np.zeros((256, 8192), np.float16), activation="gelu")
+    assert chosen == [library.default_mapping(256, 8192), library.MAPPING, library.default_mapping(1024, 1024, 8),
+                      library.default_mapping(256, 8192, activation="gelu")]
+
+
 def test_library_gemm_names_what_it_needs():
     with pytest.raises(nvdsl.TaskError, match="float16, bfloat16 or float8"):
         library.gemm(np.zeros((128, 64), np.float32), np.zeros((64, 256), np.float32),

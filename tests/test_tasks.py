@@ -318,9 +318,11 @@ def test_linear_layers_match_torch(activation, m, n, k):
 
 
 def test_linear_hides_an_activations_epilogue_under_the_other_consumers_products(backend):
-    """linear() maps a layer with an activation as a ping-pong (the epilogue of one consumer's tile runs during
-    the other's K loop) and a plain one cooperatively; both compute act(a @ w.T + bias)."""
+    """linear() maps a large layer with an activation as a ping-pong (the epilogue of one consumer's tile runs
+    during the other's K loop) and a plain one cooperatively; both compute act(a @ w.T + bias)."""
     assert linear_mapping("gelu").schedule == "pingpong" and linear_mapping("none") == MAPPING
+    assert linear_mapping("gelu", 8192, 8192) == linear_mapping("gelu")
+    assert linear_mapping("none", 8192, 8192) == MAPPING
     rng = np.random.default_rng(9)
     m, n, k = 300, 264, 136
     a, w = rng.standard_normal((m, k)).astype(f16), rng.standard_normal((n, k)).astype(f16)
@@ -328,7 +330,7 @@ def test_linear_hides_an_activations_epilogue_under_the_other_consumers_products
     for activation, fn in (("gelu", lambda x: 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))),
                            ("none", lambda x: x)):
         c = np.zeros((m, n), f16)
-        linear(a, w, bias, c, activation=activation)
+        linear(a, w, bias, c, activation=activation, mapping=linear_mapping(activation))
         expected = fn(a.astype(np.float64) @ w.astype(np.float64).T + bias)
         assert np.linalg.norm(c - expected) / np.linalg.norm(expected) < 2e-3, activation
     with pytest.raises(nvdsl.ArgumentError, match="'tanh' must be one of") as info:

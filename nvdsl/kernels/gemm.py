@@ -3,7 +3,8 @@
 The programs below say what is computed, tile by tile; :data:`MAPPING` says how it runs (a persistent,
 warp-specialized pipeline: a producer warpgroup filling a 4-slot ring by TMA, two consumer warpgroups
 sharing each 128 x 256 tile's rows, one wgmma product in flight, a TMA-store epilogue, tiles in groups of
-8 tile rows for L2). Pass another ``mapping=`` to run the same program differently; results do not change.
+8 tile rows for L2). Outputs too small to give every SM such tiles run on narrower ones
+(:func:`default_mapping`). Pass another ``mapping=`` to run the same program differently; results do not change.
 
     from nvdsl.kernels.gemm import gemm
     gemm(a, b, c)                    # a (M, K), b (K, N) float16/bfloat16; c (M, N) float16/bfloat16/float32
@@ -142,7 +143,7 @@ def grouped_matmul(C, A, B, tiles):
         Ct[t, j] = acc.astype(C.dtype)
 
 
-#: The mapping the library's GEMM runs under by default.
+#: The mapping the library's GEMM runs under on outputs large enough to give every SM its 128 x 256 tiles.
 MAPPING = nt.Mapping(tiles={"BM": 128, "BN": 256, "BK": 64}, pipeline=4, mma_in_flight=1, consumers=2,
                      persistent=True, raster="grouped", group=8)
 
@@ -157,6 +158,40 @@ PINGPONG_MAPPING = nt.Mapping(tiles={"BM": 128, "BN": 128, "BK": 64}, mma_in_fli
                               schedule="pingpong", persistent=True, raster="grouped", group=8)
 
 
+#: Narrower tiles for outputs too small to give every SM a 128 x 256 tile (a 128 x 128 tile, its rows
+#: shared by two consumers; a 64 x 128 tile for one consumer): more tiles, each slower per FLOP (the tensor
+#: cores reread B for fewer rows), so they pay only where the 128 x 256 tiles would leave SMs idle.
+TILE_128x128_MAPPING = MAPPING.replace(tiles={"BM": 128, "BN": 128, "BK": 64}, pipeline=6)
+TILE_64x128_MAPPING = MAPPING.replace(tiles={"BM": 64, "BN": 128, "BK": 64}, consumers=1, pipeline=8)
+
+# The tilings default_mapping chooses from, each with its throughput relative to the first's on a problem of
+# many waves (an H100, fp16, 4096 x 14336 x 4096 and 4096 x 4096 x 14336: 128 x 128 0.86-0.93x, 64 x 128
+# 0.58-0.59x). With an activation the ping-pong takes the 128 x 256 tile's place: it hides the epilogue.
+_TILINGS = ((MAPPING, 1.0), (TILE_128x128_MAPPING, 0.9), (TILE_64x128_MAPPING, 0.6))
+_TILINGS_WITH_ACTIVATION = ((PINGPONG_MAPPING, 1.0),) + _TILINGS[1:]
+
+
+def default_mapping(m: int, n: int, batch: int = 1, *, activation: str = "none",
+                    sm_count: int | None = None) -> nt.Mapping:
+    """The mapping the library runs an (m, n) output under (``batch`` of them): of its tilings, the one whose
+    busiest SM finishes first. A persistent block takes ``ceil(tiles / SMs)`` tiles (a ping-pong's two
+    consumers take them in pairs), each costing its area over the tiling's throughput; large outputs keep
+    :data:`MAPPING` (or :data:`PINGPONG_MAPPING` with an activation), small ones get narrower tiles, so that
+    a 1024 x 1024 output does not run on 32 of 132 SMs."""
+    if sm_count is None:
+        from ..tasks.build import _sm_count
+        sm_count = _sm_count()
+    best, best_cost = None, None
+    for mapping, throughput in (_TILINGS if activation == "none" else _TILINGS_WITH_ACTIVATION):
+        tile = mapping.tile_values()
+        per_block = 2 if mapping.schedule == "pingpong" else 1
+        tiles = batch * -(-m // tile["BM"]) * -(-n // tile["BN"])
+        cost = -(-tiles // (sm_count * per_block)) * per_block * tile["BM"] * tile["BN"] / throughput
+        if best_cost is None or cost < best_cost:
+            best, best_cost = mapping, cost
+    return best
+
+
 #: The mapping of ``scaled_matmul``: K tiles of 128 float8 values, one 128-byte swizzled row.
 FP8_MAPPING = MAPPING.replace(tiles={"BM": 128, "BN": 256, "BK": 128})
 
@@ -166,9 +201,12 @@ def _kernel(program: nt.Task, mapping: nt.Mapping) -> nt.TaskKernel:
     return nt.build(program, mapping)
 
 
-def linear_mapping(activation: str = "none") -> nt.Mapping:
-    """The mapping :func:`linear` runs ``linear_program(activation)`` under: :data:`PINGPONG_MAPPING` where an
+def linear_mapping(activation: str = "none", m: int | None = None, n: int | None = None) -> nt.Mapping:
+    """The mapping :func:`linear` runs ``linear_program(activation)`` under: for an (m, n) output,
+    :func:`default_mapping`'s; without a shape, the one for large outputs: :data:`PINGPONG_MAPPING` where an
     activation makes the epilogue worth hiding, else :data:`MAPPING`."""
+    if m is not None and n is not None:
+        return default_mapping(m, n, activation=activation)
     return MAPPING if activation == "none" else PINGPONG_MAPPING
 
 
@@ -176,18 +214,29 @@ def linear(a, w, bias, c, *, activation: str = "none", mapping: nt.Mapping | Non
     """``c[:] = act(a @ w.T + bias)``: a linear layer, ``a`` (M, K), ``w`` (N, K) as frameworks store it,
     ``bias`` (N,), ``c`` (M, N); ``activation`` is one of "none", "relu", "gelu" (exact, erf), "gelu_tanh"
     (torch's ``gelu(approximate="tanh")``) or "silu".
-    Compiled once per dtype, shape, activation and mapping (default :func:`linear_mapping`)."""
+    Compiled once per dtype, shape, activation and mapping (default :func:`linear_mapping` for c's shape)."""
     if activation not in ACTIVATIONS:
         raise ArgumentError(f"activation={activation!r} must be one of {sorted(ACTIVATIONS)}", code="bad-argument",
                             loc=user_location())
-    _kernel(linear_program(activation), mapping or linear_mapping(activation))(c, a, w, bias)
+    if mapping is None:
+        mapping = linear_mapping(activation, *_output_shape(c, 2)[-2:])
+    _kernel(linear_program(activation), mapping)(c, a, w, bias)
+
+
+def _output_shape(c, ndim: int) -> tuple:
+    """``c``'s shape where it is an array of ``ndim`` dimensions, else ``(None,) * ndim`` (the kernel's own
+    checks then name what is wrong with it)."""
+    shape = getattr(c, "shape", None)
+    if isinstance(shape, tuple) and len(shape) == ndim and all(isinstance(d, int) and d > 0 for d in shape):
+        return shape
+    return (None,) * ndim
 
 
 def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None) -> None:
     """``c[:] = a @ b`` (or batched over a leading axis), accumulated in float32 and converted to ``c``'s type.
 
     ``b_layout`` is ``"KN"`` for B stored (K, N) or ``"NK"`` for B stored (N, K). Compiled once per dtype,
-    shape and mapping.
+    shape and mapping (default :func:`default_mapping` for c's shape).
     """
     ndim = len(getattr(a, "shape", ()))
     if b_layout not in ("KN", "NK"):
@@ -195,7 +244,10 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None) ->
     if ndim == 3 and b_layout == "NK":
         raise ArgumentError("batched GEMM takes B as (batch, K, N)", code="bad-layout", loc=user_location())
     program = batched_matmul if ndim == 3 else matmul_nk if b_layout == "NK" else matmul
-    _kernel(program, mapping or MAPPING)(c, a, b)
+    if mapping is None:
+        shape = _output_shape(c, 3 if ndim == 3 else 2)
+        mapping = MAPPING if shape[0] is None else default_mapping(*shape[-2:], batch=shape[0] if ndim == 3 else 1)
+    _kernel(program, mapping)(c, a, b)
 
 
 def row_tile_table(group_sizes, block_rows: int, capacity: int | None = None):
