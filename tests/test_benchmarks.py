@@ -95,6 +95,14 @@ def test_gemm_family_loads_without_gpu_libraries():
     assert result.stdout.strip() == "[]"
 
 
+def test_gemm_takes_extra_shapes():
+    extra = gemm.shapes(_args(dtypes="fp16", k="4096", square=False, shapes="1024x1024x8192, 256X8192x8192"))
+    assert [(p["M"], p["N"], p["K"], p["sweep"]) for p in extra] == [
+        (8192, 8192, 4096, "M=N=8192"), (1024, 1024, 8192, "shapes"), (256, 8192, 8192, "shapes")]
+    with pytest.raises(SystemExit, match="'1024x1024' is not MxNxK"):
+        gemm.shapes(_args(square=False, shapes="1024x1024"))
+
+
 def test_gemm_family_shapes_are_the_issues():
     shapes = gemm_family.shapes(_args())
     assert [p["op"] for p in shapes] == (["dual"] * 2 + ["rowsum"] * 2 + ["batched"] * 2 + ["grouped"] * 2 +

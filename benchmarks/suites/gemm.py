@@ -43,6 +43,19 @@ def shapes(args) -> list[dict]:
     shapes = [{"dtype": d, "M": MN, "N": MN, "K": k, "sweep": f"M=N={MN}"} for d in dtypes for k in k_values]
     if args.square:
         shapes += [{"dtype": d, "M": s, "N": s, "K": s, "sweep": "square"} for d in dtypes for s in SQUARE]
+    shapes += [{"dtype": d, "M": m, "N": n, "K": k, "sweep": "shapes"} for d in dtypes
+               for m, n, k in parse_shapes(getattr(args, "shapes", ""))]
+    return shapes
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    """``"1024x1024x8192,256x8192x8192"`` as [(1024, 1024, 8192), (256, 8192, 8192)]."""
+    shapes = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        dims = item.lower().split("x")
+        if len(dims) != 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
+            raise SystemExit(f"--shapes: {item!r} is not MxNxK (positive integers), e.g. 1024x1024x8192")
+        shapes.append(tuple(int(d) for d in dims))
     return shapes
 
 
