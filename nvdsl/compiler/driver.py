@@ -14,7 +14,9 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 
 from mlir import ir, passmanager
@@ -250,18 +252,55 @@ def lower_to_ptx(kernels: ir.Module, options: Options) -> str:
     return ptx[0]
 
 
-def assemble(ptx: str, options: Options, ptxas: str) -> tuple[bytes, str]:
-    """Assemble PTX with ptxas; return the cubin and ptxas' verbose log."""
-    with tempfile.TemporaryDirectory(prefix="nvdsl-") as tmp:
-        src, out = os.path.join(tmp, "kernel.ptx"), os.path.join(tmp, "kernel.cubin")
+class Assembly:
+    """ptxas assembling PTX in another process, started at once, while this thread does other work (the
+    barrier-protocol check: see :func:`compile_module`); :meth:`result` waits for it, :meth:`cancel` stops it."""
+
+    def __init__(self, ptx: str, options: Options, ptxas: str):
+        self._ptx = ptx
+        self._tmp = tempfile.TemporaryDirectory(prefix="nvdsl-")
+        src, self._cubin = os.path.join(self._tmp.name, "kernel.ptx"), os.path.join(self._tmp.name, "kernel.cubin")
         with open(src, "w") as f:
             f.write(ptx)
-        cmd = [ptxas, f"-arch={options.chip}", f"-O{options.opt_level}", "-v", src, "-o", out]
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise CompileError("ptxas", _explain_ptxas(proc.stderr or proc.stdout, ptx))
-        with open(out, "rb") as f:
-            return f.read(), proc.stderr + proc.stdout
+        cmd = [ptxas, f"-arch={options.chip}", f"-O{options.opt_level}", "-v", src, "-o", self._cubin]
+        self.started = time.perf_counter()
+        try:
+            self._process = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        except BaseException:
+            self._tmp.cleanup()
+            raise
+        self.finished: float | None = None      # when ptxas exited (perf_counter)
+        self._output = ("", "")
+        # Reads ptxas' pipes as it writes (a full pipe would stall it) and notes when it exits; touches no MLIR.
+        self._waiter = threading.Thread(target=self._wait, name="nvdsl-ptxas", daemon=True)
+        self._waiter.start()
+
+    def _wait(self) -> None:
+        self._output = self._process.communicate()
+        self.finished = time.perf_counter()
+
+    def result(self) -> tuple[bytes, str]:
+        """Wait for ptxas; return the cubin and its verbose log (a failure is a CompileError quoting the PTX)."""
+        try:
+            self._waiter.join()
+            stdout, stderr = self._output
+            if self._process.returncode != 0:
+                raise CompileError("ptxas", _explain_ptxas(stderr or stdout, self._ptx))
+            with open(self._cubin, "rb") as f:
+                return f.read(), stderr + stdout
+        finally:
+            self._tmp.cleanup()
+
+    def cancel(self) -> None:
+        """Stop ptxas and wait for it to exit: nothing of it is left behind."""
+        self._process.kill()
+        self._waiter.join()
+        self._tmp.cleanup()
+
+
+def assemble(ptx: str, options: Options, ptxas: str) -> tuple[bytes, str]:
+    """Assemble PTX with ptxas; return the cubin and ptxas' verbose log."""
+    return Assembly(ptx, options, ptxas).result()
 
 
 def _explain_ptxas(message: str, ptx: str) -> str:
@@ -275,30 +314,66 @@ def _explain_ptxas(message: str, ptx: str) -> str:
     return "\n".join(quoted)
 
 
-def compile_module(module: ir.Module, name: str, key: str, options: Options) -> tuple[CompiledModule, str]:
-    """Outline, lower and assemble a traced module (consumed in place).
+def compile_module(module: ir.Module, name: str, key: str, options: Options,
+                   check: Callable[[], None] | None = None) -> tuple[CompiledModule, str]:
+    """Outline, lower and assemble a traced module (or a copy of its operation), consumed in place.
+
+    ``check`` (the frontend's barrier-protocol check, which reads a module nothing here touches) runs in this
+    thread while ptxas assembles the PTX in its own process, so that it costs a cold compile nothing while it
+    is shorter than ptxas. Whatever it raises stops ptxas and propagates, ahead of any compile error (its
+    report names the user's lines). Without ptxas it runs first, as a step of its own. Its wall and CPU time go
+    into the timings (``check_s``, ``check_cpu_s``), and ``check_overlap_s`` says how much of it ptxas was
+    running.
 
     Returns the compiled module and the lowered MLIR text (for dumps).
     """
     timings = {}
+    ptxas = find_tool("ptxas", options.ptxas) if options.assemble_cubin else None
+    if check is not None and ptxas is None:
+        timings.update(_timed_check(check, None))
+        check = None
     t0 = time.perf_counter()
-    with module.context, ir.Location.unknown():
-        kernels, plan = outline(module)
-        locations = _launch_locations(module)
-        t1 = time.perf_counter()
-        ptx = lower_to_ptx(kernels, options)
-        lowered = str(kernels)
+    try:
+        with module.context, ir.Location.unknown():
+            kernels, plan = outline(module)
+            locations = _launch_locations(module)
+            t1 = time.perf_counter()
+            ptx = lower_to_ptx(kernels, options)
+            lowered = str(kernels)
+    except CompileError as error:
+        failed = error
+    else:
+        failed = None
+    if failed is not None:
+        if check is not None:
+            check()
+        raise failed
     t2 = time.perf_counter()
     timings["outline_s"], timings["lower_s"] = t1 - t0, t2 - t1
     cubin, log = None, ""
-    ptxas = find_tool("ptxas", options.ptxas) if options.assemble_cubin else None
     if ptxas is not None:
-        cubin, log = assemble(ptx, options, ptxas)
-        timings["ptxas_s"] = time.perf_counter() - t2
+        assembly = Assembly(ptx, options, ptxas)
+        if check is not None:
+            try:
+                timings.update(_timed_check(check, assembly))
+            except BaseException:
+                assembly.cancel()
+                raise
+        cubin, log = assembly.result()
+        timings["ptxas_s"] = assembly.finished - assembly.started
     compiled = CompiledModule(key=key, name=name, plan=plan, ptx=ptx, cubin=cubin,
                               resources=parse_ptxas_log(log), ptxas_log=log, timings=timings)
     check_shared_memory(compiled, options, locations)
     return compiled, lowered
+
+
+def _timed_check(check: Callable[[], None], assembly: Assembly | None) -> dict[str, float]:
+    start, start_cpu = time.perf_counter(), time.process_time()
+    check()
+    end = time.perf_counter()
+    ptxas_end = end if assembly is None or assembly.finished is None else assembly.finished
+    return {"check_s": end - start, "check_cpu_s": time.process_time() - start_cpu,
+            "check_overlap_s": 0.0 if assembly is None else max(0.0, min(end, ptxas_end) - start)}
 
 
 def check_shared_memory(compiled: CompiledModule, options: Options, locations: dict) -> None:

@@ -224,26 +224,46 @@ class TracedFunction:
         """The trace, with its kernels' barrier protocol checked (unless ``Options.protocol_check`` is off)."""
         trace = self._trace(specs, constants)
         if self.options.protocol_check:
-            from ..interpreter.protocol import check_protocol  # imports MLIR, as tracing did
-            undecided = check_protocol(trace.module, trace.specs)
-            if undecided is not None:
-                warnings.warn(f"nvdsl could not check the barrier protocol of '{self.fn.__name__}': {undecided}; "
-                              "run it in the interpreter (nvdsl.fuzz) to check it", ProtocolCheckWarning,
-                              stacklevel=4)
+            self._warn_unchecked(self._check_protocol(trace), stacklevel=4)
         return trace
+
+    def _check_protocol(self, trace: Trace) -> str | None:
+        """Check the barrier protocol of a trace's kernels: a violation raises ProtocolError; returns the reason
+        the check could not decide, if it could not."""
+        from ..interpreter.protocol import check_protocol  # imports MLIR, as tracing did
+        return check_protocol(trace.module, trace.specs)
+
+    def _warn_unchecked(self, undecided: str | None, stacklevel: int) -> None:
+        if undecided is not None:
+            warnings.warn(f"nvdsl could not check the barrier protocol of '{self.fn.__name__}': {undecided}; "
+                          "run it in the interpreter (nvdsl.fuzz) to check it", ProtocolCheckWarning,
+                          stacklevel=stacklevel + 1)
 
     def _compile(self, specs, constants) -> Compiled:
         from ..compiler.driver import compile_module  # imports MLIR
         options = self.options
-        trace = self._checked_trace(specs, constants)
+        trace = self._trace(specs, constants)
+        undecided = []
+        check = (lambda: undecided.append(self._check_protocol(trace))) if options.protocol_check else None
         key = cache_key(trace.mlir, options)
         cache = cache_for(options)
         if options.dump_dir is None:
             hit = cache.get(key, trace.mlir)
             if hit is not None:
+                if check is not None:
+                    check()
+                    self._warn_unchecked(undecided[0], stacklevel=3)
                 _warn_ptxas(hit, self.name)
                 return Compiled(trace, hit, {})
-        compiled, lowered = compile_module(trace.module, self.name, key, options)
+        # The check reads trace.module while ptxas assembles (compile_module runs it then): the compile outlines
+        # a copy, so that the module the check reads is the traced one, whatever the compile has done to its own.
+        with trace.module.context:
+            copy = trace.module.operation.clone()
+        try:
+            compiled, lowered = compile_module(copy, self.name, key, options, check)
+        finally:
+            if undecided:
+                self._warn_unchecked(undecided[0], stacklevel=3)
         cache.put(compiled, trace.mlir)
         _warn_ptxas(compiled, self.name)
         paths = _dump(options.dump_dir, trace, compiled, lowered) if options.dump_dir else {}
