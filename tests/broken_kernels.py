@@ -263,3 +263,81 @@ def make(bug: str | None):
     if bug == "ring-overrun":
         return ring(bug)
     return pipeline(bug)
+
+
+def causal_trips(tile):
+    """4 trips for the first five tiles, then 5, then 6: computed from the tile index, growing as a causal mask's."""
+    return (tile + 20) // 5
+
+
+def causal_tiles(bug: str | None = None, tiles: int = 12, depth: int = 2, trips=causal_trips):
+    """A persistent loop over ``tiles`` tiles whose inner loop runs ``trips(tile)`` trips (by default
+    :func:`causal_trips`: a trip count computed from the tile index, read by nothing but the inner loop's bound). A producer warp hands 64-float rows to a consumer warp through a ring of
+    ``depth`` stages whose slot and phase are carried across tiles. ``"phase-reset"``: the consumer starts the ring
+    afresh at every tile, which is harmless while the tiles before ran a multiple of ``2 * depth`` trips (with the
+    default trips, the first six) and wrong after. A summary that took two tiles for a period of the tile loop without looking at
+    the trip count (the state at the first tile's first wait and at the second's are the same but for the tile
+    index) would skip the tile where it goes wrong. ``out[lane]`` = the sum of every row's columns ``2 lane`` and
+    ``2 lane + 1``."""
+    @nvdsl.mlir_func
+    def causal(a, out):
+        tma = nvdsl.TMA(a, box=(1, 64))
+
+        @nvdsl.gpu_launch(grid=1, block=64, smem=depth * 256)
+        def kernel(ctx):
+            stages = [ctx.dynamic_shared((1, 64), nvdsl.float32, offset=s * 256, align=128) for s in range(depth)]
+            full, empty = nvdsl.Mbarriers(depth), nvdsl.Mbarriers(depth)
+            tid = ctx.thread_id.x
+            with nvdsl.when(tid.eq(0)):
+                for s in range(depth):
+                    full[s].init(1)
+                    empty[s].init(32)
+            ctx.sync_threads()
+            warp, lane = tid // 32, tid % 32
+            zero = nvdsl.constant(0, nvdsl.int32)
+
+            def advance(slot, phase):
+                wrapped = (slot + 1).eq(depth)
+                return nvdsl.select(wrapped, zero, slot + 1), nvdsl.select(wrapped, phase ^ 1, phase)
+
+            with nvdsl.when(warp.eq(0)):
+                @nvdsl.fori(0, tiles, carry=(zero, zero))
+                def produced(tile, ring):
+                    @nvdsl.fori(0, trips(tile), carry=ring)
+                    def tile_produced(k, carry):
+                        slot, phase = carry
+                        empty[slot].try_wait(phase ^ 1)              # AT:causal-producer-wait
+                        full[slot].arrive(256, predicate=lane.eq(0))
+                        for s in range(depth):
+                            with nvdsl.when(slot.eq(s) & lane.eq(0)):
+                                tma.load(stages[s], full[s], (tile * 6 + k, 0))   # AT:causal-load
+                        return advance(slot, phase)
+                    return tile_produced
+
+            with nvdsl.when(warp.eq(1)):
+                @nvdsl.fori(0, tiles, carry=(zero, zero, nvdsl.constant(0.0, nvdsl.float32)))
+                def consumed(tile, carry):
+                    slot, phase, total = carry
+                    if bug == "phase-reset":
+                        slot, phase = zero, zero                     # BUG:causal-reset
+
+                    @nvdsl.fori(0, trips(tile), carry=(slot, phase, total))
+                    def tile_consumed(k, carry):
+                        slot, phase, total = carry
+                        full[slot].try_wait(phase)                   # AT:causal-consumer-wait
+                        value = nvdsl.constant(0.0, nvdsl.float32)
+                        for s in range(depth):
+                            value = nvdsl.cond(slot.eq(s),
+                                               lambda s=s: stages[s][0, lane * 2] + stages[s][0, lane * 2 + 1],
+                                               lambda value=value: value)
+                        empty[slot].arrive()
+                        return advance(slot, phase) + (total + value,)
+                    return tile_consumed
+                out[lane] = consumed[2]
+        kernel()
+
+    def inputs(seed: int = 0):
+        a = np.random.default_rng(seed).standard_normal((tiles * 6, 64)).astype(np.float32)
+        return a, np.zeros(32, np.float32)
+
+    return causal, inputs

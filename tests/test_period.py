@@ -253,3 +253,61 @@ def test_a_unit_run_summarises_a_loop_while_another_warp_waits_its_turn(monkeypa
     monkeypatch.setattr(program.Program, "run_skeleton", run_skeleton)
     assert check_protocol(trace.module, trace.specs) is None
     assert len(skipped) == 2 and all(count > 500 for count in skipped), skipped
+
+
+def _tile_index_unread(monkeypatch):
+    """Make the summaries leave a tile loop's index out of the state even where it computes an inner loop's trip
+    count (as if only the inner loop's bound, which is the same for the first tiles, were needed): a wrong skip."""
+    import nvdsl.interpreter.ops_control as ops_control
+    original = ops_control.index_comparisons
+
+    def unread(index, keep):
+        found = original(index, keep)
+        sums = [reader.result for reader, _ in ops_control._readers(index, keep) if reader.name == "arith.addi"]
+        return ((), sums) if found is None and sums else found
+    monkeypatch.setattr(ops_control, "index_comparisons", unread)
+
+
+def test_an_inner_trip_count_computed_from_the_tile_index_keeps_the_tile_loop_from_a_wrong_skip(monkeypatch):
+    """A persistent loop whose inner loop runs ``(tile + 20) // 5`` trips (causal-style; the count is read by nothing
+    but the bound). The first five tiles leave the ring in the same state, so a tile loop summary that left the tile
+    index out of the state would take one tile for its period and skip to the last tile, past the seventh, where a
+    consumer that restarts its ring at every tile goes wrong. The tile index is in the state (a loop index read
+    otherwise than by comparisons with constants): the correct kernel is decided, the broken one refused at the
+    refill its reset lets through, and the wrong skip would miss it (what this test guards against)."""
+    correct = bk.causal_tiles()
+    a, out = correct[1]()
+    trace = correct[0].trace(a, out)
+    assert check_protocol(trace.module, trace.specs) is None
+    correct[0].with_options(backend="interpret")(a, out)
+    rows = [tile * 6 + k for tile in range(12) for k in range(bk.causal_trips(tile))]
+    np.testing.assert_allclose(out, a[rows].reshape(len(rows), 32, 2).sum(axis=(0, 2)), rtol=1e-4)
+    broken = bk.causal_tiles("phase-reset")[0].trace(a, out)
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        check_protocol(broken.module, broken.specs)
+    assert info.value.code == "stage-refilled-early", str(info.value)
+    assert "AT:causal-load" in info.value.loc.text and "AT:causal-producer-wait" in str(info.value), str(info.value)
+    _tile_index_unread(monkeypatch)
+    assert check_protocol(broken.module, broken.specs) is None
+
+
+def test_an_inner_trip_count_stepped_by_a_comparison_of_the_tile_index_skips_tiles_up_to_the_step(monkeypatch):
+    """The inner loop runs 4 trips for the first 25 tiles of 40, then 5: the tile index is read only by that
+    comparison, so it is left out of the state and the summary skips tiles, but not across tile 25. A consumer that
+    restarts its ring at every tile goes wrong at tile 26: found; with skips allowed across the step, missed."""
+    trips = lambda tile: nvdsl.select(tile < 25, nvdsl.constant(4, nvdsl.int32), nvdsl.constant(5, nvdsl.int32))
+    correct, inputs = bk.causal_tiles(tiles=40, trips=trips)
+    a, out = inputs()
+    skipped = record_skips(monkeypatch)
+    trace = correct.trace(a, out)
+    assert check_protocol(trace.module, trace.specs) is None
+    assert skipped and skipped[-1] >= 20, skipped
+    broken = bk.causal_tiles("phase-reset", tiles=40, trips=trips)[0].trace(a, out)
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        check_protocol(broken.module, broken.specs)
+    assert info.value.code == "stage-refilled-early" and "AT:causal-producer-wait" in str(info.value), \
+        str(info.value)
+    original = period.LoopFrame.__init__
+    monkeypatch.setattr(period.LoopFrame, "__init__",
+                        lambda self, op, i, step, hi, iv, boundaries=(): original(self, op, i, step, hi, iv, ()))
+    assert check_protocol(broken.module, broken.specs) is None

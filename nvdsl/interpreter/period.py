@@ -21,7 +21,10 @@ full, as before.
 
 The canonical state leaves out what the block's future cannot depend on:
 
-* loop indices that no kept operation reads (their slots), and the iteration counters;
+* loop indices that no kept operation reads (their slots), and the iteration counters. A running loop's bounds
+  are not in the state either: they are computed from registers that are (read loop indices included: a persistent
+  kernel's inner trip count computed from its tile index keeps the tile loop from a period), or from values set
+  once per block;
 * absolute clocks of the race detector: each agent's clocks are taken relative to its own current clock,
   a thread's knowledge older than every live record of that agent counts as "stale", and a record that
   every live thread has already seen counts as "covered" (the detector only ever compares a thread's
