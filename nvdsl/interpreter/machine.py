@@ -218,7 +218,8 @@ class Block:
         body = self.kernel.body
         for w in self.warps:
             w.gen = _warp_body(body, w)
-        current = 0
+        current = 0         # the index of the warp that ran last (a unit's first warp)
+        position = 0        # and its place in self.warps (after a unit of 4 warps the two differ)
         steps = 0
         idle_jumps = 0
         warps = self.warps
@@ -240,11 +241,12 @@ class Block:
                 self.land(self.copies.pop(rng.randrange(len(self.copies))))
             if rng is None:
                 chosen = None
-                start = current + 1 if rotate else current
+                start = position + 1 if rotate else position
                 for step in range(count):
                     w = warps[(start + step) % count]
                     if not w.done and (w.wait is None or w.wait.forced or w.wait.ready()):
                         chosen = w
+                        position = (start + step) % count
                         break
             else:
                 ready = [w for w in warps if not w.done and (w.wait is None or w.wait.forced or w.wait.ready())]
