@@ -17,7 +17,6 @@ Unknown operations are refused when the module is compiled, naming the op and it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from mlir import ir
 
@@ -47,13 +46,20 @@ def identity(op, c, info):
     return PLAIN, fn
 
 
-@dataclass(frozen=True)
 class OpInfo:
-    """What reports say about an operation: its name and the user's Python line."""
+    """What reports say about an operation: its name and the user's Python line (``loc``, read from the MLIR
+    location when first asked: most operations never appear in a report, and reading one costs microseconds)."""
 
-    id: int
-    name: str
-    loc: SourceLocation | None
+    __slots__ = ("id", "name", "_location", "_loc")
+
+    def __init__(self, id: int, name: str, location: ir.Location | None):
+        self.id, self.name, self._location, self._loc = id, name, location, None
+
+    @property
+    def loc(self) -> SourceLocation | None:
+        if self._location is not None:
+            self._loc, self._location = source_location(self._location), None
+        return self._loc
 
     def where(self) -> str:
         return f"{self.name} at {self.loc}" if self.loc else self.name
@@ -213,7 +219,7 @@ class Compiler:
 
     def info(self, op, name: str | None = None) -> OpInfo:
         op = op.operation
-        info = OpInfo(len(self.infos), name or op.name, source_location(op.location))
+        info = OpInfo(len(self.infos), name or op.name, op.location)
         self.infos.append(info)
         return info
 
