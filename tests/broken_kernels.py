@@ -189,6 +189,30 @@ def one_trip(bug: bool = True, stages: int = 3):
     return gemm, inputs
 
 
+def _row_ring(ctx, depth: int):
+    """The ring of :func:`ring` and :func:`causal_tiles`: ``depth`` stages of one 64-float row, ``full`` barriers
+    (one arrival, with the row's bytes) and ``empty`` ones (the consumer warp's 32 arrivals), initialised before
+    the block's barrier. Returns the stages, the barriers, and the thread's warp and lane."""
+    stages = [ctx.dynamic_shared((1, 64), nvdsl.float32, offset=s * 256, align=128) for s in range(depth)]
+    full, empty = nvdsl.Mbarriers(depth), nvdsl.Mbarriers(depth)
+    tid = ctx.thread_id.x
+    with nvdsl.when(tid.eq(0)):
+        for s in range(depth):
+            full[s].init(1)
+            empty[s].init(32)
+    ctx.sync_threads()
+    return stages, full, empty, tid // 32, tid % 32
+
+
+def _row_pair_sum(stages, slot, lane):
+    """Columns ``2 lane`` and ``2 lane + 1`` of the row in stage ``slot`` (a traced index), summed."""
+    value = nvdsl.constant(0.0, nvdsl.float32)
+    for s in range(len(stages)):
+        value = nvdsl.cond(slot.eq(s), lambda s=s: stages[s][0, lane * 2] + stages[s][0, lane * 2 + 1],
+                           lambda value=value: value)
+    return value
+
+
 def ring(bug: str | None = None, depth: int = 2, skip_flip=None, cap: int = 0):
     """A producer warp and a consumer warp handing 64-float rows through a ring of ``depth`` stages; the
     stage is a traced index into the Mbarriers and the parity is carried through the loop. Bugs:
@@ -204,15 +228,7 @@ def ring(bug: str | None = None, depth: int = 2, skip_flip=None, cap: int = 0):
 
         @nvdsl.gpu_launch(grid=1, block=64, smem=depth * 256)
         def kernel(ctx):
-            tiles = [ctx.dynamic_shared((1, 64), nvdsl.float32, offset=s * 256, align=128) for s in range(depth)]
-            full, empty = nvdsl.Mbarriers(depth), nvdsl.Mbarriers(depth)
-            tid = ctx.thread_id.x
-            with nvdsl.when(tid.eq(0)):
-                for s in range(depth):
-                    full[s].init(1)
-                    empty[s].init(32)
-            ctx.sync_threads()
-            warp, lane = tid // 32, tid % 32
+            tiles, full, empty, warp, lane = _row_ring(ctx, depth)
             zero = nvdsl.constant(0, nvdsl.int32)
 
             def advance(slot, phase):
@@ -236,10 +252,7 @@ def ring(bug: str | None = None, depth: int = 2, skip_flip=None, cap: int = 0):
                 def consumed(k, carry):
                     slot, phase, total, wraps = carry
                     full[slot].try_wait(phase)                            # AT:ring-wait
-                    value = nvdsl.constant(0.0, nvdsl.float32)
-                    for s in range(depth):
-                        value = nvdsl.cond(slot.eq(s), lambda s=s: tiles[s][0, lane * 2] + tiles[s][0, lane * 2 + 1],
-                                           lambda value=value: value)
+                    value = _row_pair_sum(tiles, slot, lane)
                     empty[slot].arrive()
                     next_slot, next_phase = advance(slot, phase)
                     if skip_flip is not None:
@@ -285,15 +298,7 @@ def causal_tiles(bug: str | None = None, tiles: int = 12, depth: int = 2, trips=
 
         @nvdsl.gpu_launch(grid=1, block=64, smem=depth * 256)
         def kernel(ctx):
-            stages = [ctx.dynamic_shared((1, 64), nvdsl.float32, offset=s * 256, align=128) for s in range(depth)]
-            full, empty = nvdsl.Mbarriers(depth), nvdsl.Mbarriers(depth)
-            tid = ctx.thread_id.x
-            with nvdsl.when(tid.eq(0)):
-                for s in range(depth):
-                    full[s].init(1)
-                    empty[s].init(32)
-            ctx.sync_threads()
-            warp, lane = tid // 32, tid % 32
+            stages, full, empty, warp, lane = _row_ring(ctx, depth)
             zero = nvdsl.constant(0, nvdsl.int32)
 
             def advance(slot, phase):
@@ -325,11 +330,7 @@ def causal_tiles(bug: str | None = None, tiles: int = 12, depth: int = 2, trips=
                     def tile_consumed(k, carry):
                         slot, phase, total = carry
                         full[slot].try_wait(phase)                   # AT:causal-consumer-wait
-                        value = nvdsl.constant(0.0, nvdsl.float32)
-                        for s in range(depth):
-                            value = nvdsl.cond(slot.eq(s),
-                                               lambda s=s: stages[s][0, lane * 2] + stages[s][0, lane * 2 + 1],
-                                               lambda value=value: value)
+                        value = _row_pair_sum(stages, slot, lane)
                         empty[slot].arrive()
                         return advance(slot, phase) + (total + value,)
                     return tile_consumed

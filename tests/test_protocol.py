@@ -70,7 +70,8 @@ def test_a_ring_whose_phase_never_flips_is_refused_at_the_wait():
     assert "AT:ring-wait" in str(info.value) or "try_wait(phase ^ 1)" in str(info.value), str(info.value)
 
 
-def test_synchronisation_that_depends_on_memory_contents_is_undecided():
+def data_driven_kernel():
+    """A kernel whose arrivals depend on memory contents (the check cannot decide it)."""
     @nvdsl.mlir_func
     def data_driven(flags, out):
         @nvdsl.gpu_launch(grid=1, block=32)
@@ -83,6 +84,11 @@ def test_synchronisation_that_depends_on_memory_contents_is_undecided():
             bar.try_wait(0)
             out[ctx.thread_id.x] = 1
         kernel()
+    return data_driven
+
+
+def test_synchronisation_that_depends_on_memory_contents_is_undecided():
+    data_driven = data_driven_kernel()
     trace = data_driven.trace(np.ones(1, np.int32), np.zeros(32, np.int32))
     reason = check_protocol(trace.module, trace.specs)
     assert reason is not None and "memory contents" in reason and "flags[0] > 0" in reason

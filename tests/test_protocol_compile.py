@@ -14,6 +14,7 @@ import nvdsl.compiler.driver as driver
 from nvdsl.compiler.toolchain import find_tool
 from nvdsl.frontend.trace import TracedFunction
 from nvdsl.interpreter.protocol import check_protocol
+from test_protocol import data_driven_kernel
 
 needs_ptxas = pytest.mark.skipif(find_tool("ptxas") is None, reason="ptxas not installed")
 
@@ -163,18 +164,7 @@ def test_the_compile_leaves_the_traced_module_as_traced(tmp_path):
 
 
 def test_an_undecided_check_warns_at_the_callers_line_whether_or_not_ptxas_runs(tmp_path):
-    @nvdsl.mlir_func
-    def data_driven(flags, out):
-        @nvdsl.gpu_launch(grid=1, block=32)
-        def kernel(ctx):
-            bar = nvdsl.Mbarriers(1)[0]
-            bar.init(1, predicate=ctx.thread_id.x.eq(0))
-            ctx.sync_threads()
-            with nvdsl.when(flags[0] > 0):
-                bar.arrive()
-            bar.try_wait(0)
-            out[ctx.thread_id.x] = 1
-        kernel()
+    data_driven = data_driven_kernel()
     args = np.ones(1, np.int32), np.zeros(32, np.int32)
     for assemble in (True, False):
         for attempt in ("compiled", "from the cache"):
