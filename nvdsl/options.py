@@ -31,6 +31,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from .compiler.target import MIN_PTX_VERSION, ptx_version
 from .errors import UserError
 
 _CHIP = re.compile(r"sm_\d+[a-z]?$")
@@ -87,6 +88,14 @@ class Options:
         if not _FEATURES.match(self.features):
             raise UserError(f"features={self.features!r} is not a PTX feature string",
                             code="bad-option", hint="use a string such as '+ptx80'")
+        if self.chip not in MIN_PTX_VERSION:
+            raise UserError(f"chip={self.chip!r} is not an architecture nvdsl's compiler knows",
+                            code="bad-option", hint="one of " + ", ".join(MIN_PTX_VERSION) + " (Hopper: 'sm_90a')")
+        wanted, needed = ptx_version(self.features), MIN_PTX_VERSION[self.chip]
+        if wanted is not None and wanted < needed:
+            raise UserError(f"features={self.features!r} targets PTX ISA {wanted // 10}.{wanted % 10}, older than "
+                            f"chip={self.chip!r}, which PTX ISA {needed // 10}.{needed % 10} introduced",
+                            code="bad-option", hint=f"use features='+ptx{needed}' or later")
         if self.opt_level not in (0, 1, 2, 3):
             raise UserError(f"opt_level={self.opt_level!r} must be 0, 1, 2 or 3", code="bad-option")
         if not isinstance(self.device, int) or self.device < 0:

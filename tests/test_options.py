@@ -17,6 +17,21 @@ def test_options_are_frozen_and_validated():
             nvdsl.Options(**bad)
 
 
+def test_a_chip_the_ptx_version_predates_is_refused_before_llvm_aborts_the_process():
+    """LLVM's NVPTX back end aborts the whole process ("LLVM ERROR: PTX version 8.0 does not support target
+    'sm_100a'") on such a pair, and mis-selects instructions for a chip it does not know: refused up front."""
+    with pytest.raises(nvdsl.UserError, match=r"PTX ISA 8.0, older than chip='sm_100a', which PTX ISA 8.6") as info:
+        nvdsl.Options(chip="sm_100a")
+    assert info.value.code == "bad-option" and "+ptx86" in info.value.hint
+    with pytest.raises(nvdsl.UserError, match="PTX ISA 8.0"):
+        nvdsl.Options(features="+ptx70")                         # sm_90a, the default chip
+    with pytest.raises(nvdsl.UserError, match="'sm_99' is not an architecture") as info:
+        nvdsl.Options(chip="sm_99")
+    assert "sm_90a" in info.value.hint
+    assert nvdsl.Options(chip="sm_100a", features="+ptx86").chip == "sm_100a"
+    assert nvdsl.Options(chip="sm_80", features="+ptx70").chip == "sm_80"
+
+
 def test_environment_is_parsed_strictly():
     options = from_env({"NVDSL_OPT_LEVEL": "2", "NVDSL_DISK_CACHE": "0", "NVDSL_DUMP_DIR": "/tmp/d"})
     assert (options.opt_level, options.disk_cache, options.dump_dir) == (2, False, "/tmp/d")
