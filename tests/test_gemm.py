@@ -98,6 +98,21 @@ def test_the_library_maps_small_outputs_onto_narrower_tiles(monkeypatch):
                       library.default_mapping(256, 8192, activation="gelu")]
 
 
+@pytest.mark.parametrize("layout", ["KN", "NK", "batched"])
+def test_the_narrow_tilings_compute_the_library_gemm(backend, layout):
+    """Small outputs run on TILE_64x128_MAPPING (one consumer): B stored either way, and batched."""
+    rng = np.random.default_rng(3)
+    m, n, k, batch = 100, 136, 200, 2
+    lead = (batch,) if layout == "batched" else ()
+    a = rng.standard_normal(lead + (m, k)).astype(np.float16)
+    b = rng.standard_normal(lead + (k, n)).astype(np.float16)
+    c = np.zeros(lead + (m, n), np.float32)
+    assert library.default_mapping(m, n, batch if lead else 1) is library.TILE_64x128_MAPPING
+    library.gemm(a, np.ascontiguousarray(b.T) if layout == "NK" else b, c, b_layout="NK" if layout == "NK" else "KN")
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c - expected).max() < 1e-3 * np.abs(expected).max()
+
+
 def test_library_gemm_names_what_it_needs():
     with pytest.raises(nvdsl.TaskError, match="float16, bfloat16 or float8"):
         library.gemm(np.zeros((128, 64), np.float32), np.zeros((64, 256), np.float32),
