@@ -27,7 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--square", action="store_true",
                         help="gemm: also M=N=K in {1024, 2048, 4096, 8192, 16384}")
     parser.add_argument("--shapes", default="",
-                        help="gemm: also these comma-separated MxNxK shapes, e.g. 1024x1024x8192,256x8192x8192")
+                        help="gemm: also these comma-separated MxNxK shapes, e.g. 1024x1024x8192,256x8192x8192 (in the "
+                             "table, not the plot)")
     parser.add_argument("--k", default="",
                         help="gemm, gemm_family: comma-separated K values to sweep instead of the default")
     parser.add_argument("--dtypes", default="",

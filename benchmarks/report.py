@@ -194,11 +194,12 @@ def plot(suite: str, module, measurements: list[Measurement], env: dict, path: s
 
     ``PLOT = {"x": param, ...}``: against that param on a log2 axis, a line per system and ``group``;
     ``PLOT = {"kind": "bars"}``: a group of bars per table row (``row_label``), a bar per system.
+    ``PLOT["omit"] = {param: values}``: measurements with those values are in the table only.
     """
     spec, metric = getattr(module, "PLOT", None), module.TABLE_METRIC
     if not spec or metric not in ("tflops", "gbps"):
         return None
-    shown = [m for m in measurements if value(m, metric) is not None and m.correct is not False]
+    shown = plotted(spec, measurements, metric)
     if not shown:
         return None
     try:
@@ -223,6 +224,13 @@ def plot(suite: str, module, measurements: list[Measurement], env: dict, path: s
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+def plotted(spec: dict, measurements: list[Measurement], metric: str) -> list[Measurement]:
+    """The measurements a plot shows: correct ones with a value, less those ``spec["omit"]`` leaves out."""
+    omit = spec.get("omit", {})
+    return [m for m in measurements if value(m, metric) is not None and m.correct is not False
+            and not any(m.params.get(param) in values for param, values in omit.items())]
 
 
 def _lines(plt, spec: dict, measurements: list[Measurement], metric: str):

@@ -215,6 +215,14 @@ def test_gemm_family_plot_draws_a_group_of_bars_per_row(tmp_path):
     assert path and os.path.getsize(path) > 10_000
 
 
+def test_gemm_plot_leaves_the_extra_shapes_to_the_table():
+    """--shapes vary M and N too: a line over K would join unlike shapes."""
+    rows = [Measurement.from_times("gemm", "cublas", p, [1.0], flops=2 * p["M"] * p["N"] * p["K"])
+            for p in gemm.shapes(_args(dtypes="fp16", k="1024,4096", square=False, shapes="256x8192x8192"))]
+    assert sorted(m.params["K"] for m in report.plotted(gemm.PLOT, rows, gemm.TABLE_METRIC)) == [1024, 4096]
+    assert "256×8192×8192" in report.table(gemm, rows)
+
+
 def _compile_for_hopper(kernel, pointers: dict, ints: set, constants: dict, num_warps: int, num_stages: int):
     """PTX of a Triton kernel for sm_90a, compiled without a GPU, and its ptxas resources."""
     import triton

@@ -28,7 +28,9 @@ DTYPES = ("fp16", "bf16")
 RTOL = 1e-2
 
 TABLE_METRIC = "tflops"
-PLOT = {"x": "K", "xlabel": f"K (M = N = {MN}; square: M = N = K)", "group": ("dtype", "sweep"), "peak": True}
+# --shapes' measurements vary M and N too: a line over K would join unlike shapes, so they are in the table only
+PLOT = {"x": "K", "xlabel": f"K (M = N = {MN}; square: M = N = K)", "group": ("dtype", "sweep"), "peak": True,
+        "omit": {"sweep": ("shapes",)}}
 
 # nvdsl's GEMM kernels register here (benchmarks.nvdsl_kernels.register_gemms): name -> fn(a, b, c)
 # -> None on torch CUDA tensors, writing c = a @ b on the current stream. b is (K, N) row-major,
