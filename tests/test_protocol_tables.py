@@ -36,6 +36,27 @@ def test_the_grouped_gemm_is_decided_whatever_its_table_holds():
     np.testing.assert_allclose(c.astype(np.float32), reference, atol=0.05, rtol=0.01)
 
 
+def test_a_block_is_not_run_again_for_as_many_taken_entries_as_it_meets(monkeypatch):
+    """The skeleton runs once per number n of taken table entries; a block that meets no more than n entries takes
+    all of them, the run where every entry is taken over again, so it is not run for that n (the grouped GEMM's last
+    block, with fewer tiles than the first: 536 ms of CPU for 8 groups of 256 rows on an H100 host)."""
+    from nvdsl.interpreter import machine
+    runs = []
+    run = machine.Block.run
+
+    def recording(block):
+        run(block)
+        runs.append((block.block_id, block.launch.host.table_taken, len(block.decisions)))
+    monkeypatch.setattr(machine.Block, "run", recording)
+    kernel = nt.build(grouped_matmul, MAPPING.replace(sm_count=4))     # 3 x 2 tiles: block 0 has 2, block 3 one
+    trace = kernel.trace(np.zeros((384, 256), f16), np.zeros((384, 128), f16), np.zeros((3, 128, 256), f16),
+                         row_tile_table([128, 128, 128], 128))
+    assert check_protocol(trace.module, trace.specs) is None
+    assert [(block, taken) for block, taken, _ in runs] == [
+        ((0, 0, 0), None), ((3, 0, 0), None), ((0, 0, 0), 0), ((3, 0, 0), 0), ((0, 0, 0), 1)], runs
+    assert [met for _, _, met in runs[:2]] == [2, 1]
+
+
 def _table_driven(consumer: str = "same", tiles: int = 4, trips: int = 3):
     """A producer warpgroup putting ``trips`` tiles into an aref for each non-empty row of ``table`` (first < end),
     a consumer warpgroup taking them. ``consumer``: "same" branches as the producer does, "ignores" takes tiles

@@ -89,6 +89,9 @@ class Host:
         self.output = output
         self.table_taken: int | None = None     # skeletons: how many table entries' branches are taken
         self.table_entries = 0                  # the most entries a skeleton block branched on
+        # skeletons: block -> the entries it branched on in a run where every branch was taken; a run taking at
+        # least that many is the same run again (see Launch.run)
+        self.entries_when_all_taken: dict = {}
         self.units: frozenset | None = None     # skeletons: the warpgroups whose warps run as one unit
 
 
@@ -133,8 +136,17 @@ class Launch:
         gx, gy, gz = self.grid
         if self.kernel.skeleton is not None:
             last = (gx - 1, gy - 1, gz - 1)
+            host = self.host
             for block_id in [(0, 0, 0)] + ([last] if self.kernel.skeleton == "first-and-last" and any(last) else []):
-                Block(self, block_id, skeleton=True).run()
+                met = host.entries_when_all_taken.get((self.kernel, block_id))
+                if host.table_taken is not None and met is not None and met <= host.table_taken:
+                    # it meets no more entries than are taken: every branch it meets is taken, as in the run where
+                    # all were, which found nothing (the skeleton's run is deterministic)
+                    continue
+                block = Block(self, block_id, skeleton=True)
+                block.run()
+                if host.table_taken is None:
+                    host.entries_when_all_taken[(self.kernel, block_id)] = len(block.decisions)
             return
         for z in range(gz):
             for y in range(gy):
@@ -204,13 +216,16 @@ class Program:
         return env
 
     def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int, seconds: float | None = None,
-                     table_taken: int | None = None, units: frozenset | None = None) -> int:
+                     table_taken: int | None = None, units: frozenset | None = None,
+                     all_taken: dict | None = None) -> int:
         """Run a protocol skeleton (``keep=``): arguments are shapes only, nothing is printed; give up (Undecided)
         after ``budget`` scheduling steps of a block or ``seconds`` of simulation (CPU time of this process, so that a
         busy machine does not turn a decidable kernel into an undecided one). Branches on a table's entries
         (``protocol.table_branches``) are taken for the first ``table_taken`` entries a block meets, not for the
         others (None: for all); the warps of the warpgroups in ``units`` run as one unit each (see
-        :class:`~.machine.Block`). Returns the most entries a block met."""
+        :class:`~.machine.Block`). ``all_taken`` (a dict, filled by a run with ``table_taken`` None that finds
+        nothing) holds how many entries each block met with every branch taken; later runs skip the blocks that meet
+        no more entries than they take. Returns the most entries a block met."""
         import time
         from .protocol import placeholder_array
         env = self._registers()
@@ -221,8 +236,12 @@ class Program:
                     deadline=None if seconds is None else time.process_time() + seconds)
         host.table_taken = table_taken
         host.units = units
+        if table_taken is not None and all_taken is not None:
+            host.entries_when_all_taken = all_taken
         with np.errstate(all="ignore"):
             self.host.run(host)
+        if table_taken is None and all_taken is not None:
+            all_taken.update(host.entries_when_all_taken)
         return host.table_entries
 
 

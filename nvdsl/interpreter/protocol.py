@@ -485,11 +485,13 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
         # for every n, are all the table's contents can do.
         deadline = time.process_time() + TIME_BUDGET_S
         taken, entries = None, 0
+        all_taken: dict = {}        # per block, the entries it met with every branch taken (Launch.run)
         while True:
             try:
                 try:
                     entries = max(entries, program.run_skeleton(specs, STEP_BUDGET, deadline - time.process_time(),
-                                                                table_taken=taken, units=units))
+                                                                table_taken=taken, units=units,
+                                                                all_taken=all_taken))
                 except Diverged as parted:
                     units = units - {parted.warpgroup} or None
                     continue
