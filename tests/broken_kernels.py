@@ -213,6 +213,15 @@ def _row_pair_sum(stages, slot, lane):
     return value
 
 
+def _ring_advance(slot, phase, depth: int, bug: str | None = None):
+    """The slot and parity after ``slot`` in a ring of ``depth`` stages: the phase flips where the ring wraps.
+    Bugs (:func:`ring`'s): ``"no-flip"``, ``"ring-overrun"``."""
+    zero = nvdsl.constant(0, nvdsl.int32)
+    wrapped = (slot + 1 > depth) if bug == "ring-overrun" else (slot + 1).eq(depth)  # BUG:ring-overrun
+    flipped = phase if bug == "no-flip" else phase ^ 1
+    return nvdsl.select(wrapped, zero, slot + 1), nvdsl.select(wrapped, flipped, phase)
+
+
 def ring(bug: str | None = None, depth: int = 2, skip_flip=None, cap: int = 0):
     """A producer warp and a consumer warp handing 64-float rows through a ring of ``depth`` stages; the
     stage is a traced index into the Mbarriers and the parity is carried through the loop. Bugs:
@@ -231,11 +240,6 @@ def ring(bug: str | None = None, depth: int = 2, skip_flip=None, cap: int = 0):
             tiles, full, empty, warp, lane = _row_ring(ctx, depth)
             zero = nvdsl.constant(0, nvdsl.int32)
 
-            def advance(slot, phase):
-                wrapped = (slot + 1 > depth) if bug == "ring-overrun" else (slot + 1).eq(depth)  # BUG:ring-overrun
-                flipped = phase if bug == "no-flip" else phase ^ 1
-                return nvdsl.select(wrapped, zero, slot + 1), nvdsl.select(wrapped, flipped, phase)
-
             with nvdsl.when(warp.eq(0)):
                 @nvdsl.fori(0, steps, carry=(zero, zero))
                 def produced(k, carry):
@@ -245,7 +249,7 @@ def ring(bug: str | None = None, depth: int = 2, skip_flip=None, cap: int = 0):
                     for s in range(depth):
                         with nvdsl.when(slot.eq(s) & lane.eq(0)):
                             tma.load(tiles[s], full[s], (k, 0))
-                    return advance(slot, phase)
+                    return _ring_advance(slot, phase, depth, bug)
 
             with nvdsl.when(warp.eq(1)):
                 @nvdsl.fori(0, steps, carry=(zero, zero, nvdsl.constant(0.0, nvdsl.float32), zero))
@@ -254,7 +258,7 @@ def ring(bug: str | None = None, depth: int = 2, skip_flip=None, cap: int = 0):
                     full[slot].try_wait(phase)                            # AT:ring-wait
                     value = _row_pair_sum(tiles, slot, lane)
                     empty[slot].arrive()
-                    next_slot, next_phase = advance(slot, phase)
+                    next_slot, next_phase = _ring_advance(slot, phase, depth, bug)
                     if skip_flip is not None:
                         next_phase = nvdsl.select(skip_flip(k, wraps), phase, next_phase)
                     wrapped = next_slot.eq(0)
@@ -301,10 +305,6 @@ def causal_tiles(bug: str | None = None, tiles: int = 12, depth: int = 2, trips=
             stages, full, empty, warp, lane = _row_ring(ctx, depth)
             zero = nvdsl.constant(0, nvdsl.int32)
 
-            def advance(slot, phase):
-                wrapped = (slot + 1).eq(depth)
-                return nvdsl.select(wrapped, zero, slot + 1), nvdsl.select(wrapped, phase ^ 1, phase)
-
             with nvdsl.when(warp.eq(0)):
                 @nvdsl.fori(0, tiles, carry=(zero, zero))
                 def produced(tile, ring):
@@ -316,7 +316,7 @@ def causal_tiles(bug: str | None = None, tiles: int = 12, depth: int = 2, trips=
                         for s in range(depth):
                             with nvdsl.when(slot.eq(s) & lane.eq(0)):
                                 tma.load(stages[s], full[s], (tile * 6 + k, 0))   # AT:causal-load
-                        return advance(slot, phase)
+                        return _ring_advance(slot, phase, depth)
                     return tile_produced
 
             with nvdsl.when(warp.eq(1)):
@@ -332,7 +332,7 @@ def causal_tiles(bug: str | None = None, tiles: int = 12, depth: int = 2, trips=
                         full[slot].try_wait(phase)                   # AT:causal-consumer-wait
                         value = _row_pair_sum(stages, slot, lane)
                         empty[slot].arrive()
-                        return advance(slot, phase) + (total + value,)
+                        return _ring_advance(slot, phase, depth) + (total + value,)
                     return tile_consumed
                 out[lane] = consumed[2]
         kernel()

@@ -174,7 +174,7 @@ class Mapping:
             changes["turns"] = None
         return self._remade(changes)
 
-    def with_schedule(self, schedule: str) -> "Mapping":
+    def _with_schedule(self, schedule: str) -> "Mapping":
         """This mapping with the schedule its levels derive once the program is known (``turns`` follows it
         unless given)."""
         return self._remade({"schedule": schedule, "turns": None if "turns" in self._derived else self.turns})

@@ -312,7 +312,7 @@ def resolve_levels(program: Program, mapping: Mapping) -> tuple[tuple, Mapping, 
         raise refuse(f"schedule={mapping.schedule!r} but levels['{tile}']={given[tile]!r}: a tile's task at "
                      f"{given[tile]!r} makes a {derived!r} schedule", hint="leave schedule out: it follows the levels")
     if mapping.schedule is None:
-        mapping = mapping.with_schedule(derived or COOPERATIVE)
+        mapping = mapping._with_schedule(derived or COOPERATIVE)
     stated = f"levels['{tile}']={given[tile]!r}" if derived else f"schedule={mapping.schedule!r}"
     tile_level = WARPGROUP if mapping.schedule == PINGPONG else BLOCK
     levels = tuple((name, HOST) for name in around) + ((tile, tile_level), (products, WARPGROUP))
