@@ -42,3 +42,12 @@ def backend(request, monkeypatch):
     a function's options are read once)."""
     monkeypatch.setenv("NVDSL_BACKEND", request.param)
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def protocol_check_without_time_budget(monkeypatch):
+    """The protocol check gives up after TIME_BUDGET_S seconds of CPU time, which a slow or busy machine
+    reaches sooner: in tests only its step budget (STEP_BUDGET scheduling steps per block) bounds it, so that
+    what it decides does not depend on the machine. The time budget itself is tested on an injected clock."""
+    import nvdsl.interpreter.protocol as protocol
+    monkeypatch.setattr(protocol, "TIME_BUDGET_S", float("inf"))

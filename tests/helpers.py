@@ -1,7 +1,35 @@
 """Shared helpers for the tests: trace a one-thread kernel body; load one TMA box; a DLPack-only array; record
-the protocol check's loop summaries."""
+the protocol check's loop summaries; compare a product with the error its arithmetic allows."""
+
+import numpy as np
 
 import nvdsl
+
+# Unit roundoff (half an ulp at 1) and half the smallest subnormal of the types a product is stored in.
+_UNIT_ROUNDOFF = {np.dtype(np.float32): (2.0 ** -24, 2.0 ** -150), np.dtype(np.float16): (2.0 ** -11, 2.0 ** -25)}
+
+
+def product_error_bound(a, b, out_dtype) -> np.ndarray:
+    """The largest ``|c - a @ b|`` (elementwise) that ``c``, ``a @ b`` accumulated in float32 in any order and
+    rounded to ``out_dtype``, may show: ``gamma_K |a| @ |b|`` for the float32 sums (Higham, Accuracy and
+    Stability, Lemma 3.1; the float16 or bfloat16 inputs' products are exact in float32) plus the final
+    rounding. Nothing in it depends on how a BLAS library blocks its sums, which differ from machine to machine."""
+    k = a.shape[-1]
+    u32 = _UNIT_ROUNDOFF[np.dtype(np.float32)][0]
+    gamma = k * u32 / (1 - k * u32)
+    accumulated = gamma * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    u_out, tiny = _UNIT_ROUNDOFF[np.dtype(out_dtype)]
+    return accumulated + u_out * (np.abs(exact) + accumulated) + tiny
+
+
+def assert_product_close(c, a, b):
+    """``c`` holds ``a @ b`` (float16 or bfloat16 operands) to within :func:`product_error_bound`."""
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    excess = np.abs(c.astype(np.float64) - exact) - product_error_bound(a, b, c.dtype)
+    worst = tuple(int(i) for i in np.unravel_index(np.argmax(excess), excess.shape))
+    assert excess[worst] <= 0, (f"{np.count_nonzero(excess > 0)} elements past the error bound; at {worst}: "
+                                f"{c[worst]} against {exact[worst]}")
 
 
 def load_box(ctx, tma, at):

@@ -129,8 +129,6 @@ def test_a_loop_index_compared_with_constants_is_summarised_up_to_where_the_comp
     """A loop index read only by comparisons with constants (a prefetch's guard ``k + c < n``) leaves the state
     periodic: the summary skips periods, but never across the trip where a comparison changes. Here the consumer
     forgets its phase flip at trip 1501 of 4000 (``k == 1501``): found, and missed if skips could cross it."""
-    import nvdsl.interpreter.protocol as protocol
-    monkeypatch.setattr(protocol, "TIME_BUDGET_S", 60.0)
     broken = _late_ring(4000, late_trip=1501)
     skipped = record_skips(monkeypatch)
     with pytest.raises(nvdsl.ProtocolError) as info:

@@ -11,7 +11,6 @@ waiting warp, what it waits for, and the state of that barrier.
 
 from __future__ import annotations
 
-import time
 
 import random
 
@@ -279,7 +278,7 @@ class Block:
             if budget is not None and steps > budget:
                 from .protocol import OverBudget
                 raise OverBudget(f"the synchronisation of {self.name} takes more than {budget} scheduling steps")
-            if deadline is not None and steps % 64 == 0 and time.process_time() > deadline:
+            if deadline is not None and steps % 64 == 0 and deadline.passed():
                 from .protocol import OverBudget
                 raise OverBudget(f"checking the synchronisation of {self.name} took longer than the check's time "
                                 f"budget ({steps} scheduling steps simulated, no violation found)")

@@ -17,6 +17,7 @@ from mlir import ir
 from .. import dtypes as dt
 from ..errors import ArgumentError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ScratchSpec
+from .budget import Deadline
 from . import ops_arith, ops_atomics, ops_control, ops_gpu, ops_hopper, ops_memory  # noqa: F401 - register the handlers
 from . import values as V
 from .core import PLAIN, Compiler, handles
@@ -77,10 +78,10 @@ class Host:
     """The host function's frame: its values, one active lane."""
 
     def __init__(self, program: "Program", env: list, seed: int | None, output, budget: int | None = None,
-                 deadline: float | None = None):
+                 deadline: Deadline | None = None):
         self.program = program
         self.budget = budget        # scheduling steps a skeleton block may take before the check gives up
-        self.deadline = deadline    # and the time.process_time() past which it gives up
+        self.deadline = deadline    # and the deadline past which it gives up
         self.env = env
         self.mask = np.zeros(V.LANES, np.bool_)
         self.mask[0] = True
@@ -215,25 +216,22 @@ class Program:
             env[slot] = value
         return env
 
-    def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int, seconds: float | None = None,
+    def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int, deadline: Deadline | None = None,
                      table_taken: int | None = None, units: frozenset | None = None,
                      all_taken: dict | None = None) -> int:
         """Run a protocol skeleton (``keep=``): arguments are shapes only, nothing is printed; give up (Undecided)
-        after ``budget`` scheduling steps of a block or ``seconds`` of simulation (CPU time of this process, so that a
-        busy machine does not turn a decidable kernel into an undecided one). Branches on a table's entries
+        after ``budget`` scheduling steps of a block or once ``deadline`` passes. Branches on a table's entries
         (``protocol.table_branches``) are taken for the first ``table_taken`` entries a block meets, not for the
         others (None: for all); the warps of the warpgroups in ``units`` run as one unit each (see
         :class:`~.machine.Block`). ``all_taken`` (a dict, filled by a run with ``table_taken`` None that finds
         nothing) holds how many entries each block met with every branch taken; later runs skip the blocks that meet
         no more entries than they take. Returns the most entries a block met."""
-        import time
         from .protocol import placeholder_array
         env = self._registers()
         with self.module.context:
             for spec, slot in zip(specs + tuple(spec for spec, _ in self.scratch), self.host.args):
                 env[slot] = placeholder_array(spec) if spec.kind == ARRAY else np.zeros(1, np.int64)
-        host = Host(self, env, None, lambda text: None, budget=budget,
-                    deadline=None if seconds is None else time.process_time() + seconds)
+        host = Host(self, env, None, lambda text: None, budget=budget, deadline=deadline)
         host.table_taken = table_taken
         host.units = units
         if table_taken is not None and all_taken is not None:

@@ -27,6 +27,7 @@ the interpreter checks those when the kernel runs.
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 from mlir import ir
@@ -34,6 +35,7 @@ from mlir import ir
 from ..errors import KernelFault, ProtocolError
 from ..signature import ARRAY, ArgSpec
 from . import values as V
+from .budget import Deadline
 from .memory import GLOBAL, Buffer, MemRef, is_private, row_major_strides
 
 ROOTS = frozenset({
@@ -435,8 +437,10 @@ def kept_by_block(piece: _Slice) -> dict:
     return by_block
 
 
-def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
-    """Check the barrier protocol of every kernel of a traced module (see the module's docstring).
+def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...], *,
+                   clock: Callable[[], float] = time.process_time) -> str | None:
+    """Check the barrier protocol of every kernel of a traced module (see the module's docstring), spending
+    at most :data:`TIME_BUDGET_S` seconds of ``clock`` on a run (default: this process's CPU time).
 
     Raises :class:`~nvdsl.ProtocolError` on a violation; returns None when every kernel was checked,
     else the reason the check could not decide.
@@ -483,13 +487,13 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
         # Branches on a table's entries: every role takes the same way for the same entry, and only how many of
         # them are taken matters (table_branches), so the runs where the first n are taken and the rest are not,
         # for every n, are all the table's contents can do.
-        deadline = time.process_time() + TIME_BUDGET_S
+        deadline = Deadline(TIME_BUDGET_S, clock)
         taken, entries = None, 0
         all_taken: dict = {}        # per block, the entries it met with every branch taken (Launch.run)
         while True:
             try:
                 try:
-                    entries = max(entries, program.run_skeleton(specs, STEP_BUDGET, deadline - time.process_time(),
+                    entries = max(entries, program.run_skeleton(specs, STEP_BUDGET, deadline,
                                                                 table_taken=taken, units=units,
                                                                 all_taken=all_taken))
                 except Diverged as parted:
@@ -501,7 +505,7 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...]) -> str | None:
                     if units is None:
                         raise
                     units = None
-                    deadline = time.process_time() + TIME_BUDGET_S
+                    deadline = deadline.restarted()
                     continue
             except Undecided as reason:
                 return str(reason)
