@@ -31,7 +31,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from .compiler.target import MIN_PTX_VERSION, ptx_version
+from .target import MIN_PTX_VERSION, ptx_version
 from .errors import UserError
 
 _CHIP = re.compile(r"sm_\d+[a-z]?$")

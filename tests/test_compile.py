@@ -211,7 +211,7 @@ def test_shared_memory_beyond_the_targets_limit_is_refused_at_compile_time(smem,
 
 
 def test_shared_memory_limits_per_target():
-    from nvdsl.compiler.target import max_shared_memory, static_shared_memory
+    from nvdsl.target import max_shared_memory, static_shared_memory
     assert max_shared_memory("sm_90a") == max_shared_memory("sm_90") == 232448
     assert max_shared_memory("sm_80") == 166912 and max_shared_memory("sm_99") is None
     ptx = ".shared .align 8 .b8 bars[16];\n.extern .shared .align 1024 .b8 __dynamic_shmem__0[];\n"

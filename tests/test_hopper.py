@@ -380,8 +380,8 @@ def test_float8_arrays_trace_and_move_by_tma(dtype, dl_code, mlir_name):
 
 
 def test_float8_tma_rules_count_one_byte_elements_and_refuse_nan_fill():
-    from nvdsl.runtime.tensormap import _DATA_TYPES, rule_violations
-    assert _DATA_TYPES[float8_e4m3fn] == _DATA_TYPES[float8_e5m2] == "UINT8"
+    from nvdsl.target import TMA_DATA_TYPES, rule_violations
+    assert TMA_DATA_TYPES[float8_e4m3fn] == TMA_DATA_TYPES[float8_e5m2] == "UINT8"
     assert rule_violations(TensorMapSpec(arg=0, box=(64, 128), swizzle=128), float8_e4m3fn, (128, 256)) == []
     assert "wider than the 64-byte swizzle span" in " ".join(
         rule_violations(TensorMapSpec(arg=0, box=(64, 128), swizzle=64), float8_e4m3fn, (128, 256)))

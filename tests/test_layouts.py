@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from nvdsl.layouts import (FragmentLayout, Layout, coalesce, complement, composition, idx2crd, logical_divide,
@@ -198,3 +199,18 @@ def test_the_layouts_package_does_not_import_mlir():
 def test_every_thread_value_pair_of_small_layouts_is_reachable():
     layout = Layout.parse("((2,2),(3,4)):((1,2),(4,12))")
     assert sorted(layout(i, j) for i, j in itertools.product(range(4), range(12))) == list(range(48))
+
+
+@pytest.mark.parametrize("span", [0, 32, 64, 128])
+def test_the_swizzle_permutes_16_byte_chunks_by_row_as_the_ptx_isa_draws_it(span):
+    """An independent statement of the swizzle (PTX ISA, "Tensor-copy swizzling modes"): in each 128-byte row of
+    shared memory, 16-byte chunk c moves to c XOR (row mod span/16); bytes inside a chunk stay. Checked against
+    nvdsl.layouts.swizzle over two whole periods, for ints and NumPy arrays."""
+    from nvdsl.layouts import swizzle, swizzle_alignment
+    offsets = np.arange(2 * swizzle_alignment(span))
+    row, rest = np.divmod(offsets, 128)
+    chunk, byte = np.divmod(rest, 16)
+    expected = row * 128 + (chunk ^ (row % max(span // 16, 1))) * 16 + byte
+    np.testing.assert_array_equal(swizzle(offsets, span), expected)
+    assert [swizzle(int(o), span) for o in offsets[::37]] == list(expected[::37])
+    assert sorted(swizzle(offsets, span)) == list(offsets)        # a permutation within the periods

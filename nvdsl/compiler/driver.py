@@ -25,8 +25,9 @@ from mlir.dialects.gpu import ObjectAttr
 from ..errors import CompileError, InternalError, LaunchConfigError, SourceLocation, UserError
 from ..options import Options
 from ..signature import LaunchSpec, ProgramPlan, ScratchSpec, TensorMapSpec
+from ..target import (DYNAMIC_SHARED_ALIGNMENT, MAXNREG_ATTR, SCRATCH_ATTR, TENSORMAP_ATTR, max_shared_memory,
+                      static_shared_memory)
 from .compiled import CompiledModule, parse_ptxas_log
-from .target import max_shared_memory, static_shared_memory
 from .toolchain import find_tool
 
 
@@ -121,12 +122,6 @@ def outline(module: ir.Module) -> tuple[ir.Module, ProgramPlan]:
     return kernels, ProgramPlan(tuple(launches), scratch)
 
 
-# A kernel's register count at entry (PTX .maxnreg), set by the frontend on its gpu.launch when
-# warpgroups re-size their registers (setmaxnreg needs to know it), moved to the outlined function.
-MAXNREG_ATTR = "nvdsl.maxnreg"
-# The host function's scratch arrays (nvdsl.empty/zeros): a JSON list of ScratchSpecs, one per trailing
-# argument of the function.
-SCRATCH_ATTR = "nvdsl.scratch"
 
 
 def _register_caps(module: ir.Module) -> dict[str, ir.Attribute]:
@@ -179,10 +174,6 @@ def _launch_spec(op) -> LaunchSpec:
     return LaunchSpec(function, grid, block, smem, tuple(params))
 
 
-# The host-side marker of a TMA descriptor: an unrealized cast of the array argument to a
-# pointer, carrying the descriptor's settings. The runtime encodes the descriptor for the
-# actual buffer at call time; the kernel receives it as a pointer.
-TENSORMAP_ATTR = "nvdsl.tensormap"
 
 
 def _tensormap_spec(cast) -> TensorMapSpec:
@@ -210,7 +201,6 @@ def lowering_pipeline(options: Options) -> str:
 
 
 SERIALIZE_TO_PTX = "builtin.module(gpu-module-to-binary{format=isa})"
-DYNAMIC_SHARED_ALIGNMENT = 1024
 
 
 def externalize_dynamic_shared_memory(kernels: ir.Module) -> None:

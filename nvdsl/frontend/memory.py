@@ -19,7 +19,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, vector
 
 from .. import dtypes as dt
-from ..compiler.driver import DYNAMIC_SHARED_ALIGNMENT
+from ..target import DYNAMIC_SHARED_ALIGNMENT
 from ..errors import TraceError, user_location
 from ..signature import ScratchSpec
 from .context import at_user_line, check_scope, current, current_kernel, current_scope, mlir_location

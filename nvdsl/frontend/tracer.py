@@ -13,7 +13,8 @@ import json
 from mlir import ir
 from mlir.dialects import func
 
-from ..compiler.driver import SCRATCH_ATTR, TENSORMAP_ATTR, verify
+from ..compiler.driver import verify
+from ..target import SCRATCH_ATTR, TENSORMAP_ATTR
 from ..errors import TraceError
 from ..signature import ARRAY, ArgSpec
 from .context import TraceContext, activate, mlir_location

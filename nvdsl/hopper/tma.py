@@ -12,12 +12,12 @@ import math
 from mlir import ir
 from mlir.dialects import nvgpu, nvvm
 
-from ..compiler.driver import TENSORMAP_ATTR
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.memory import GLOBAL, SHARED, Array
-from ..runtime.tensormap import rule_violations
+from ..layouts.swizzle import swizzle, swizzle_alignment
 from ..signature import TensorMapSpec
+from ..target import TENSORMAP_ATTR, rule_violations
 from ..frontend.values import _index_value, minimum
 from .mbarrier import Mbarrier, _predicate
 
@@ -161,7 +161,7 @@ class TMA:
                              f"descriptor's box is {self.array.dtype.name}{list(self.box)}", code="bad-tma",
                              loc=user_location())
         tile.check_lease(f"TMA {what} of")
-        span = shared_alignment(self.spec.swizzle)
+        span = swizzle_alignment(self.spec.swizzle)
         if tile.alignment is not None and tile.alignment < span:
             raise TraceError(f"TMA {what}: '{tile.name}' starts at a shared byte offset aligned to {tile.alignment} "
                              "bytes; " + (f"a {self.spec.swizzle}-byte swizzled TMA tile" if self.spec.swizzle else
@@ -279,7 +279,7 @@ class SharedBoxes:
                 and tile.shape[0] % box[0] == 0 and tile.shape[1] % box[1] == 0 and tile.dtype == tma.array.dtype):
             raise TraceError(f"{what}: a shared {tma.array.dtype.name} tile made of whole boxes {list(box)} of the "
                              f"descriptor is needed, got {tile!r}", code=code, loc=user_location())
-        span = shared_alignment(tma.spec.swizzle)
+        span = swizzle_alignment(tma.spec.swizzle)
         if tile.alignment < span:
             raise TraceError(f"'{tile.name}' starts at a shared byte offset aligned to {tile.alignment} bytes; a "
                              f"{tma.spec.swizzle}-byte swizzled tile must start on a multiple of {span}",
@@ -290,25 +290,17 @@ class SharedBoxes:
         self.boxes_per_row = tile.shape[1] // self.box_cols
         self.box_bytes = self.box_rows * self.box_cols * self.item
         self.row_bytes = self.box_cols * self.item
-        self.swizzle_mask = tma.spec.swizzle // 16 - 1
+        self.swizzle = tma.spec.swizzle
 
     def swizzled_index(self, offset):
         """The element index of byte ``offset`` (a traced index or an int) of the unswizzled tile."""
-        if self.swizzle_mask:
-            offset = offset ^ (((offset >> 7) & self.swizzle_mask) << 4)
-        return offset >> (self.item.bit_length() - 1)  # itemsize is a power of two
+        return swizzle(offset, self.swizzle) >> (self.item.bit_length() - 1)  # itemsize is a power of two
 
     def index(self, row, col):
         """The element index, in the tile's flat view, of element (``row``, ``col``) (traced indices)."""
         box = (row // self.box_rows) * self.boxes_per_row + col // self.box_cols
         offset = box * self.box_bytes + (row % self.box_rows) * self.row_bytes + (col % self.box_cols) * self.item
         return self.swizzled_index(offset)
-
-
-def shared_alignment(swizzle: int) -> int:
-    """The alignment in bytes a TMA tile needs in shared memory: 128, or the span in which the swizzle
-    pattern repeats (8 rows of ``swizzle`` bytes: 1024 for the 128-byte swizzle)."""
-    return max(128, 8 * swizzle)
 
 
 def tma_store_wait(pending: int = 0) -> None:

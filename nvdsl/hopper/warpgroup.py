@@ -14,14 +14,12 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import nvvm
 
-from ..compiler.driver import MAXNREG_ATTR
+from ..target import MAX_ENTRY_REGISTERS, MAXNREG_ATTR, REGISTER_FILE
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.control import when
 
 WARPGROUP_THREADS = 128
-REGISTER_FILE = 65536  # 32-bit registers per SM on Hopper
-MAX_REGISTERS = 248    # per thread at entry (PTX allows 255; setmaxnreg counts in multiples of 8)
 
 
 def require_sm90a(what: str) -> None:
@@ -145,7 +143,7 @@ class _RegisterBudget:
         threads = self.ctx.block.x * self.ctx.block.y * self.ctx.block.z
         budgets = {wg.index: wg for wg, _, _ in self.requests}
         sizes = [wg.register_size for wg in budgets.values()]
-        most = min(MAX_REGISTERS, REGISTER_FILE // threads // 8 * 8)
+        most = min(MAX_ENTRY_REGISTERS, REGISTER_FILE // threads // 8 * 8)
         # The block's pool (threads x entry) must hold every budget; warpgroups without one keep the entry.
         least = -(-sum(sizes) // (8 * len(sizes))) * 8   # their mean, rounded up to a multiple of 8
         for wg in budgets.values():

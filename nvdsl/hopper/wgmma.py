@@ -19,8 +19,9 @@ from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.memory import GLOBAL, SHARED, Array
 from ..frontend.values import Value, _index_value
 from ..layouts import FragmentLayout, wgmma_accumulator
+from ..layouts.swizzle import swizzle_alignment
 from .tile import RegisterTile, _load
-from .tma import TMA, SharedBoxes, shared_alignment
+from .tma import TMA, SharedBoxes
 from .warpgroup import WARPGROUP_THREADS, require_sm90a
 
 _INPUT_DTYPES = (dt.float16, dt.bfloat16)
@@ -74,10 +75,10 @@ class WGMMAMatrix:
                 raise _bad(f"WGMMAMatrix takes either the TMA descriptor that loads its tile or swizzle= (32, 64 or "
                            f"128) for a tile its threads write, got tma={tma!r}, swizzle={swizzle!r}")
             box = (tile.shape[0], swizzle // item)
-            if tile.alignment is not None and tile.alignment < shared_alignment(swizzle):
+            if tile.alignment is not None and tile.alignment < swizzle_alignment(swizzle):
                 raise _bad(f"'{tile.name}' starts at a shared byte offset aligned to {tile.alignment} bytes; a "
-                           f"{swizzle}-byte swizzled operand must start on a multiple of {shared_alignment(swizzle)}",
-                           code="misaligned", hint=f"allocate it with align={shared_alignment(swizzle)}")
+                           f"{swizzle}-byte swizzled operand must start on a multiple of {swizzle_alignment(swizzle)}",
+                           code="misaligned", hint=f"allocate it with align={swizzle_alignment(swizzle)}")
         else:
             if not isinstance(tma, TMA) or tma.spec.swizzle == 0:
                 raise _bad("WGMMAMatrix needs the (swizzled) TMA descriptor that loads its tile",

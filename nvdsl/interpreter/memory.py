@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from mlir import ir
 
+from ..layouts.swizzle import swizzle
 from ..signature import TensorMapSpec
 from . import values as V
 
@@ -134,15 +135,6 @@ def is_shared(t: ir.MemRefType) -> bool:
 
 
 # --- TMA ---------------------------------------------------------------------------------------------
-
-def swizzle(addresses: np.ndarray, span: int) -> np.ndarray:
-    """Shared-memory byte addresses under a ``span``-byte swizzle (0, 32, 64, 128): the 16-byte chunk
-    bits [4, 4+b) XOR the row bits [7, 7+b), b = log2(span / 16), as TMA and wgmma apply it."""
-    if span == 0:
-        return addresses
-    mask = span // 16 - 1
-    return addresses ^ (((addresses >> 7) & mask) << 4)
-
 
 @functools.lru_cache(maxsize=512)
 def box_layout(box: tuple[int, ...], itemsize: int, span: int, phase: int) -> np.ndarray:

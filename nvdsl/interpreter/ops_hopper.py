@@ -15,6 +15,7 @@ import re
 import numpy as np
 from mlir import ir
 
+from ..target import REGISTER_FILE, TENSORMAP_ATTR
 from . import values as V
 from .core import GEN, PLAIN, SYNC, Wait, handles, identity
 from .memory import MatrixDescriptor, MemRef, TensorMap, box_layout, is_shared, operand_addresses
@@ -25,7 +26,6 @@ from .protocol import granules
 from .reports import race_fault
 from .sync import MBARRIER_BASE, MBARRIER_GROUP_STRIDE, MbarrierGroup
 
-REGISTER_FILE = 65536
 
 
 def _opview(op):
@@ -1022,7 +1022,6 @@ def _trap(op, c, info):
 
 @handles("builtin.unrealized_conversion_cast")
 def _cast(op, c, info):
-    from ..compiler.driver import TENSORMAP_ATTR
     if TENSORMAP_ATTR in op.attributes:
         return _tensormap(op, c, info, ir.DictAttr(op.attributes[TENSORMAP_ATTR]))
     if len(op.operands) != 1 or len(op.results) != 1:

@@ -17,6 +17,7 @@ from mlir import ir
 from .. import dtypes as dt
 from ..errors import ArgumentError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ScratchSpec
+from ..target import HOPPER_SHARED_MEMORY_PER_BLOCK, SCRATCH_ATTR
 from .budget import Deadline
 from . import ops_arith, ops_atomics, ops_control, ops_gpu, ops_hopper, ops_memory  # noqa: F401 - register the handlers
 from . import values as V
@@ -26,7 +27,6 @@ from .memory import GLOBAL, Buffer, MemRef, row_major_strides
 
 
 # What an H100 or H200 lets one block use (227 KiB, with the opt-in), as the GPU runtime checks.
-HOPPER_SMEM_PER_BLOCK = 232448
 
 
 class Kernel:
@@ -65,10 +65,10 @@ def _launch(op, c, info):
     def fn(host):
         dims = [int(host.env[s][0]) for s in sizes]
         smem_bytes = int(host.env[smem][0]) if smem is not None else 0
-        if smem_bytes > HOPPER_SMEM_PER_BLOCK:
+        if smem_bytes > HOPPER_SHARED_MEMORY_PER_BLOCK:
             raise LaunchConfigError(
                 f"kernel '{kernel.name}' needs {smem_bytes} bytes of shared memory per block, but a Hopper GPU "
-                f"allows at most {HOPPER_SMEM_PER_BLOCK}", code="smem-too-large",
+                f"allows at most {HOPPER_SHARED_MEMORY_PER_BLOCK}", code="smem-too-large",
                 hint="use smaller tiles or fewer pipeline stages", loc=info.loc)
         Launch(host, kernel, tuple(dims[:3]), tuple(dims[3:]), smem_bytes).run()
     return PLAIN, fn
@@ -245,7 +245,6 @@ class Program:
 
 def _scratch_specs(function: ir.Operation) -> tuple[tuple[ArgSpec, bool], ...]:
     """The host function's scratch arrays (``nvdsl.empty``/``zeros``, its trailing arguments): spec, zeroed."""
-    from ..compiler.driver import SCRATCH_ATTR
     if SCRATCH_ATTR not in function.attributes:
         return ()
     specs = [ScratchSpec.from_json(d) for d in json.loads(ir.StringAttr(function.attributes[SCRATCH_ATTR]).value)]

@@ -41,9 +41,9 @@ from .. import tasks as nt
 from ..errors import ArgumentError, user_location
 from ..runtime.arrays import describe, signature_key
 from ..signature import ARRAY
+from ..target import REGISTER_FILE
 
 ROWS = 64                   # query rows per consumer warpgroup (one wgmma M)
-REGISTERS = 65536           # per SM (and per block: one block of 384 or 512 threads fills it)
 PRODUCER_REGISTERS = 24
 LOG2_E = 1 / math.log(2)
 # A row's running max m moves only when the block's max exceeds it by more than 2^8 (FlashAttention-4's lazy
@@ -123,7 +123,7 @@ def task_mapping(d: int, causal: bool, seq_q: int) -> nt.Mapping:
     key_block, consumers = _tiles(d, causal, seq_q)
     return nt.Mapping(tiles={"BM": consumers * ROWS, "BN": key_block}, pipeline=2, consumers=consumers, turns=True,
                       persistent=False, registers={"producer": PRODUCER_REGISTERS,
-                                                   "consumer": (REGISTERS // 128 - PRODUCER_REGISTERS) // consumers // 8 * 8})
+                                                   "consumer": (REGISTER_FILE // 128 - PRODUCER_REGISTERS) // consumers // 8 * 8})
 
 
 def _cdiv(a: int, b: int) -> int:

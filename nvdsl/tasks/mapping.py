@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..errors import MappingError, user_location
+from ..target import HOPPER_SHARED_MEMORY_PER_BLOCK, REGISTER_FILE, SETMAXNREG_MAX, SETMAXNREG_MIN
 from .ir import MEMORIES
 
 HOST, BLOCK, WARPGROUP = "host", "block", "warpgroup"
@@ -19,9 +20,6 @@ LEVELS = (HOST, BLOCK, WARPGROUP)
 COOPERATIVE, PINGPONG = "cooperative", "pingpong"
 RASTERS = ("grouped", "snake", "row")
 
-SMEM_LIMIT = 227 * 1024          # bytes of shared memory one block may use on H100/H200
-REGISTER_FILE = 65536            # 32-bit registers per SM
-MAX_THREAD_REGISTERS = 256       # setmaxnreg's ceiling (and a multiple of 8 from 24)
 
 
 def _frozen_items(value, what: str) -> tuple:
@@ -90,7 +88,7 @@ class Mapping:
     raster: str = "grouped"
     group: int = 8
     registers: tuple = ()
-    smem_limit: int = SMEM_LIMIT
+    smem_limit: int = HOPPER_SHARED_MEMORY_PER_BLOCK
     sm_count: int | None = None
     # the fields among "schedule" and "turns" derived rather than given: replace() derives them afresh
     _derived: frozenset = field(default=frozenset(), init=False, repr=False, compare=False)
@@ -142,16 +140,18 @@ class Mapping:
             raise _bad(f"raster={self.raster!r} must be one of {RASTERS}")
         _positive_int("group", self.group)
         _positive_int("smem_limit", self.smem_limit)
-        if self.smem_limit > SMEM_LIMIT:
-            raise _bad(f"smem_limit={self.smem_limit} exceeds the {SMEM_LIMIT} bytes a Hopper block can use",
+        if self.smem_limit > HOPPER_SHARED_MEMORY_PER_BLOCK:
+            raise _bad(f"smem_limit={self.smem_limit} exceeds the {HOPPER_SHARED_MEMORY_PER_BLOCK} bytes a Hopper block "
+                       f"can use",
                        code="mapping-smem")
         if self.sm_count is not None:
             _positive_int("sm_count", self.sm_count)
         for role, value in self.registers:
             if role not in ("producer", "consumer"):
                 raise _bad(f"registers['{role}']: the roles are 'producer' and 'consumer'")
-            if not isinstance(value, int) or value % 8 or not 24 <= value <= MAX_THREAD_REGISTERS:
-                raise _bad(f"registers['{role}']={value!r} must be a multiple of 8 in 24..{MAX_THREAD_REGISTERS} "
+            if not isinstance(value, int) or value % 8 or not SETMAXNREG_MIN <= value <= SETMAXNREG_MAX:
+                raise _bad(f"registers['{role}']={value!r} must be a multiple of 8 in "
+                           f"{SETMAXNREG_MIN}..{SETMAXNREG_MAX} "
                            "(setmaxnreg)", code="mapping-registers")
 
     def tile_values(self) -> dict:
@@ -214,11 +214,11 @@ def derive_registers(mapping: Mapping, producer_roles: int) -> dict:
     an even share of what is left of the register file, rounded down to a multiple of 8."""
     given = dict(mapping.registers)
     if not producer_roles:
-        per_thread = min(MAX_THREAD_REGISTERS, REGISTER_FILE // (128 * mapping.consumers)) // 8 * 8
+        per_thread = min(SETMAXNREG_MAX, REGISTER_FILE // (128 * mapping.consumers)) // 8 * 8
         return {"consumer": given.get("consumer", per_thread)}
     producer = given.get("producer", 40)
     share = (REGISTER_FILE // 128 - producer) // mapping.consumers
-    consumer = given.get("consumer", min(MAX_THREAD_REGISTERS, share) // 8 * 8)
+    consumer = given.get("consumer", min(SETMAXNREG_MAX, share) // 8 * 8)
     return {"producer": producer, "consumer": consumer}
 
 
