@@ -10,8 +10,6 @@ Importing nvdsl does not import MLIR: the names used while tracing (kernel
 bodies, values, Hopper primitives) load it on first use.
 """
 
-__version__ = "0.1.0"
-
 import importlib
 
 from .dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16, float32, float64, index,
@@ -19,10 +17,12 @@ from .dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16
 from .errors import (ArgumentError, CompileError, CudaError, InternalError, KernelFault, LaunchConfigError,
                      MappingError, NoDeviceError, NvdslError, ProtocolCheckWarning, ProtocolError, PtxasWarning,
                      TaskError, TraceError, UserError)
-from .frontend.trace import Compiled, Trace, TracedFunction, mlir_func
+from .frontend.trace import Trace
+from .jit import Compiled, TracedFunction, mlir_func
 from . import layouts
 from .layouts import FragmentLayout, Layout
 from .options import Options
+from .version import __version__
 from .runtime.device import device_count, synchronize
 
 # Public names whose modules import MLIR, by the module that defines them: loaded on first access.

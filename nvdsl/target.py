@@ -17,6 +17,7 @@ REGISTER_FILE = 65536               # 32-bit registers per SM (one block of 384 
 MAX_ENTRY_REGISTERS = 248           # per thread at kernel entry (PTX allows 255; setmaxnreg counts in 8s)
 SETMAXNREG_MIN, SETMAXNREG_MAX = 24, 256    # setmaxnreg's range, in multiples of 8
 DYNAMIC_SHARED_ALIGNMENT = 1024     # the dynamic shared buffer's alignment (128-byte swizzled TMA tiles need it)
+DEFAULT_SM_COUNT = 132              # H100 SXM / H200 SXM: what the task layer plans for when no GPU is present
 
 # Shared memory one block may use (static + dynamic, with the opt-in), bytes, by compute capability
 # (CUDA C Programming Guide, "Technical Specifications per Compute Capability").

@@ -83,7 +83,7 @@ class FakeDLPackDeviceArray:
 
     def __init__(self, shape, code: int, bits: int, pointer: int = 0x7F0000000000):
         import ctypes
-        from nvdsl.runtime import arrays
+        from nvdsl import arguments as arrays
         self._shape = (ctypes.c_int64 * len(shape))(*shape)
         managed = self._managed = (ctypes.c_byte * (ctypes.sizeof(arrays._DLTensor) + 16))()
         tensor = arrays._DLTensor.from_buffer(managed)   # DLManagedTensor starts with its DLTensor

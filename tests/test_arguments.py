@@ -120,7 +120,7 @@ def test_float8_arrays_come_from_torch_or_dlpack_never_from_numpy():
 
     from helpers import FakeDLPackDeviceArray
     from nvdsl import dtypes as dt
-    from nvdsl.runtime.arrays import _TORCH_DTYPES, DEVICE, describe
+    from nvdsl.arguments import _TORCH_DTYPES, DEVICE, describe
     with ir.Context():
         assert [str(d.mlir_type()) for d in (dt.float8_e4m3fn, dt.float8_e5m2)] == ["f8E4M3FN", "f8E5M2"]
     assert dt.float8_e4m3fn.itemsize == dt.float8_e5m2.itemsize == 1

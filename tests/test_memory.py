@@ -233,7 +233,7 @@ def test_scratch_arrays_are_planned_per_call_and_refused_in_kernels():
 
 
 def test_bfloat16_numpy_arrays_through_ml_dtypes():
-    from nvdsl.runtime.arrays import HOST, describe
+    from nvdsl.arguments import HOST, describe
     spec, where = describe(np.zeros((4, 8), ml_dtypes.bfloat16), "x", None)
     assert (spec.dtype, spec.shape, where) == (nvdsl.bfloat16, (4, 8), HOST)
     assert describe(ml_dtypes.bfloat16(1.5), "s", None)[0].dtype is nvdsl.bfloat16

@@ -12,7 +12,7 @@ import nvdsl
 import broken_kernels as bk
 import nvdsl.compiler.driver as driver
 from nvdsl.compiler.toolchain import find_tool
-from nvdsl.frontend.trace import TracedFunction
+from nvdsl.jit import TracedFunction
 from nvdsl.interpreter.protocol import check_protocol
 from test_protocol import data_driven_kernel
 

@@ -20,6 +20,7 @@ import tempfile
 
 from ..options import Options
 from ..signature import ProgramPlan
+from ..version import __version__
 from .compiled import CompiledModule, KernelResources
 from .toolchain import file_identity, find_tool, mlir_build
 
@@ -28,18 +29,18 @@ _FORMAT = 2  # 2: plans carry scratch arrays; call entries
 
 @functools.lru_cache(maxsize=None)
 def _compiler_source_hash() -> str:
-    """A hash of the compiler's own code: a changed pass pipeline must not hit old entries."""
+    """A hash of the compiler's own code and the target facts it reads: a changed pass pipeline must not hit
+    old entries."""
     h = hashlib.sha256()
     directory = os.path.dirname(os.path.abspath(__file__))
-    for name in sorted(os.listdir(directory)):
-        if name.endswith(".py"):
-            with open(os.path.join(directory, name), "rb") as f:
-                h.update(name.encode() + b"\0" + f.read())
+    paths = [os.path.join(directory, name) for name in sorted(os.listdir(directory)) if name.endswith(".py")]
+    for path in paths + [os.path.join(os.path.dirname(directory), "target.py")]:
+        with open(path, "rb") as f:
+            h.update(os.path.basename(path).encode() + b"\0" + f.read())
     return h.hexdigest()[:16]
 
 
 def toolchain_fingerprint(options: Options) -> str:
-    from .. import __version__
     ptxas = find_tool("ptxas", options.ptxas) if options.assemble_cubin else None
     return ";".join([f"nvdsl={__version__}", f"compiler={_compiler_source_hash()}", f"format={_FORMAT}",
                      f"mlir={mlir_build()}", f"ptxas={file_identity(ptxas)}"])
@@ -48,7 +49,6 @@ def toolchain_fingerprint(options: Options) -> str:
 def call_toolchain(options: Options) -> str:
     """The toolchain part of a call's key, found without searching for ptxas (importing the search
     costs tens of milliseconds): the ptxas a call entry was assembled with is checked when it is read."""
-    from .. import __version__
     explicit = file_identity(options.ptxas) if options.ptxas else "search"
     return ";".join([f"nvdsl={__version__}", f"format={_FORMAT}", f"mlir={mlir_build()}", f"ptxas={explicit}"])
 

@@ -42,11 +42,13 @@ class _Unkeyable(Exception):
     """Something a traced function reads whose value cannot be put in a key."""
 
 
-def call_key(fn, specs, constants: dict, options, toolchain: str) -> str | None:
-    """The hex digest keying this call's compiled kernels, or None when it cannot be keyed safely."""
+def call_key(fn, specs, constants: dict, options, toolchain: str, *, keyed_by=None) -> str | None:
+    """The hex digest keying this call's compiled kernels, or None when it cannot be keyed safely. ``keyed_by``
+    (an object with ``__nvdsl_key__``) stands for ``fn``: what it returns decides what ``fn`` traces."""
     try:
+        function = _Keyer().value(keyed_by, 0) if keyed_by is not None else _Keyer().function(fn, 0)
         parts = [f"python={sys.version}", f"nvdsl={nvdsl_source_hash()}", f"toolchain={toolchain}",
-                 f"options={options.compile_key()}", "function=" + _Keyer().function(fn, 0),
+                 f"options={options.compile_key()}", "function=" + function,
                  "specs=" + repr([(s.name, s.kind, s.dtype.name, s.shape) for s in specs]),
                  "constants=" + _Keyer().value(dict(constants), 0)]
     except (_Unkeyable, RecursionError):

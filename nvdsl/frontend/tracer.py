@@ -1,4 +1,4 @@
-"""Running a host function to build its MLIR module; :mod:`nvdsl.frontend.trace` loads this (and MLIR)
+"""Running a host function to build its MLIR module; the JIT hub (:mod:`nvdsl.jit`) loads this (and MLIR)
 only when something is traced.
 
 After the function ran, the module is scanned for the arguments its kernels
@@ -9,22 +9,24 @@ those are the NumPy arguments copied back after a call.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from mlir import ir
 from mlir.dialects import func
 
-from ..compiler.driver import verify
-from ..target import SCRATCH_ATTR, TENSORMAP_ATTR
 from ..errors import TraceError
 from ..signature import ARRAY, ArgSpec
+from ..target import SCRATCH_ATTR, TENSORMAP_ATTR
 from .context import TraceContext, activate, mlir_location
 from .memory import GLOBAL, Array, memref_type
 from .trace import Trace
 from .values import Value
 
 
-def trace_function(fn, name: str, definition, specs: tuple[ArgSpec, ...], constants: dict, options) -> Trace:
-    """Call ``fn`` on traced arguments of these specs and return the verified module it built."""
+def trace_function(fn, name: str, definition, specs: tuple[ArgSpec, ...], constants: dict, options,
+                   verify: Callable[[ir.Module, str], None]) -> Trace:
+    """Call ``fn`` on traced arguments of these specs and return the module it built, checked by ``verify``
+    (the compiler's verifier, given by the hub: the frontend does not import the compiler)."""
     context = ir.Context()
     trace = None
     try:

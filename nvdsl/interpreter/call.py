@@ -5,7 +5,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ..errors import ArgumentError
-from ..runtime.arrays import DEVICE, HOST, check_host_layout, check_writable, signature_key
+from ..arguments import DEVICE, HOST, check_host_layout, check_writable, signature_key
 from ..signature import ARRAY, ArgSpec
 from .program import Program
 

@@ -35,11 +35,10 @@ from __future__ import annotations
 import functools
 import math
 
-import nvdsl
-
+from .. import dtypes as dt
 from .. import tasks as nt
 from ..errors import ArgumentError, user_location
-from ..runtime.arrays import describe, signature_key
+from ..arguments import describe, signature_key
 from ..signature import ARRAY
 from ..target import REGISTER_FILE
 
@@ -178,10 +177,10 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
         raise ArgumentError(f"attention: q has {heads} heads, not a multiple of k's {kv_heads}", code="bad-shape",
                             hint="grouped-query attention shares each K/V head among H // Hkv query heads", loc=loc)
     dtypes = {name: specs[name].dtype for name in ("q", "k", "v", "o")}
-    if len(set(dtypes.values())) != 1 or dtypes["q"] not in (nvdsl.float16, nvdsl.bfloat16):
+    if len(set(dtypes.values())) != 1 or dtypes["q"] not in (dt.float16, dt.bfloat16):
         raise ArgumentError(f"attention needs q, k, v and o all float16 or all bfloat16, got "
                             f"{ {name: dtype.name for name, dtype in dtypes.items()} }", code="bad-dtype", loc=loc)
-    if lse is not None and (specs["lse"].shape != (batch, heads, seq_q) or specs["lse"].dtype != nvdsl.float32):
+    if lse is not None and (specs["lse"].shape != (batch, heads, seq_q) or specs["lse"].dtype != dt.float32):
         raise ArgumentError(f"attention: lse must be float32 of shape {(batch, heads, seq_q)}, got "
                             f"{specs['lse'].dtype.name}{list(specs['lse'].shape)}", code="bad-shape", loc=loc)
     if not isinstance(causal, bool):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 
+from .. import jit
 from .. import tasks as nt
 from ..errors import ArgumentError, user_location
 
@@ -180,8 +181,7 @@ def default_mapping(m: int, n: int, batch: int = 1, *, activation: str = "none",
     :data:`MAPPING` (or :data:`PINGPONG_MAPPING` with an activation), small ones get narrower tiles, so that
     a 1024 x 1024 output does not run on 32 of 132 SMs."""
     if sm_count is None:
-        from ..tasks.build import _sm_count
-        sm_count = _sm_count()
+        sm_count = jit.sm_count()
     best, best_cost = None, None
     for mapping, throughput in (_TILINGS if activation == "none" else _TILINGS_WITH_ACTIVATION):
         tile = mapping.tile_values()

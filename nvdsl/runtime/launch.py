@@ -14,7 +14,7 @@ import threading
 from .. import dtypes as dt
 from ..errors import ArgumentError, CudaError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ProgramPlan, TensorMapSpec
-from .arrays import (HOST, ArrayInfo, _is_torch, check_device_layout, check_host_layout, check_writable,
+from ..arguments import (HOST, ArrayInfo, is_torch_tensor, check_device_layout, check_host_layout, check_writable,
                      device_array_info)
 from .device import Device, check, driver
 from .tensormap import DeviceTensorMaps
@@ -142,7 +142,7 @@ class LoadedProgram:
             return lambda args: type(args[i]) is kind and args[i].dtype == dtype and args[i].shape == shape
         slot, name, shape = self._slots[i], spec.name, spec.shape
         itemsize, ordinal, written = spec.dtype.itemsize, self.device.info.ordinal, i in self._written
-        if _is_torch(sample):
+        if is_torch_tensor(sample):
             torch_dtype = sample.dtype
 
             def bind_tensor(args):

@@ -11,26 +11,14 @@ from __future__ import annotations
 
 import inspect
 
-from ..errors import user_location
-from ..frontend.trace import TracedFunction
-from ..runtime.arrays import describe
+from ..arguments import describe
+from ..errors import SourceLocation, user_location
+from ..jit import TracedFunction, sm_count
 from ..signature import ARRAY
 from . import analysis, ir
 from .mapping import Mapping
 from .program import Task, trace_program
 from .schedule import Schedule, build_schedule, explain
-
-DEFAULT_SMS = 132                  # H100 SXM / H200 SXM, when no GPU is present to ask
-
-
-def _sm_count() -> int:
-    from ..errors import NoDeviceError
-    from ..runtime.device import get_device
-    try:
-        return get_device().info.multiprocessors
-    except NoDeviceError:
-        return DEFAULT_SMS
-
 
 class TaskKernel:
     """A built tile program: call it on arrays like an ``@nvdsl.mlir_func`` (the first call per signature
@@ -58,14 +46,17 @@ class TaskKernel:
         host.__qualname__ = entry.name
         host.__signature__ = inspect.Signature(
             [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in entry.parameters])
-        host.__code__ = host.__code__.replace(co_firstlineno=entry.fn.__code__.co_firstlineno,
-                                              co_filename=entry.fn.__code__.co_filename)
-        self._function = TracedFunction(host, None)
+        # The hub keys the call by this kernel's content (entry, mapping, SMs), not by host's code, and a traced
+        # module and its errors point at the task's definition; errors raised while planning or emitting name
+        # the user's call (host's frames are nvdsl's).
+        code = entry.fn.__code__
+        self._function = TracedFunction(host, None, definition=SourceLocation(code.co_filename, code.co_firstlineno),
+                                        keyed_by=self)
 
     @property
     def sm_count(self) -> int:
         if self._sm_count is None:
-            self._sm_count = _sm_count()
+            self._sm_count = sm_count()
         return self._sm_count
 
     def __nvdsl_key__(self) -> tuple:

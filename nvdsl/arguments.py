@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import dtypes as dt
-from ..errors import ArgumentError, SourceLocation
-from ..signature import ARRAY, SCALAR, ArgSpec
+from . import dtypes as dt
+from .errors import ArgumentError, SourceLocation
+from .signature import ARRAY, SCALAR, ArgSpec
 
 HOST = "host"
 DEVICE = "device"
@@ -29,7 +29,7 @@ DEVICE = "device"
 _TORCH_DTYPES = {f"torch.{d.name}": d for d in dt.ARRAY_DTYPES}
 
 
-def _is_torch(value) -> bool:
+def is_torch_tensor(value) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "data_ptr")
 
 
@@ -121,7 +121,7 @@ def _dlpack_info(value) -> ArrayInfo:
 
 def device_array_info(value) -> ArrayInfo | None:
     """Address and layout of a device array, or None when ``value`` is not one."""
-    if _is_torch(value):
+    if is_torch_tensor(value):
         return _torch_info(value)
     if hasattr(value, "__cuda_array_interface__"):
         return _cai_info(value)
@@ -190,7 +190,7 @@ def describe(value, name: str, loc: SourceLocation | None) -> tuple[ArgSpec, str
                                 loc=loc)
         check_host_layout(value, name, loc)
         return ArgSpec(name, ARRAY, dtype, tuple(value.shape)), HOST
-    if _is_torch(value) and not value.is_cuda:
+    if is_torch_tensor(value) and not value.is_cuda:
         raise ArgumentError(f"argument '{name}' is a PyTorch tensor on the CPU", code="bad-device",
                             hint="pass t.numpy() (copied for the call) or t.cuda() (used in place)", loc=loc)
     info = device_array_info(value)
