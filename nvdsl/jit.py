@@ -282,7 +282,8 @@ class TracedFunction:
         options = self.options
         if choose_backend(options) == INTERPRET:
             from .interpreter.call import InterpretedProgram  # imports MLIR
-            trace = self._checked_trace(specs, constants)
+            # A dump asks for the PTX and SASS too: compile (no GPU needed) and interpret the same trace.
+            trace = self._compile(specs, constants).trace if options.dump_dir else self._checked_trace(specs, constants)
             written = trace.written
         else:
             module, written = self._compiled_for_call(specs, constants)

@@ -216,3 +216,15 @@ def test_shared_memory_limits_per_target():
     assert max_shared_memory("sm_80") == 166912 and max_shared_memory("sm_99") is None
     ptx = ".shared .align 8 .b8 bars[16];\n.extern .shared .align 1024 .b8 __dynamic_shmem__0[];\n"
     assert static_shared_memory(ptx) == 16
+
+
+@needs_ptxas
+def test_a_dump_dir_is_written_when_the_interpreter_runs_the_call(tmp_path):
+    """Without a GPU the interpreter runs calls; asking for dumps still writes the traced and lowered MLIR, the
+    PTX and the cubin (the compile needs no GPU), and the call computes as usual."""
+    x, y = np.ones(1024, np.float32), np.ones(1024, np.float32)
+    make_saxpy(nvdsl.Options(backend="interpret", dump_dir=str(tmp_path)))(x, y, 2.0)
+    written = {name.rsplit(".", 2)[-2] + "." + name.rsplit(".", 1)[-1] if name.endswith(".mlir")
+               else name.rsplit(".", 1)[-1] for name in os.listdir(tmp_path)}
+    assert {"traced.mlir", "lowered.mlir", "ptx", "cubin"} <= written, written
+    assert (y == 3).all()
