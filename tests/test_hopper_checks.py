@@ -192,3 +192,50 @@ def test_ptxas_notes_that_change_a_kernel_reach_the_user_as_warnings():
         kernel()
     with pytest.warns(nvdsl.PtxasWarning, match=r"kernel 'raw_kernel' of 'raw': \(C7508\).*'setmaxnreg' ignored"):
         raw.compile(np.zeros(128, np.float32))
+
+
+def test_a_tile_indexed_plainly_before_a_swizzled_tma_load_lays_it_out_is_refused():
+    """Indexing a tile as a row-major array and then filling it with a swizzled TMA load: the earlier indices do
+    not reach the elements they name. Refused, naming both lines (after the load, tile[r, c] is element (r, c))."""
+    @nvdsl.mlir_func
+    def host(a, out):
+        tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=128, smem=64 * 64 * 2)
+        def kernel(ctx):
+            tile = ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024)
+            out[0] = tile[0, 1]                                             # the plain read
+            bar = nvdsl.Mbarriers(1)[0]
+            leader = ctx.thread_id.x.eq(0)
+            bar.init(1, predicate=leader)
+            ctx.sync_threads()
+            bar.arrive(64 * 64 * 2, predicate=leader)
+            tma.load(tile, bar, (0, 0), predicate=leader)                   # the load that lays the tile out
+            bar.try_wait(0)
+        kernel()
+    with pytest.raises(nvdsl.TraceError) as info:
+        host.trace(F16, np.zeros(1, np.float16))
+    message = str(info.value)
+    assert info.value.code == "tile-layout" and "128-byte swizzled 64 x 64 boxes" in message, message
+    assert "# the plain read" in message and "# the load that lays the tile out" in info.value.loc.text, message
+
+
+def test_a_ring_slot_read_plainly_before_its_producer_is_traced_is_refused():
+    """A consumer warpgroup traced before the producer reads its ring slot as a row-major tile; the producer's
+    swizzled copies then lay the slot out otherwise: refused at the put, naming the consumer's read."""
+    @nvdsl.mlir_func
+    def host(a, out):
+        tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=256)
+        def kernel(ctx):
+            ring = nvdsl.Aref(ctx, [((64, 64), nvdsl.float16)], depth=2, name="tiles")
+            with nvdsl.Warpgroup(ctx, 128):
+                with ring.get() as (tile,):
+                    out[ctx.thread_id.x] = tile[0, 1]
+            with nvdsl.Warpgroup(ctx, 0):
+                ring.put((tma, (0, 0)))
+        kernel()
+    with pytest.raises(nvdsl.TraceError) as info:
+        host.trace(F16, np.zeros(256, np.float16))
+    assert info.value.code == "tile-layout" and "ring 'tiles''s copies" in str(info.value), str(info.value)

@@ -111,9 +111,10 @@ def test_tma_3d_boxes_load_then_store_is_the_identity(box, swizzle):
     np.testing.assert_array_equal(out, a)
 
 
-def tile_as_loaded(swizzle, oob="zero", at=(0, 0), shape=(64, 64)):
-    """A kernel that TMA-loads the 64 x 64 f16 box at ``at`` and copies the shared tile, as it lies in
-    memory (ordinary loads, no unswizzling), to ``out``."""
+def tile_as_loaded(swizzle, oob="zero", at=(0, 0), shape=(64, 64), raw=True):
+    """A kernel that TMA-loads the 64 x 64 f16 box at ``at`` and copies the shared tile to ``out``: as it lies in
+    memory (``raw``: through a view, which sees the swizzled bytes), or element by element (plain indexing of
+    a TMA tile goes through its layout)."""
     @nvdsl.mlir_func
     def copy_tile(a, out):
         tma = nvdsl.TMA(a, box=(64, 64), swizzle=swizzle, oob=oob)
@@ -121,11 +122,22 @@ def tile_as_loaded(swizzle, oob="zero", at=(0, 0), shape=(64, 64)):
         @nvdsl.gpu_launch(grid=1, block=64, smem=64 * 64 * 2)
         def kernel(ctx):
             tile = load_box(ctx, tma, at)
+            source = tile.view(tile.shape) if raw else tile
             r = ctx.thread_id.x
             for c in nvdsl.for_range(64):
-                out[r, c] = tile[r, c]
+                out[r, c] = source[r, c]
         kernel()
     return copy_tile
+
+
+@pytest.mark.parametrize("swizzle", [0, 128])
+def test_a_swizzled_tma_tile_indexed_plainly_reads_its_elements(swizzle):
+    """``tile[r, c]`` of a tile a swizzled TMA load filled is element (r, c) of the box, not the r-th row of the
+    swizzled bytes (which once read the wrong elements silently)."""
+    a = np.arange(64 * 64, dtype=np.float16).reshape(64, 64)
+    out = np.zeros_like(a)
+    interpreted(tile_as_loaded(swizzle, raw=False))(a, out)
+    np.testing.assert_array_equal(out, a)
 
 
 @pytest.mark.parametrize("swizzle", [0, 128])

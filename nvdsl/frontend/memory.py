@@ -3,7 +3,10 @@
 ``x[i, j]`` loads (``memref.load``) and ``x[i, j] = v`` stores
 (``memref.store``). Every index is a Python int (checked against the shape
 at trace time) or a traced integer (converted to ``index`` by its own
-signedness). Slices are not supported. With ``Options(debug=True)``
+signedness). Slices are not supported. A shared tile that a TMA copy fills or
+drains in a layout other than row-major (a swizzle, or several boxes) is indexed
+through that layout: ``tile[r, c]`` is element (r, c); a ``view`` of it sees the
+bytes as they lie. With ``Options(debug=True)``
 (``NVDSL_DEBUG=1``) every access with a traced index is bounds-checked on the
 GPU: an index outside the shape prints the array, the index, the shape and the
 Python line, and traps.
@@ -49,7 +52,8 @@ class Array:
             seen: NumPy arguments written that way are copied back).
     """
 
-    __slots__ = ("_ir", "dtype", "shape", "name", "space", "_plan", "offset", "alignment", "lease", "scope")
+    __slots__ = ("_ir", "dtype", "shape", "name", "space", "_plan", "offset", "alignment", "lease", "scope",
+                 "box_layout", "plain_access")
 
     def __init__(self, ir_value: ir.Value, dtype: dt.DType, shape: tuple[int, ...], *,
                  name: str, space: str, plan: "SharedMemoryPlan | None" = None,
@@ -68,6 +72,12 @@ class Array:
         #: For a view of an asynchronous ring's slot, the lease it is valid under (see ``nvdsl.Aref``).
         self.lease = lease
         self.scope = scope if scope is not None else current_scope()
+        #: For a shared tile that a TMA copy fills or drains in a layout other than row-major (swizzled, or made
+        #: of several boxes), that layout (``index(row, col)`` -> element of the flat tile, ``description``):
+        #: ``x[r, c]`` then reads and writes element (r, c) of the tile, not the r-th row of raw bytes.
+        self.box_layout = None
+        #: Where this shared array was first indexed as a row-major array (a layout set later contradicts it).
+        self.plain_access = None
 
     @property
     def ir(self) -> ir.Value:
@@ -99,7 +109,8 @@ class Array:
     def view(self, shape, dtype: dt.DType | None = None, *, offset: int = 0) -> "Array":
         """Another typed view of this shared array's bytes, starting ``offset`` bytes in.
 
-        For example the TMA boxes that make up a tile: ``tile.view((64, 64), offset=h * 64 * 64 * 2)``.
+        For example the TMA boxes that make up a tile: ``tile.view((64, 64), offset=h * 64 * 64 * 2)``. A view
+        indexes the bytes as they lie: a view of a swizzled TMA tile sees the swizzled arrangement.
         """
         if self.space != SHARED or self._plan is None:
             raise TraceError(f"'{self.name}' is a {self.space} array; only shared arrays have views",
@@ -140,6 +151,57 @@ class Array:
                              hint=f"use the tiles of `with {self.lease.ring_name}.get() as tiles:` inside that "
                                   "`with` block only", loc=user_location())
 
+    def set_box_layout(self, layout, what: str) -> None:
+        """Lay this shared tile out as ``layout`` (see :attr:`box_layout`), as ``what`` (a TMA copy) fills or
+        drains it. Refused when the tile was already indexed as a row-major array, or laid out otherwise."""
+        if self.plain_access is not None:
+            raise TraceError(f"{what} lays '{self.name}' out as {layout.description}, but '{self.name}' was indexed "
+                             f"before as a plain row-major tile, at {self.plain_access}: those indices do not reach "
+                             "the elements they name", code="tile-layout",
+                             hint=f"index '{self.name}' only after the TMA copy that lays it out (then x[r, c] is "
+                                  "element (r, c)), or read it with RegisterTile.load(tile, layout, tma=...)",
+                             loc=user_location())
+        if self.box_layout is not None and self.box_layout.description != layout.description:
+            raise TraceError(f"{what} lays '{self.name}' out as {layout.description}, but it is already laid out as "
+                             f"{self.box_layout.description}", code="tile-layout",
+                             hint="fill and drain one tile with descriptors of one box shape and swizzle",
+                             loc=user_location())
+        self.box_layout = layout
+
+    def _note_plain_access(self) -> None:
+        if self.space == SHARED and self.plain_access is None:
+            self.plain_access = user_location()
+
+    def _laid_out_element(self, key) -> "tuple[Array, int | Value]":
+        """The flat view of this laid-out tile and the index in it of element ``key`` (row, col)."""
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) != 2:
+            raise TraceError(f"'{self.name}' is a TMA tile of shape {list(self.shape)}, indexed by (row, col); got "
+                             f"{len(key)} index(es)", code="bad-index", loc=user_location())
+        row, col = (self._checked_index(axis, k, extent) for axis, (k, extent) in enumerate(zip(key, self.shape)))
+        with at_user_line():
+            return self.view((self.size,)), self.box_layout.index(row, col)
+
+    def _checked_index(self, axis: int, k, extent: int) -> "int | Value":
+        """Index ``k`` of ``axis``: a Python int inside the extent, or a traced integer as an ``index``."""
+        k = _python_number(k)
+        if isinstance(k, Value):
+            if not k.dtype.is_int:
+                raise TraceError(f"index {axis} of '{self.name}' is a {k.dtype.name} value",
+                                 code="bad-index", hint="indices must be integers",
+                                 loc=user_location())
+            return _convert(k, dt.index)
+        if isinstance(k, int) and not isinstance(k, bool):
+            if not 0 <= k < extent:
+                raise TraceError(f"index {k} is out of bounds for axis {axis} of "
+                                 f"'{self.name}' with extent {extent}",
+                                 code="out-of-bounds", loc=user_location())
+            return k
+        raise TraceError(f"index {axis} of '{self.name}' is {type(k).__name__} {k!r}",
+                         code="bad-index",
+                         hint="index with Python ints or traced integers; slices are not supported",
+                         loc=user_location())
+
     def _indices(self, key, access: str) -> list[ir.Value]:
         """The MLIR indices of ``key``; in debug mode, with a bounds check of the traced ones."""
         if not isinstance(key, tuple):
@@ -153,26 +215,12 @@ class Array:
                 loc=user_location())
         indices, traced = [], []
         for axis, (k, extent) in enumerate(zip(key, self.shape)):
-            k = _python_number(k)
-            if isinstance(k, Value):
-                if not k.dtype.is_int:
-                    raise TraceError(f"index {axis} of '{self.name}' is a {k.dtype.name} value",
-                                     code="bad-index", hint="indices must be integers",
-                                     loc=user_location())
-                index = _convert(k, dt.index)
+            index = self._checked_index(axis, k, extent)
+            if isinstance(index, Value):
                 traced.append((index, extent))
                 indices.append(index)
-            elif isinstance(k, int) and not isinstance(k, bool):
-                if not 0 <= k < extent:
-                    raise TraceError(f"index {k} is out of bounds for axis {axis} of "
-                                     f"'{self.name}' with extent {extent}",
-                                     code="out-of-bounds", loc=user_location())
-                indices.append(_constant(k, dt.index))
             else:
-                raise TraceError(f"index {axis} of '{self.name}' is {type(k).__name__} {k!r}",
-                                 code="bad-index",
-                                 hint="index with Python ints or traced integers; slices are not supported",
-                                 loc=user_location())
+                indices.append(_constant(index, dt.index))
         options = current(access).options
         if traced and options is not None and options.debug:
             self._check_bounds(indices, traced, access)
@@ -197,6 +245,10 @@ class Array:
         if self.lease is not None:
             self.check_lease("reading")
             self.lease.read_by_threads = True
+        if self.box_layout is not None:
+            flat, index = self._laid_out_element(key)
+            return flat[index]
+        self._note_plain_access()
         with at_user_line():
             return Value(memref.load(self.ir, self._indices(key, "read")), self.dtype,
                          origin=f"an element of '{self.name}'")
@@ -206,6 +258,11 @@ class Array:
         if self.lease is not None:
             raise TraceError(f"'{self.name}' is a slot of an asynchronous ring, which only its producer's "
                              "copies write", code="slot-write", loc=user_location())
+        if self.box_layout is not None:
+            flat, index = self._laid_out_element(key)
+            flat[index] = value
+            return
+        self._note_plain_access()
         with at_user_line():
             v = as_value(value, self.dtype, f"a store into '{self.name}' ({self.dtype.name})")
             memref.store(v.ir, self.ir, self._indices(key, "write"))

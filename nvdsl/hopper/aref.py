@@ -238,6 +238,8 @@ class Aref:
                     self.empty[s].init(Value(self._empty_count, dt.index))
             ctx.sync_threads()
         self._producer: tuple[_Role, _Position] | None = None
+        self._fillers: tuple[TMA, ...] | None = None    # the descriptors of the first put(), tile by tile
+        self._unlaid_views: list[tuple[Array, ...]] = []  # consumers' views made before that put
         self._consumers: dict[tuple, _ConsumerState] = {}
         ctx.on_finish(self._finish)
 
@@ -257,6 +259,10 @@ class Aref:
         return (f"ring '{self.name}': {self.depth} slots of {self.slot_bytes} B at shared byte {self.base} "
                 f"({tiles}); full: 1 arrival + {self.transaction_bytes} B, empty: {self.consumer_arrivals} "
                 f"arrival(s); producer {producer}; consumers {consumers}" + (", in turn" if self.in_turn else ""))
+
+    def _lay_out(self, views: tuple[Array, ...]) -> None:
+        for tma, view in zip(self._fillers, views):
+            tma.lay_out(view, f"ring '{self.name}''s copies")
 
     def _slot_views(self, slot: Value, lease: _Lease) -> tuple[Array, ...]:
         start = slot.to(dt.index) * self.slot_bytes + self.base
@@ -317,6 +323,12 @@ class Aref:
                 raise TraceError(f"put() copy {i} moves {copy[0].array.dtype.name} but tile {i} of ring '{self.name}' "
                                  f"is {tile.dtype.name}{list(tile.shape)}", code="bad-aref", loc=user_location())
             copy[0].boxes(tile.shape)                   # the tile must be made of the descriptor's boxes
+        if self._fillers is None:
+            # Consumers indexing their tiles plainly read them in the layout the copies give (TMA._lay_out).
+            self._fillers = tuple(tma for tma, _ in copies)
+            for views in self._unlaid_views:
+                self._lay_out(views)
+            self._unlaid_views = []
         _, position = self._producer
         with at_user_line():
             slot, phase = position.slot, position.phase
@@ -455,6 +467,10 @@ class _Get:
             slot, phase = state.position.slot, state.position.phase
             ring.full[slot].try_wait(phase)
             views = ring._slot_views(slot, self.lease)
+        if ring._fillers is None:
+            ring._unlaid_views.append(views)
+        else:
+            ring._lay_out(views)
         state.open_lease = self.lease
         return views
 

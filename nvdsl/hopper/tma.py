@@ -229,6 +229,7 @@ class TMA:
         """
         coords = self._segment(coords, end)
         views = self._box_views(tile, "load")
+        self.lay_out(tile, f"the TMA load into '{tile.name}'")
         with at_user_line():
             for view, deltas in views:
                 nvgpu.tma_async_load(view.ir, barrier.group.ir, self._descriptor(), self._coordinates(coords, deltas),
@@ -248,6 +249,7 @@ class TMA:
         """
         coords = self._segment(coords, end)
         views = self._box_views(tile, "store")
+        self.lay_out(tile, f"the TMA store from '{tile.name}'")
         current("TMA store").written_args.add(self.array_index)
         with at_user_line():
             for view, deltas in views:
@@ -256,6 +258,15 @@ class TMA:
             nvvm.cp_async_bulk_commit_group()
             if wait:
                 nvvm.cp_async_bulk_wait_group(0, read=True)
+
+    def lay_out(self, tile: Array, what: str) -> None:
+        """Give the shared ``tile`` this descriptor's box layout where it is not row-major (a swizzle, or several
+        boxes), as ``what`` fills or drains it, so that ``tile[r, c]`` is element (r, c) (``Array.box_layout``)."""
+        box = self.box
+        while len(box) > 2 and box[0] == 1:
+            box = box[1:]
+        if (self.spec.swizzle or tuple(box) != tile.shape) and tile.ndim == 2 and len(box) == 2:
+            tile.set_box_layout(SharedBoxes(tile, self, what), what)
 
     @property
     def array_index(self) -> int:
@@ -291,6 +302,8 @@ class SharedBoxes:
         self.box_bytes = self.box_rows * self.box_cols * self.item
         self.row_bytes = self.box_cols * self.item
         self.swizzle = tma.spec.swizzle
+        swizzled = f"{self.swizzle}-byte swizzled " if self.swizzle else ""
+        self.description = f"{swizzled}{self.box_rows} x {self.box_cols} boxes of {tma.array.dtype.name}"
 
     def swizzled_index(self, offset):
         """The element index of byte ``offset`` (a traced index or an int) of the unswizzled tile."""
