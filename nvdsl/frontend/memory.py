@@ -24,7 +24,7 @@ from ..errors import TraceError, user_location
 from ..signature import ScratchSpec
 from .context import at_user_line, check_scope, current, current_kernel, current_scope, mlir_location
 from .control import report_and_trap, when
-from .values import Value, _constant, _convert, _python_number, as_value
+from .values import Value, _constant, as_value, convert, python_number
 
 GLOBAL = "global"
 SHARED = "shared"
@@ -153,13 +153,13 @@ class Array:
                 loc=user_location())
         indices, traced = [], []
         for axis, (k, extent) in enumerate(zip(key, self.shape)):
-            k = _python_number(k)
+            k = python_number(k)
             if isinstance(k, Value):
                 if not k.dtype.is_int:
                     raise TraceError(f"index {axis} of '{self.name}' is a {k.dtype.name} value",
                                      code="bad-index", hint="indices must be integers",
                                      loc=user_location())
-                index = _convert(k, dt.index)
+                index = convert(k, dt.index)
                 traced.append((index, extent))
                 indices.append(index)
             elif isinstance(k, int) and not isinstance(k, bool):
@@ -283,7 +283,7 @@ class Array:
             raise TraceError(f"{what}: a pair (a, b) is added to float16 or bfloat16 arrays only, got "
                              f"{len(pair)} values for {self.dtype.name}", code="bad-atomic", loc=user_location())
         key = index if isinstance(index, tuple) else (index,)
-        last = _python_number(key[-1])
+        last = python_number(key[-1])
         if isinstance(last, int) and (last % 2 or last + 1 >= self.shape[-1]):
             raise TraceError(f"{what}: the pair starts at {last}; it needs an even last index with room for "
                              f"two elements (extent {self.shape[-1]})", code="misaligned", loc=user_location())
@@ -482,7 +482,7 @@ class SharedMemoryPlan:
 
 
 def _static_offset(offset, what: str) -> int:
-    offset = _python_number(offset)
+    offset = python_number(offset)
     if not isinstance(offset, int) or isinstance(offset, bool):
         raise TraceError(f"{what}: offset={offset!r} must be a Python int; shared-memory layout is fixed while "
                          "tracing", code="bad-offset",
@@ -502,7 +502,7 @@ def _alignment(align, what: str) -> int:
 def _check_shape(shape, what: str) -> tuple[int, ...]:
     if not isinstance(shape, (tuple, list)):
         shape = (shape,)
-    shape = tuple(_python_number(s) for s in shape)
+    shape = tuple(python_number(s) for s in shape)
     if not shape or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
         raise TraceError(f"{what} needs a shape of positive Python ints, got {shape!r}",
                          code="bad-shape", loc=user_location())

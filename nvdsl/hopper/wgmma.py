@@ -17,7 +17,7 @@ from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.memory import GLOBAL, SHARED, Array
-from ..frontend.values import Value, _index_value
+from ..frontend.values import Value, index_value
 from ..layouts import FragmentLayout, wgmma_accumulator
 from ..layouts.swizzle import swizzle_alignment
 from .tile import RegisterTile, _load
@@ -520,7 +520,7 @@ class _RowMajor(_AccumulatorWriter):
     def __init__(self, destination: Array, at):
         super().__init__(destination.dtype)
         self.destination = destination
-        self.at = [Value(_index_value(x, "a block offset"), dt.index) for x in (at or (0, 0))]
+        self.at = [Value(index_value(x, "a block offset"), dt.index) for x in (at or (0, 0))]
 
     def write(self, pair, row, col) -> None:
         r = self.at[0] + row[1] + row[0]
