@@ -229,10 +229,12 @@ class WGMMAAccumulator(RegisterTile):
     def _like(self, values, dtype: dt.DType):
         if dtype != dt.float32:
             return RegisterTile(values, dtype, self.layout)
-        return self._from_values(*self.shape, values)
+        return self.from_values(*self.shape, values)
 
     @classmethod
-    def _from_values(cls, m: int, n: int, values) -> "WGMMAAccumulator":
+    def from_values(cls, m: int, n: int, values) -> "WGMMAAccumulator":
+        """An (m, n) accumulator over ``values``: this thread's float32 MLIR values in the order of the
+        accumulator layout (``wgmma_accumulator(m, n)``), as a float32 ``RegisterTile`` of it holds them."""
         chunk_type, half = _chunk_type(n), n // 2
         struct_type = ir.Type.parse(f"!llvm.struct<({', '.join([str(chunk_type)] * (m // 64))})>")
         struct = llvm.mlir_undef(struct_type)
@@ -257,7 +259,7 @@ class WGMMAAccumulator(RegisterTile):
         values = _load(array, layout, at, "WGMMAAccumulator.load")
         with at_user_line():
             values = [Value(v, array.dtype).to(dt.float32).ir for v in values]
-            return cls._from_values(*layout.shape, values)
+            return cls.from_values(*layout.shape, values)
 
     def _rebuild(self, value: ir.Value) -> "WGMMAAccumulator":
         rebuilt = WGMMAAccumulator(*self.shape, _value=value)
@@ -382,7 +384,7 @@ class WGMMAAccumulator(RegisterTile):
         picked = [values[chunk * half + 4 * q + r] for chunk in range(m // 64) for q in range(start // 8, stop // 8)
                   for r in range(4)]
         with at_user_line():
-            return WGMMAAccumulator._from_values(m, stop - start, picked)
+            return WGMMAAccumulator.from_values(m, stop - start, picked)
 
     def store(self, destination: Array, at=None, *, tma: TMA | None = None) -> None:
         """Write the accumulator into ``destination``, converted to its element type (float32, float16
