@@ -1,8 +1,11 @@
-"""Helpers for nvdsl's tests and for users testing their kernels: the GPU marker and SASS checks."""
+"""Helpers for nvdsl's tests and for users testing their kernels: the GPU marker, golden files and SASS checks."""
 
 from __future__ import annotations
 
+import difflib
 import functools
+import itertools
+import os
 import re
 
 import pytest
@@ -27,6 +30,25 @@ def requires_gpu(test):
     for mark in reversed(GPU_MARKS):
         test = mark(test)
     return test
+
+
+def assert_matches_golden(text: str, path: str | os.PathLike, *, update: bool = False) -> None:
+    """Fail unless ``text`` equals the golden file at ``path``, showing the start of a unified diff.
+
+    With ``update``, or when the file does not exist yet, ``text`` is written there first (nvdsl's own tests
+    pass ``update=True`` under ``pytest --update-golden``).
+    """
+    if update or not os.path.exists(path):
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    with open(path, encoding="utf-8") as f:
+        expected = f.read()
+    if text != expected:
+        diff = difflib.unified_diff(expected.splitlines(keepends=True), text.splitlines(keepends=True),
+                                    fromfile=os.fspath(path), tofile="now")
+        shown = "\n".join(line.rstrip("\n") for line in itertools.islice(diff, 40))
+        raise AssertionError(f"{os.fspath(path)} changed; if that is intended, rewrite it with update=True "
+                             f"(nvdsl's tests: pytest --update-golden)\n{shown}")
 
 
 def sass_opcodes(sass: str) -> set[str]:

@@ -12,7 +12,7 @@ import nvdsl
 import nvdsl.tasks as nt
 from nvdsl.kernels.gemm import (MAPPING, batched_matmul, gated_mlp, linear, linear_mapping, linear_program, matmul, matmul_nk,
                                 matmul_rowsum)
-from nvdsl.testing import requires_gpu, sass_opcodes
+from nvdsl.testing import assert_matches_golden, requires_gpu, sass_opcodes
 from nvdsl.compiler.toolchain import find_tool
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
@@ -25,12 +25,7 @@ def gemm_args(m, n, k, c_dtype=f16, b_layout="KN"):
 
 
 def golden(name: str, text: str, request) -> None:
-    path = os.path.join(GOLDEN, name)
-    if request.config.getoption("--update-golden") or not os.path.exists(path):
-        with open(path, "w") as f:
-            f.write(text)
-    with open(path) as f:
-        assert text == f.read(), f"{name} changed; rerun with --update-golden if intended"
+    assert_matches_golden(text, os.path.join(GOLDEN, name), update=request.config.getoption("--update-golden"))
 
 
 SCHEDULES = {

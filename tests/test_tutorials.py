@@ -13,7 +13,7 @@ import pytest
 import nvdsl
 import nvdsl.tasks as nt
 from nvdsl.compiler.toolchain import find_tool
-from nvdsl.testing import has_gpu, requires_gpu, sass_opcodes
+from nvdsl.testing import assert_matches_golden, has_gpu, requires_gpu, sass_opcodes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TUTORIALS = os.path.join(ROOT, "tutorials")
@@ -43,13 +43,8 @@ def chapter_traces():
 
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_chapter_ir_matches_golden(name, request):
-    ir = chapter_traces()[name].mlir
-    path = os.path.join(GOLDEN, f"{name}.mlir")
-    if request.config.getoption("--update-golden"):
-        with open(path, "w") as f:
-            f.write(ir)
-    with open(path) as f:
-        assert ir == f.read(), f"traced IR of {name} changed; rerun with --update-golden if intended"
+    assert_matches_golden(chapter_traces()[name].mlir, os.path.join(GOLDEN, f"{name}.mlir"),
+                          update=request.config.getoption("--update-golden"))
 
 
 def run_chapter(name, tmp_path):

@@ -22,11 +22,11 @@ from mlir.dialects import gpu, llvm, scf
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from .context import at_user_line, current, current_kernel, mlir_location
-from .values import Value, _common_int, _constant, _convert, _python_number, as_value
+from .values import Value, _common_int, _constant, as_value, convert, python_number
 
 
 def _loop_bounds(start, stop, step):
-    start, stop, step = (_python_number(v) for v in (start, stop, step))
+    start, stop, step = (python_number(v) for v in (start, stop, step))
     for name, v in (("start", start), ("stop", stop), ("step", step)):
         if isinstance(v, Value):
             if not v.dtype.is_int:
@@ -45,7 +45,7 @@ def _loop_bounds(start, stop, step):
             raise TraceError(f"loop bounds mix {dtype.name} and {v.dtype.name}", code="type-mismatch",
                              hint="convert them to one integer type with .to(...)", loc=user_location())
         dtype = common
-    bounds = [_convert(v, dtype) if isinstance(v, Value) else _constant(v, dtype)
+    bounds = [convert(v, dtype) if isinstance(v, Value) else _constant(v, dtype)
               for v in (start, stop, step)]
     return bounds, dtype
 
@@ -274,7 +274,7 @@ def print_(fmt: str, *values) -> None:
     with at_user_line():
         out, operands = pieces[0].replace("%", "%%"), []
         for value, piece in zip(values, pieces[1:]):
-            value = _python_number(value)
+            value = python_number(value)
             if isinstance(value, Value):
                 spec, operand = _printf_operand(value)
                 out += spec
@@ -296,13 +296,13 @@ def report_and_trap(fmt: str, *values) -> None:
 def _printf_operand(v: Value):
     d = v.dtype
     if d.is_float:
-        return "%f", _convert(v, dt.float64).ir
+        return "%f", convert(v, dt.float64).ir
     if d.is_bool:
-        return "%d", _convert(v, dt.int32).ir
+        return "%d", convert(v, dt.int32).ir
     if d.kind == "index":
-        return "%lld", _convert(v, dt.int64).ir
+        return "%lld", convert(v, dt.int64).ir
     if d.bits < 32:
-        return _PRINTF_SPEC[d.kind][32], _convert(v, dt.int32 if d.is_signed else dt.uint32).ir
+        return _PRINTF_SPEC[d.kind][32], convert(v, dt.int32 if d.is_signed else dt.uint32).ir
     return _PRINTF_SPEC[d.kind][d.bits], v.ir
 
 
@@ -311,7 +311,7 @@ def _flatten(tree, what: str, allow_numbers: bool = False):
     leaves = []
 
     def walk(node):
-        node = _python_number(node)
+        node = python_number(node)
         if isinstance(node, Value) or hasattr(node, "_rebuild"):  # Values, register tiles and vectors
             leaves.append(node)
             return "*"

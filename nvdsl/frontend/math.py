@@ -45,7 +45,7 @@ from mlir.dialects import math as mlir_math
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from .context import at_user_line, current_kernel
-from .values import Value, _constant, _convert, _python_number, elementwise, select
+from .values import Value, _constant, convert, elementwise, python_number, select
 
 _ACCURATE = {"exp": mlir_math.exp, "exp2": mlir_math.exp2, "log": mlir_math.log, "log2": mlir_math.log2,
              "rsqrt": mlir_math.rsqrt, "tanh": mlir_math.tanh, "erf": mlir_math.erf}
@@ -136,7 +136,7 @@ def _unary(name: str, x, approx):
 
 
 def _scalar(name: str, x, approx: bool) -> Value:
-    x = _python_number(x)
+    x = python_number(x)
     if not isinstance(x, Value):
         raise TraceError(f"nvdsl.{name} needs a traced float, got {type(x).__name__} {x!r}", code="type-mismatch",
                          hint=f"use Python's math.{name} on Python numbers, or make a traced value with "
@@ -152,14 +152,14 @@ def _scalar(name: str, x, approx: bool) -> Value:
         raise TraceError(f"PTX has no fast instruction for {name}", code="no-approx",
                          hint=f"call nvdsl.{name}(x) without approx", loc=user_location())
     with at_user_line():
-        wide = _convert(x, dt.float32) if d.bits == 16 else x
+        wide = convert(x, dt.float32) if d.bits == 16 else x
         if approx:
             result = _approximate(name, wide.ir)
         elif name == "sqrt":  # the LLVM intrinsic, which the NVPTX back end lowers to sqrt.rn
             result = llvm.call_intrinsic(wide.ir.type, f"llvm.sqrt.{wide.dtype.mlir_type()}", [wide.ir], [], [])
         else:
             result = _ACCURATE[name](wide.ir)
-        return _convert(Value(result, wide.dtype), d)
+        return convert(Value(result, wide.dtype), d)
 
 
 def _approximate(name: str, x: ir.Value) -> ir.Value:

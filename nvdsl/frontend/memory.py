@@ -27,7 +27,7 @@ from ..errors import TraceError, user_location
 from ..signature import ScratchSpec
 from .context import at_user_line, check_scope, current, current_kernel, current_scope, mlir_location
 from .control import report_and_trap, when
-from .values import Value, _constant, _convert, _python_number, as_value
+from .values import Value, _constant, as_value, convert, python_number
 
 GLOBAL = "global"
 SHARED = "shared"
@@ -117,9 +117,9 @@ class Array:
                              code="bad-view", loc=user_location())
         current_kernel(f"a view of '{self.name}'")
         dtype = self.dtype if dtype is None else dtype
-        shape = _check_shape(shape, f"'{self.name}'.view")
+        shape = checked_shape(shape, f"'{self.name}'.view")
         offset = _static_offset(offset, f"'{self.name}'.view")
-        nbytes = _nbytes(shape, dtype)
+        nbytes = byte_size(shape, dtype)
         if not (0 <= offset and offset + nbytes <= self.nbytes):
             raise TraceError(f"a view of {nbytes} bytes at offset {offset!r} does not fit in '{self.name}' "
                              f"({self.nbytes} bytes)", code="bad-view", loc=user_location())
@@ -129,8 +129,8 @@ class Array:
         self.check_lease("a view of")
         with at_user_line():
             start = self.offset + offset if offset else self.offset
-            return self._plan._view(shape, dtype, start, f"{self.name}+{offset}",
-                                    alignment=min(self.alignment, _low_bit(offset)), lease=self.lease)
+            return self._plan.view(shape, dtype, start, f"{self.name}+{offset}",
+                                   alignment=min(self.alignment, _low_bit(offset)), lease=self.lease)
 
     def flatten(self) -> "Array":
         """The same elements as a 1-D array (row-major), for indexing a block of rows as one vector."""
@@ -184,13 +184,13 @@ class Array:
 
     def _checked_index(self, axis: int, k, extent: int) -> "int | Value":
         """Index ``k`` of ``axis``: a Python int inside the extent, or a traced integer as an ``index``."""
-        k = _python_number(k)
+        k = python_number(k)
         if isinstance(k, Value):
             if not k.dtype.is_int:
                 raise TraceError(f"index {axis} of '{self.name}' is a {k.dtype.name} value",
                                  code="bad-index", hint="indices must be integers",
                                  loc=user_location())
-            return _convert(k, dt.index)
+            return convert(k, dt.index)
         if isinstance(k, int) and not isinstance(k, bool):
             if not 0 <= k < extent:
                 raise TraceError(f"index {k} is out of bounds for axis {axis} of "
@@ -340,7 +340,7 @@ class Array:
             raise TraceError(f"{what}: a pair (a, b) is added to float16 or bfloat16 arrays only, got "
                              f"{len(pair)} values for {self.dtype.name}", code="bad-atomic", loc=user_location())
         key = index if isinstance(index, tuple) else (index,)
-        last = _python_number(key[-1])
+        last = python_number(key[-1])
         if isinstance(last, int) and (last % 2 or last + 1 >= self.shape[-1]):
             raise TraceError(f"{what}: the pair starts at {last}; it needs an even last index with room for "
                              f"two elements (extent {self.shape[-1]})", code="misaligned", loc=user_location())
@@ -410,7 +410,7 @@ def _scratch(shape, dtype, zero: bool, name, what: str) -> Array:
     if not isinstance(dtype, dt.DType) or dtype not in dt.ARRAY_DTYPES:
         raise TraceError(f"{what} needs an array dtype such as nvdsl.float32, got {dtype!r}", code="bad-dtype",
                          loc=user_location())
-    shape = _check_shape(shape, what)
+    shape = checked_shape(shape, what)
     name = name or f"scratch{len(trace.scratch)}"
     loc = mlir_location(user_location())
     with loc:
@@ -486,28 +486,28 @@ class SharedMemoryPlan:
         return self.dynamic_bytes + self.static_bytes
 
     def static_array(self, shape, dtype: dt.DType, align: int) -> Array:
-        shape = _check_shape(shape, "ctx.shared_array")
+        shape = checked_shape(shape, "ctx.shared_array")
         align = _alignment(align, "ctx.shared_array")
-        start = self.place(_nbytes(shape, dtype), align)
-        return self._view(shape, dtype, start, f"shared_array@{start}")
+        start = self.place(byte_size(shape, dtype), align)
+        return self.view(shape, dtype, start, f"shared_array@{start}")
 
     def dynamic_view(self, shape, dtype: dt.DType, offset: int | None, align: int) -> Array:
-        shape = _check_shape(shape, "ctx.dynamic_shared")
+        shape = checked_shape(shape, "ctx.dynamic_shared")
         align = _alignment(align, "ctx.dynamic_shared")
-        nbytes = _nbytes(shape, dtype)
+        nbytes = byte_size(shape, dtype)
         if offset is None:
-            offset = _align(self._dynamic_next, align)
+            offset = round_up(self._dynamic_next, align)
         else:
             offset = _static_offset(offset, "ctx.dynamic_shared")
             if offset % align or offset < 0:
                 raise TraceError(f"dynamic shared view offset {offset} is not a multiple of {align} bytes",
                                  code="misaligned", loc=user_location())
         self.reserve(offset, nbytes, 1, "a dynamic shared view")
-        return self._view(shape, dtype, offset, f"dynamic_shared@{offset}")
+        return self.view(shape, dtype, offset, f"dynamic_shared@{offset}")
 
     def place(self, nbytes: int, align: int) -> int:
         """Reserve ``nbytes`` after everything placed so far, aligned to ``align``; the byte offset."""
-        start = _align(self.dynamic_bytes + self.static_bytes, align)
+        start = round_up(self.dynamic_bytes + self.static_bytes, align)
         self.static_bytes = start + nbytes - self.dynamic_bytes
         return start
 
@@ -523,8 +523,14 @@ class SharedMemoryPlan:
         self._dynamic_next = max(self._dynamic_next, offset + nbytes)
         return offset
 
-    def _view(self, shape, dtype: dt.DType, offset: "int | Value", name: str, *, alignment: int | None = None,
-              lease=None) -> Array:
+    def view(self, shape, dtype: dt.DType, offset: "int | Value", name: str, *, alignment: int | None = None,
+             lease=None) -> Array:
+        """A typed view of the buffer at byte ``offset`` (a Python int or a traced ``index``), named ``name``.
+
+        It reserves nothing: the bytes must already be placed (``place``) or reserved (``reserve``).
+        ``alignment`` is a power of two known to divide ``offset`` on every run; ``lease`` is the ring lease
+        the view is valid under (see ``Array.lease``).
+        """
         if self._base is None:
             byte_buffer = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()],
                                             ir.IntegerType.get_signless(8),
@@ -539,7 +545,7 @@ class SharedMemoryPlan:
 
 
 def _static_offset(offset, what: str) -> int:
-    offset = _python_number(offset)
+    offset = python_number(offset)
     if not isinstance(offset, int) or isinstance(offset, bool):
         raise TraceError(f"{what}: offset={offset!r} must be a Python int; shared-memory layout is fixed while "
                          "tracing", code="bad-offset",
@@ -556,24 +562,28 @@ def _alignment(align, what: str) -> int:
     return align
 
 
-def _check_shape(shape, what: str) -> tuple[int, ...]:
+def checked_shape(shape, what: str) -> tuple[int, ...]:
+    """``shape`` (an int or a sequence of ints) as a tuple of positive Python ints; else a ``bad-shape``
+    TraceError naming ``what``."""
     if not isinstance(shape, (tuple, list)):
         shape = (shape,)
-    shape = tuple(_python_number(s) for s in shape)
+    shape = tuple(python_number(s) for s in shape)
     if not shape or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
         raise TraceError(f"{what} needs a shape of positive Python ints, got {shape!r}",
                          code="bad-shape", loc=user_location())
     return shape
 
 
-def _nbytes(shape, dtype: dt.DType) -> int:
+def byte_size(shape, dtype: dt.DType) -> int:
+    """Bytes of an array of ``shape`` and ``dtype``."""
     n = dtype.itemsize
     for s in shape:
         n *= s
     return n
 
 
-def _align(n: int, align: int) -> int:
+def round_up(n: int, align: int) -> int:
+    """``n`` rounded up to a multiple of ``align``."""
     return (n + align - 1) // align * align
 
 

@@ -44,7 +44,8 @@ def _error(message: str, hint: str | None = None, code: str = "type-mismatch") -
     return TraceError(message, code=code, hint=hint, loc=user_location())
 
 
-def _python_number(x):
+def python_number(x):
+    """``x`` as a Python number if it is a NumPy scalar (``np.float16(2)``), else ``x`` unchanged."""
     if isinstance(x, np.generic):
         return x.item()
     return x
@@ -54,7 +55,7 @@ def constant(value, dtype: dt.DType) -> "Value":
     """A constant of ``dtype`` inside a kernel body; the value must fit the dtype."""
     current_kernel("nvdsl.constant")
     with at_user_line():
-        return _constant(_python_number(value), dtype)
+        return _constant(python_number(value), dtype)
 
 
 def _constant(value, dtype: dt.DType) -> "Value":
@@ -79,7 +80,8 @@ def _constant(value, dtype: dt.DType) -> "Value":
     return Value(arith.constant(dtype.mlir_type(), attr), dtype)
 
 
-def _convert(v: "Value", to: dt.DType) -> "Value":
+def convert(v: "Value", to: dt.DType) -> "Value":
+    """``v`` as a Value of dtype ``to``: the conversion ``Value.to`` makes, without its checks of the caller."""
     src = v.dtype
     if src == to:
         return v
@@ -128,9 +130,9 @@ def _common_int(a: dt.DType, b: dt.DType) -> dt.DType | None:
     return a if a.bits >= b.bits else b
 
 
-def _unify(a, b, op: str) -> tuple["Value", "Value"]:
-    """Both operands as Values of one dtype, by the promotion rules above."""
-    a, b = _python_number(a), _python_number(b)
+def unify(a, b, op: str) -> tuple["Value", "Value"]:
+    """Both operands as Values of one dtype, by the promotion rules above (``op`` names the operation in errors)."""
+    a, b = python_number(a), python_number(b)
     if isinstance(a, Value) and isinstance(b, Value):
         if a.dtype == b.dtype:
             return a, b
@@ -138,7 +140,7 @@ def _unify(a, b, op: str) -> tuple["Value", "Value"]:
         if common is None:
             raise _error(f"cannot combine {a.dtype.name} and {b.dtype.name} with '{op}'" + _origins(a, b),
                          hint=_mismatch_hint(a, b))
-        return _convert(a, common), _convert(b, common)
+        return convert(a, common), convert(b, common)
     if not isinstance(a, Value) and not isinstance(b, Value):
         raise _error(f"'{op}' of the Python values {a!r} and {b!r}: their dtype is unknown",
                      hint="make one a traced value, e.g. nvdsl.constant(1, nvdsl.int32)")
@@ -217,10 +219,12 @@ def _truth_use(frame) -> str | None:
     return None
 
 
-def _binary(op: str, a, b) -> "Value":
+def binary(op: str, a, b) -> "Value":
+    """``a op b`` for the arithmetic or bitwise operator ``op`` (``"+"``, ``"//"``, ``"<<"``, ...), with the
+    promotion rules of the module docstring; one operand may be a Python number."""
     _in_kernel(f"the operator '{op}' on traced values", a, b)
     with at_user_line():
-        a, b = _unify(a, b, op)
+        a, b = unify(a, b, op)
         d = a.dtype
         if op in ("&", "|", "^"):
             if not (d.is_int or d.is_bool):
@@ -267,10 +271,12 @@ def _modulo(a: "Value", b: "Value") -> "Value":
     return select(needs_fix, rem + b, rem)
 
 
-def _compare(op: str, a, b) -> "Value":
+def compare(op: str, a, b) -> "Value":
+    """``a op b`` for the comparison ``op`` (``"<"``, ``"=="``, ...) as a bool Value, signed, unsigned or
+    float by the operands' dtype; one operand may be a Python number."""
     _in_kernel(f"the comparison '{op}' on traced values", a, b)
     with at_user_line():
-        a, b = _unify(a, b, op)
+        a, b = unify(a, b, op)
         d = a.dtype
         if d.is_float:
             pred = getattr(arith.CmpFPredicate, _CMP_FLOAT[op])
@@ -282,7 +288,7 @@ def _compare(op: str, a, b) -> "Value":
 
 def _power(base, exponent) -> "Value":
     _in_kernel("the operator '**' on traced values", base, exponent)
-    exponent = _python_number(exponent)
+    exponent = python_number(exponent)
     if isinstance(base, Value) and isinstance(exponent, int) and not isinstance(exponent, bool):
         if exponent < 0:
             raise _error("'**' with a negative integer exponent", hint="use 1 / x**n on floats")
@@ -296,7 +302,7 @@ def _power(base, exponent) -> "Value":
                     square = square * square
             return result if result is not None else _constant(1, base.dtype)
     with at_user_line():
-        a, b = _unify(base, exponent, "**")
+        a, b = unify(base, exponent, "**")
         if not a.dtype.is_float:
             raise _error(f"'**' on {a.dtype.name} needs a non-negative Python int exponent")
         return Value(mlir_math.powf(a.ir, b.ir), a.dtype)
@@ -405,44 +411,44 @@ class Value:
         if not isinstance(dtype, dt.DType):
             raise _error(f"Value.to expects an nvdsl dtype such as nvdsl.float32, got {dtype!r}")
         with at_user_line():
-            return _convert(self, dtype)
+            return convert(self, dtype)
 
     def eq(self, other) -> "Value":
-        return _compare("==", self, other)
+        return compare("==", self, other)
 
     def ne(self, other) -> "Value":
-        return _compare("!=", self, other)
+        return compare("!=", self, other)
 
-    def __add__(self, o): return _binary("+", self, o)
-    def __radd__(self, o): return _binary("+", o, self)
-    def __sub__(self, o): return _binary("-", self, o)
-    def __rsub__(self, o): return _binary("-", o, self)
-    def __mul__(self, o): return _binary("*", self, o)
-    def __rmul__(self, o): return _binary("*", o, self)
-    def __truediv__(self, o): return _binary("/", self, o)
-    def __rtruediv__(self, o): return _binary("/", o, self)
-    def __floordiv__(self, o): return _binary("//", self, o)
-    def __rfloordiv__(self, o): return _binary("//", o, self)
-    def __mod__(self, o): return _binary("%", self, o)
-    def __rmod__(self, o): return _binary("%", o, self)
-    def __and__(self, o): return _binary("&", self, o)
-    def __rand__(self, o): return _binary("&", o, self)
-    def __or__(self, o): return _binary("|", self, o)
-    def __ror__(self, o): return _binary("|", o, self)
-    def __xor__(self, o): return _binary("^", self, o)
-    def __rxor__(self, o): return _binary("^", o, self)
-    def __lshift__(self, o): return _binary("<<", self, o)
-    def __rlshift__(self, o): return _binary("<<", o, self)
-    def __rshift__(self, o): return _binary(">>", self, o)
-    def __rrshift__(self, o): return _binary(">>", o, self)
+    def __add__(self, o): return binary("+", self, o)
+    def __radd__(self, o): return binary("+", o, self)
+    def __sub__(self, o): return binary("-", self, o)
+    def __rsub__(self, o): return binary("-", o, self)
+    def __mul__(self, o): return binary("*", self, o)
+    def __rmul__(self, o): return binary("*", o, self)
+    def __truediv__(self, o): return binary("/", self, o)
+    def __rtruediv__(self, o): return binary("/", o, self)
+    def __floordiv__(self, o): return binary("//", self, o)
+    def __rfloordiv__(self, o): return binary("//", o, self)
+    def __mod__(self, o): return binary("%", self, o)
+    def __rmod__(self, o): return binary("%", o, self)
+    def __and__(self, o): return binary("&", self, o)
+    def __rand__(self, o): return binary("&", o, self)
+    def __or__(self, o): return binary("|", self, o)
+    def __ror__(self, o): return binary("|", o, self)
+    def __xor__(self, o): return binary("^", self, o)
+    def __rxor__(self, o): return binary("^", o, self)
+    def __lshift__(self, o): return binary("<<", self, o)
+    def __rlshift__(self, o): return binary("<<", o, self)
+    def __rshift__(self, o): return binary(">>", self, o)
+    def __rrshift__(self, o): return binary(">>", o, self)
     def __pow__(self, o): return _power(self, o)
     def __rpow__(self, o): return _power(o, self)
-    def __lt__(self, o): return _compare("<", self, o)
-    def __le__(self, o): return _compare("<=", self, o)
-    def __gt__(self, o): return _compare(">", self, o)
-    def __ge__(self, o): return _compare(">=", self, o)
-    def __eq__(self, o): return _compare("==", self, o)  # builds arith.cmp; Values hash by identity
-    def __ne__(self, o): return _compare("!=", self, o)
+    def __lt__(self, o): return compare("<", self, o)
+    def __le__(self, o): return compare("<=", self, o)
+    def __gt__(self, o): return compare(">", self, o)
+    def __ge__(self, o): return compare(">=", self, o)
+    def __eq__(self, o): return compare("==", self, o)  # builds arith.cmp; Values hash by identity
+    def __ne__(self, o): return compare("!=", self, o)
 
     def __neg__(self):
         current_kernel("unary '-' on traced values")
@@ -499,7 +505,7 @@ def _select(condition, if_true, if_false) -> Value:
     with at_user_line():
         if not (isinstance(condition, Value) and condition.dtype.is_bool):
             raise _error("nvdsl.select needs a traced bool condition (a comparison)")
-        a, b = _unify(if_true, if_false, "select")
+        a, b = unify(if_true, if_false, "select")
         return Value(arith.select(condition.ir, a.ir, b.ir), a.dtype)
 
 
@@ -525,7 +531,7 @@ def maximum(a, b) -> Value:
 
 def _min_max(a, b, signed, unsigned, floating, name) -> Value:
     with at_user_line():
-        a, b = _unify(a, b, name)
+        a, b = unify(a, b, name)
         d = a.dtype
         op = floating if d.is_float else signed if d.is_signed else unsigned
         if d.is_bool:
@@ -535,7 +541,7 @@ def _min_max(a, b, signed, unsigned, floating, name) -> Value:
 
 def as_value(x, dtype: dt.DType, what: str) -> Value:
     """``x`` (a Value or a Python number) as a Value of exactly ``dtype``."""
-    x = _python_number(x)
+    x = python_number(x)
     if isinstance(x, Value):
         if x.dtype != dtype:
             raise _error(f"{what} expects {dtype.name}, got {x.dtype.name}" + _origins(x),
@@ -548,11 +554,11 @@ def as_value(x, dtype: dt.DType, what: str) -> Value:
     return _constant(x, dtype)
 
 
-def _index_value(x, what: str) -> ir.Value:
+def index_value(x, what: str) -> ir.Value:
     """``x`` (a Python int or a traced integer of any width) as an ``index`` MLIR value."""
-    x = _python_number(x)
+    x = python_number(x)
     if isinstance(x, Value):
         if not x.dtype.is_int:
             raise _error(f"{what} must be an integer, got {x.dtype.name}")
-        return _convert(x, dt.index).ir
+        return convert(x, dt.index).ir
     return as_value(x, dt.index, what).ir

@@ -40,7 +40,7 @@ from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current_kernel
 from ..frontend.control import when
-from ..frontend.memory import Array, _align, _check_shape, _nbytes
+from ..frontend.memory import Array, byte_size, checked_shape, round_up
 from ..frontend.values import Value, select
 from .mbarrier import Mbarriers
 from .tma import TMA
@@ -59,7 +59,7 @@ class SlotTile:
 
     @property
     def nbytes(self) -> int:
-        return _nbytes(self.shape, self.dtype)
+        return byte_size(self.shape, self.dtype)
 
 
 class _Lease:
@@ -208,7 +208,7 @@ class Aref:
                              hint="every thread must pass its initialisation; create rings before any "
                                   "Warpgroup, when or loop", loc=self._loc)
         try:
-            specs = [(_check_shape(shape, f"Aref '{name}' tile"), dtype) for shape, dtype in tiles]
+            specs = [(checked_shape(shape, f"Aref '{name}' tile"), dtype) for shape, dtype in tiles]
         except (TypeError, ValueError):
             raise TraceError(f"Aref tiles={tiles!r} must be a sequence of (shape, dtype) pairs", code="bad-aref",
                              loc=self._loc) from None
@@ -219,7 +219,7 @@ class Aref:
         offset, layout = 0, []
         for shape, dtype in specs:
             layout.append(SlotTile(shape, dtype, offset))
-            offset += _align(_nbytes(shape, dtype), TILE_ALIGNMENT)
+            offset += round_up(byte_size(shape, dtype), TILE_ALIGNMENT)
         self.tiles: tuple[SlotTile, ...] = tuple(layout)
         self.slot_bytes = offset
         #: The bytes the producer's copies deliver into one slot (the ``full`` barrier's expected transactions).
@@ -266,8 +266,8 @@ class Aref:
 
     def _slot_views(self, slot: Value, lease: _Lease) -> tuple[Array, ...]:
         start = slot.to(dt.index) * self.slot_bytes + self.base
-        return tuple(self.ctx.shared._view(t.shape, t.dtype, start + t.offset if t.offset else start,
-                                           f"{self.name}.tile{i}", alignment=TILE_ALIGNMENT, lease=lease)
+        return tuple(self.ctx.shared.view(t.shape, t.dtype, start + t.offset if t.offset else start,
+                                          f"{self.name}.tile{i}", alignment=TILE_ALIGNMENT, lease=lease)
                      for i, t in enumerate(self.tiles))
 
     def joined(self, views, first: int, count: int, axis: int) -> Array:
@@ -292,8 +292,8 @@ class Aref:
         shape = list(tiles[0].shape)
         shape[axis] = sum(t.shape[axis] for t in tiles)
         with at_user_line():
-            return self.ctx.shared._view(tuple(shape), tiles[0].dtype, start.offset, f"{self.name}.tiles{first}+{count}",
-                                         alignment=TILE_ALIGNMENT, lease=start.lease)
+            return self.ctx.shared.view(tuple(shape), tiles[0].dtype, start.offset, f"{self.name}.tiles{first}+{count}",
+                                        alignment=TILE_ALIGNMENT, lease=start.lease)
 
     # -- producer -------------------------------------------------------------------------------------------
     def put(self, *copies) -> None:

@@ -9,7 +9,7 @@ from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.control import print_, when
-from ..frontend.values import Value, _convert, _index_value, _python_number, as_value
+from ..frontend.values import Value, as_value, convert, index_value, python_number
 
 
 # Under Options.debug (NVDSL_DEBUG=1) a wait given no timeout_ns gives up after this long, with a report.
@@ -49,7 +49,7 @@ class Mbarriers:
                              loc=user_location())
         current_kernel("indexing Mbarriers")
         with at_user_line():
-            return Mbarrier(self, _index_value(index, "an mbarrier index"))
+            return Mbarrier(self, index_value(index, "an mbarrier index"))
 
     def __len__(self) -> int:
         return self.count
@@ -68,7 +68,7 @@ class Mbarrier:
         current_kernel("Mbarrier.init")
         _check_count(arrivals, "Mbarrier.init: the arrival count", 1)
         with at_user_line():
-            nvgpu.mbarrier_init(self.group.ir, _index_value(arrivals, "the arrival count"), self.index,
+            nvgpu.mbarrier_init(self.group.ir, index_value(arrivals, "the arrival count"), self.index,
                                 predicate=_predicate(predicate))
 
     def arrive(self, tx_bytes=None, *, predicate=None) -> None:
@@ -84,7 +84,7 @@ class Mbarrier:
                                      hint="wrap the arrive in nvdsl.when(...)", loc=user_location())
                 nvgpu.mbarrier_arrive(self.group.ir, self.index)
             else:
-                nvgpu.mbarrier_arrive_expect_tx(self.group.ir, _index_value(tx_bytes, "tx_bytes"), self.index,
+                nvgpu.mbarrier_arrive_expect_tx(self.group.ir, index_value(tx_bytes, "tx_bytes"), self.index,
                                                 predicate=_predicate(predicate))
 
     def try_wait(self, phase, *, ticks=None, timeout_ns: int | None = None) -> None:
@@ -118,7 +118,7 @@ class Mbarrier:
         with at_user_line():
             parity = _parity(phase)
             if timeout_ns is None and ticks is not None:
-                nvgpu.mbarrier_try_wait_parity(self.group.ir, parity.ir, _index_value(ticks, "ticks"), self.index)
+                nvgpu.mbarrier_try_wait_parity(self.group.ir, parity.ir, index_value(ticks, "ticks"), self.index)
             else:
                 self._wait_loop(ctx, parity, ticks, timeout_ns)
 
@@ -132,9 +132,9 @@ class Mbarrier:
         if isinstance(ticks, int):  # with a deadline, a single try never suspends past it
             hint["ticks"] = as_value(ticks if timeout_ns is None else min(ticks, timeout_ns), dt.uint32, "ticks").ir
         elif ticks is not None:
-            hint["ticks"] = arith.index_castui(i32, _index_value(ticks, "ticks"))
+            hint["ticks"] = arith.index_castui(i32, index_value(ticks, "ticks"))
         address = llvm.inttoptr(ir.Type.parse("!llvm.ptr<3>"), nvgpu.mbarrier_get(i64, self.group.ir, self.index))
-        expected = _convert(parity, dt.int32).ir
+        expected = convert(parity, dt.int32).ir
         start = nvvm.read_ptx_sreg_globaltimer(i64) if timeout_ns is not None else None
         loop = scf.WhileOp([], [])
         with ir.InsertionPoint(loop.before.blocks.append()):
@@ -161,7 +161,7 @@ MAX_COUNT = (1 << 20) - 1  # PTX: an mbarrier's arrival count and pending transa
 
 def _check_count(count, what: str, least: int) -> None:
     """A Python-int arrival count or transaction byte count must be in PTX's range (traced ones pass)."""
-    count = _python_number(count)
+    count = python_number(count)
     if isinstance(count, int) and not isinstance(count, bool) and not least <= count <= MAX_COUNT:
         raise TraceError(f"{what} is {count}, outside {least}..{MAX_COUNT} (2^20 - 1, the mbarrier's limit)",
                          code="bad-mbarrier",

@@ -40,9 +40,8 @@ from ..errors import InternalError, TraceError, user_location
 from ..frontend.context import at_user_line, current_kernel
 from ..frontend.control import when
 from ..frontend.memory import Array
-from ..frontend.values import (Value, _binary, _compare, _convert, _min_max, _python_number,
-                               _unify, as_value)
-from ..frontend.values import select as _select
+from ..frontend.values import (Value, as_value, binary, compare, convert, maximum, minimum, python_number, select,
+                               unify)
 from ..layouts import FragmentLayout
 
 
@@ -141,11 +140,11 @@ class _Fragment:
     def _operator(self, op: str, other, reflected: bool = False):
         current_kernel(f"the operator '{op}' on a {type(self).__name__}")
         operands = (other, self) if reflected else (self, other)
-        return self._elementwise(lambda a, b: _binary(op, a, b), operands, f"'{op}'")
+        return self._elementwise(lambda a, b: binary(op, a, b), operands, f"'{op}'")
 
     def _comparison(self, op: str, other):
         current_kernel(f"the comparison '{op}' on a {type(self).__name__}")
-        return self._elementwise(lambda a, b: _compare(op, a, b), (self, other), f"'{op}'")
+        return self._elementwise(lambda a, b: compare(op, a, b), (self, other), f"'{op}'")
 
     def __add__(self, o): return self._operator("+", o)
     def __radd__(self, o): return self._operator("+", o, True)
@@ -207,7 +206,7 @@ class _Fragment:
         if not isinstance(dtype, dt.DType):
             raise _error(f"{type(self).__name__}.to expects an nvdsl dtype such as nvdsl.float16, got {dtype!r}",
                          code="type-mismatch")
-        return self._elementwise(lambda a: _convert(a, dtype), (self,), f"{type(self).__name__}.to")
+        return self._elementwise(lambda a: convert(a, dtype), (self,), f"{type(self).__name__}.to")
 
 
 def _operand_map(x, frame: _Fragment, what: str):
@@ -239,13 +238,13 @@ def _operand_map(x, frame: _Fragment, what: str):
 def _scalar_operand(x, sample: _Fragment, what: str):
     """A Python number operand as one traced constant (not one per element): it takes the dtype of
     the first non-bool fragment, by the promotion rules of traced scalars."""
-    x = _python_number(x)
+    x = python_number(x)
     if isinstance(x, (_Fragment, Value)):
         return x
     if sample.dtype.is_bool and not isinstance(x, bool):
         raise _error(f"{what} meets the Python number {x!r} beside bool elements only; its dtype is unknown",
                      code="type-mismatch", hint="pass a traced value, e.g. nvdsl.constant(0.0, nvdsl.float32)")
-    return _unify(Value(sample.values[0], sample.dtype), x, what)[1]
+    return unify(Value(sample.values[0], sample.dtype), x, what)[1]
 
 
 class RegisterTile(_Fragment):
@@ -297,13 +296,11 @@ class RegisterTile(_Fragment):
 
     def max(self, axis: int = -1):
         """The largest element of each row (``axis=1``, giving a RowVector); NaN-propagating."""
-        return self._reduce(axis, lambda a, b: _min_max(a, b, arith.maxsi, arith.maxui, arith.maximumf, "maximum"),
-                            "max")
+        return self._reduce(axis, maximum, "max")
 
     def min(self, axis: int = -1):
         """The smallest element of each row (``axis=1``, giving a RowVector); NaN-propagating."""
-        return self._reduce(axis, lambda a, b: _min_max(a, b, arith.minsi, arith.minui, arith.minimumf, "minimum"),
-                            "min")
+        return self._reduce(axis, minimum, "min")
 
     def sum(self, axis: int = -1):
         """The sum of each row (``axis=1``, giving a RowVector)."""
@@ -350,11 +347,11 @@ def _shuffle_xor(value: Value, mask: int) -> Value:
 
 
 def _offset(x, dtype: dt.DType) -> Value:
-    x = _python_number(x)
+    x = python_number(x)
     if isinstance(x, Value):
         if not x.dtype.is_int:
             raise _error(f"a tile offset must be an integer, got {x.dtype.name}", code="bad-index")
-        return _convert(x, dtype)
+        return convert(x, dtype)
     return as_value(x, dtype, "a tile offset")
 
 
@@ -390,7 +387,7 @@ def _check_block(array, shape, at, what: str) -> None:
     if at is not None and (not isinstance(at, (tuple, list)) or len(at) != len(shape)):
         raise _error(f"{what}: at={at!r} needs one offset per axis", code="bad-tile")
     for axis, offset in enumerate(at or ()):
-        offset = _python_number(offset)
+        offset = python_number(offset)
         if isinstance(offset, int) and not 0 <= offset <= array.shape[axis] - shape[axis]:
             raise _error(f"{what}: a block of {list(shape)} at {list(at)} does not fit in '{array.name}' "
                          f"{list(array.shape)}", code="out-of-bounds")
@@ -438,8 +435,8 @@ class _Vector(_Fragment):
             last = array.shape[0] - 1
             values = []
             for (index,) in _coordinates(layout, (start,), dt.index):
-                value = array[_min_max(index, last, arith.minsi, arith.minui, arith.minimumf, "minimum")]
-                values.append(_select(index <= last, value, as_value(fill, array.dtype, "fill")).ir)
+                value = array[minimum(index, last)]
+                values.append(select(index <= last, value, as_value(fill, array.dtype, "fill")).ir)
         return cls(values, array.dtype, layout)
 
     def store(self, array: Array, start=0, *, stop=None) -> None:

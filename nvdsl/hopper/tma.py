@@ -18,7 +18,7 @@ from ..frontend.memory import GLOBAL, SHARED, Array
 from ..layouts.swizzle import swizzle, swizzle_alignment
 from ..signature import TensorMapSpec
 from ..target import TENSORMAP_ATTR, rule_violations
-from ..frontend.values import _index_value, minimum
+from ..frontend.values import index_value, minimum
 from .mbarrier import Mbarrier, _predicate
 
 _SWIZZLE_NAMES = {0: "none", 32: "swizzle_32b", 64: "swizzle_64b", 128: "swizzle_128b"}
@@ -213,7 +213,7 @@ class TMA:
         if deltas is not None:
             coords = tuple(c + d if d else c for c, d in zip(coords, deltas))
         # nvgpu takes coordinates innermost first, in elements.
-        return [_index_value(c, "a TMA coordinate") for c in reversed(coords)]
+        return [index_value(c, "a TMA coordinate") for c in reversed(coords)]
 
     def prefetch(self, *, predicate=None) -> None:
         """Bring the descriptor into the cache (``prefetch.tensormap``)."""

@@ -17,7 +17,7 @@ from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.memory import GLOBAL, SHARED, Array
-from ..frontend.values import Value, _index_value
+from ..frontend.values import Value, index_value
 from ..layouts import FragmentLayout, wgmma_accumulator
 from ..layouts.swizzle import swizzle_alignment
 from .tile import RegisterTile, _load
@@ -229,10 +229,12 @@ class WGMMAAccumulator(RegisterTile):
     def _like(self, values, dtype: dt.DType):
         if dtype != dt.float32:
             return RegisterTile(values, dtype, self.layout)
-        return self._from_values(*self.shape, values)
+        return self.from_values(*self.shape, values)
 
     @classmethod
-    def _from_values(cls, m: int, n: int, values) -> "WGMMAAccumulator":
+    def from_values(cls, m: int, n: int, values) -> "WGMMAAccumulator":
+        """An (m, n) accumulator over ``values``: this thread's float32 MLIR values in the order of the
+        accumulator layout (``wgmma_accumulator(m, n)``), as a float32 ``RegisterTile`` of it holds them."""
         chunk_type, half = _chunk_type(n), n // 2
         struct_type = ir.Type.parse(f"!llvm.struct<({', '.join([str(chunk_type)] * (m // 64))})>")
         struct = llvm.mlir_undef(struct_type)
@@ -257,7 +259,7 @@ class WGMMAAccumulator(RegisterTile):
         values = _load(array, layout, at, "WGMMAAccumulator.load")
         with at_user_line():
             values = [Value(v, array.dtype).to(dt.float32).ir for v in values]
-            return cls._from_values(*layout.shape, values)
+            return cls.from_values(*layout.shape, values)
 
     def _rebuild(self, value: ir.Value) -> "WGMMAAccumulator":
         rebuilt = WGMMAAccumulator(*self.shape, _value=value)
@@ -382,7 +384,7 @@ class WGMMAAccumulator(RegisterTile):
         picked = [values[chunk * half + 4 * q + r] for chunk in range(m // 64) for q in range(start // 8, stop // 8)
                   for r in range(4)]
         with at_user_line():
-            return WGMMAAccumulator._from_values(m, stop - start, picked)
+            return WGMMAAccumulator.from_values(m, stop - start, picked)
 
     def store(self, destination: Array, at=None, *, tma: TMA | None = None) -> None:
         """Write the accumulator into ``destination``, converted to its element type (float32, float16
@@ -520,7 +522,7 @@ class _RowMajor(_AccumulatorWriter):
     def __init__(self, destination: Array, at):
         super().__init__(destination.dtype)
         self.destination = destination
-        self.at = [Value(_index_value(x, "a block offset"), dt.index) for x in (at or (0, 0))]
+        self.at = [Value(index_value(x, "a block offset"), dt.index) for x in (at or (0, 0))]
 
     def write(self, pair, row, col) -> None:
         r = self.at[0] + row[1] + row[0]

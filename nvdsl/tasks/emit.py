@@ -786,7 +786,7 @@ class _Consumer:
         tile = value.acc if isinstance(value, _Cast) else value
         if isinstance(tile, RegisterTile) and not isinstance(tile, WGMMAAccumulator) and \
                 tile.dtype == dt.float32 and tile.layout == wgmma_accumulator(*tile.shape):
-            tile = WGMMAAccumulator._from_values(*tile.shape, tile.values)
+            tile = WGMMAAccumulator.from_values(*tile.shape, tile.values)
         if not isinstance(tile, WGMMAAccumulator):
             raise TaskError(f"{op}: only float32 tiles in the accumulator layout (converted or not) are stored "
                             "through TMA", code="unsupported-program", loc=op.loc)
