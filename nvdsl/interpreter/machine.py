@@ -314,8 +314,7 @@ class Block:
         """An exited warp no longer counts towards the block's barrier 0."""
         bar = self.bars.get(0)
         if bar is not None:
-            from .ops_gpu import release_if_complete
-            release_if_complete(self, bar)
+            bar.release_if_complete(self.warp_count - self.exited)
 
     def land(self, copy) -> None:
         copy.land(self)
