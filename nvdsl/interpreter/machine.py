@@ -11,7 +11,6 @@ waiting warp, what it waits for, and the state of that barrier.
 
 from __future__ import annotations
 
-
 import random
 
 import numpy as np
@@ -20,7 +19,9 @@ from ..errors import KernelFault
 from . import values as V
 from .core import BACK_EDGE, OpInfo
 from .memory import SHARED, Buffer
+from .period import Summary
 from .shadow import Agents, Shadow
+from .skeleton import GRANULE_BITS, Diverged, OverBudget, Undecided
 from .sync import BarSync
 
 # A fuzzed schedule draws the next warp at random but, like the hardware's warp schedulers, never
@@ -135,7 +136,7 @@ class Block:
         warps = (self.thread_count + V.LANES - 1) // V.LANES
         self.agents = Agents(warps, kernel.mbarrier_count)
         self.smem = Buffer(np.zeros(launch.smem_bytes, np.uint8), "shared memory", SHARED)
-        watched = (launch.smem_bytes >> 7) + 1 if skeleton else launch.smem_bytes
+        watched = (launch.smem_bytes >> GRANULE_BITS) + 1 if skeleton else launch.smem_bytes
         self.smem.shadow = self.shadow = Shadow(watched, self.agents, self.thread_count)
         self.mbarrier_groups: dict = {}
         self.mbarrier_next = 0
@@ -195,7 +196,6 @@ class Block:
         if self.condition is None:
             self.condition = (shape, info)
         elif self.condition[0] != shape:
-            from .protocol import Undecided
             raise Undecided(f"roles branch on different conditions of a table's entries ({self.condition[1].where()}, "
                             f"{info.where()}): the check cannot tell whether they agree")
         decided = self.decisions.get(condition)
@@ -230,7 +230,6 @@ class Block:
         summary = None
         rotate = False      # the warp that ran last stopped at a back-edge: the next one in order runs
         if self.skeleton and rng is None:
-            from .period import Summary
             summary = self.summary = Summary(self, self.kernel.loop_slots, self.kernel.local_slots,
                                                    self.kernel.scopes)
         while True:
@@ -276,10 +275,8 @@ class Block:
             current = chosen.index
             steps += 1
             if budget is not None and steps > budget:
-                from .protocol import OverBudget
                 raise OverBudget(f"the synchronisation of {self.name} takes more than {budget} scheduling steps")
             if deadline is not None and steps % 64 == 0 and deadline.passed():
-                from .protocol import OverBudget
                 raise OverBudget(f"checking the synchronisation of {self.name} took longer than the check's time "
                                 f"budget ({steps} scheduling steps simulated, no violation found)")
             chosen.last_run = steps
@@ -294,7 +291,6 @@ class Block:
             wait = chosen.wait
             rotate = wait is not None and wait.key is not None and wait.key[0] == BACK_EDGE
             if chosen.width > 1 and wait is not None and not chosen.warps_active().all():
-                from .protocol import Diverged
                 raise Diverged(chosen.warpgroup)
 
     def check_exit(self) -> None:

@@ -13,6 +13,7 @@ from mlir import ir
 from . import values as V
 from .core import GEN, PLAIN, Wait, back_edge, handles
 from .period import BranchFrame, LoopFrame, OpaqueFrame, WhileFrame
+from .skeleton import SKELETON_OMITS
 
 TERMINATORS = frozenset({"scf.yield", "scf.condition"})
 
@@ -20,7 +21,6 @@ TERMINATORS = frozenset({"scf.yield", "scf.condition"})
 def _readers(value, keep):
     """The operations of a protocol skeleton (those in ``keep``, and terminators) that read ``value``, with the
     operand's position: operands a skeleton leaves out (the coordinates of TMA loads) are not reads."""
-    from .protocol import SKELETON_OMITS
     for use in value.uses:
         owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
         if owner.name in TERMINATORS:

@@ -22,7 +22,7 @@ from .memory import MatrixDescriptor, MemRef, TensorMap, box_layout, is_shared, 
 from .ops_atomics import PAIR_ADD, pair_add
 from .ops_gpu import NAMED_BARRIER_ASM, converged, named_barrier_asm
 from .ops_memory import check_shared_write, element_addresses
-from .protocol import granules
+from .skeleton import granules
 from .reports import race_fault
 from .sync import MBARRIER_BASE, MBARRIER_GROUP_STRIDE, MbarrierGroup
 
