@@ -19,7 +19,8 @@ from ..errors import ArgumentError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ScratchSpec
 from ..target import HOPPER_SHARED_MEMORY_PER_BLOCK, SCRATCH_ATTR
 from .budget import Deadline
-from . import ops_arith, ops_atomics, ops_control, ops_gpu, ops_hopper, ops_memory, ops_symbolic  # noqa: F401 - register the handlers
+from . import (ops_arith, ops_atomics, ops_control, ops_gpu, ops_mbarrier, ops_memory, ops_nvvm,  # noqa: F401
+               ops_symbolic, ops_tma, ops_wgmma)  # register the handlers
 from . import values as V
 from .core import PLAIN, Compiler, handles
 from .machine import Block
