@@ -14,6 +14,7 @@ import re
 import numpy as np
 from mlir import ir
 
+from ..layouts import wgmma_accumulator
 from . import values as V
 from .core import GEN, PLAIN, SYNC, Wait, handles
 from .memory import MatrixDescriptor, is_shared, operand_addresses
@@ -33,13 +34,33 @@ def accumulator_shape(t: ir.Type) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=None)
-def fragment_layout(n: int):
-    """Row (within the warp's 16 rows) and column of value ``j`` of each lane in one m64nN chunk:
-    lane l holds, for each 8-column block q and h in (0, 1), rows l//4 + 8h, columns 8q + 2(l%4) + (0, 1)."""
-    lane = np.arange(V.LANES)[:, None]
-    j = np.arange(n // 2)[None, :]
-    q, h, e = j // 4, (j % 4) // 2, j % 2
-    return lane // 4 + 8 * h, 8 * q + 2 * (lane % 4) + e
+def accumulator_coordinates(m: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The row and the column of each value of each thread of an ``m`` x ``n`` accumulator, (128, m n / 128)
+    arrays: :func:`nvdsl.layouts.wgmma_accumulator` as index arrays (value ``j`` of 64-row chunk ``i`` is number
+    ``i n / 2 + j``)."""
+    layout = wgmma_accumulator(m, n)
+    coordinates = []
+    for axis in (0, 1):
+        thread = np.array([layout.thread_part(axis, t) for t in range(layout.threads)])
+        value = np.array([layout.value_part(axis, v) for v in range(layout.values)])
+        coordinates.append(_frozen(thread[:, None] + value[None, :]))
+    return coordinates[0], coordinates[1]
+
+
+@functools.lru_cache(maxsize=None)
+def warp_fragment(quarter: int, n: int) -> tuple[slice, np.ndarray, np.ndarray]:
+    """Warp ``quarter`` of a warpgroup's part of a 64-row chunk of an accumulator ``n`` wide: the band of rows its
+    values lie in, and the row within the band and the column of each of its lanes' values, (32, n / 2) each."""
+    rows, cols = accumulator_coordinates(64, n)
+    lanes = slice(quarter * V.LANES, (quarter + 1) * V.LANES)
+    first, last = int(rows[lanes].min()), int(rows[lanes].max())
+    return slice(first, last + 1), _frozen(rows[lanes] - first), cols[lanes]
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    """A cached index array, read-only so that no caller changes it for the others."""
+    array.setflags(write=False)
+    return array
 
 
 def _span(addresses: np.ndarray) -> tuple[int, int]:
@@ -93,9 +114,8 @@ def _record_operand_reads(w, addresses, itemsize, info, nbytes=None):
 
 def _mma_chunk(w, acc: np.ndarray, a: np.ndarray, b: np.ndarray, n: int, accumulate: bool) -> np.ndarray:
     """One warp's part of D = A (64 x K) @ B (K x N) + C for one m64 chunk, on its fragment (32, N/2)."""
-    rows, cols = fragment_layout(n)
-    quarter = w.index % 4
-    product = a[16 * quarter:16 * quarter + 16] @ b
+    band, rows, cols = warp_fragment(w.index % 4, n)
+    product = a[band] @ b
     if accumulate:
         product[rows, cols] += acc
     return product[rows, cols].astype(np.float32)
@@ -170,7 +190,7 @@ def _warpgroup_mma(op, c, info):
             b_parts.append(None if skeleton else b.T)
             touched.append(addresses)
         b_full = None if skeleton else np.concatenate(b_parts, axis=0)
-        rows, cols = fragment_layout(n)
+        band, rows, cols = warp_fragment(w.index % 4, n)
         for i in range(m // 64):
             a_parts = []
             for k in range(k_steps):
@@ -180,8 +200,7 @@ def _warpgroup_mma(op, c, info):
                 touched.append(addresses)
             if skeleton:
                 continue
-            quarter = w.index % 4
-            mine = np.concatenate(a_parts, axis=1)[16 * quarter:16 * quarter + 16] @ b_full
+            mine = np.concatenate(a_parts, axis=1)[band] @ b_full
             result[:, i, :] = acc[:, i, :] + mine[rows, cols]
         _record_operand_reads(w, touched, itemsize, info)
         _commit(w)
@@ -304,8 +323,6 @@ def register_a_wgmma(op, c, info, match):
         raise V.Unsupported("an inline wgmma with unexpected operands")
     old, a_registers, b_slot = operands[:n // 2], operands[n // 2:n // 2 + 4], operands[-1]
     r = c.slot(op.result)
-    rows, cols = fragment_layout(16)
-    out_rows, out_cols = fragment_layout(n)
 
     def fn(w):
         converged(w, info, "wgmma.mma_async")
@@ -316,7 +333,9 @@ def register_a_wgmma(op, c, info, match):
             return True
         packed = np.stack([np.broadcast_to(env[x], (V.LANES,)) for x in a_registers], axis=1).astype(np.int32)
         a = V.as_float32(packed.view(np.uint16 if bf16 else np.float16), element)   # (32, 8): a0 .. a7
-        a_rows = np.zeros((16, 16), np.float32)
+        band, rows, cols = warp_fragment(w.index % 4, 16)
+        _, out_rows, out_cols = warp_fragment(w.index % 4, n)
+        a_rows = np.zeros((band.stop - band.start, 16), np.float32)
         a_rows[rows, cols] = a
         accumulator = np.stack([np.broadcast_to(env[x], (V.LANES,)) for x in old], axis=1)
         env[r] = (accumulator + (a_rows @ b.T)[out_rows, out_cols]).astype(np.float32)
@@ -351,29 +370,28 @@ def _wgmma_wait(op, c, info):
 
 @handles("nvgpu.warpgroup.mma.store")
 def _mma_store(op, c, info):
-    """As MLIR's lowering: thread ``tid.x`` stores its pairs at row ``(tid.x % 32) // 4 + (tid.x // 32) * 16
-    + 64 i + 8 h``, column ``2 (tid.x % 4) + 8 q`` (+1): note ``tid.x``, not the thread's index in its
-    warpgroup."""
+    """As MLIR's lowering: thread ``tid.x`` stores each value where the accumulator layout places it for thread
+    ``tid.x % 128``, 64 rows further down for each 128 threads before it (the lowering adds 16 rows per warp of
+    ``tid.x``): note ``tid.x``, not the thread's index in its warpgroup."""
     view = op.opview
     acc_slot, dst = c.slot(view.matrixD), c.slot(view.dstMemref)
     m, n = accumulator_shape(view.matrixD.type)
     shared = is_shared(ir.MemRefType(view.dstMemref.type))
     element = ir.MemRefType(view.dstMemref.type).element_type
+    rows, cols = accumulator_coordinates(m, n)
+    warpgroup = rows.shape[0]
+    rows, cols = rows.reshape(warpgroup, m // 64, n // 2), cols.reshape(warpgroup, m // 64, n // 2)
 
     def fn(w):
         env = w.env
         mem = env[dst]
         tid = w.block.launch.thread_x(w)
-        lane_rows = (tid % 32) // 4 + (tid // 32) * 16
-        lane_cols = (tid % 4) * 2
+        lane_rows = rows[tid % warpgroup] + 64 * (tid // warpgroup)[:, None, None]
+        lane_cols = cols[tid % warpgroup]
         acc = env[acc_slot]
-        j = np.arange(n // 2)
-        q, h, e = j // 4, (j % 4) // 2, j % 2
         for i in range(m // 64):
-            rows = lane_rows[:, None] + 64 * i + 8 * h[None, :]
-            cols = lane_cols[:, None] + 8 * q[None, :] + e[None, :]
             for jj in range(n // 2):
-                index = [rows[:, jj], cols[:, jj]]
+                index = [lane_rows[:, i, jj], lane_cols[:, i, jj]]
                 lanes = w.lanes()
                 addresses = element_addresses(w, mem, index, info, what="wgmma store")
                 if shared:
