@@ -260,16 +260,9 @@ class Block:
                 if all(w.done for w in warps):
                     self.check_exit()
                     return
-                spinning = [w for w in warps if not w.done and w.wait is not None and w.wait.spin
-                            and not w.wait.forced and not self.skeleton]
-                if spinning and idle_jumps < MAX_IDLE_JUMPS:
-                    # polling loops get their try_wait back (false) after a long time: a deadline may pass
-                    idle_jumps += 1
-                    self.time_ns += TIMER_JUMP_NS
-                    for w in spinning:
-                        w.wait.forced = True
-                    continue
-                raise self.deadlock()
+                self.time_out_polling_waits(idle_jumps)
+                idle_jumps += 1
+                continue
             if chosen.wait is None or not chosen.wait.forced:
                 idle_jumps = 0      # something happened besides polling loops giving up
             current = chosen.index
@@ -292,6 +285,18 @@ class Block:
             rotate = wait is not None and wait.key is not None and wait.key[0] == BACK_EDGE
             if chosen.width > 1 and wait is not None and not chosen.warps_active().all():
                 raise Diverged(chosen.warpgroup)
+
+    def time_out_polling_waits(self, jumps: int) -> None:
+        """No warp can run and no copy is in flight: polling loops (try_wait in user code) get their try_wait back,
+        false, after a long time, so a deadline they poll for may pass. Where no warp polls, or ``jumps`` jumps of
+        the timer in a row brought nothing but timeouts, the block is deadlocked."""
+        spinning = [w for w in self.warps if not w.done and w.wait is not None and w.wait.spin
+                    and not w.wait.forced and not self.skeleton]
+        if not spinning or jumps >= MAX_IDLE_JUMPS:
+            raise self.deadlock()
+        self.time_ns += TIMER_JUMP_NS
+        for w in spinning:
+            w.wait.forced = True
 
     def check_exit(self) -> None:
         """A block must not end while TMA loads into its shared memory may still be in flight: each

@@ -369,43 +369,13 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...], *,
     else the reason the check could not decide.
     """
     try:
-        kernels = protocol_skeleton(module)
+        skeleton = _compile_skeleton(module, specs)
     except Undecided as reason:
         return str(reason)
-    if not kernels:
+    if skeleton is None:
         return None
-    host_args = list(functions_args(module))
-    scalars = {arg for arg, spec in zip(host_args, specs) if spec.kind != ARRAY}
-    keep = set()
-    blocks = {}
-    block_ops = {}
-    symbolic, branches = set(), set()
-    for launch, piece in kernels:
-        needed_scalars = [spec.name for arg, spec in zip(host_args, specs) if arg in piece.host_values and
-                          arg in scalars]
-        if needed_scalars:
-            return (f"the synchronisation of a kernel depends on the runtime scalar argument "
-                    f"'{needed_scalars[0]}'")
-        keep |= piece.keep
-        block_ops.update(kept_by_block(piece))
-        try:
-            reads, ways = table_branches(piece)
-        except Undecided as reason:
-            return str(reason)
-        symbolic |= reads
-        branches |= ways
-        blocks[launch] = "first-and-last" if piece.uses_block_id else "first"
-    # Warpgroups run as units of 128 lanes where every kept operation allows it (UNIT_OPS). A unit run is
-    # trusted only when it finds nothing: a warpgroup whose warps part is run warp by warp from the start, and
-    # anything a unit run reports (a violation, a reason it cannot decide) is found again warp by warp, so that
-    # what the check says is what running every warp on its own says.
-    units = frozenset(range(MAX_WARPGROUPS)) if all(_unit_safe(op) for op in keep) else None
+    program, units, branches = skeleton
     with module.context:
-        try:
-            program = Program(module, keep=keep, skeleton_blocks=blocks, block_ops=block_ops,
-                              symbolic=(symbolic, branches))
-        except Undecided as reason:
-            return str(reason)
         # Branches on a table's entries: every role takes the same way for the same entry, and only how many of
         # them are taken matters (table_branches), so the runs where the first n are taken and the rest are not,
         # for every n, are all the table's contents can do.
@@ -440,6 +410,42 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...], *,
             taken = 0 if taken is None else taken + 1
             if not branches or taken >= entries:
                 return None
+
+
+def _compile_skeleton(module: ir.Module, specs: tuple[ArgSpec, ...]) -> tuple[Program, frozenset | None, set] | None:
+    """The skeletons of a module's kernels with mbarriers as one program, the warpgroups whose warps its first run
+    runs as units, and the branches on a table's entries (None: no kernel has mbarriers). Raises Undecided where the
+    synchronisation depends on what the check cannot know."""
+    kernels = protocol_skeleton(module)
+    if not kernels:
+        return None
+    host_args = list(functions_args(module))
+    scalars = {arg for arg, spec in zip(host_args, specs) if spec.kind != ARRAY}
+    keep = set()
+    blocks = {}
+    block_ops = {}
+    symbolic, branches = set(), set()
+    for launch, piece in kernels:
+        needed_scalars = [spec.name for arg, spec in zip(host_args, specs) if arg in piece.host_values and
+                          arg in scalars]
+        if needed_scalars:
+            raise Undecided(f"the synchronisation of a kernel depends on the runtime scalar argument "
+                            f"'{needed_scalars[0]}'")
+        keep |= piece.keep
+        block_ops.update(kept_by_block(piece))
+        reads, ways = table_branches(piece)
+        symbolic |= reads
+        branches |= ways
+        blocks[launch] = "first-and-last" if piece.uses_block_id else "first"
+    # Warpgroups run as units of 128 lanes where every kept operation allows it (UNIT_OPS). A unit run is
+    # trusted only when it finds nothing: a warpgroup whose warps part is run warp by warp from the start, and
+    # anything a unit run reports (a violation, a reason it cannot decide) is found again warp by warp, so that
+    # what the check says is what running every warp on its own says.
+    units = frozenset(range(MAX_WARPGROUPS)) if all(_unit_safe(op) for op in keep) else None
+    with module.context:
+        program = Program(module, keep=keep, skeleton_blocks=blocks, block_ops=block_ops,
+                          symbolic=(symbolic, branches))
+    return program, units, branches
 
 
 def functions_args(module: ir.Module):
