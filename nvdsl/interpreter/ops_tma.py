@@ -109,7 +109,7 @@ def _tma_load(op, c, info):
             tmap, mem = env[desc], env[dst]
             bar = indexed_barrier(w, env[group], index, lane, info)
             check_use(w, bar, np.array([lane]), info, "a TMA load completing")
-            # a skeleton moves no data: its coordinates are not computed (protocol.SKELETON_OMITS)
+            # a skeleton moves no data: its coordinates are not computed (skeleton.SKELETON_OMITS)
             where = None if block.skeleton else _coords(w, coords, lane)
             elements, nbytes = _box_addresses(w, tmap, mem, lane, info, "this TMA load")
             thread = int(w.threads[lane])
