@@ -1,4 +1,5 @@
-"""mbarriers: ``nvgpu.mbarrier.*`` and ``nvvm.mbarrier.try_wait*``.
+"""mbarriers: ``nvgpu.mbarrier.*``, ``nvvm.mbarrier.try_wait*``, and the fences of mbarrier initialisation and of
+clusters (which change nothing here: blocks run one at a time, clusters are not modelled).
 
 A phase completes when its pending arrivals and its transaction bytes (``expect_tx``, delivered by TMA loads,
 :mod:`.ops_tma`) both reach zero; a wait on a parity passes once a phase of that parity completed, and orders
@@ -54,6 +55,7 @@ def _create(op, c, info):
 
 
 def indexed_barrier(w, group, index_slot, lane: int, info):
+    """The barrier of ``group`` whose index a lane holds in ``index_slot`` (a fault where it is out of range)."""
     index = int(per_lane(w.env[index_slot], lane))
     if not 0 <= index < len(group.barriers):
         raise w.block.fault("out-of-bounds", f"mbarrier index {index} is outside 0..{len(group.barriers) - 1} "
