@@ -18,6 +18,7 @@ from .ops_mbarrier import check_use, indexed_barrier, per_lane, predicated_lanes
 from .reports import race_fault
 from .skeleton import granules
 
+
 class Copy:
     """A TMA load in flight: issued by one thread, landing in shared memory and completing on a barrier."""
 
