@@ -28,9 +28,6 @@ from .memory import GLOBAL, Buffer, MemRef, row_major_strides
 from .skeleton import placeholder_array
 
 
-# What an H100 or H200 lets one block use (227 KiB, with the opt-in), as the GPU runtime checks.
-
-
 class Kernel:
     """One ``gpu.launch`` body, compiled. ``skeleton`` ("first" or "first-and-last") marks a protocol
     skeleton: only those blocks run, without data."""
@@ -209,7 +206,6 @@ class Program:
                 array = args[i]
                 mem = buffers[i]
                 np.copyto(array, mem.buffer.data.view(array.dtype).reshape(array.shape))
-
 
     def _registers(self) -> list:
         """A fresh frame of registers: the constants set, every other value undefined."""
