@@ -168,28 +168,27 @@ def _warpgroup_mma(op, c, info):
         if w.block.skeleton:
             # the same descriptors read the same shared memory: decode them once
             key = (desc_a, desc_b, w.block.smem.nbytes)
-            granules = skeleton_reads.get(key)
-            if granules is None:
+            read = skeleton_reads.get(key)
+            if read is None:
                 touched = [_matrix(w, desc_b + ((b_rows * 16 * k * itemsize) >> 4), n, 16, element, not transpose_b,
                                    info)[1] for k in range(k_steps)]
                 touched += [_matrix(w, desc_a + (((16 * k + total_k * a_k * i) * itemsize) >> 4), 64, 16, element,
                                     not transpose_a, info)[1] for i in range(m // 64) for k in range(k_steps)]
-                granules = skeleton_reads[key] = _operand_bytes(w.block, touched, itemsize)
-            _record_operand_reads(w, None, itemsize, info, granules)
+                read = skeleton_reads[key] = _operand_bytes(w.block, touched, itemsize)
+            _record_operand_reads(w, None, itemsize, info, read)
             _commit(w)
             yield from _wait(w, wait, info)
             return
         acc = env[c_slot]
-        result = None if w.block.skeleton else acc.copy()
+        result = acc.copy()
         touched = []
         b_parts = []
-        skeleton = w.block.skeleton
         for k in range(k_steps):
             step_b = (b_rows * 16 * k * itemsize) >> 4
             b, addresses = _matrix(w, desc_b + step_b, n, 16, element, not transpose_b, info)
-            b_parts.append(None if skeleton else b.T)
+            b_parts.append(b.T)
             touched.append(addresses)
-        b_full = None if skeleton else np.concatenate(b_parts, axis=0)
+        b_full = np.concatenate(b_parts, axis=0)
         band, rows, cols = warp_fragment(w.index % 4, n)
         for i in range(m // 64):
             a_parts = []
@@ -198,8 +197,6 @@ def _warpgroup_mma(op, c, info):
                 a, addresses = _matrix(w, desc_a + step_a, 64, 16, element, not transpose_a, info)
                 a_parts.append(a)
                 touched.append(addresses)
-            if skeleton:
-                continue
             mine = np.concatenate(a_parts, axis=1)[band] @ b_full
             result[:, i, :] = acc[:, i, :] + mine[rows, cols]
         _record_operand_reads(w, touched, itemsize, info)
@@ -283,18 +280,16 @@ def _mma_async(op, c, info):
             # the same descriptors read the same shared memory: decode them once
             key = (int(V.first_active(env[a_slot], w.mask)), int(V.first_active(env[b_slot], w.mask)),
                    w.block.smem.nbytes)
-            granules = skeleton_reads.get(key)
-            if granules is None:
+            read = skeleton_reads.get(key)
+            if read is None:
                 touched = [_matrix(w, key[0], 64, k, a_element, a_k_major, info)[1],
                            _matrix(w, key[1], n, k, b_element, b_k_major, info)[1]]
-                granules = skeleton_reads[key] = _operand_bytes(w.block, touched, itemsize)
-            _record_operand_reads(w, None, itemsize, info, granules)
+                read = skeleton_reads[key] = _operand_bytes(w.block, touched, itemsize)
+            _record_operand_reads(w, None, itemsize, info, read)
             return True
         a, a_addresses = _matrix(w, int(V.first_active(env[a_slot], w.mask)), 64, k, a_element, a_k_major, info)
         b, b_addresses = _matrix(w, int(V.first_active(env[b_slot], w.mask)), n, k, b_element, b_k_major, info)
         _record_operand_reads(w, [a_addresses, b_addresses], itemsize, info)
-        if w.block.skeleton:
-            return True
         if negate_a:
             a = -a
         if negate_b:
