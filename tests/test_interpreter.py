@@ -162,6 +162,40 @@ def test_tma_fills_what_lies_past_the_edge(oob, fill):
 
 # --- wgmma and the GEMMs -------------------------------------------------------------------------------
 
+def ptx_accumulator_element(thread: int, i: int) -> tuple[int, int]:
+    """Where register d_i of warpgroup thread ``thread`` lies in D of a ``wgmma.mma_async.m64nNk16`` (32-bit D), read
+    off the PTX ISA's figure ("WGMMA .m64nNk16 register fragment layout for accumulator matrix D"): warp w of the
+    warpgroup holds rows 16w to 16w + 15, and each 8-column block of them as mma.m16n8 holds its accumulator, the
+    lane with groupID = laneid >> 2 and threadID_in_group = laneid % 4 at row groupID (d0, d1 of the block) or
+    groupID + 8 (d2, d3), columns 2 threadID_in_group and the next."""
+    warp, lane = divmod(thread, 32)
+    group_id, thread_id_in_group = lane >> 2, lane % 4
+    block, within = divmod(i, 4)
+    return 16 * warp + group_id + 8 * (within >= 2), 8 * block + 2 * thread_id_in_group + (within & 1)
+
+
+@pytest.mark.parametrize("n", [8, 16, 24, 64, 128, 256])
+def test_the_interpreters_accumulator_fragment_is_the_ptx_isas(n):
+    """The interpreter places wgmma results through index arrays derived from nvdsl.layouts.wgmma_accumulator, the
+    layout kernels are traced with: both are checked here against the PTX ISA's figure, so that they cannot drift
+    apart. A 128-row accumulator is two such chunks, 64 rows apart, its values numbered on after the first's."""
+    from nvdsl.interpreter.ops_wgmma import accumulator_coordinates, warp_fragment
+    from nvdsl.layouts import wgmma_accumulator
+    expected = np.array([[ptx_accumulator_element(t, i) for i in range(n // 2)] for t in range(128)])
+    layout = wgmma_accumulator(64, n)
+    np.testing.assert_array_equal([[layout(t, i) for i in range(n // 2)] for t in range(128)], expected)
+    rows, cols = accumulator_coordinates(64, n)
+    np.testing.assert_array_equal(np.stack([rows, cols], axis=-1), expected)
+    for quarter in range(4):
+        band, warp_rows, warp_cols = warp_fragment(quarter, n)
+        mine = expected[32 * quarter:32 * quarter + 32]
+        np.testing.assert_array_equal(np.stack([band.start + warp_rows, warp_cols], axis=-1), mine)
+        assert band == slice(16 * quarter, 16 * quarter + 16)
+    rows, cols = accumulator_coordinates(128, n)
+    np.testing.assert_array_equal(np.stack([rows, cols], axis=-1),
+                                  np.concatenate([expected, expected + [64, 0]], axis=1))
+
+
 @pytest.mark.parametrize("out_dtype", [np.float16, np.float32])
 def test_the_product_bound_holds_for_every_summation_order_and_catches_a_wrong_element(out_dtype):
     """The GEMM tests compare with an error bound, not with NumPy's own product, whose float32 rounding depends

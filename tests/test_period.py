@@ -195,12 +195,12 @@ def test_after_a_tile_skip_the_k_loop_repeats_the_period_it_went_through_before(
     where finding the period again in the last tile took 32."""
     from nvdsl.kernels.gemm import MAPPING, matmul
     import nvdsl.interpreter.machine as machine
-    import nvdsl.interpreter.ops_hopper as ops_hopper
+    import nvdsl.interpreter.ops_tma as ops_tma
     import nvdsl.interpreter.program as program
     trace = nvdsl.tasks.build(matmul, MAPPING.replace(sm_count=132)).trace(
         np.zeros((8192, 8192), np.float16), f16(8192, 4096), f16(4096, 8192))
     landed = []
-    original_block, original_land, original_run = machine.Block.__init__, ops_hopper.Copy.land, \
+    original_block, original_land, original_run = machine.Block.__init__, ops_tma.Copy.land, \
         program.Program.run_skeleton
 
     def block(self, *args, **kwargs):
@@ -215,7 +215,7 @@ def test_after_a_tile_skip_the_k_loop_repeats_the_period_it_went_through_before(
         landed.clear()      # only the run that decides
         return original_run(self, *args, **kwargs)
     monkeypatch.setattr(machine.Block, "__init__", block)
-    monkeypatch.setattr(ops_hopper.Copy, "land", land)
+    monkeypatch.setattr(ops_tma.Copy, "land", land)
     monkeypatch.setattr(program.Program, "run_skeleton", run_skeleton)
     assert check_protocol(trace.module, trace.specs) is None
     assert landed == [24 * 6] * 2, landed       # the first and the last block

@@ -17,15 +17,18 @@ Unknown operations are refused when the module is compiled, naming the op and it
 
 from __future__ import annotations
 
-
 from mlir import ir
 
 from ..errors import InternalError, SourceLocation, TraceError, UserError
 from . import values as V
+from .skeleton import Diverged, Undecided
 
 PLAIN, GEN, SYNC = 0, 1, 2
 
 HANDLERS: dict = {}
+# The handler of a skeleton's operations that compute from a table's entries (Compiler.symbolic), whatever their
+# names: registered under this key, which no operation name matches (those name their dialect).
+SYMBOLIC = "symbolic"
 
 
 def handles(*names):
@@ -163,7 +166,6 @@ def _generator_runner(block: CompiledBlock):
 
 
 def _located(error: Exception, info: OpInfo) -> Exception:
-    from .protocol import Diverged, Undecided
     if isinstance(error, (UserError, InternalError, Undecided, Diverged)):  # they name their line already
         return error
     if isinstance(error, V.Unsupported):
@@ -244,8 +246,7 @@ class Compiler:
             info = self.info(op, name)
             handler = HANDLERS.get(name)
             if self.symbolic and op in self.symbolic:
-                from .protocol import compile_symbolic
-                handler = compile_symbolic
+                handler = HANDLERS[SYMBOLIC]
             if handler is None:
                 raise TraceError(f"the interpreter has no semantics for the operation '{name}'",
                                  code="interpreter-unknown-op",

@@ -11,7 +11,6 @@ waiting warp, what it waits for, and the state of that barrier.
 
 from __future__ import annotations
 
-
 import random
 
 import numpy as np
@@ -20,7 +19,9 @@ from ..errors import KernelFault
 from . import values as V
 from .core import BACK_EDGE, OpInfo
 from .memory import SHARED, Buffer
+from .period import Summary
 from .shadow import Agents, Shadow
+from .skeleton import GRANULE_BITS, Diverged, OverBudget, Undecided
 from .sync import BarSync
 
 # A fuzzed schedule draws the next warp at random but, like the hardware's warp schedulers, never
@@ -135,7 +136,7 @@ class Block:
         warps = (self.thread_count + V.LANES - 1) // V.LANES
         self.agents = Agents(warps, kernel.mbarrier_count)
         self.smem = Buffer(np.zeros(launch.smem_bytes, np.uint8), "shared memory", SHARED)
-        watched = (launch.smem_bytes >> 7) + 1 if skeleton else launch.smem_bytes
+        watched = (launch.smem_bytes >> GRANULE_BITS) + 1 if skeleton else launch.smem_bytes
         self.smem.shadow = self.shadow = Shadow(watched, self.agents, self.thread_count)
         self.mbarrier_groups: dict = {}
         self.mbarrier_next = 0
@@ -195,7 +196,6 @@ class Block:
         if self.condition is None:
             self.condition = (shape, info)
         elif self.condition[0] != shape:
-            from .protocol import Undecided
             raise Undecided(f"roles branch on different conditions of a table's entries ({self.condition[1].where()}, "
                             f"{info.where()}): the check cannot tell whether they agree")
         decided = self.decisions.get(condition)
@@ -230,7 +230,6 @@ class Block:
         summary = None
         rotate = False      # the warp that ran last stopped at a back-edge: the next one in order runs
         if self.skeleton and rng is None:
-            from .period import Summary
             summary = self.summary = Summary(self, self.kernel.loop_slots, self.kernel.local_slots,
                                                    self.kernel.scopes)
         while True:
@@ -261,25 +260,16 @@ class Block:
                 if all(w.done for w in warps):
                     self.check_exit()
                     return
-                spinning = [w for w in warps if not w.done and w.wait is not None and w.wait.spin
-                            and not w.wait.forced and not self.skeleton]
-                if spinning and idle_jumps < MAX_IDLE_JUMPS:
-                    # polling loops get their try_wait back (false) after a long time: a deadline may pass
-                    idle_jumps += 1
-                    self.time_ns += TIMER_JUMP_NS
-                    for w in spinning:
-                        w.wait.forced = True
-                    continue
-                raise self.deadlock()
+                self.time_out_polling_waits(idle_jumps)
+                idle_jumps += 1
+                continue
             if chosen.wait is None or not chosen.wait.forced:
                 idle_jumps = 0      # something happened besides polling loops giving up
             current = chosen.index
             steps += 1
             if budget is not None and steps > budget:
-                from .protocol import OverBudget
                 raise OverBudget(f"the synchronisation of {self.name} takes more than {budget} scheduling steps")
             if deadline is not None and steps % 64 == 0 and deadline.passed():
-                from .protocol import OverBudget
                 raise OverBudget(f"checking the synchronisation of {self.name} took longer than the check's time "
                                 f"budget ({steps} scheduling steps simulated, no violation found)")
             chosen.last_run = steps
@@ -294,8 +284,19 @@ class Block:
             wait = chosen.wait
             rotate = wait is not None and wait.key is not None and wait.key[0] == BACK_EDGE
             if chosen.width > 1 and wait is not None and not chosen.warps_active().all():
-                from .protocol import Diverged
                 raise Diverged(chosen.warpgroup)
+
+    def time_out_polling_waits(self, jumps: int) -> None:
+        """No warp can run and no copy is in flight: polling loops (try_wait in user code) get their try_wait back,
+        false, after a long time, so a deadline they poll for may pass. Where no warp polls, or ``jumps`` jumps of
+        the timer in a row brought nothing but timeouts, the block is deadlocked."""
+        spinning = [w for w in self.warps if not w.done and w.wait is not None and w.wait.spin
+                    and not w.wait.forced and not self.skeleton]
+        if not spinning or jumps >= MAX_IDLE_JUMPS:
+            raise self.deadlock()
+        self.time_ns += TIMER_JUMP_NS
+        for w in spinning:
+            w.wait.forced = True
 
     def check_exit(self) -> None:
         """A block must not end while TMA loads into its shared memory may still be in flight: each
@@ -314,8 +315,7 @@ class Block:
         """An exited warp no longer counts towards the block's barrier 0."""
         bar = self.bars.get(0)
         if bar is not None:
-            from .ops_gpu import release_if_complete
-            release_if_complete(self, bar)
+            bar.release_if_complete(self.warp_count - self.exited)
 
     def land(self, copy) -> None:
         copy.land(self)

@@ -7,6 +7,8 @@ width or more are undefined in MLIR; here they give 0 (shifts) or NumPy's result
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from mlir import ir
 
@@ -394,7 +396,6 @@ for _name, _fn in {"floor": np.floor, "ceil": np.ceil, "absf": np.abs, "sqrt": n
 
 @handles("math.erf")
 def _erf(op, c, info):
-    import math
     erf = np.vectorize(math.erf, otypes=[np.float64])
     return _math(erf)(op, c, info)
 

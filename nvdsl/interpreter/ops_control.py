@@ -13,6 +13,7 @@ from mlir import ir
 from . import values as V
 from .core import GEN, PLAIN, Wait, back_edge, handles
 from .period import BranchFrame, LoopFrame, OpaqueFrame, WhileFrame
+from .skeleton import SKELETON_OMITS
 
 TERMINATORS = frozenset({"scf.yield", "scf.condition"})
 
@@ -20,7 +21,6 @@ TERMINATORS = frozenset({"scf.yield", "scf.condition"})
 def _readers(value, keep):
     """The operations of a protocol skeleton (those in ``keep``, and terminators) that read ``value``, with the
     operand's position: operands a skeleton leaves out (the coordinates of TMA loads) are not reads."""
-    from .protocol import SKELETON_OMITS
     for use in value.uses:
         owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
         if owner.name in TERMINATORS:
@@ -156,33 +156,11 @@ def _for(op, c, info):
     yields = body.yields
     pace = back_edge(info, body_start) if skeleton else None
 
-    def bounds(w):
-        env = w.env
-        m = w.mask
-        lo = _uniform_int(env[lb], m, bits, unsigned)
-        hi = _uniform_int(env[ub], m, bits, unsigned)
-        st = _uniform_int(env[step], m, bits, unsigned)
-        if st is not None and st <= 0:
-            raise w.block.fault("bad-loop", f"scf.for with step {st}: a loop that never ends", info)
-        return lo, hi, st
-
-    def divergent_iterations(w):
-        """Per-lane bounds: yields the mask of lanes running each iteration."""
-        env = w.env
-        lo, hi, st = (np.broadcast_to(env[s], w.mask.shape) for s in (lb, ub, step))
-        if unsigned:
-            lo, hi = V.unsigned(lo, bits), V.unsigned(hi, bits)
-        i = lo.copy()
-        active = w.mask & (i < hi)
-        while active.any():
-            env[iv] = i.astype(dtype)
-            yield active
-            i = i + st
-            active = active & (i < hi)
-
     def steps(w):
         env = w.env
-        lo, hi, st = bounds(w)
+        lo, hi, st = (_uniform_int(env[s], w.mask, bits, unsigned) for s in (lb, ub, step))
+        if st is not None and st <= 0:
+            raise w.block.fault("bad-loop", f"scf.for with step {st}: a loop that never ends", info)
         carried = [env[s] for s in inits]
         if lo is not None and hi is not None and st is not None:
             if skeleton:        # a frame a loop summary can move ahead (.period)
@@ -213,7 +191,7 @@ def _for(op, c, info):
             mask = w.mask
             if skeleton:
                 w.frames.append(OpaqueFrame(info.id))
-            for active in divergent_iterations(w):
+            for active in _divergent_iterations(w, lb, ub, step, unsigned, bits, iv, dtype):
                 w.mask = active
                 for slot, value in zip(carried_args, carried):
                     env[slot] = value
@@ -225,6 +203,22 @@ def _for(op, c, info):
         for slot, value in zip(results, carried):
             env[slot] = value
     return _instruction(steps, [body])
+
+
+def _divergent_iterations(w, lb: int, ub: int, step: int, unsigned: bool, bits: int, iv: int, dtype):
+    """An ``scf.for`` whose bounds differ between lanes: yields the mask of the lanes running each iteration,
+    having set each lane's index."""
+    env = w.env
+    lo, hi, st = (np.broadcast_to(env[s], w.mask.shape) for s in (lb, ub, step))
+    if unsigned:
+        lo, hi = V.unsigned(lo, bits), V.unsigned(hi, bits)
+    i = lo.copy()
+    active = w.mask & (i < hi)
+    while active.any():
+        env[iv] = i.astype(dtype)
+        yield active
+        i = i + st
+        active = active & (i < hi)
 
 
 @handles("scf.if")

@@ -24,16 +24,6 @@ def converged(w, info, what: str) -> None:
                                  "threads take")
 
 
-def release_if_complete(block, bar: BarSync) -> None:
-    expected = bar.expected_warps if bar.expected_warps is not None else block.warp_count - block.exited
-    if bar.arrived and sum(w.width for w in bar.arrived) >= expected:
-        bar.released[bar.generation] = bar.vc.copy()
-        bar.released.pop(bar.generation - 2, None)
-        bar.generation += 1
-        bar.arrived = []
-        bar.vc[:] = 0
-
-
 def bar_sync(w, barrier_id: int, threads: int | None, info, wait: bool = True):
     """The warp arrives at ``bar.sync barrier_id[, threads]`` and waits for the others (a generator);
     with ``wait=False`` it only arrives (``barrier.arrive``) and goes on."""
@@ -57,7 +47,7 @@ def bar_sync(w, barrier_id: int, threads: int | None, info, wait: bool = True):
     bar.arrived.append(w)
     np.maximum(bar.vc, w.vc.max(axis=0), out=bar.vc)
     generation = bar.generation
-    release_if_complete(block, bar)
+    bar.release_if_complete(block.warp_count - block.exited)
     if not wait:
         w.tick()
         return

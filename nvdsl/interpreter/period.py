@@ -370,7 +370,7 @@ def _value(v):
     if isinstance(v, (int, float, bool, str)):
         return v
     if type(v) is tuple:
-        return ("tuple", v)       # what a skeleton computes from a table's entries (protocol.compile_symbolic)
+        return ("tuple", v)       # what a skeleton computes from a table's entries (ops_symbolic.compile_symbolic)
     return ("object", id(v))       # barrier groups, tensor maps: created once, compared by identity
 
 

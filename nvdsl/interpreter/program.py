@@ -19,14 +19,13 @@ from ..errors import ArgumentError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ScratchSpec
 from ..target import HOPPER_SHARED_MEMORY_PER_BLOCK, SCRATCH_ATTR
 from .budget import Deadline
-from . import ops_arith, ops_atomics, ops_control, ops_gpu, ops_hopper, ops_memory  # noqa: F401 - register the handlers
+from . import (ops_arith, ops_atomics, ops_control, ops_gpu, ops_mbarrier, ops_memory, ops_nvvm,  # noqa: F401
+               ops_symbolic, ops_tma, ops_wgmma)  # register the handlers
 from . import values as V
 from .core import PLAIN, Compiler, handles
 from .machine import Block
 from .memory import GLOBAL, Buffer, MemRef, row_major_strides
-
-
-# What an H100 or H200 lets one block use (227 KiB, with the opt-in), as the GPU runtime checks.
+from .skeleton import placeholder_array
 
 
 class Kernel:
@@ -208,7 +207,6 @@ class Program:
                 mem = buffers[i]
                 np.copyto(array, mem.buffer.data.view(array.dtype).reshape(array.shape))
 
-
     def _registers(self) -> list:
         """A fresh frame of registers: the constants set, every other value undefined."""
         env = [None] * self.slot_count
@@ -226,7 +224,6 @@ class Program:
         :class:`~.machine.Block`). ``all_taken`` (a dict, filled by a run with ``table_taken`` None that finds
         nothing) holds how many entries each block met with every branch taken; later runs skip the blocks that meet
         no more entries than they take. Returns the most entries a block met."""
-        from .protocol import placeholder_array
         env = self._registers()
         with self.module.context:
             for spec, slot in zip(specs + tuple(spec for spec, _ in self.scratch), self.host.args):

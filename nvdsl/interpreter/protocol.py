@@ -29,14 +29,15 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-import numpy as np
 from mlir import ir
 
 from ..errors import KernelFault, ProtocolError
 from ..signature import ARRAY, ArgSpec
-from . import values as V
 from .budget import Deadline
-from .memory import GLOBAL, Buffer, MemRef, is_private, row_major_strides
+from .core import source_location
+from .memory import is_private
+from .program import Program
+from .skeleton import MEMORY_READS, SKELETON_OMITS, Diverged, OverBudget, Undecided
 
 ROOTS = frozenset({
     "nvgpu.mbarrier.init", "nvgpu.mbarrier.arrive", "nvgpu.mbarrier.arrive.expect_tx",
@@ -46,21 +47,7 @@ ROOTS = frozenset({
     "nvvm.barrier0", "nvvm.setmaxregister",
 })
 MBARRIER_OPS = frozenset(name for name in ROOTS if "mbarrier" in name)
-MEMORY_READS = frozenset({"memref.load", "vector.load"})
 TERMINATORS = frozenset({"scf.yield", "scf.condition", "gpu.terminator"})
-# Operands of roots that the skeleton does not need: accumulator registers (wgmma math is left out) and the
-# global coordinates of TMA loads (a skeleton moves no data; nvdsl checks constant boxes against the shape
-# while tracing, and the TMA zero-fills past the edge). Leaving the coordinates out leaves most loop
-# indices unread, so loop summaries (.period) can skip iterations.
-SKELETON_OMITS = {"nvgpu.warpgroup.mma": lambda op: {2}, "nvvm.wgmma.mma_async": lambda op: {0},
-                  "nvgpu.tma.async.load": lambda op: _coordinate_operands(op)}
-
-
-def _coordinate_operands(op) -> set[int]:
-    """The positions of a TMA load's coordinates among its operands (its fourth operand segment)."""
-    sizes = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-    first = sum(sizes[:3])
-    return set(range(first, first + sizes[3]))
 STEP_BUDGET = 200_000
 # CPU seconds the check may simulate one kernel's synchronisation (CPU time of this process: on a busy machine
 # wall-clock time also counts other processes, and a kernel decided on a quiet machine came back undecided under
@@ -71,25 +58,6 @@ STEP_BUDGET = 200_000
 # that reports (the budget then starts again). It runs before every first compile: past the deadline the check says it could not decide
 # rather than slowing that call further.
 TIME_BUDGET_S = 3.0
-GRANULE_BITS = 7
-
-
-class Undecided(Exception):
-    """The skeleton depends on something the check cannot know before running."""
-
-
-class OverBudget(Undecided):
-    """The skeleton takes longer to run than the check may spend."""
-
-
-class Diverged(Exception):
-    """A warpgroup run as one unit reached a wait with some of its warps not taking part (see
-    :class:`~.machine.Block`): its warps no longer run alike, so the check runs them warp by warp."""
-
-    def __init__(self, warpgroup: int):
-        super().__init__(f"the warps of warpgroup {warpgroup} parted")
-        self.warpgroup = warpgroup
-
 
 MAX_WARPGROUPS = 8      # of a block of at most 1024 threads
 
@@ -271,7 +239,6 @@ class _Slice:
 
 
 def _memory_contents(op) -> str:
-    from .core import source_location
     return f"the kernel's synchronisation depends on memory contents ({op.name} at {source_location(op.location)})"
 
 
@@ -323,7 +290,6 @@ def table_branches(piece: _Slice) -> tuple[set, set]:
                 op.operation in keep and op.operation not in branches and op.operation not in symbolic
                 and not (op.operation.name.startswith("arith.") and not op.operation.regions)
                 for op in body.operations):
-            from .core import source_location
             raise Undecided(f"the kernel's synchronisation depends on memory contents, and the loop at "
                             f"{source_location(loop.location)} does more than branch on them")
         index = body.arguments[0]
@@ -335,53 +301,10 @@ def table_branches(piece: _Slice) -> tuple[set, set]:
                 if user not in keep or user in piece.table_reads:
                     continue
                 if not user.name.startswith("arith.") or user.regions or user in symbolic:
-                    from .core import source_location
-                    raise Undecided(f"the kernel's synchronisation depends on memory contents and on the index "
+                            raise Undecided(f"the kernel's synchronisation depends on memory contents and on the index "
                                     f"of the loop at {source_location(loop.location)}")
                 derived.extend(user.results)
     return symbolic, branches
-
-
-def compile_symbolic(op, c, info):
-    """The skeleton's instruction for an operation of :func:`table_branches`: it moves no data, so a table's
-    load gives the entry it reads, ``("load", name, indices)``, and arithmetic on such values the expression it
-    computes; a branch on one asks the block which way it goes (``Block.table_decision``)."""
-    from .core import PLAIN
-    results = [c.slot(v) for v in op.results]
-    operands = [c.slot(v) for v in op.operands]
-    if op.name in MEMORY_READS:
-        memref, indices = operands[0], operands[1:]
-
-        def load(w):
-            env = w.env
-            mem = env[memref]
-            entry = tuple(_uniform(w, env[i], info) for i in indices)
-            if any(not 0 <= i < extent for i, extent in zip(entry, mem.shape)):
-                raise w.block.fault("out-of-bounds", f"a load of '{mem.name}' at index {list(entry)} is outside its "
-                                    f"shape {list(mem.shape)}", info, warp=w)
-            env[results[0]] = ("load", mem.name, entry)
-        return PLAIN, load
-    attributes = tuple(sorted((name, str(op.attributes[name])) for name in op.attributes))
-
-    def compute(w):
-        env = w.env
-        expression = (op.name, attributes) + tuple(
-            env[i] if type(env[i]) is tuple else _uniform(w, env[i], info) for i in operands)
-        for r in results:
-            env[r] = expression
-    return PLAIN, compute
-
-
-def _uniform(w, value, info) -> int:
-    """A value every active lane of the warp agrees on (the lanes of a warp that read different table entries
-    could branch apart: the check cannot tell whether they do)."""
-    if value.shape[0] > 1:
-        active = value[w.mask]
-        if active.size and (active != active[0]).any():
-            raise Undecided(f"the lanes of a warp read different entries of a table the synchronisation depends on "
-                            f"({info.where()})")
-        value = active[:1] if active.size else value[:1]
-    return int(value[0])
 
 
 def _terminator(block):
@@ -445,45 +368,14 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...], *,
     Raises :class:`~nvdsl.ProtocolError` on a violation; returns None when every kernel was checked,
     else the reason the check could not decide.
     """
-    from .program import Program
     try:
-        kernels = protocol_skeleton(module)
+        skeleton = _compile_skeleton(module, specs)
     except Undecided as reason:
         return str(reason)
-    if not kernels:
+    if skeleton is None:
         return None
-    host_args = list(functions_args(module))
-    scalars = {arg for arg, spec in zip(host_args, specs) if spec.kind != ARRAY}
-    keep = set()
-    blocks = {}
-    block_ops = {}
-    symbolic, branches = set(), set()
-    for launch, piece in kernels:
-        needed_scalars = [spec.name for arg, spec in zip(host_args, specs) if arg in piece.host_values and
-                          arg in scalars]
-        if needed_scalars:
-            return (f"the synchronisation of a kernel depends on the runtime scalar argument "
-                    f"'{needed_scalars[0]}'")
-        keep |= piece.keep
-        block_ops.update(kept_by_block(piece))
-        try:
-            reads, ways = table_branches(piece)
-        except Undecided as reason:
-            return str(reason)
-        symbolic |= reads
-        branches |= ways
-        blocks[launch] = "first-and-last" if piece.uses_block_id else "first"
-    # Warpgroups run as units of 128 lanes where every kept operation allows it (UNIT_OPS). A unit run is
-    # trusted only when it finds nothing: a warpgroup whose warps part is run warp by warp from the start, and
-    # anything a unit run reports (a violation, a reason it cannot decide) is found again warp by warp, so that
-    # what the check says is what running every warp on its own says.
-    units = frozenset(range(MAX_WARPGROUPS)) if all(_unit_safe(op) for op in keep) else None
+    program, units, branches = skeleton
     with module.context:
-        try:
-            program = Program(module, keep=keep, skeleton_blocks=blocks, block_ops=block_ops,
-                              symbolic=(symbolic, branches))
-        except Undecided as reason:
-            return str(reason)
         # Branches on a table's entries: every role takes the same way for the same entry, and only how many of
         # them are taken matters (table_branches), so the runs where the first n are taken and the rest are not,
         # for every n, are all the table's contents can do.
@@ -520,20 +412,45 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...], *,
                 return None
 
 
+def _compile_skeleton(module: ir.Module, specs: tuple[ArgSpec, ...]) -> tuple[Program, frozenset | None, set] | None:
+    """The skeletons of a module's kernels with mbarriers as one program, the warpgroups whose warps its first run
+    runs as units, and the branches on a table's entries (None: no kernel has mbarriers). Raises Undecided where the
+    synchronisation depends on what the check cannot know."""
+    kernels = protocol_skeleton(module)
+    if not kernels:
+        return None
+    host_args = list(functions_args(module))
+    scalars = {arg for arg, spec in zip(host_args, specs) if spec.kind != ARRAY}
+    keep = set()
+    blocks = {}
+    block_ops = {}
+    symbolic, branches = set(), set()
+    for launch, piece in kernels:
+        needed_scalars = [spec.name for arg, spec in zip(host_args, specs) if arg in piece.host_values and
+                          arg in scalars]
+        if needed_scalars:
+            raise Undecided(f"the synchronisation of a kernel depends on the runtime scalar argument "
+                            f"'{needed_scalars[0]}'")
+        keep |= piece.keep
+        block_ops.update(kept_by_block(piece))
+        reads, ways = table_branches(piece)
+        symbolic |= reads
+        branches |= ways
+        blocks[launch] = "first-and-last" if piece.uses_block_id else "first"
+    # Warpgroups run as units of 128 lanes where every kept operation allows it (UNIT_OPS). A unit run is
+    # trusted only when it finds nothing: a warpgroup whose warps part is run warp by warp from the start, and
+    # anything a unit run reports (a violation, a reason it cannot decide) is found again warp by warp, so that
+    # what the check says is what running every warp on its own says.
+    units = frozenset(range(MAX_WARPGROUPS)) if all(_unit_safe(op) for op in keep) else None
+    with module.context:
+        program = Program(module, keep=keep, skeleton_blocks=blocks, block_ops=block_ops,
+                          symbolic=(symbolic, branches))
+    return program, units, branches
+
+
 def functions_args(module: ir.Module):
     function = next(op.operation for op in module.body.operations if op.operation.name == "func.func")
     return function.regions[0].blocks[0].arguments
 
 
-def placeholder_array(spec: ArgSpec) -> MemRef:
-    """An argument array without contents: the skeleton moves no data, it only needs shapes."""
-    buffer = Buffer(np.zeros(0, np.uint8), spec.name, GLOBAL)
-    return MemRef(buffer, 0, spec.shape, row_major_strides(spec.shape), spec.dtype.mlir_type(), name=spec.name)
-
-
-def granules(start: int, nbytes: int) -> np.ndarray:
-    """The 128-byte granules of shared memory a range of bytes touches (the skeleton's race detector unit)."""
-    return np.arange(start >> GRANULE_BITS, ((start + nbytes - 1) >> GRANULE_BITS) + 1, dtype=np.int64)
-
-
-__all__ = ["check_protocol", "protocol_skeleton", "Undecided", "V"]
+__all__ = ["check_protocol", "protocol_skeleton", "table_branches", "Undecided"]

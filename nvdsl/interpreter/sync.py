@@ -151,3 +151,14 @@ class BarSync:
         name = "the block's barrier (bar.sync 0)" if self.id == 0 else f"named barrier {self.id}"
         expected = "?" if self.expected_warps is None else self.expected_warps * 32
         return f"{name}: {sum(w.width for w in self.arrived) * 32} of {expected} threads arrived"
+
+    def release_if_complete(self, warps_present: int) -> None:
+        """Release the waiting warps once all expected have arrived (all ``warps_present``, the warps of the
+        block that have not exited, where the barrier has no thread count)."""
+        expected = self.expected_warps if self.expected_warps is not None else warps_present
+        if self.arrived and sum(w.width for w in self.arrived) >= expected:
+            self.released[self.generation] = self.vc.copy()
+            self.released.pop(self.generation - 2, None)
+            self.generation += 1
+            self.arrived = []
+            self.vc[:] = 0
