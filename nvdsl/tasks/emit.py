@@ -22,7 +22,7 @@ from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wai
 from ..layouts import wgmma_accumulator
 from .analysis import operand_name
 from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Map, Mma, Reduce, Region
-from .schedule import PINGPONG, TURN_BARRIER, OnesTile, Schedule, _loads
+from .schedule import TURN_BARRIER, OnesTile, Schedule, _loads
 
 
 def emit(schedule: Schedule, arrays: dict) -> None:
@@ -45,7 +45,7 @@ def emit(schedule: Schedule, arrays: dict) -> None:
     total_tiles = 1
     for e in s.tile_extents:
         total_tiles *= e
-    pingpong = s.mapping.schedule == PINGPONG
+    pingpong = s.pingpong
 
     @gpu_launch(grid=s.grid, block=s.block_threads, smem=s.smem_bytes)
     def kernel(ctx):
@@ -64,14 +64,14 @@ def emit(schedule: Schedule, arrays: dict) -> None:
 
         per_block = 2 if pingpong else 1
         groups_total = -(-total_tiles // per_block)
-        if s.mapping.persistent:
+        if s.persistent:
             my_groups = (groups_total - 1 - ctx.block_id.x) // s.grid + 1
         else:
             my_groups = 1
 
         def tile_of(group, member: int):
             """The tile number (and whether it exists) of member ``member`` of this block's group ``group``."""
-            first = (ctx.block_id.x + group * s.grid) if s.mapping.persistent else ctx.block_id.x
+            first = (ctx.block_id.x + group * s.grid) if s.persistent else ctx.block_id.x
             number = first * per_block + member
             return number, number < total_tiles
 
@@ -244,9 +244,9 @@ def _tile_coordinates(s: Schedule, number) -> dict:
         env[names[0]] = number
         return _longest_first(s, env)
     rows, cols = extents
-    raster = s.mapping.raster
+    raster = s.raster
     if raster == "grouped":
-        group = s.mapping.group
+        group = s.group
         tiles_in_group = group * cols
         first_row = number // tiles_in_group * group
         rows_in_group = minimum(rows - first_row, group)
@@ -324,7 +324,7 @@ class _Consumer:
         self.program = s.program
         self.values: dict = dict(ones)
         self.ones = frozenset(ones)
-        self.pingpong = s.mapping.schedule == PINGPONG
+        self.pingpong = s.pingpong
         self.cooperative = s.consumers > 1 and not self.pingpong
         self.step = s.ring("step", c)
         self.tile_ring = s.ring("tile", c)
@@ -443,7 +443,7 @@ class _Consumer:
         a_plan, b_plan = s.ring("step", c, "a"), s.ring("step", c, "b")
         a_ring, b_ring = self.rings[a_plan.name], self.rings[b_plan.name]
         consumers, var = s.consumers, s.main.vars[0]
-        turns = s.mapping.turns
+        turns = s.turns
 
         # The consumers' turns at the tensor cores (see _Turn): the last consumer opens consumer 0's first
         # turn and does not hand over after its own last.

@@ -9,7 +9,7 @@ epilogue). Anything else is refused with a :class:`~nvdsl.errors.TaskError` sayi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from .. import dtypes as dt
 from ..errors import MappingError, TaskError, user_location
@@ -151,8 +151,12 @@ class Joined:
     axis: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Schedule:
+    """Everything emission needs to trace the kernel (it reads nothing else): the program, where its tasks
+    run, its rings, shared memory and stores, and how blocks walk the tiles. ``mapping`` (the user's, with
+    the schedule the levels derive) is kept for :func:`explain` and callers, never read by emission."""
+
     program: Program
     mapping: Mapping
     levels: tuple
@@ -161,8 +165,11 @@ class Schedule:
     split: frozenset                    # tensors whose rows the cooperative consumers share out
     rows: int                           # rows of those tensors per consumer
     consumers: int
+    pingpong: bool                      # consumers take whole tiles alternately (else they share each tile's rows)
+    turns: bool                         # consumers take turns at the tensor cores (named barriers)
     warp_specialized: bool
     registers: tuple
+    accumulator_registers: int          # per consumer thread, of its register budget
     rings: tuple[RingPlan, ...]
     prologue: tuple
     main: Loop | None
@@ -174,16 +181,14 @@ class Schedule:
     stores: tuple[StorePlan, ...]
     buffers: tuple[Buffer, ...]
     smem_bytes: int
+    ones: tuple[OnesTile, ...] = ()
+    joined: tuple[Joined, ...] = ()
     grid: int
+    persistent: bool                    # blocks loop over tiles (else one block per tile, or pair of tiles)
+    raster: str                         # the order persistent blocks walk the tiles in
+    group: int                          # tile rows per group of the "grouped" order
     tiles_per_block: str
-    notes: tuple[str, ...] = field(default=())
-    ones: tuple[OnesTile, ...] = field(default=())
-    joined: tuple[Joined, ...] = field(default=())
-    accumulator_registers: int = 0      # per consumer thread, of its register budget
-
-    @property
-    def pingpong(self) -> bool:
-        return self.mapping.schedule == PINGPONG
+    notes: tuple[str, ...] = ()
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -794,10 +799,14 @@ def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedul
         order += "; " + ", ".join(v for v, c in main.below.terms if c > 0) + " descending (tiles with more steps first)"
     if any(b.aliases for b in buffers):
         notes.append("the epilogue's staging tiles reuse the ring's memory once every consumer has left the main loop")
-    return Schedule(program, mapping, levels, tiles.vars, tiles.extents, split, rows, consumers, ws,
-                    tuple(sorted(registers.items())), tuple(rings), prologue, main, epilogue, in_flight, lookahead,
-                    phases, unmasked, tuple(stores), tuple(buffers), smem_bytes, grid, order, tuple(notes), ones, joined,
-                    accumulator_registers)
+    return Schedule(program=program, mapping=mapping, levels=levels, tile_vars=tiles.vars,
+                    tile_extents=tiles.extents, split=split, rows=rows, consumers=consumers, pingpong=pingpong,
+                    turns=mapping.turns, warp_specialized=ws, registers=tuple(sorted(registers.items())),
+                    accumulator_registers=accumulator_registers, rings=tuple(rings), prologue=prologue, main=main,
+                    epilogue=epilogue, in_flight=in_flight, lookahead=lookahead, phases=phases, unmasked=unmasked,
+                    stores=tuple(stores), buffers=tuple(buffers), smem_bytes=smem_bytes, ones=ones, joined=joined,
+                    grid=grid, persistent=mapping.persistent, raster=mapping.raster, group=mapping.group,
+                    tiles_per_block=order, notes=tuple(notes))
 
 
 def _buffers(rings, stores, consumers: int, live_across: bool, ones=()) -> list[Buffer]:
@@ -945,8 +954,8 @@ def explain(schedule: Schedule) -> str:
 def _explain_phases(s: Schedule, lines: list) -> None:
     p, var = s.phases, s.main.vars[0]
     a, b = s.ring("step", phase="a"), s.ring("step", phase="b")
-    turn = ["      wait for this consumer's turn at the tensor cores"] if s.mapping.turns else []
-    handover = ["      hand the turn to the next consumer"] if s.mapping.turns else []
+    turn = ["      wait for this consumer's turn at the tensor cores"] if s.turns else []
+    handover = ["      hand the turn to the next consumer"] if s.turns else []
     trips = f"{var} < {s.main.extents[0]}" + (f" while {var}*{s.main.step} < {s.main.below}"
                                                if s.main.below is not None else "")
     lines.append(f"    step {var} = 0: phase A alone")
