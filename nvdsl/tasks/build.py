@@ -15,10 +15,10 @@ from ..errors import user_location
 from ..frontend.trace import TracedFunction
 from ..runtime.arrays import describe
 from ..signature import ARRAY
-from . import analysis, ir
+from . import analysis
 from .mapping import Mapping
 from .program import Task, trace_program
-from .schedule import Schedule, build_schedule, explain
+from .schedule import Schedule, plan_stages, stage_text
 
 DEFAULT_SMS = 132                  # H100 SXM / H200 SXM, when no GPU is present to ask
 
@@ -98,8 +98,8 @@ class TaskKernel:
         copies = analysis.insert_copies(traced.program, self.mapping)
         eliminated = analysis.eliminate_copies(copies)
         analysis.check_parallel_writes(eliminated)
-        schedule = build_schedule(eliminated, self.mapping, self.sm_count)
-        return {"traced": traced.program, "copies": copies, "eliminated": eliminated, "schedule": schedule}
+        return {"traced": traced.program, "copies": copies, "eliminated": eliminated,
+                **plan_stages(eliminated, self.mapping, self.sm_count)}
 
     def _plan(self, specs) -> Schedule:
         return self._stages(specs)["schedule"]
@@ -109,14 +109,16 @@ class TaskKernel:
         return self._plan(self._specs(arrays))
 
     def passes(self, *arrays) -> dict[str, str]:
-        """Each pass's output as text, in order: traced, copies, eliminated, schedule."""
+        """Each pass's output as text, in order: traced, copies, eliminated (the event IR), then what each
+        planning pass decides (levels, row_sums, split, main_loop, transfers, products, pipeline, registers,
+        allocation, persistence) and the schedule they make, as :meth:`explain` prints it."""
         stages = self._stages(self._specs(arrays))
-        return {name: (explain(value) if isinstance(value, Schedule) else ir.format_program(value))
-                for name, value in stages.items()}
+        return {name: stage_text(stages, name) for name in stages}
 
-    def explain(self, *arrays) -> str:
-        """How the program is mapped for these arguments: roles, rings, the shared-memory map, the schedule."""
-        return explain(self.plan(*arrays))
+    def explain(self, *arrays, stage: str = "schedule") -> str:
+        """How the program is mapped for these arguments: roles, rings, the shared-memory map, the schedule;
+        or, with ``stage``, the output of one pass (a name :meth:`passes` lists)."""
+        return stage_text(self._stages(self._specs(arrays)), stage)
 
     @property
     def name(self) -> str:

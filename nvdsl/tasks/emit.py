@@ -1,4 +1,4 @@
-"""Emission: a :class:`~nvdsl.tasks.schedule.Schedule` becomes calls of nvdsl's primitives inside the traced
+"""Emission: a :class:`~nvdsl.tasks.stages.Schedule` becomes calls of nvdsl's primitives inside the traced
 host function: TMA descriptors, one ``gpu_launch``, ``Aref`` rings, ``Warpgroup`` roles, wgmma
 accumulators and a TMA-store epilogue. Generated and hand-written kernels share this one lowering.
 """
@@ -21,8 +21,8 @@ from ..hopper.warpgroup import Warpgroup
 from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wait
 from ..layouts import wgmma_accumulator
 from .analysis import operand_name
-from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Map, Mma, Reduce, Region
-from .schedule import TURN_BARRIER, OnesTile, Schedule, _loads
+from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Map, Mma, Reduce, Region, argument_loads
+from .stages import TURN_BARRIER, OnesTile, Schedule
 
 
 def emit(schedule: Schedule, arrays: dict) -> None:
@@ -93,7 +93,7 @@ def emit(schedule: Schedule, arrays: dict) -> None:
         def put_tile(group, member: int) -> None:
             env = coordinates(tile_of(group, member)[0])
             with _nonempty(s, env):
-                _put_tile_loads(s, rings, ring_tmas, env, member)
+                _put_tileargument_loads(s, rings, ring_tmas, env, member)
                 steps = s.step_rings(member)
                 if steps:
                     for k in for_range(_trips(s, env)):
@@ -306,7 +306,7 @@ def _put(ring: Aref, plan, tmas: dict, env: dict) -> None:
     ring.put(*[(tmas[(plan.name, t.local)], _origin(t.source, env)) for t in plan.tiles])
 
 
-def _put_tile_loads(s: Schedule, rings: dict, tmas: dict, env: dict, member: int) -> None:
+def _put_tileargument_loads(s: Schedule, rings: dict, tmas: dict, env: dict, member: int) -> None:
     plan = s.ring("tile", member)
     if plan is not None:
         _put(rings[plan.name], plan, tmas, env)
@@ -403,7 +403,7 @@ class _Consumer:
         s, env = self.s, self.env
         carried = {name: self.values[name] for name in _carried(s)}
         extent = s.main.extents[0]
-        loads = _loads(s.main.body)
+        loads = argument_loads(s.main.body)
         issuer = not s.warp_specialized and self.c == 0
         ring = self.rings[self.step.name] if self.step is not None else None
         if issuer and ring is not None:
@@ -437,7 +437,7 @@ class _Consumer:
         self.values.update(after)
 
     def two_phase_loop(self) -> None:
-        """The FlashAttention-3 order (see :class:`~nvdsl.tasks.schedule.Phases`): step k issues phase A's
+        """The FlashAttention-3 order (see :class:`~nvdsl.tasks.stages.Phases`): step k issues phase A's
         product, then phase B of step k - 1, and does A's math while B's product runs."""
         s, env, p, c = self.s, self.env, self.s.phases, self.c
         a_plan, b_plan = s.ring("step", c, "a"), s.ring("step", c, "b")
