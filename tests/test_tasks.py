@@ -2,6 +2,7 @@
 named errors before tracing, generated kernels that compile like hand-written ones, and (on the GPU) one
 program giving the same numbers under many mappings."""
 
+import dataclasses
 import math
 import os
 
@@ -12,6 +13,8 @@ import nvdsl
 import nvdsl.tasks as nt
 from nvdsl.kernels.gemm import (MAPPING, batched_matmul, gated_mlp, linear, linear_mapping, linear_program, matmul, matmul_nk,
                                 matmul_rowsum)
+from nvdsl.tasks import ir
+from nvdsl.tasks.stages import Schedule
 from nvdsl.testing import requires_gpu, sass_opcodes
 from nvdsl.compiler.toolchain import find_tool
 
@@ -82,6 +85,18 @@ def test_each_planning_pass_prints_its_decisions(name, request):
     golden(f"{name}.stages.txt", planning_text(passes), request)
     assert passes["schedule"] == kernel.explain(*args)
     assert kernel.explain(*args, stage="allocation") == passes["allocation"]
+
+
+def test_each_planning_pass_returns_a_frozen_record_and_changes_none():
+    kernel = nt.build(matmul_rowsum, ROW_SUMS[1])
+    specs = kernel._specs(ROW_SUMS[2])
+    stages, again = kernel._stages(specs), kernel._stages(specs)
+    for name, record in stages.items():
+        assert dataclasses.is_dataclass(record) and record.__dataclass_params__.frozen, name
+        assert record == again[name], name
+    assert stages["row_sums"].program != stages["eliminated"]    # the row sums rewrote a new program...
+    assert "rows_sums" not in ir.format_program(stages["eliminated"])       # ...leaving the old one as it was
+    assert all(f.kw_only for f in dataclasses.fields(Schedule))
 
 
 def test_explain_refuses_a_stage_that_does_not_exist():
