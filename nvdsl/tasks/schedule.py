@@ -14,8 +14,8 @@ from .stages import (TURN_BARRIER, Schedule, format_joined, format_levels, forma
 
 
 def plan_stages(program: Program, mapping: Mapping, sm_count: int) -> dict:
-    """Each planning pass's record by the pass's stage name, in the order they run, and last the
-    ``"schedule"`` assembled from them."""
+    """Place ``program`` (after copy insertion and elimination) on the GPU as ``mapping`` says: each planning
+    pass's record by its stage name, in the order they run, and last the ``"schedule"`` assembled from them."""
     levels = passes.assign_levels(program, mapping)
     body = passes.sum_rows_on_tensor_cores(levels)
     split = passes.split_rows(levels, body)
@@ -41,11 +41,6 @@ def plan_stages(program: Program, mapping: Mapping, sm_count: int) -> dict:
     return {"levels": levels, "row_sums": body, "split": split, "main_loop": loop, "transfers": transfers,
             "products": products, "pipeline": pipeline, "registers": registers, "allocation": allocation,
             "persistence": persistence, "schedule": schedule}
-
-
-def build_schedule(program: Program, mapping: Mapping, sm_count: int) -> Schedule:
-    """Place ``program`` (after copy insertion and elimination) on the GPU as ``mapping`` says."""
-    return plan_stages(program, mapping, sm_count)["schedule"]
 
 
 def stage_text(stages: dict, name: str) -> str:
