@@ -31,7 +31,7 @@ MMA_ROWS = 64                         # wgmma's M
 _MMA_DTYPES = (dt.float16, dt.bfloat16, dt.float8_e4m3fn, dt.float8_e5m2)
 
 
-# -- levels ---------------------------------------------------------------------------------------------------
+# -- levels -------------------------------------------------------------------------------------------------------
 
 def _refuse(message: str, hint: str | None = None, loc=None) -> TaskError:
     return TaskError(message, code="unsupported-program", hint=hint, loc=loc or user_location())

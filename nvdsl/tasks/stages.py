@@ -152,7 +152,7 @@ class Joined:
     axis: int
 
 
-# -- what each planning pass decides, in the order the passes run -----------------------------------------------
+# -- what each planning pass decides, in the order the passes run -------------------------------------------------
 
 @dataclass(frozen=True, kw_only=True)
 class Levels:
@@ -310,7 +310,7 @@ class Persistence:
         return f"grid: {self.grid} block(s) ({self.tiles_per_block})\n"
 
 
-# -- text shared by the stages and explain -------------------------------------------------------------------------
+# -- text shared by the stages and explain ------------------------------------------------------------------------
 
 def format_levels(levels) -> str:
     return "levels: " + ", ".join(f"{name} -> {level}" for name, level in levels)
