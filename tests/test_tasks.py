@@ -2,6 +2,7 @@
 named errors before tracing, generated kernels that compile like hand-written ones, and (on the GPU) one
 program giving the same numbers under many mappings."""
 
+import dataclasses
 import math
 import os
 
@@ -12,6 +13,8 @@ import nvdsl
 import nvdsl.tasks as nt
 from nvdsl.kernels.gemm import (MAPPING, batched_matmul, gated_mlp, linear, linear_mapping, linear_program, matmul, matmul_nk,
                                 matmul_rowsum)
+from nvdsl.tasks import ir
+from nvdsl.tasks.stages import Schedule
 from nvdsl.testing import assert_matches_golden, requires_gpu, sass_opcodes
 from nvdsl.compiler.toolchain import find_tool
 
@@ -45,13 +48,55 @@ def test_schedules_are_explained(name, request):
     golden(f"{name}.schedule.txt", nt.build(program, mapping).explain(*args), request)
 
 
+PLANNING = ["levels", "row_sums", "split", "main_loop", "transfers", "products", "pipeline", "registers",
+            "allocation", "persistence"]
+
+
+def planning_text(passes: dict) -> str:
+    """What each planning pass decided, in order, under a header per pass."""
+    return "".join(f"== {stage}\n{passes[stage]}" for stage in PLANNING)
+
+
 def test_each_pass_of_the_gemm_prints_its_events(request):
     passes = nt.build(matmul, MAPPING.replace(sm_count=132)).passes(*gemm_args(1000, 2040, 520))
-    assert list(passes) == ["traced", "copies", "eliminated", "schedule"]
+    assert list(passes) == ["traced", "copies", "eliminated", *PLANNING, "schedule"]
     for stage in ("traced", "copies"):
         golden(f"tasks_gemm.{stage}.txt", passes[stage], request)
     # copies carry the loop-carried WAR edge the ring's `empty` barrier will implement
     assert "e1 = copy A[p0*128:+128, k0*64:+64] -> A_s0 {e3}" in passes["copies"]
+
+
+ROW_SUMS = (matmul_rowsum, MAPPING.replace(sm_count=132),
+            (np.zeros((1000, 2040), f16), np.zeros((8, 1000), np.float32)) + gemm_args(1000, 2040, 520)[1:])
+GATED_MLP = (gated_mlp, nt.Mapping(), (np.zeros((512, 512), f16), np.zeros((512, 256), f16),
+                                      np.zeros((256, 512), f16), np.zeros((256, 512), f16)))
+
+
+@pytest.mark.parametrize("name", sorted(SCHEDULES) + ["tasks_rowsum", "tasks_gated_mlp"])
+def test_each_planning_pass_prints_its_decisions(name, request):
+    program, mapping, args = {"tasks_rowsum": ROW_SUMS, "tasks_gated_mlp": GATED_MLP}.get(name) or SCHEDULES[name]
+    kernel = nt.build(program, mapping)
+    passes = kernel.passes(*args)
+    golden(f"{name}.stages.txt", planning_text(passes), request)
+    assert passes["schedule"] == kernel.explain(*args)
+    assert kernel.explain(*args, stage="allocation") == passes["allocation"]
+
+
+def test_each_planning_pass_returns_a_frozen_record_and_changes_none():
+    kernel = nt.build(matmul_rowsum, ROW_SUMS[1])
+    specs = kernel._specs(ROW_SUMS[2])
+    stages, again = kernel._stages(specs), kernel._stages(specs)
+    for name, record in stages.items():
+        assert dataclasses.is_dataclass(record) and record.__dataclass_params__.frozen, name
+        assert record == again[name], name
+    assert stages["row_sums"].program != stages["eliminated"]    # the row sums rewrote a new program...
+    assert "rows_sums" not in ir.format_program(stages["eliminated"])       # ...leaving the old one as it was
+    assert all(f.kw_only for f in dataclasses.fields(Schedule))
+
+
+def test_explain_refuses_a_stage_that_does_not_exist():
+    with pytest.raises(nvdsl.TaskError, match="no stage 'rings': the stages are traced, copies, eliminated, levels"):
+        nt.build(matmul).explain(*gemm_args(256, 256, 128), stage="rings")
 
 
 def test_sibling_copies_of_one_tile_are_merged(request):

@@ -13,7 +13,7 @@ from nvdsl.kernels.attention import attention_program, task_mapping
 from nvdsl.kernels.gemm import matmul, matmul_nk
 from nvdsl.testing import requires_gpu
 from test_attention import check, problem
-from test_tasks import gemm_args, golden, refused
+from test_tasks import gemm_args, golden, planning_text, refused
 
 
 def explained(causal, b, h, hkv, l, lk, d, mapping=None):
@@ -31,6 +31,13 @@ def test_attention_schedules_are_explained(name, causal, shape, request):
     assert "phase A of step k0 around phase B of step k0-1" in text
     assert "get ring_tile: Q_s0 (held for the tile)" in text           # Q is loaded once per tile
     assert "ring_step_a" in text and "ring_step_b" in text             # K and V have a ring each
+
+
+def test_each_planning_pass_of_attention_prints_its_decisions(request):
+    q, k, v, o, lse = problem(1, 2, 1, 512, 512, 64)
+    passes = nt.build(attention_program(True), task_mapping(64, True, 512)).passes(o, lse, q, k, v)
+    golden("tasks_attention_causal.stages.txt", planning_text(passes), request)
+    assert "main loop: two phases per step" in passes["main_loop"]
 
 
 def test_the_passes_hoist_the_query_tile_and_keep_p_in_registers(request):

@@ -1,10 +1,12 @@
 """``nt.build``: a tile program and a mapping become a callable kernel, compiled per call signature.
 
-The passes run in this order, each a pure function whose output :meth:`TaskKernel.passes` prints:
-tracing the program into events, dependence analysis with copy insertion, copy elimination, the check
-of parallel writes, then scheduling (the tasks' processor levels, roles and rings, the consumers' split,
-pipelining, shared-memory allocation, the epilogue, persistence). Emission turns the schedule into nvdsl
-primitives inside an ``@nvdsl.mlir_func``, which compiles and caches it like any hand-written kernel.
+The passes run in this order, each a pure function over frozen records whose output
+:meth:`TaskKernel.passes` prints: tracing the program into events, dependence analysis with copy insertion,
+copy elimination, the check of parallel writes, then the planning passes of :mod:`.passes` (levels, row sums
+on the tensor cores, the consumers' split, the main loop's order, transfers and rings, joined products,
+pipelining, registers, shared-memory allocation, persistence), which make the :class:`~.stages.Schedule`.
+Emission turns the schedule into nvdsl primitives inside a host function that the JIT hub
+(:mod:`nvdsl.jit`) traces, compiles and caches like any hand-written kernel.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ from __future__ import annotations
 import inspect
 
 from ..arguments import describe
-from ..errors import SourceLocation, user_location
+from ..errors import ArgumentError, MappingError, SourceLocation, TaskError, user_location
 from ..jit import TracedFunction, sm_count
 from ..signature import ARRAY
-from . import analysis, ir
+from . import analysis
 from .mapping import Mapping
 from .program import Task, trace_program
-from .schedule import Schedule, build_schedule, explain
+from .schedule import Schedule, plan_stages, stage_text
+
 
 class TaskKernel:
     """A built tile program: call it on arrays like an ``@nvdsl.mlir_func`` (the first call per signature
@@ -26,13 +29,11 @@ class TaskKernel:
 
     def __init__(self, entry: Task, mapping: Mapping | None):
         if not isinstance(entry, Task):
-            from ..errors import TaskError
             raise TaskError(f"nt.build needs an @nt.task function, got {entry!r}", code="bad-launch",
                             loc=user_location())
         self.entry = entry
         self.mapping = mapping if mapping is not None else Mapping()
         if not isinstance(self.mapping, Mapping):
-            from ..errors import MappingError
             raise MappingError(f"mapping={mapping!r} must be an nt.Mapping", code="bad-mapping", loc=user_location())
         self._sm_count = self.mapping.sm_count
 
@@ -72,8 +73,7 @@ class TaskKernel:
         for name, value in zip(self.entry.parameters, arrays):
             spec, _ = describe(value, name, loc)
             if spec.kind != ARRAY:
-                from ..errors import ArgumentError
-                raise ArgumentError(f"'{name}' of task '{self.entry.name}' must be an array, got {value!r}",
+                    raise ArgumentError(f"'{name}' of task '{self.entry.name}' must be an array, got {value!r}",
                                     code="bad-call", loc=loc)
             specs.append((name, spec.shape, spec.dtype))
         return specs
@@ -82,15 +82,14 @@ class TaskKernel:
         traced = trace_program(self.entry, specs, self.mapping.tile_values())
         unused = set(self.mapping.tile_values()) - traced.used_tunables
         if unused:
-            from ..errors import MappingError
             raise MappingError(f"the mapping sets tunables {sorted(unused)} that task '{self.entry.name}' never asks "
                                "for", code="bad-mapping", hint="check the names given to nt.tunable",
                                loc=user_location())
         copies = analysis.insert_copies(traced.program, self.mapping)
         eliminated = analysis.eliminate_copies(copies)
         analysis.check_parallel_writes(eliminated)
-        schedule = build_schedule(eliminated, self.mapping, self.sm_count)
-        return {"traced": traced.program, "copies": copies, "eliminated": eliminated, "schedule": schedule}
+        return {"traced": traced.program, "copies": copies, "eliminated": eliminated,
+                **plan_stages(eliminated, self.mapping, self.sm_count)}
 
     def _plan(self, specs) -> Schedule:
         return self._stages(specs)["schedule"]
@@ -100,14 +99,16 @@ class TaskKernel:
         return self._plan(self._specs(arrays))
 
     def passes(self, *arrays) -> dict[str, str]:
-        """Each pass's output as text, in order: traced, copies, eliminated, schedule."""
+        """Each pass's output as text, in order: traced, copies, eliminated (the event IR), then what each
+        planning pass decides (levels, row_sums, split, main_loop, transfers, products, pipeline, registers,
+        allocation, persistence) and the schedule they make, as :meth:`explain` prints it."""
         stages = self._stages(self._specs(arrays))
-        return {name: (explain(value) if isinstance(value, Schedule) else ir.format_program(value))
-                for name, value in stages.items()}
+        return {name: stage_text(stages, name) for name in stages}
 
-    def explain(self, *arrays) -> str:
-        """How the program is mapped for these arguments: roles, rings, the shared-memory map, the schedule."""
-        return explain(self.plan(*arrays))
+    def explain(self, *arrays, stage: str = "schedule") -> str:
+        """How the program is mapped for these arguments: roles, rings, the shared-memory map, the schedule;
+        or, with ``stage``, the output of one pass (a name :meth:`passes` lists)."""
+        return stage_text(self._stages(self._specs(arrays)), stage)
 
     @property
     def name(self) -> str:

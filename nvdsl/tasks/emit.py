@@ -1,4 +1,4 @@
-"""Emission: a :class:`~nvdsl.tasks.schedule.Schedule` becomes calls of nvdsl's primitives inside the traced
+"""Emission: a :class:`~nvdsl.tasks.stages.Schedule` becomes calls of nvdsl's primitives inside the traced
 host function: TMA descriptors, one ``gpu_launch``, ``Aref`` rings, ``Warpgroup`` roles, wgmma
 accumulators and a TMA-store epilogue. Generated and hand-written kernels share this one lowering.
 """
@@ -21,163 +21,184 @@ from ..hopper.warpgroup import Warpgroup
 from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wait
 from ..layouts import wgmma_accumulator
 from .analysis import operand_name
-from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Map, Mma, Reduce, Region
-from .schedule import PINGPONG, TURN_BARRIER, OnesTile, Schedule, _loads
+from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Map, Mma, Reduce, Region, argument_loads
+from .stages import TURN_BARRIER, OnesTile, Schedule
 
 
 def emit(schedule: Schedule, arrays: dict) -> None:
     """Trace the kernel of ``schedule`` into the host function being traced; ``arrays`` maps the program's
     argument names to the host function's arrays."""
     s = schedule
-    descriptors: dict[tuple, TMA] = {}
-
-    def descriptor(tensor: str, box, swizzle: int, ragged: bool = False) -> TMA:
-        key = (tensor, tuple(box), swizzle, ragged)
-        if key not in descriptors:
-            descriptors[key] = TMA(arrays[tensor], box=tuple(box), swizzle=swizzle, ragged=ragged)
-        return descriptors[key]
-
-    ring_tmas = {(r.name, t.local): descriptor(t.source.tensor, t.box, t.swizzle) for r in s.rings for t in r.tiles}
-    # A store of a row tile (nt.row_tiles) is clipped where its group ends: a ragged descriptor.
-    store_tmas = {st.source: descriptor(st.target.tensor, st.box, min(128, st.box[-1] * st.dtype.itemsize),
-                                        ragged=st.target.end is not None)
-                  for st in s.stores}
-    total_tiles = 1
-    for e in s.tile_extents:
-        total_tiles *= e
-    pingpong = s.mapping.schedule == PINGPONG
+    tmas = _Descriptors(s, arrays)
 
     @gpu_launch(grid=s.grid, block=s.block_threads, smem=s.smem_bytes)
     def kernel(ctx):
-        rings = {r.name: Aref(ctx, [(t.source.matrix_shape, t.dtype) for t in r.tiles], depth=r.depth, name=r.name,
-                              at=r.offset, in_turn=r.in_turn) for r in s.rings}
+        _Block(s, ctx, arrays, tmas).run()
+
+    kernel()
+
+
+class _Descriptors:
+    """The kernel's TMA descriptors, made on the host, one per argument, box, swizzle and raggedness:
+    ``rings[(ring, local)]`` fills a ring tile, ``stores[local]`` stores a tile."""
+
+    def __init__(self, s: Schedule, arrays: dict):
+        self.arrays = arrays
+        self.all: dict[tuple, TMA] = {}
+        self.rings = {(r.name, t.local): self.of(t.source.tensor, t.box, t.swizzle) for r in s.rings for t in r.tiles}
+        # A store of a row tile (nt.row_tiles) is clipped where its group ends: a ragged descriptor.
+        self.stores = {st.source: self.of(st.target.tensor, st.box, min(128, st.box[-1] * st.dtype.itemsize),
+                                          ragged=st.target.end is not None)
+                       for st in s.stores}
+
+    def of(self, tensor: str, box, swizzle: int, ragged: bool = False) -> TMA:
+        key = (tensor, tuple(box), swizzle, ragged)
+        if key not in self.all:
+            self.all[key] = TMA(self.arrays[tensor], box=tuple(box), swizzle=swizzle, ragged=ragged)
+        return self.all[key]
+
+
+class _Block:
+    """One block of the kernel: its shared memory (rings, staging tiles, tiles of ones), the tiles it takes
+    (in groups: a tile, or a ping-pong's pair of tiles), and its roles."""
+
+    def __init__(self, s: Schedule, ctx, arrays: dict, tmas: _Descriptors):
+        self.s, self.ctx, self.arrays = s, ctx, arrays
+        self.ring_tmas, self.store_tmas = tmas.rings, tmas.stores
+        self.rings = {r.name: Aref(ctx, [(t.source.matrix_shape, t.dtype) for t in r.tiles], depth=r.depth,
+                                   name=r.name, at=r.offset, in_turn=r.in_turn) for r in s.rings}
         buffers = {b.name: b for b in s.buffers}
-        staging = {}
+        self.staging = {}
         for st in s.stores:
             for name in st.staging:
-                staging[name] = ctx.dynamic_shared((st.box[-2], st.slice_columns), st.dtype,
-                                                   offset=buffers[name].offset, align=1024)
-        ones = {t.name: _write_ones(ctx, t, buffers[t.name].offset, s.block_threads) for t in s.ones}
+                self.staging[name] = ctx.dynamic_shared((st.box[-2], st.slice_columns), st.dtype,
+                                                        offset=buffers[name].offset, align=1024)
+        self.ones = {t.name: _write_ones(ctx, t, buffers[t.name].offset, s.block_threads) for t in s.ones}
         with when(ctx.linear_thread_id.eq(0)):
-            for tma in descriptors.values():
+            for tma in tmas.all.values():
                 tma.prefetch()
-
-        per_block = 2 if pingpong else 1
-        groups_total = -(-total_tiles // per_block)
-        if s.mapping.persistent:
-            my_groups = (groups_total - 1 - ctx.block_id.x) // s.grid + 1
-        else:
-            my_groups = 1
-
-        def tile_of(group, member: int):
-            """The tile number (and whether it exists) of member ``member`` of this block's group ``group``."""
-            first = (ctx.block_id.x + group * s.grid) if s.mapping.persistent else ctx.block_id.x
-            number = first * per_block + member
-            return number, number < total_tiles
-
-        def coordinates(number) -> dict:
-            env = _tile_coordinates(s, number)
-            for index in s.program.indices:              # a row tile's group and rows, read from its table
-                env[index.name] = arrays[index.table][env[index.var], index.column]
-            return env
-
+        self.total_tiles = 1
+        for e in s.tile_extents:
+            self.total_tiles *= e
+        self.per_group = 2 if s.pingpong else 1
+        self.groups_total = -(-self.total_tiles // self.per_group)
+        self.my_groups = (self.groups_total - 1 - ctx.block_id.x) // s.grid + 1 if s.persistent else 1
         # Ping-pong: a block's tiles come in pairs, (group, 0) for consumer 0 and (group, 1) for consumer 1; only
         # the grid's last pair can lack its second tile (an odd tile count). The loops run over whole pairs and
         # that last tile is peeled off, so that no loop body asks which tile it is at: loops that read no index
         # repeat their state, and the protocol check summarises them.
-        full_pairs = my_groups
-        if pingpong and total_tiles % 2:
-            owns_last = ctx.block_id.x.eq((groups_total - 1) % s.grid)
-            full_pairs = my_groups - select(owns_last, constant(1, dt.index), 0)
+        self.full_pairs = self.my_groups
+        if s.pingpong and self.total_tiles % 2:
+            owns_last = ctx.block_id.x.eq((self.groups_total - 1) % s.grid)
+            self.full_pairs = self.my_groups - select(owns_last, constant(1, dt.index), 0)
 
-        def put_tile(group, member: int) -> None:
-            env = coordinates(tile_of(group, member)[0])
-            with _nonempty(s, env):
-                _put_tile_loads(s, rings, ring_tmas, env, member)
-                steps = s.step_rings(member)
-                if steps:
-                    for k in for_range(_trips(s, env)):
-                        env[s.main.vars[0]] = k
-                        for step in steps:
-                            _put(rings[step.name], step, ring_tmas, env)
+    def run(self) -> None:
+        if self.s.warp_specialized:
+            self.producer()
+        for c in range(self.s.consumers):
+            self.consumer(c)
 
-        ws = s.warp_specialized
-        regs = dict(s.registers)
-        if ws:
-            with Warpgroup(ctx, 0, register_size=regs["producer"]) as producer:
-                with when(producer.thread_index.eq(0)):      # one thread waits for slots and issues the copies
-                    for group in for_range(full_pairs):
-                        for member in range(per_block):
-                            put_tile(group, member)
-                    if full_pairs is not my_groups:
-                        with when(full_pairs < my_groups):
-                            put_tile(my_groups - 1, 0)
+    # -- the block's tiles -----------------------------------------------------------------------------------
+    def tile_of(self, group, member: int):
+        """The tile number (and whether it exists) of member ``member`` of this block's group ``group``."""
+        first = (self.ctx.block_id.x + group * self.s.grid) if self.s.persistent else self.ctx.block_id.x
+        number = first * self.per_group + member
+        return number, number < self.total_tiles
 
-        def steps_of(group, member: int):
-            """The main loop's trips of the block's tile (group, member): 0 if it has no rows; past the block's
-            last tile, any count (nothing reads the rings after it)."""
-            if s.main is None:
-                return 0
-            if s.main.below is None and not s.program.indices:
-                return s.main.extents[0]
-            number, exists = tile_of(group, member)
-            env = coordinates(select(exists, number, 0))         # a tile that exists, to read its table rows
-            trips = _trips(s, env)
-            trips = constant(trips, dt.int32) if isinstance(trips, int) else trips.to(dt.int32)
-            rows = _has_rows(s, env)
-            return trips if rows is None else select(rows, trips, 0)
+    def coordinates(self, number) -> dict:
+        env = _tile_coordinates(self.s, number)
+        for index in self.s.program.indices:          # a row tile's group and rows, read from its table
+            env[index.name] = self.arrays[index.table][env[index.var], index.column]
+        return env
 
-        def ping_pong_consumer(wg, c: int) -> None:
-            """Consumer ``c`` of a ping-pong: the block's tiles (group, c), each one turn at the main loop (a tile
-            without rows too, so that the turns alternate), in the order the producer fills the step rings. Each
-            passes over the other's slots (after each of its tiles, those of the other's next tile); after its
-            last turn each hands the turn on, and the consumer whose turn would be next takes that arrival with
-            a last wait, so that every named barrier completes."""
-            turn = _Turn(ctx, c, 2)
-            step_rings = [rings[r.name] for r in s.step_rings(c)]
-            if c == 1:
-                turn.hand_over()                 # open consumer 0's first turn: every block has a tile
-                for ring in step_rings:
-                    ring.skip(steps_of(0, 0))
-            for group in for_range(my_groups if c == 0 else full_pairs):
-                env = coordinates(tile_of(group, c)[0])
-                rows = _has_rows(s, env)
-                consumer = _Consumer(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, arrays, env, ones,
-                                     turn=turn)
-                if rows is None:
-                    consumer.run_tile()
-                else:
-                    with when(rows) as branch:
-                        consumer.run_tile()
-                    with branch.otherwise():         # no rows, no loop: the turn passes on
-                        turn.wait()
-                        turn.hand_over()
-                for ring in step_rings:
-                    ring.skip(steps_of(group, 1) if c == 0 else steps_of(group + 1, 0))
-            # The last turn's hand-over: consumer 1's (every pair full) reaches consumer 0, consumer 0's (the last
-            # pair without a second tile) consumer 1.
-            if full_pairs is my_groups:
-                if c == 0:
-                    turn.wait()
+    def steps_of(self, group, member: int):
+        """The main loop's trips of the block's tile (group, member): 0 if it has no rows; past the block's
+        last tile, any count (nothing reads the rings after it)."""
+        s = self.s
+        if s.main is None:
+            return 0
+        if s.main.below is None and not s.program.indices:
+            return s.main.extents[0]
+        number, exists = self.tile_of(group, member)
+        env = self.coordinates(select(exists, number, 0))     # a tile that exists, to read its table rows
+        trips = _trips(s, env)
+        trips = constant(trips, dt.int32) if isinstance(trips, int) else trips.to(dt.int32)
+        rows = _has_rows(s, env)
+        return trips if rows is None else select(rows, trips, 0)
+
+    # -- the roles -------------------------------------------------------------------------------------------
+    def producer(self) -> None:
+        """Warpgroup 0: one thread waits for free slots and issues every load, tile by tile."""
+        with Warpgroup(self.ctx, 0, register_size=dict(self.s.registers)["producer"]) as producer:
+            with when(producer.thread_index.eq(0)):
+                for group in for_range(self.full_pairs):
+                    for member in range(self.per_group):
+                        self.put_tile(group, member)
+                if self.full_pairs is not self.my_groups:
+                    with when(self.full_pairs < self.my_groups):
+                        self.put_tile(self.my_groups - 1, 0)
+
+    def put_tile(self, group, member: int) -> None:
+        s = self.s
+        env = self.coordinates(self.tile_of(group, member)[0])
+        with _nonempty(s, env):
+            _put_tile_loads(s, self.rings, self.ring_tmas, env, member)
+            steps = s.step_rings(member)
+            if steps:
+                for k in for_range(_trips(s, env)):
+                    env[s.main.vars[0]] = k
+                    for step in steps:
+                        _put(self.rings[step.name], step, self.ring_tmas, env)
+
+    def consumer(self, c: int) -> None:
+        s = self.s
+        register_size = dict(s.registers)["consumer"] if s.warp_specialized else None
+        first = 1 if s.warp_specialized else 0
+        with Warpgroup(self.ctx, 128 * (first + c), register_size=register_size) as wg:
+            if s.pingpong:
+                self.ping_pong_consumer(wg, c)
             else:
-                with when(full_pairs.eq(my_groups) if c == 0 else full_pairs < my_groups):
+                for group in for_range(self.my_groups):
+                    env = self.coordinates(self.tile_of(group, 0)[0])
+                    with _nonempty(s, env):
+                        _Consumer(self, wg, c, env).run_tile()
+            tma_store_wait(0)
+
+    def ping_pong_consumer(self, wg, c: int) -> None:
+        """Consumer ``c`` of a ping-pong: the block's tiles (group, c), each one turn at the main loop (a tile
+        without rows too, so that the turns alternate), in the order the producer fills the step rings. Each
+        passes over the other's slots (after each of its tiles, those of the other's next tile); after its
+        last turn each hands the turn on, and the consumer whose turn would be next takes that arrival with
+        a last wait, so that every named barrier completes."""
+        s, my_groups, full_pairs = self.s, self.my_groups, self.full_pairs
+        turn = _Turn(self.ctx, c, 2)
+        step_rings = [self.rings[r.name] for r in s.step_rings(c)]
+        if c == 1:
+            turn.hand_over()                 # open consumer 0's first turn: every block has a tile
+            for ring in step_rings:
+                ring.skip(self.steps_of(0, 0))
+        for group in for_range(my_groups if c == 0 else full_pairs):
+            env = self.coordinates(self.tile_of(group, c)[0])
+            rows = _has_rows(s, env)
+            consumer = _Consumer(self, wg, c, env, turn=turn)
+            if rows is None:
+                consumer.run_tile()
+            else:
+                with when(rows) as branch:
+                    consumer.run_tile()
+                with branch.otherwise():         # no rows, no loop: the turn passes on
                     turn.wait()
-
-        first_consumer = 1 if ws else 0
-        for c in range(s.consumers):
-            register_size = regs["consumer"] if ws else None
-            with Warpgroup(ctx, 128 * (first_consumer + c), register_size=register_size) as wg:
-                if pingpong:
-                    ping_pong_consumer(wg, c)
-                else:
-                    for group in for_range(my_groups):
-                        env = coordinates(tile_of(group, 0)[0])
-                        with _nonempty(s, env):
-                            _Consumer(s, ctx, wg, c, rings, ring_tmas, store_tmas, staging, arrays, env,
-                                      ones).run_tile()
-                tma_store_wait(0)
-
-    kernel()
+                    turn.hand_over()
+            for ring in step_rings:
+                ring.skip(self.steps_of(group, 1) if c == 0 else self.steps_of(group + 1, 0))
+        # The last turn's hand-over: consumer 1's (every pair full) reaches consumer 0, consumer 0's (the last
+        # pair without a second tile) consumer 1.
+        if full_pairs is my_groups:
+            if c == 0:
+                turn.wait()
+        else:
+            with when(full_pairs.eq(my_groups) if c == 0 else full_pairs < my_groups):
+                turn.wait()
 
 
 def _write_ones(ctx, tile: OnesTile, offset: int, threads: int) -> Array:
@@ -244,9 +265,9 @@ def _tile_coordinates(s: Schedule, number) -> dict:
         env[names[0]] = number
         return _longest_first(s, env)
     rows, cols = extents
-    raster = s.mapping.raster
+    raster = s.raster
     if raster == "grouped":
-        group = s.mapping.group
+        group = s.group
         tiles_in_group = group * cols
         first_row = number // tiles_in_group * group
         rows_in_group = minimum(rows - first_row, group)
@@ -315,16 +336,16 @@ def _put_tile_loads(s: Schedule, rings: dict, tmas: dict, env: dict, member: int
 class _Consumer:
     """One consumer warpgroup's work on one tile: prologue, main loop over ring slots, epilogue."""
 
-    def __init__(self, s: Schedule, ctx, wg, c: int, rings, ring_tmas, store_tmas, staging, arrays, env, ones,
-                 turn=None):
-        self.s, self.ctx, self.wg, self.c = s, ctx, wg, c
+    def __init__(self, block: _Block, wg, c: int, env: dict, turn: _Turn | None = None):
+        self.s = s = block.s
+        self.ctx, self.wg, self.c = block.ctx, wg, c
         self.turn = turn                 # ping-pong: this consumer's turns at the main loop
-        self.rings, self.ring_tmas, self.store_tmas, self.staging = rings, ring_tmas, store_tmas, staging
-        self.arrays, self.env = arrays, env
+        self.rings, self.ring_tmas, self.store_tmas = block.rings, block.ring_tmas, block.store_tmas
+        self.staging, self.arrays, self.env = block.staging, block.arrays, env
         self.program = s.program
-        self.values: dict = dict(ones)
-        self.ones = frozenset(ones)
-        self.pingpong = s.mapping.schedule == PINGPONG
+        self.values: dict = dict(block.ones)
+        self.ones = frozenset(block.ones)
+        self.pingpong = s.pingpong
         self.cooperative = s.consumers > 1 and not self.pingpong
         self.step = s.ring("step", c)
         self.tile_ring = s.ring("tile", c)
@@ -357,7 +378,7 @@ class _Consumer:
                     self.run(op)
             self.take_turn()
             if s.phases is not None:
-                self.two_phase_loop()
+                _TwoPhaseLoop(self).run()
             elif s.main is not None:
                 self.main_loop()
                 self.end_turn()                      # its last products still run: the other's first queue behind
@@ -403,7 +424,7 @@ class _Consumer:
         s, env = self.s, self.env
         carried = {name: self.values[name] for name in _carried(s)}
         extent = s.main.extents[0]
-        loads = _loads(s.main.body)
+        loads = argument_loads(s.main.body)
         issuer = not s.warp_specialized and self.c == 0
         ring = self.rings[self.step.name] if self.step is not None else None
         if issuer and ring is not None:
@@ -435,105 +456,6 @@ class _Consumer:
             step(k)
             return {name: self.values[name] for name in values}
         self.values.update(after)
-
-    def two_phase_loop(self) -> None:
-        """The FlashAttention-3 order (see :class:`~nvdsl.tasks.schedule.Phases`): step k issues phase A's
-        product, then phase B of step k - 1, and does A's math while B's product runs."""
-        s, env, p, c = self.s, self.env, self.s.phases, self.c
-        a_plan, b_plan = s.ring("step", c, "a"), s.ring("step", c, "b")
-        a_ring, b_ring = self.rings[a_plan.name], self.rings[b_plan.name]
-        consumers, var = s.consumers, s.main.vars[0]
-        turns = s.mapping.turns
-
-        # The consumers' turns at the tensor cores (see _Turn): the last consumer opens consumer 0's first
-        # turn and does not hand over after its own last.
-        turn = _Turn(self.ctx, c, consumers)
-
-        def my_turn():
-            if turns:
-                turn.wait()
-
-        def their_turn(last: bool = False):
-            if turns and not (last and c == consumers - 1):
-                turn.hand_over()
-
-        def bind(plan, views):
-            for plan_tile, view in zip(plan.tiles, views):
-                self.values[plan_tile.local] = view
-
-        def issue_a():
-            with a_ring.get() as views:
-                bind(a_plan, views)
-                for op in p.issue:
-                    self.product(op, in_flight=1) if isinstance(op, Mma) else self.run(op)
-
-        def phase_b(in_flight: int, a_step=None):
-            """Phase B of the previous step, around phase A's product of step ``a_step`` (if any)."""
-            with b_ring.get() as views:
-                bind(b_plan, views)
-                if a_step is not None:
-                    env[var] = a_step
-                    issue_a()
-                for op in p.second:
-                    self.product(op, in_flight=in_flight) if isinstance(op, Mma) else self.run(op)
-
-        def handed() -> dict:
-            return {name: self.value(name) for name in p.handed}
-
-        trips = _trips(s, env)
-        unmasked = self.unmasked_steps(trips)
-        if turns and c == consumers - 1:
-            their_turn()
-        env[var] = 0
-        my_turn()
-        issue_a()
-        their_turn()
-        wgmma_wait(0)
-        self.unmask = isinstance(unmasked, int) and unmasked >= 1
-        self.run_all(p.math)
-
-        def steps(first, stop, masked: bool):
-            @fori(first, stop, carry={name: self.values[name] for name in _carried(s)} | handed())
-            def after(k, values):
-                self.values.update(values)
-                self.unmask = not masked
-                my_turn()
-                phase_b(2, a_step=k)
-                their_turn()
-                wgmma_wait(1)                       # phase A's product is done; phase B's runs on
-                self.run_all(p.math)
-                wgmma_wait(0)
-                return {name: self.values[name] for name in _carried(s)} | handed()
-            self.values.update(after)
-
-        if unmasked is None:
-            steps(1, trips, masked=True)
-        else:                                       # the steps no mask changes first, then the others
-            static = isinstance(unmasked, int) and isinstance(trips, int)
-            split = min(max(unmasked, 1), trips) if static else minimum(maximum(unmasked, 1), trips)
-            steps(1, split, masked=False)
-            if not (static and split == trips):
-                steps(split, trips, masked=True)
-        self.unmask = False
-        my_turn()
-        phase_b(1)
-        their_turn(last=True)
-        wgmma_wait(0)
-
-    def unmasked_steps(self, trips):
-        """How many first steps of the main loop need none of its masks (see ``Unmasked``), or None."""
-        u = self.s.unmasked
-        if u is None:
-            return None
-        limit = trips
-        for rest, divisor in u.bounds:
-            r = _evaluate(rest, self.env)
-            if isinstance(r, int):
-                bound = (r // divisor + 1 if divisor else trips) if r >= 0 else 0
-            else:
-                bound = select(r >= 0, r // divisor + 1 if divisor else trips, 0)
-            limit = min(limit, bound) if isinstance(limit, int) and isinstance(bound, int) else minimum(limit, bound)
-        return limit
 
     # -- operations ------------------------------------------------------------------------------------------
     def run_all(self, ops) -> None:
@@ -791,6 +713,114 @@ class _Consumer:
             raise TaskError(f"{op}: only float32 tiles in the accumulator layout (converted or not) are stored "
                             "through TMA", code="unsupported-program", loc=op.loc)
         return tile
+
+
+class _TwoPhaseLoop:
+    """A consumer's two-phase main loop in the FlashAttention-3 order (see :class:`~nvdsl.tasks.stages.Phases`):
+    step k issues phase A's product, then phase B of step k - 1, and does A's math while B's product runs.
+    With turns, the consumers take turns at the tensor cores (see :class:`_Turn`): the last consumer opens
+    consumer 0's first turn and does not hand over after its own last."""
+
+    def __init__(self, consumer: _Consumer):
+        s, c = consumer.s, consumer.c
+        self.consumer, self.s, self.phases, self.c = consumer, s, s.phases, c
+        self.a_plan, self.b_plan = s.ring("step", c, "a"), s.ring("step", c, "b")
+        self.a_ring, self.b_ring = consumer.rings[self.a_plan.name], consumer.rings[self.b_plan.name]
+        self.var = s.main.vars[0]
+        self.turn = _Turn(consumer.ctx, c, s.consumers)
+
+    def run(self) -> None:
+        consumer, s = self.consumer, self.s
+        trips = _trips(s, consumer.env)
+        unmasked = self.unmasked_steps(trips)
+        if s.turns and self.c == s.consumers - 1:
+            self.their_turn()
+        consumer.env[self.var] = 0
+        self.my_turn()
+        self.issue_a()
+        self.their_turn()
+        wgmma_wait(0)
+        consumer.unmask = isinstance(unmasked, int) and unmasked >= 1
+        consumer.run_all(self.phases.math)
+        if unmasked is None:
+            self.steps(1, trips, masked=True)
+        else:                                       # the steps no mask changes first, then the others
+            static = isinstance(unmasked, int) and isinstance(trips, int)
+            split = min(max(unmasked, 1), trips) if static else minimum(maximum(unmasked, 1), trips)
+            self.steps(1, split, masked=False)
+            if not (static and split == trips):
+                self.steps(split, trips, masked=True)
+        consumer.unmask = False
+        self.my_turn()
+        self.phase_b(1)
+        self.their_turn(last=True)
+        wgmma_wait(0)
+
+    def steps(self, first, stop, masked: bool) -> None:
+        """Steps ``first`` .. ``stop`` - 1: phase A of each around phase B of the one before."""
+        consumer = self.consumer
+
+        @fori(first, stop, carry=self.carried())
+        def after(k, values):
+            consumer.values.update(values)
+            consumer.unmask = not masked
+            self.my_turn()
+            self.phase_b(2, a_step=k)
+            self.their_turn()
+            wgmma_wait(1)                           # phase A's product is done; phase B's runs on
+            consumer.run_all(self.phases.math)
+            wgmma_wait(0)
+            return self.carried()
+        consumer.values.update(after)
+
+    def carried(self) -> dict:
+        """The loop's carried values: those the loop updates, and what phase A hands to phase B."""
+        values = self.consumer.values
+        return {name: values[name] for name in _carried(self.s)} | \
+            {name: self.consumer.value(name) for name in self.phases.handed}
+
+    def my_turn(self) -> None:
+        if self.s.turns:
+            self.turn.wait()
+
+    def their_turn(self, last: bool = False) -> None:
+        if self.s.turns and not (last and self.c == self.s.consumers - 1):
+            self.turn.hand_over()
+
+    def bind(self, plan, views) -> None:
+        for plan_tile, view in zip(plan.tiles, views):
+            self.consumer.values[plan_tile.local] = view
+
+    def issue_a(self) -> None:
+        with self.a_ring.get() as views:
+            self.bind(self.a_plan, views)
+            for op in self.phases.issue:
+                self.consumer.product(op, in_flight=1) if isinstance(op, Mma) else self.consumer.run(op)
+
+    def phase_b(self, in_flight: int, a_step=None) -> None:
+        """Phase B of the previous step, around phase A's product of step ``a_step`` (if any)."""
+        with self.b_ring.get() as views:
+            self.bind(self.b_plan, views)
+            if a_step is not None:
+                self.consumer.env[self.var] = a_step
+                self.issue_a()
+            for op in self.phases.second:
+                self.consumer.product(op, in_flight=in_flight) if isinstance(op, Mma) else self.consumer.run(op)
+
+    def unmasked_steps(self, trips):
+        """How many first steps of the main loop need none of its masks (see ``Unmasked``), or None."""
+        u = self.s.unmasked
+        if u is None:
+            return None
+        limit = trips
+        for rest, divisor in u.bounds:
+            r = _evaluate(rest, self.consumer.env)
+            if isinstance(r, int):
+                bound = (r // divisor + 1 if divisor else trips) if r >= 0 else 0
+            else:
+                bound = select(r >= 0, r // divisor + 1 if divisor else trips, 0)
+            limit = min(limit, bound) if isinstance(limit, int) and isinstance(bound, int) else minimum(limit, bound)
+        return limit
 
 
 class _Pending:

@@ -347,6 +347,10 @@ def walk(body, loops=()):
             yield node, loops
 
 
+def argument_loads(ops) -> list[Copy]:
+    """The copies among ``ops`` of an argument's region into a local tile: the loads a ring carries."""
+    return [op for op in ops if isinstance(op, Copy) and isinstance(op.source, Region) and isinstance(op.target, str)]
+
 def format_program(program: Program) -> str:
     lines = [f"program {program.name}"]
     for t in program.tensors:

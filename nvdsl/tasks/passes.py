@@ -1,0 +1,728 @@
+"""The planning passes: a tile program (after copy insertion and elimination) and its mapping become a
+:class:`~nvdsl.tasks.stages.Schedule`, one decision per pass, in the order of Cypress and Tawa: the tasks'
+levels, the copies (loads through rings, stores through staging tiles), the rings' depth, registers,
+shared-memory allocation, persistence. Each pass is a pure function of earlier stages' frozen records
+(``stages.py``) returning a new one; its docstring says what it decides as "before -> after".
+``schedule.plan_stages`` runs them in order.
+
+The programs scheduled here have the shape of the GEMM family: one ``prange`` over output tiles whose
+body has operations before (the prologue), at most one ``srange`` loop, and operations after it (the
+epilogue). Anything else is refused with a :class:`~nvdsl.errors.TaskError` saying what is not supported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import dtypes as dt
+from ..errors import MappingError, TaskError, user_location
+from . import ir
+from .analysis import operand_name, with_dependences
+from .ir import SHARED, Broadcast, Copy, Fill, FirstColumn, Loop, Map, Mma, Program, Reduce, Region, argument_loads
+from .mapping import BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers
+from .stages import (ONES_COLUMNS, Allocation, Buffer, Joined, Levels, MainLoop, OnesTile, Persistence, Phases,
+                     Pipeline, Products, Registers, RingPlan, RingTile, Split, StorePlan, TileBody, Transfers, Unmasked)
+
+TILE_ALIGNMENT = 1024                 # ring tiles and staging buffers: 128-byte swizzled TMA tiles
+STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the output in slices of this size
+MAX_DEPTH = 8
+OVERHEAD_REGISTERS = 40               # a consumer's registers besides its accumulators (addresses, loop state)
+MMA_ROWS = 64                         # wgmma's M
+_MMA_DTYPES = (dt.float16, dt.bfloat16, dt.float8_e4m3fn, dt.float8_e5m2)
+
+
+# -- levels -------------------------------------------------------------------------------------------------------
+
+def _refuse(message: str, hint: str | None = None, loc=None) -> TaskError:
+    return TaskError(message, code="unsupported-program", hint=hint, loc=loc or user_location())
+
+
+def _shape_of(program: Program):
+    """(prange loop, prologue ops, srange loop or None, epilogue ops), or a refusal."""
+    body = program.body
+    if len(body) != 1 or not isinstance(body[0], Loop) or body[0].kind != "prange":
+        raise _refuse("a task program is scheduled as one prange over output tiles at its top level; this one "
+                      "has " + ", ".join(type(n).__name__ for n in body),
+                      hint="wrap the work in `for i, j in nt.prange(...)`")
+    tiles = body[0]
+    if len(tiles.vars) > 4:
+        raise _refuse(f"a prange over {len(tiles.vars)} axes: the task layer schedules at most 4 (batch axes, "
+                      "rows, columns)", loc=tiles.loc)
+    prologue, main, epilogue = [], None, []
+    for node in tiles.body:
+        if isinstance(node, Loop):
+            if node.kind != "srange" or main is not None or any(isinstance(n, Loop) for n in node.body):
+                raise _refuse("inside the prange, the task layer schedules one srange loop without nested loops",
+                              loc=node.loc)
+            main = node
+        elif main is None:
+            prologue.append(node)
+        else:
+            epilogue.append(node)
+    return tiles, tuple(prologue), main, tuple(epilogue)
+
+
+TILE_BODY, PRODUCTS = "tile body", "mma"     # the names of a tile's work and its products left in a caller
+
+
+def _common_chain(chains) -> tuple[str, ...]:
+    """The longest chain of launches that every one of ``chains`` starts with."""
+    chains = list(chains)
+    common = chains[0]
+    for chain in chains[1:]:
+        n = 0
+        while n < min(len(common), len(chain)) and common[n] == chain[n]:
+            n += 1
+        common = common[:n]
+    return common
+
+
+def assign_levels(program: Program, mapping: Mapping) -> Levels:
+    """Program, Mapping -> Levels: the processor level of each task the mapping can set, the mapping with
+    the schedule they derive, and how that schedule was said (for refusals).
+
+    Three parts of a program take a level, named as :func:`explain` prints them: the task holding the prange
+    over output tiles (``"host"`` only, as every task it was launched from); the task running one output tile,
+    the deepest task that every event of the prange's body was written in, if it was launched inside the
+    prange (else the ``"tile body"`` of the prange's task), at ``"block"`` (cooperative) or ``"warpgroup"``
+    (ping-pong); and the task issuing the products, the deepest task that every product was written in, if
+    launched inside the tile's task (else ``"mma"``), at ``"warpgroup"`` only."""
+    tiles = _shape_of(program)[0]
+    around = tiles.task or (program.name,)
+    inside = [node.task for node in tiles.body] + [op.task for op, _ in ir.walk(tiles.body)]
+    tile_chain = _common_chain([c for c in inside if c] or [around])
+    tile = tile_chain[-1] if len(tile_chain) > len(around) else TILE_BODY
+    product_chains = [op.task for op, _ in ir.walk(tiles.body) if isinstance(op, Mma) and op.task]
+    product_chain = _common_chain(product_chains) if product_chains else ()
+    products = product_chain[-1] if len(product_chain) > len(tile_chain) else PRODUCTS
+    roles: dict[str, set] = {}
+    for name in around:
+        roles.setdefault(name, set()).add(HOST)
+    roles.setdefault(tile, set()).add("tile")
+    roles.setdefault(products, set()).add("products")
+    for op, _ in ir.walk(program.body):
+        for name in op.task:
+            roles.setdefault(name, set())
+    given = dict(mapping.levels)
+
+    def refuse(message: str, hint: str | None = None) -> MappingError:
+        return MappingError(message, code="mapping-level", hint=hint, loc=user_location())
+
+    for name, level in mapping.levels:
+        if name not in roles:
+            raise refuse(f"levels['{name}']: the program has no task '{name}'; the names its levels take are " +
+                         ", ".join(f"'{n}'" for n in roles if roles[n]))
+        said = f"levels['{name}']={level!r}"
+        if not roles[name]:
+            raise refuse(f"{said}: task '{name}' is part of the work of a tile and runs at the level of '{tile}'",
+                         hint=f"levels name '{around[-1]}' (host), '{tile}' (block or warpgroup) and '{products}' "
+                              "(warpgroup)")
+        if HOST in roles[name] and level != HOST:
+            holds = "holds" if name == around[-1] else "launches the task holding"
+            raise refuse(f"{said}: task '{name}' {holds} the prange over output tiles, which only the host can "
+                         "launch (one tile per block)")
+        if "tile" in roles[name] and level == HOST:
+            raise refuse(f"{said}: task '{name}' runs one output tile, on a block: at 'block' its consumer "
+                         "warpgroups share the tile's rows, at 'warpgroup' each of them runs whole tiles (a ping-pong)")
+        if "products" in roles[name] and level != WARPGROUP:
+            raise refuse(f"{said}: task '{name}' issues the tile products, and wgmma is a warpgroup instruction: it "
+                         "runs at 'warpgroup' only")
+    derived = {WARPGROUP: PINGPONG, BLOCK: COOPERATIVE}.get(given.get(tile))
+    if derived is not None and mapping.schedule not in (None, derived):
+        raise refuse(f"schedule={mapping.schedule!r} but levels['{tile}']={given[tile]!r}: a tile's task at "
+                     f"{given[tile]!r} makes a {derived!r} schedule", hint="leave schedule out: it follows the levels")
+    if mapping.schedule is None:
+        mapping = mapping._with_schedule(derived or COOPERATIVE)
+    stated = f"levels['{tile}']={given[tile]!r}" if derived else f"schedule={mapping.schedule!r}"
+    tile_level = WARPGROUP if mapping.schedule == PINGPONG else BLOCK
+    levels = tuple((name, HOST) for name in around) + ((tile, tile_level), (products, WARPGROUP))
+    return Levels(program=program, mapping=mapping, levels=levels, stated=stated)
+
+
+# -- the tile's work ----------------------------------------------------------------------------------------------
+
+def sum_rows_on_tensor_cores(levels: Levels) -> TileBody:
+    """Levels -> TileBody: the program with its row sums moved onto the tensor cores where they can be
+    (see :func:`_rows_summed`), split into the prange over tiles and its prologue, main loop and epilogue."""
+    program, ones = _rows_summed(levels.program)
+    tiles, prologue, main, epilogue = _shape_of(program)
+    return TileBody(program=program, tiles=tiles, prologue=prologue, main=main, epilogue=epilogue, ones=ones)
+
+
+def _rows_summed(program: Program) -> tuple[Program, tuple[OnesTile, ...]]:
+    """Row sums through the tensor cores: where the main loop sums the rows of a 16-bit shared tile that is
+    also the A operand of one of its products (``rows += At[i, k].sum(axis=1)`` beside ``acc += At[i, k] @
+    ...``), the sum becomes a product with a tile of ones, ``R (rows x 8, float32) += A @ ones (K x 8)``,
+    issued in the product's wgmma group, and ``rows += R[:, 0]`` after the loop (every column of R holds
+    the sums). The consumers then no longer read A from shared memory between their products. Only sums
+    whose result is added into a vector filled before the loop and not otherwise used in the loop qualify;
+    the others stay on the CUDA cores."""
+    tiles, prologue, main, epilogue = _shape_of(program)
+    if main is None or _two_phases(program, main, prologue) is not None:
+        return program, ()
+    body = list(main.body)
+    a_operands = {op.a for op in body if isinstance(op, Mma) and isinstance(op.a, str)}
+    filled = {op.target for op in prologue if isinstance(op, Fill)}
+    names = {t.name for t in program.tensors}
+    tensors = list(program.tensors)
+    ones: dict[tuple, OnesTile] = {}
+    after = []
+    for reduce in [op for op in body if isinstance(op, Reduce)]:
+        operand = reduce.input
+        if not (reduce.fn == "sum" and reduce.axis == 1 and not reduce.into and operand in a_operands and
+                program.tensor(operand).memory == SHARED and program.tensor(operand).dtype in (dt.float16, dt.bfloat16)):
+            continue
+        users = [op for op in prologue + tuple(body) + epilogue
+                 if reduce.out in {operand_name(x) for x in op.reads()}]
+        add = users[0] if len(users) == 1 else None
+        if not (isinstance(add, Map) and add.fn == "add" and add in body and add.out in filled and
+                sorted(add.inputs, key=str) == sorted((add.out, reduce.out), key=str)):
+            continue
+        total = add.out
+        if any(total in {operand_name(x) for x in op.reads() + op.writes()} for op in body if op not in (add,)):
+            continue
+        t = program.tensor(operand)
+        key = (t.dtype, t.shape[-1])
+        if key not in ones:
+            name = _fresh(names, "ones")
+            ones[key] = OnesTile(name, (ONES_COLUMNS, t.shape[-1]), t.dtype, ())
+            tensors.append(ir.TensorDecl(name, (ONES_COLUMNS, t.shape[-1]), t.dtype, SHARED))
+        tile = ones[key]
+        ones[key] = replace(tile, sums=tile.sums + (f"{total} += {reduce.fn}({operand}, axis=1)",))
+        accumulator = _fresh(names, f"{total}_sums")
+        tensors.append(ir.TensorDecl(accumulator, (t.shape[0], ONES_COLUMNS), dt.float32, ir.REGISTER))
+        prologue += (Fill(-1, target=accumulator, value=0.0, loc=reduce.loc, task=reduce.task),)
+        product = Mma(-1, acc=accumulator, a=operand, b=tile.name, transpose_b=True, loc=reduce.loc,
+                      task=reduce.task)
+        last = max(i for i, op in enumerate(body) if isinstance(op, Mma) and op.a == operand)
+        body = [op for op in body[:last + 1] + [product] + body[last + 1:] if op not in (reduce, add)]
+        after.append(FirstColumn(-1, out=total, input=accumulator, loc=add.loc, task=add.task))
+    if not ones:
+        return program, ()
+    loop = replace(tiles, body=prologue + (replace(main, body=tuple(body)),) + tuple(after) + epilogue)
+    return with_dependences(program.with_body((loop,), tensors)), tuple(ones.values())
+
+
+def _fresh(names: set, stem: str) -> str:
+    name, n = stem, 0
+    while name in names:
+        n += 1
+        name = f"{stem}{n}"
+    names.add(name)
+    return name
+
+
+def split_rows(levels: Levels, body: TileBody) -> Split:
+    """TileBody -> Split: how the consumer warpgroups share a tile. Every accumulator has the tile's rows;
+    cooperative consumers each take an equal share of them, and of every tensor that follows their rows
+    (see :func:`_split_tensors`); ping-pong consumers each hold whole tiles."""
+    mapping, program = levels.mapping, body.program
+    consumers = mapping.consumers
+    pingpong = mapping.schedule == PINGPONG
+    if pingpong and consumers != 2:
+        raise MappingError(f"{levels.stated}: a ping-pong alternates tiles between 2 consumer warpgroups, not "
+                           f"{consumers}", code="bad-mapping", loc=user_location())
+    split = _split_tensors(program, body.ops, mapping.schedule)
+    tile_rows = {program.tensor(op.acc).shape[0] for op in body.ops if isinstance(op, Mma)} or \
+        {program.tensor(op.target).shape[0] for op in body.ops if isinstance(op, Fill)} or {MMA_ROWS}
+    if len(tile_rows) != 1:
+        raise _refuse(f"the accumulators have different row counts {sorted(tile_rows)}")
+    tile_rows = tile_rows.pop()
+    share = 1 if pingpong else consumers
+    if tile_rows % (share * MMA_ROWS):
+        raise MappingError(f"a tile of {tile_rows} rows cannot be shared by {share} consumer warpgroup(s) in multiples "
+                           f"of wgmma's {MMA_ROWS} rows", code="mapping-tile",
+                           hint=f"use a row tile that is a multiple of {share * MMA_ROWS}, or fewer consumers",
+                           loc=user_location())
+    return Split(consumers=consumers, split=split, rows=tile_rows // share)
+
+
+def _split_tensors(program: Program, ops, schedule: str) -> frozenset:
+    """The tensors whose rows cooperative consumers share out: every accumulator, and what follows its rows."""
+    if schedule == PINGPONG:
+        return frozenset()
+    split = set()
+    whole = set()
+    for op in ops:
+        if isinstance(op, Mma):
+            split.update((op.acc, operand_name(op.a)))
+            whole.add(operand_name(op.b))
+    changed = True
+    while changed:
+        changed = False
+        for op in ops:
+            new = set()
+            if isinstance(op, Map):
+                full = [x for x in op.inputs if isinstance(x, str)]
+                columns = [x.tensor for x in op.inputs if isinstance(x, Broadcast) and x.axis == 1]
+                if op.out in split or any(x in split for x in full + columns):
+                    new.update([op.out] + full + columns)
+            elif (isinstance(op, Reduce) and op.axis == 1) or isinstance(op, FirstColumn):
+                if op.out in split or operand_name(op.input) in split:
+                    new.update((op.out, operand_name(op.input)))
+            elif isinstance(op, Reduce) and op.axis == 0 and operand_name(op.input) in split:
+                raise _refuse(f"{op}: a sum down the columns of a tile whose rows the consumer warpgroups share out "
+                              "needs the warpgroups to combine their parts", loc=op.loc,
+                              hint="map with consumers=1 or schedule='pingpong'")
+            if not new <= split:
+                split |= new
+                changed = True
+    both = split & whole
+    if both:
+        raise _refuse(f"{sorted(both)} would be both split by rows among the consumers (as an accumulator's rows or "
+                      "an A operand) and needed whole (as a B operand)")
+    return frozenset(split)
+
+
+def check_products(body: TileBody) -> None:
+    """TileBody -> the same, or a refusal: every product fits wgmma (operand types and layouts, its N and K)."""
+    program = body.program
+    for op in body.ops:
+        if not isinstance(op, Mma):
+            continue
+        for operand in (op.a, op.b):
+            t = program.tensor(operand_name(operand))
+            if t.dtype not in _MMA_DTYPES:
+                raise TaskError(f"{op}: '{operand_name(operand)}' is {t.dtype.name}; the tensor cores multiply "
+                                "float16, bfloat16 or float8 tiles", code="bad-dtype", loc=op.loc)
+        m, n = program.tensor(op.acc).shape
+        k = program.tensor(operand_name(op.a)).shape[-1]
+        item = program.tensor(operand_name(op.a)).dtype.itemsize
+        k_step = 32 // item
+        for operand in (op.a, op.b):
+            t = program.tensor(operand_name(operand))
+            row_bytes = t.shape[-1] * t.dtype.itemsize
+            if row_bytes < 128:
+                raise MappingError(f"{op}: the rows of '{operand_name(operand)}' {list(t.shape)} are {row_bytes} bytes; "
+                                   "wgmma operands are laid out in 128-byte swizzled rows here", code="mapping-tile",
+                                   hint=f"make that tile extent at least {128 // t.dtype.itemsize}", loc=op.loc)
+        if item == 1 and not op.transpose_b:
+            raise TaskError(f"{op}: a float8 B must be stored K-major, as (N, K), and read as Bt[j, k].T: wgmma "
+                            "transposes only 16-bit operands", code="bad-layout", loc=op.loc)
+        if n % 8 or n > 256 or k % k_step:
+            raise MappingError(f"a product {m}x{n}x{k} does not fit wgmma: N must be a multiple of 8 up to 256 and K "
+                               f"a multiple of {k_step}", code="mapping-tile", loc=op.loc)
+
+
+# -- the main loop ------------------------------------------------------------------------------------------------
+
+def order_main_loop(levels: Levels, body: TileBody) -> MainLoop:
+    """TileBody -> MainLoop: the order of the main loop's work: one phase per step, or two (attention's, see
+    :class:`~nvdsl.tasks.stages.Phases`: each step's product and math around the previous step's second
+    product), and then the first steps in which its masks change no value and are left out."""
+    mapping, main = levels.mapping, body.main
+    pingpong = mapping.schedule == PINGPONG
+    _check_trips(body.tiles, main)
+    phases = _two_phases(body.program, main, body.prologue)
+    if pingpong and phases is not None:
+        raise MappingError(f"{levels.stated}: a ping-pong takes turns at whole main loops; a two-phase loop "
+                           "(attention's) takes turns at each step's products instead", code="bad-mapping",
+                           hint="map with schedule='cooperative' and turns=True", loc=user_location())
+    if phases is not None and not mapping.warp_specialize:
+        raise MappingError("a two-phase loop (a product fed by another's results, as attention's) is scheduled "
+                           "with warp specialization only", code="bad-mapping", hint="map with warp_specialize=True",
+                           loc=user_location())
+    if mapping.turns and not pingpong and (phases is None or mapping.consumers < 2):
+        raise MappingError("turns=True makes cooperative consumers take turns at a two-phase loop's products; this "
+                           "program or mapping has none to take", code="bad-mapping",
+                           hint="schedule='pingpong' makes 2 consumers take turns at whole main loops",
+                           loc=user_location())
+    unmasked = _unmasked(main, body.prologue + tuple(main.body)) if phases is not None else None
+    return MainLoop(phases=phases, unmasked=unmasked)
+
+
+def _check_trips(tiles: Loop, main: Loop | None) -> None:
+    """An srange with ``below`` must run at least once for every tile (a two-phase loop issues its first
+    step before the loop): ``below`` is affine in the prange's variables, and its least value over the
+    tiles must be positive."""
+    if main is None or main.below is None:
+        return
+    extents = dict(zip(tiles.vars, tiles.extents))
+    unknown = [v for v in main.below.variables if v not in extents]
+    if unknown:
+        raise _refuse(f"nt.srange(below={main.below}) depends on {unknown}; below= is affine in the prange's "
+                      "variables", loc=main.loc)
+    least = main.below.const + sum(c * (extents[v] - 1) for v, c in main.below.terms if c < 0)
+    if least <= 0:
+        raise TaskError(f"nt.srange(below={main.below}) runs no iteration for some tiles (below = {least} there); "
+                        "every tile needs at least one step", code="bad-loop",
+                        hint="add the tile's own extent, e.g. below=(i + 1) * BM", loc=main.loc)
+
+
+def _two_phases(program: Program, main: Loop | None, prologue) -> Phases | None:
+    """The two phases of a main loop shaped as attention's (see :class:`Phases`), or None: two products, the
+    second accumulating into a tile defined before the loop from a register operand computed in the loop
+    (and rescaled in place), the first into a tile filled in the loop; nothing else reads the second's
+    accumulator in the loop, and each load feeds one phase."""
+    if main is None:
+        return None
+    body = [op for op in main.body if op not in argument_loads(main.body)]
+    mmas = [op for op in body if isinstance(op, Mma)]
+    if len(mmas) != 2:
+        return None
+    first, second = mmas
+    defined_before = {op.target for op in prologue if isinstance(op, Fill)}
+    fills = {op.target: op for op in body if isinstance(op, Fill)}
+    a_local = operand_name(second.a)
+    if second.acc not in defined_before or first.acc not in fills or \
+            program.tensor(a_local).memory == SHARED or isinstance(second.a, Region):
+        return None
+    b_ops = [op for op in body if op is second or (isinstance(op, Map) and op.out == second.acc)]
+    a_ops = [op for op in body if op not in b_ops]
+    if any(second.acc in {operand_name(x) for x in op.reads()} for op in a_ops):
+        return None
+    loads = {op.target for op in argument_loads(main.body)}
+    read_by = lambda ops: {operand_name(x) for op in ops for x in op.reads()} & loads   # noqa: E731
+    if read_by(a_ops) & read_by(b_ops) or body.index(first) > body.index(second):
+        return None
+    issue = (fills[first.acc], first)
+    math = tuple(op for op in a_ops if op not in issue)
+    written_in_a = {name for op in a_ops for name in map(operand_name, op.writes())}
+    handed = sorted({operand_name(x) for op in b_ops for x in op.reads()} & written_in_a)
+    return Phases(issue, math, tuple(b_ops), tuple(handed))
+
+
+def _unmasked(main: Loop | None, ops) -> Unmasked | None:
+    """Where every mask of the main loop's ``where`` events (a ``where`` whose condition is computed from
+    positions, ``nt.arange``) compares positions with positions or indices, the steps for which all of them
+    hold: while a block of keys lies wholly before a causal diagonal or a ragged end, its scores need no mask.
+    None if a mask is anything else. A ``where`` on values alone (a running max's) is math, not a mask."""
+    if main is None:
+        return None
+    var = main.vars[0]
+    defs = {op.out: op for op in ops if isinstance(op, (Map, ir.Iota))}
+
+    def interval(x):
+        """(lowest, highest) of an operand as affine expressions, or None."""
+        if isinstance(x, ir.Affine):
+            return x, x
+        if isinstance(x, (int, float)) and float(x).is_integer():
+            return ir.Affine.of(int(x)), ir.Affine.of(int(x))
+        op = defs.get(operand_name(x))
+        if isinstance(op, ir.Iota):
+            return op.start, op.start + (op.length - 1)
+        return None
+
+    def bounds(name) -> list | None:
+        op = defs.get(operand_name(name))
+        if not isinstance(op, Map):
+            return None
+        if op.fn == "and":
+            parts = [bounds(x) for x in op.inputs]
+            return None if None in parts else parts[0] + parts[1]
+        if op.fn not in ("lt", "le", "gt", "ge"):
+            return None
+        lhs, rhs = (interval(x) for x in op.inputs)
+        if lhs is None or rhs is None:
+            return None
+        if op.fn in ("gt", "ge"):
+            lhs, rhs = rhs, lhs
+        margin = rhs[0] + lhs[1] * -1 + (-1 if op.fn in ("lt", "gt") else 0)   # all hold iff margin >= 0
+        slope = margin.coefficient(var)
+        if slope >= 0:
+            return None if slope > 0 else [(margin, 0)]
+        rest = ir.Affine(tuple(t for t in margin.terms if t[0] != var), margin.const)
+        return [(rest, -slope)]
+
+    def of_positions(x, seen=frozenset()) -> bool:
+        """Whether operand ``x`` is computed from positions: a mask, rather than math on values."""
+        name = operand_name(x) if isinstance(x, (str, ir.Broadcast)) else None
+        op = defs.get(name) if name not in seen else None      # values carried by the loop refer to themselves
+        return isinstance(op, ir.Iota) or (isinstance(op, Map) and any(of_positions(i, seen | {name})
+                                                                       for i in op.inputs))
+
+    wheres, found = [], []
+    for op in ops:
+        if isinstance(op, Map) and op.fn == "where" and of_positions(op.inputs[0]):
+            b = bounds(op.inputs[0])
+            if b is None:
+                return None
+            wheres.append(op.id)
+            found += b
+    return Unmasked(frozenset(wheres), tuple(found)) if wheres else None
+
+
+# -- copies -------------------------------------------------------------------------------------------------------
+
+def place_copies(levels: Levels, body: TileBody, split: Split, loop: MainLoop) -> Transfers:
+    """TileBody, Split, MainLoop -> Transfers: who issues the loads and through what. Every copy from an
+    argument into shared memory is a TMA load, issued by the producer warpgroup (or, without warp
+    specialization, by the consumers); the loads of one loop body share one ring (one per phase of a
+    two-phase loop), whose slot holds their tiles. Epilogue stores go through a staging tile per consumer
+    (see :func:`_stores`). A ping-pong's consumers take the step ring's slots in turn and hold a tile ring
+    each. The rings' depth is left to :func:`pipeline_rings`."""
+    mapping, program = levels.mapping, body.program
+    pingpong = mapping.schedule == PINGPONG
+    for op in argument_loads(body.epilogue):
+        if program.tensor(op.target).memory == SHARED:
+            raise _refuse(f"{op}: loads into shared memory after the srange loop are not scheduled yet", loc=op.loc)
+    if pingpong and not mapping.warp_specialize:
+        raise MappingError(f"{levels.stated}: a ping-pong needs warp_specialize=True: a producer warpgroup feeds the "
+                           "ring in the order the consumers take their turns", code="bad-mapping",
+                           hint="map with warp_specialize=True, or schedule='cooperative'", loc=user_location())
+    rings = _rings(program, body, split, loop.phases, "producer" if mapping.warp_specialize else "consumers")
+    stores = _stores(program, body, split, pingpong)
+    if pingpong:
+        rings = _taken_in_turn(rings)
+    return Transfers(rings=tuple(rings), stores=tuple(stores))
+
+
+def _rings(program: Program, body: TileBody, split: Split, phases: Phases | None, producer: str) -> list[RingPlan]:
+    """A ring per loop body that loads into shared memory: the prologue's, once per tile; the main loop's,
+    once per step (a two-phase loop: one per phase, as step k's A tiles are read while step k - 1's B
+    tiles are). Tiles split by rows are loaded in boxes of a consumer's rows."""
+    main_loads = argument_loads(body.main.body) if body.main is not None else []
+    groups = [("tile", "", argument_loads(body.prologue))]
+    if phases is None:
+        groups.append(("step", "", main_loads))
+    else:
+        for phase, ops in (("a", phases.issue + phases.math), ("b", phases.second)):
+            names = {operand_name(x) for op in ops for x in op.reads()}
+            groups.append(("step", phase, [op for op in main_loads if op.target in names]))
+    consumers = tuple(f"consumer{c}" for c in range(split.consumers))
+    rings = []
+    for per, phase, loads in groups:
+        loads = [op for op in loads if program.tensor(op.target).memory == SHARED]
+        if not loads:
+            continue
+        offset, tiles = 0, []
+        for op in loads:
+            local = program.tensor(op.target)
+            box, swizzle = _box(local.shape, local.dtype, split.rows if op.target in split.split else local.shape[-2])
+            tiles.append(RingTile(op.target, op.source, local.dtype, box, swizzle, offset))
+            offset += _aligned(tiles[-1].nbytes)
+        rings.append(RingPlan(f"ring_{per}" + (f"_{phase}" if phase else ""), per, 0, tuple(tiles), offset,
+                              producer, consumers, phase=phase))
+    return rings
+
+
+def _stores(program: Program, body: TileBody, split: Split, pingpong: bool) -> list[StorePlan]:
+    """Epilogue stores of tiles: through a staging tile per consumer, a slice of columns at a time, with TMA;
+    or through the consumer's rows of a tile ring's tile of the same shape, once its products read it."""
+    stores = []
+    tile_loads = [op for op in argument_loads(body.prologue) if program.tensor(op.target).memory == SHARED]
+    for op in body.epilogue:
+        if not (isinstance(op, Copy) and isinstance(op.target, Region) and len(op.target.matrix_shape) == 2):
+            continue
+        local = program.tensor(op.source)
+        out_rows = split.rows if op.source in split.split or pingpong else local.shape[0]
+        box, _ = _box(op.target.shape, local.dtype, out_rows)
+        columns = local.shape[-1]
+        slice_columns = max(box[-1], min(columns, STAGING_BYTES // (out_rows * local.dtype.itemsize)) // box[-1] *
+                            box[-1])
+        while columns % slice_columns:
+            slice_columns -= box[-1]
+        names = tuple(f"staging_{op.source}_{c}" for c in range(split.consumers))
+        # A tile loaded once per tile with this one's shape, type and rows per consumer (attention's Q for
+        # its O) holds each consumer's rows of the output once its products have read it.
+        reuse = next((t for t in tile_loads if t.source.matrix_shape == local.shape and
+                      program.tensor(t.target).dtype == local.dtype and not pingpong and
+                      (t.target in split.split) == (op.source in split.split)), None)
+        # (at most 128 columns: storing 256 at once from the tile spilled attention's consumers at D = 256)
+        if reuse is not None and columns <= 128:
+            stores.append(StorePlan(op.source, op.target, local.dtype, box, columns, (), reuse.target))
+            tile_loads.remove(reuse)
+        else:
+            stores.append(StorePlan(op.source, op.target, local.dtype, box, slice_columns, names))
+    return stores
+
+
+def _taken_in_turn(rings: list[RingPlan]) -> list[RingPlan]:
+    """A ping-pong's rings. The main loops run one after another, in the order the producer fills the step
+    ring: its slots are taken in turn (one ring of the whole depth, not a ring per consumer of half of it, so
+    the consumer at the tensor cores has every slot to run ahead into). A tile ring is held through a tile's
+    epilogue, while the other consumer's tile has its own: one each."""
+    return [replace(r, in_turn=True) if r.per == "step" else
+            replace(r, name=f"{r.name}{c}", consumers=(f"consumer{c}",))
+            for r in rings for c in (range(2) if r.per == "tile" else (0,))]
+
+
+def _box(tile_shape, dtype: dt.DType, rows: int) -> tuple[tuple[int, ...], int]:
+    """The TMA box and swizzle for a tile: a 128-byte (or narrower) swizzle span wide, ``rows`` tall."""
+    item = dtype.itemsize
+    inner = tile_shape[-1]
+    inner_bytes = min(128, inner * item)
+    if inner_bytes not in (32, 64, 128):
+        raise MappingError(f"a tile whose rows are {inner} {dtype.name} values ({inner * item} bytes) cannot be "
+                           "laid out for the tensor cores: rows of 32, 64 or at least 128 bytes are needed",
+                           code="mapping-tile", loc=user_location())
+    box_inner = inner_bytes // item
+    box = tuple(1 for _ in tile_shape[:-2]) + (min(rows, 256), box_inner)
+    return box, inner_bytes
+
+
+def join_products(body: TileBody, transfers: Transfers, loop: MainLoop) -> Products:
+    """TileBody, Transfers -> Products: the pairs of consecutive products of the main loop issued as one
+    (see :class:`~nvdsl.tasks.stages.Joined`): one shared A tile, B tiles of one dtype and layout next to
+    each other in one step ring's slot, accumulators filled with zeros before the loop that nothing else in
+    the loop touches, N1 + N2 <= 256. None in a two-phase loop."""
+    if loop.phases is not None or body.main is None:
+        return Products(joined=())
+    return Products(joined=_joined_products(body.program, body.prologue, body.main, transfers.rings))
+
+
+def _joined_products(program: Program, prologue, main: Loop | None, rings) -> tuple[Joined, ...]:
+    """The pairs of consecutive products of the main loop that can issue as one (see :class:`Joined`): one
+    shared A tile, B tiles of one dtype and layout next to each other in one step ring's slot, accumulators
+    filled with zeros before the loop that nothing else in the loop touches, N1 + N2 <= 256."""
+    if main is None:
+        return ()
+    zeros = {op.target for op in prologue if isinstance(op, Fill) and op.value == 0.0}
+    body = [op for op in main.body if op not in argument_loads(main.body)]
+    found, used = [], set()
+    for first, second in zip(body, body[1:]):
+        if not (isinstance(first, Mma) and isinstance(second, Mma)) or {first.id, second.id} & used:
+            continue
+        if not (first.a == second.a and isinstance(first.a, str) and first.transpose_b == second.transpose_b and
+                first.acc != second.acc and {first.acc, second.acc} <= zeros):
+            continue
+        ring = next((r for r in rings if r.per == "step" and {first.b, second.b} <= {t.local for t in r.tiles}), None)
+        if ring is None:
+            continue
+        locals_ = [t.local for t in ring.tiles]
+        i = locals_.index(first.b)
+        b1, b2 = ring.tiles[i], ring.tiles[i + 1] if i + 1 < len(locals_) else None
+        acc1, acc2 = program.tensor(first.acc), program.tensor(second.acc)
+        axis = 0 if first.transpose_b else 1
+        if b2 is None or b2.local != second.b or b2.offset != b1.offset + b1.nbytes or b1.dtype != b2.dtype or \
+                b1.shape[1 - axis] != b2.shape[1 - axis] or b1.box[-2] != b1.shape[-2] and axis == 1 or \
+                acc1.shape[0] != acc2.shape[0] or acc1.shape[1] + acc2.shape[1] > 256:
+            continue
+        others = [op for op in body if op not in (first, second)]
+        if any({first.acc, second.acc} & {operand_name(x) for x in op.reads() + op.writes()} for op in others):
+            continue
+        used |= {first.id, second.id}
+        found.append(Joined((first.id, second.id), (first.acc, second.acc), (acc1.shape[1], acc2.shape[1]),
+                            (first.b, second.b), axis))
+    return tuple(found)
+
+
+# -- rings and depth ----------------------------------------------------------------------------------------------
+
+def pipeline_rings(levels: Levels, body: TileBody, transfers: Transfers) -> Pipeline:
+    """Transfers -> Pipeline: the slots of each ring, the products left in flight, and (one role) how far
+    its loads run ahead. Without a pipeline depth in the mapping, the step ring gets as many slots as the
+    shared-memory bound allows (down to products in flight + 1), and a ring filled once per tile a second
+    slot where it still fits (the next tile's loads overlap this one's work); where nothing fits, the
+    smallest, which :func:`allocate_shared_memory` refuses."""
+    mapping = levels.mapping
+    main_ops = body.main.body if body.main is not None else ()
+    in_flight = mapping.mma_in_flight if any(isinstance(op, Mma) for op in main_ops) else 0
+    depths = [mapping.pipeline] if mapping.pipeline is not None else \
+        list(range(MAX_DEPTH, max(in_flight + 1, 2) - 1, -1))
+    choices = [(depth, tile_depth) for depth in depths for tile_depth in (2, 1)]
+    for depth, tile_depth in choices:
+        rings = tuple(replace(r, depth=depth if r.per == "step" else tile_depth) for r in transfers.rings)
+        if _place(_buffers(levels, body, transfers, rings))[1] <= mapping.smem_limit:
+            break
+    step = next((r for r in rings if r.per == "step"), None)
+    lookahead = 0 if mapping.warp_specialize or step is None else step.depth - in_flight
+    return Pipeline(rings=rings, in_flight=in_flight, lookahead=lookahead)
+
+
+# -- registers ----------------------------------------------------------------------------------------------------
+
+def budget_registers(levels: Levels, body: TileBody, split: Split) -> Registers:
+    """TileBody, Split -> Registers: registers per thread of each role (the mapping's, or the producer 40 and
+    the consumers an even share of the rest), checked against the register file and against what one
+    consumer's accumulators need."""
+    mapping, program = levels.mapping, body.program
+    producers = 1 if mapping.warp_specialize else 0
+    registers = derive_registers(mapping, producers)
+    check_registers(mapping, registers, producers)
+    pingpong = mapping.schedule == PINGPONG
+    accumulators = {op.acc for op in body.ops if isinstance(op, Mma)} | \
+        {op.target for op in body.ops if isinstance(op, Fill)}
+    accumulator_registers = 0
+    for name in accumulators:
+        t = program.tensor(name)
+        per_consumer_rows = split.rows if name in split.split or pingpong else t.shape[0]
+        elements = per_consumer_rows * (t.shape[1] if len(t.shape) > 1 else 1)
+        accumulator_registers += -(-elements // 128)
+    needed = OVERHEAD_REGISTERS + accumulator_registers
+    if needed > registers["consumer"]:
+        raise MappingError(f"each consumer thread needs about {needed} registers for its accumulators, but the "
+                           f"consumer budget is {registers['consumer']}", code="mapping-registers",
+                           hint="use smaller tiles, more consumers, or schedule='cooperative'", loc=user_location())
+    return Registers(registers=tuple(sorted(registers.items())), accumulators=accumulator_registers)
+
+
+# -- shared memory ------------------------------------------------------------------------------------------------
+
+def allocate_shared_memory(levels: Levels, body: TileBody, transfers: Transfers, pipeline: Pipeline) -> Allocation:
+    """Pipeline -> Allocation: an offset for every shared buffer (rings, staging tiles, tiles of ones), first
+    fit, largest first, 1024-byte aligned; buffers share bytes only when their lifetimes are disjoint (see
+    :func:`_buffers`). A total over the mapping's bound is refused, naming every buffer."""
+    placed, total = _place(_buffers(levels, body, transfers, pipeline.rings))
+    limit = levels.mapping.smem_limit
+    if total > limit:
+        listing = ", ".join(f"{b.name} {b.nbytes} B" for b in sorted(placed, key=lambda b: b.offset))
+        raise MappingError(f"the schedule needs {total} bytes of shared memory ({listing}), more than the mapping's "
+                           f"bound of {limit}", code="mapping-smem",
+                           hint="use fewer pipeline slots or smaller tiles", loc=user_location())
+    offsets = {b.name: b.offset for b in placed}
+    rings = tuple(replace(r, offset=offsets[r.name]) for r in pipeline.rings)
+    return Allocation(rings=rings, buffers=tuple(sorted(placed, key=lambda b: (b.offset, b.name))), smem_bytes=total,
+                      smem_limit=limit)
+
+
+def _aligned(nbytes: int) -> int:
+    return -(-nbytes // TILE_ALIGNMENT) * TILE_ALIGNMENT
+
+
+def _buffers(levels: Levels, body: TileBody, transfers: Transfers, rings) -> list[Buffer]:
+    """The shared buffers and their lifetimes: rings live through the main loop (the whole kernel when the
+    producer loads the next tile during an epilogue: persistent or ping-pong); staging tiles in the epilogue;
+    tiles of ones (written once per block) through the whole kernel."""
+    live_across = levels.mapping.persistent or levels.mapping.schedule == PINGPONG
+    out = [Buffer(t.name, _aligned(t.nbytes), (0, 2)) for t in body.ones]
+    for r in rings:
+        out.append(Buffer(r.name, r.depth * r.slot_bytes, (0, 2) if live_across or r.per == "tile" else (0, 1)))
+    for s in transfers.stores:
+        nbytes = _aligned(s.box[-2] * s.slice_columns * s.dtype.itemsize)
+        for name in s.staging:
+            out.append(Buffer(name, nbytes, (1, 2)))
+    return out
+
+
+def _place(buffers: list[Buffer]) -> tuple[list[Buffer], int]:
+    """First fit, largest first, 1024-byte aligned: the buffers with offsets (and what each shares bytes
+    with), in the order they were placed, and the bytes they span."""
+    placed: list[Buffer] = []
+    for b in sorted(buffers, key=lambda b: (-b.nbytes, b.name)):
+        offset = 0
+        while True:
+            clash = [p for p in placed if p.offset < offset + b.nbytes and offset < p.offset + p.nbytes and
+                     p.lifetime[0] < b.lifetime[1] and b.lifetime[0] < p.lifetime[1]]
+            if not clash:
+                break
+            offset = _aligned(max(p.offset + p.nbytes for p in clash))
+        aliases = tuple(p.name for p in placed if p.offset < offset + b.nbytes and offset < p.offset + p.nbytes)
+        placed.append(replace(b, offset=offset, aliases=aliases))
+    total = max((b.offset + b.nbytes for b in placed), default=0)
+    return placed, total
+
+
+# -- persistence --------------------------------------------------------------------------------------------------
+
+def persist(levels: Levels, body: TileBody, sm_count: int) -> Persistence:
+    """TileBody -> Persistence: the grid and the order its blocks take the tiles in: one block per SM walking
+    the tiles in the raster order (persistent), or one block per tile; a ping-pong block takes tiles in
+    pairs. Tiles whose main loop is longer (``srange(below=...)``) come first."""
+    mapping, main = levels.mapping, body.main
+    pingpong = mapping.schedule == PINGPONG
+    total = 1
+    for e in body.tiles.extents:
+        total *= e
+    per_block = 2 if pingpong else 1
+    if mapping.persistent:
+        grid = max(1, min(-(-total // per_block), sm_count))
+        order = f"{mapping.raster} order, every {grid}th {'pair of tiles' if pingpong else 'tile'}" + (
+            f" (groups of {mapping.group} tile rows)" if mapping.raster == "grouped" else "")
+    else:
+        grid = -(-total // per_block)
+        order = "one block per tile" if per_block == 1 else "one block per pair of tiles"
+    if main is not None and main.below is not None and any(c > 0 for _, c in main.below.terms):
+        order += "; " + ", ".join(v for v, c in main.below.terms if c > 0) + " descending (tiles with more steps first)"
+    return Persistence(grid=grid, persistent=mapping.persistent, raster=mapping.raster, group=mapping.group,
+                       tiles_per_block=order)
