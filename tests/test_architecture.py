@@ -13,8 +13,9 @@ pytest.importorskip("importlinter", reason="import-linter is in the test extra")
 
 
 def lint_imports(tree: str) -> subprocess.CompletedProcess:
-    """import-linter's contracts (``pyproject.toml`` in ``tree``) checked on the ``nvdsl`` package in ``tree``."""
-    env = dict(os.environ, PYTHONPATH=tree)
+    """import-linter's contracts (``pyproject.toml`` in ``tree``) checked on the ``nvdsl`` package in ``tree`` (first on
+    the path; the rest of the path, where MLIR or import-linter may come from, is kept)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([tree] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
     return subprocess.run([sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; "
                            "sys.exit(lint_imports_command())", "--no-cache"],
                           cwd=tree, env=env, capture_output=True, text=True, timeout=300)

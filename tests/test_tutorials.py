@@ -171,5 +171,6 @@ def test_the_readme_example_runs_and_computes(tmp_path):
     example = text.split("```python\n", 1)[1].split("```", 1)[0]
     script = example + "\nassert (y == 3.0).all(), y[:8]\nprint('README OK')\n"
     result = subprocess.run([sys.executable, "-c", script], cwd=str(tmp_path), capture_output=True, text=True,
-                            timeout=300, env=dict(os.environ, PYTHONPATH=ROOT))
+                            timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                                [ROOT] + os.environ.get("PYTHONPATH", "").split(os.pathsep))))
     assert result.returncode == 0 and "README OK" in result.stdout, result.stderr
