@@ -205,3 +205,38 @@ def test_the_other_side_of_a_branch_and_untracked_operations_are_never_refused()
         out[ctx.thread_id.x // 2 + 100] = 1.0
         out[nvdsl.minimum(ctx.thread_id.x, 1000) + 100] = 1.0
     trace(body, vector(32), block=32)
+
+
+def test_every_refusal_is_a_real_out_of_bounds_access_with_its_exact_range():
+    """Against brute force over small boxes: a refusal names a point that reaches the access out of bounds,
+    and the range it reports is the exact range of the index over the points that reach it."""
+    import itertools
+    import random
+
+    from nvdsl.frontend.ranges import Affine, Atom, out_of_bounds
+
+    def form(rng, atoms):
+        total = Affine(rng.randint(-20, 20))
+        for atom in atoms:
+            if rng.random() < 0.7:
+                total = total + Affine.of_atom(atom).scaled(rng.choice([-17, -3, -2, -1, 1, 2, 3, 4, 8, 16]))
+        return total
+
+    refusals = 0
+    for seed in range(300):
+        rng = random.Random(seed)
+        atoms = [Atom(f"a{k}", rng.randint(1, 12), rng.randint(-3, 3), rng.randint(1, 3))
+                 for k in range(rng.randint(1, 3))]
+        index, extent = form(rng, atoms), rng.randint(1, 60)
+        conditions = tuple(form(rng, atoms) for _ in range(rng.randint(0, 3)))
+        points = [dict(zip(atoms, p)) for p in itertools.product(*(range(a.size) for a in atoms))]
+        values = [index.at(p) for p in points if all(c.at(p) <= 0 for c in conditions)]
+        proof = out_of_bounds(index, extent, conditions)
+        if proof is None:
+            continue
+        refusals += 1
+        point = {atom: proof.point.get(atom, 0) for atom in atoms}
+        assert all(c.at(point) <= 0 for c in conditions), seed
+        assert index.at(point) == proof.index and not 0 <= proof.index < extent, seed
+        assert (proof.low, proof.high) == (min(values), max(values)), seed
+    assert refusals > 100
