@@ -294,17 +294,17 @@ def test_a_bounded_wait_prints_its_report_and_traps(capsys):
 
 def test_out_of_bounds_accesses_are_reported_with_the_line():
     @nvdsl.mlir_func
-    def shifted(x, y):
+    def shifted(x, y, shift):
         @nvdsl.gpu_launch(grid=1, block=32)
         def kernel(ctx):
             with nvdsl.when(ctx.thread_id.x < 31):
                 y[ctx.thread_id.x] = x[ctx.thread_id.x + 1]     # guarded: in bounds
-            y[ctx.thread_id.x] = x[ctx.thread_id.x + 2]         # reads x[32] and x[33]
+            y[ctx.thread_id.x] = x[ctx.thread_id.x + shift]     # shift = 2 (only known when run): x[32], x[33]
         kernel()
     with pytest.raises(nvdsl.KernelFault) as info:
-        interpreted(shifted)(np.zeros(32, np.float32), np.zeros(32, np.float32))
+        interpreted(shifted)(np.zeros(32, np.float32), np.zeros(32, np.float32), 2)
     assert info.value.code == "out-of-bounds" and "'x'" in str(info.value) and "[32]" in str(info.value)
-    assert "x[ctx.thread_id.x + 2]" in str(info.value.loc)
+    assert "x[ctx.thread_id.x + shift]" in str(info.value.loc)
 
 
 def test_device_arrays_need_a_gpu():

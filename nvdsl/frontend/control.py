@@ -22,6 +22,7 @@ from mlir.dialects import gpu, llvm, scf
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from .context import at_user_line, current, current_kernel, mlir_location
+from .ranges import Affine, Atom, fitting
 from .values import Value, _common_int, _constant, as_value, convert, python_number
 
 
@@ -50,6 +51,22 @@ def _loop_bounds(start, stop, step):
     return bounds, dtype
 
 
+def _trips(bounds: list[Value], loc) -> Atom | None:
+    """The trip number of a loop over ``bounds`` (start, stop, step) where they are constants and it runs."""
+    forms = [b.exact for b in bounds]
+    if any(f is None or f.terms for f in forms):
+        return None
+    start, stop, step = (f.constant for f in forms)
+    trips = -((start - stop) // step) if step > 0 else 0
+    line = f"line {loc.line}" if loc is not None else "an unknown line"
+    return Atom(f"the index of the loop at {line}", trips, start, step) if trips > 0 else None
+
+
+def _induction(op, dtype, trips: Atom | None) -> Value:
+    """The loop's index, with its form where its trips are known."""
+    return Value(op.induction_variable, dtype, exact=fitting(Affine.of_atom(trips), dtype) if trips else None)
+
+
 def for_range(start, stop=None, step=1):
     """Iterate a counted loop on the GPU: ``for i in nvdsl.for_range(lo, hi, step)``.
 
@@ -67,7 +84,11 @@ def for_range(start, stop=None, step=1):
         if not dtype.is_signed:
             op.attributes["unsignedCmp"] = ir.UnitAttr.get()
     trace = current("nvdsl.for_range")
-    loop = _loop_body(op, dtype, user_location(), trace, ctx.wgmma_bound_at_loop(op.body))
+    trips = _trips([lo, hi, st], user_location())
+    # the body's region, entered when the for-statement starts the loop
+    region = (ir.InsertionPoint.current.block, op.body, () if trips else None)
+    loop = _loop_body(op, _induction(op, dtype, trips), user_location(), trace, ctx.wgmma_bound_at_loop(op.body),
+                      ctx, region)
     # A body that raises leaves this generator suspended inside the loop's insertion point; the trace
     # closes it (see TraceContext.close_open_loops) before it unwinds past that insertion point. A weak
     # reference, so that a `break` still closes it at once.
@@ -75,16 +96,18 @@ def for_range(start, stop=None, step=1):
     return loop
 
 
-def _loop_body(op, dtype, loop_loc, trace, after_body):
+def _loop_body(op, index, loop_loc, trace, after_body, ctx, region):
+    depth = ctx.enter_region(*region)
     finished = False
     try:
         with ir.InsertionPoint(op.body):
-            yield Value(op.induction_variable, dtype)
+            yield index
             with mlir_location(loop_loc):
                 scf.yield_([])
         finished = True
         after_body()
     finally:
+        ctx.leave_region(depth)
         trace.open_loops.pop()
         if not finished:
             # The for-statement stopped early (break, return or an exception): the
@@ -114,12 +137,17 @@ def fori(start, stop, step=1, *, carry):
             if not dtype.is_signed:
                 op.attributes["unsignedCmp"] = ir.UnitAttr.get()
         after_body = ctx.wgmma_bound_at_loop(op.body)
-        with ir.InsertionPoint(op.body):
-            inner = _unflatten(tree, [v._rebuild(a) for a, v in zip(op.inner_iter_args, leaves)])
-            result = body(Value(op.induction_variable, dtype), inner)
-            with at_user_line():
-                new_leaves = _match(result, tree, leaves, f"the body of fori '{body.__name__}'")
-                scf.yield_([v.ir for v in new_leaves])
+        trips = _trips([lo, hi, st], user_location())
+        depth = ctx.enter_region(ir.InsertionPoint.current.block, op.body, () if trips else None)
+        try:
+            with ir.InsertionPoint(op.body):
+                inner = _unflatten(tree, [v._rebuild(a) for a, v in zip(op.inner_iter_args, leaves)])
+                result = body(_induction(op, dtype, trips), inner)
+                with at_user_line():
+                    new_leaves = _match(result, tree, leaves, f"the body of fori '{body.__name__}'")
+                    scf.yield_([v.ir for v in new_leaves])
+        finally:
+            ctx.leave_region(depth)
         after_body()
         # Rebuilt from what the body returned, so that what a value knows of itself (an accumulator's
         # product still in flight) holds for the loop's result.
@@ -134,7 +162,7 @@ class when:
     """
 
     def __init__(self, condition):
-        current_kernel("nvdsl.when")
+        self._ctx = current_kernel("nvdsl.when")
         if not (isinstance(condition, Value) and condition.dtype.is_bool):
             raise TraceError(f"nvdsl.when needs a traced bool condition, got {condition!r}",
                              code="bad-condition",
@@ -145,11 +173,13 @@ class when:
             self._op = scf.IfOp(condition.ir, [], has_else=True)
             with ir.InsertionPoint(self._op.else_block):
                 scf.yield_([])
-        self._ip = None
+        self._parent, self._condition = ir.InsertionPoint.current.block, condition.exact
+        self._ip = self._depth = None
 
     def __enter__(self) -> "when":
         self._ip = ir.InsertionPoint(self._op.then_block)
         self._ip.__enter__()
+        self._depth = self._ctx.enter_region(self._parent, self._op.then_block, self._condition)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -158,6 +188,7 @@ class when:
                 with at_user_line():
                     scf.yield_([])
         finally:
+            self._ctx.leave_region(self._depth)
             self._ip.__exit__(*exc)
 
     def otherwise(self) -> "_Otherwise":

@@ -18,6 +18,7 @@ from .. import dtypes as dt
 from ..errors import LaunchConfigError, TraceError, user_location
 from .context import at_user_line, current, mlir_location
 from .memory import Array, SharedMemoryPlan
+from .ranges import Affine, Atom
 from .values import Value
 
 MAX_THREADS_PER_BLOCK = 1024
@@ -54,7 +55,11 @@ class LaunchContext:
         self.name = name            # the kernel's symbol
         self.launch_op = launch     # its gpu.launch (attributes for the compiler go here)
         self.entry_block = block
-        args = [Value(a, dt.index, scope=self) for a in block.arguments]
+        # What tracing knows exactly: each id takes every value below its extent, the extents are constants.
+        ids = [Affine.of_atom(Atom(f"{kind}.{axis}", n))
+               for kind, dims in (("block_id", grid), ("thread_id", block_shape)) for axis, n in zip("xyz", dims)]
+        exact = ids + [Affine(n) for n in (*grid, *block_shape)]
+        args = [Value(a, dt.index, scope=self, exact=e) for a, e in zip(block.arguments, exact)]
         self.block_id = Dim3(*args[0:3])
         self.thread_id = Dim3(*args[3:6])
         self.grid_dim = Dim3(*args[6:9])
@@ -72,6 +77,29 @@ class LaunchContext:
         self.wgmma_group = None      # the open ``nvdsl.wgmma_group``, if any
         self._wgmma_listeners = []
         self._finishers = []
+        self._regions = []   # (parent block, body block, condition) of the when blocks and loops being traced
+
+    def enter_region(self, parent: ir.Block, body: ir.Block, condition: tuple | None) -> int:
+        """Note that tracing goes on in ``body``, a region of an op made in ``parent`` that a thread enters
+        where ``condition`` holds (see ``ranges``; None: not understood). Returns what ``leave_region`` takes."""
+        depth = len(self._regions)
+        if condition is not None:
+            self._regions.append((parent, body, condition))
+        return depth
+
+    def leave_region(self, depth: int) -> None:
+        del self._regions[depth:]
+
+    def reached_under(self) -> tuple | None:
+        """The condition under which a thread reaches the code being traced (forms over thread and block ids
+        and loop trips that must each be <= 0), or None where a region around it is not understood: a branch
+        on a loaded value, an ``otherwise``, a loop with traced bounds, a region of an op nvdsl did not note."""
+        expected, condition = self.entry_block, ()
+        for parent, body, more in self._regions:
+            if parent != expected:
+                return None
+            expected, condition = body, condition + more
+        return condition if ir.InsertionPoint.current.block == expected else None
 
     @property
     def shared(self) -> SharedMemoryPlan:

@@ -3,11 +3,12 @@
 ``x[i, j]`` loads (``memref.load``) and ``x[i, j] = v`` stores
 (``memref.store``). Every index is a Python int (checked against the shape
 at trace time) or a traced integer (converted to ``index`` by its own
-signedness). Slices are not supported. A shared tile that a TMA copy fills or
+signedness; refused at trace time where ``ranges`` proves that a thread
+reaching the access takes it outside the shape). Slices are not supported. A shared tile that a TMA copy fills or
 drains in a layout other than row-major (a swizzle, or several boxes) is indexed
 through that layout: ``tile[r, c]`` is element (r, c); a ``view`` of it sees the
 bytes as they lie. With ``Options(debug=True)``
-(``NVDSL_DEBUG=1``) every access with a traced index is bounds-checked on the
+(``NVDSL_DEBUG=1``) every access with a traced index is also bounds-checked on the
 GPU: an index outside the shape prints the array, the index, the shape and the
 Python line, and traps.
 
@@ -27,6 +28,7 @@ from ..errors import TraceError, user_location
 from ..signature import ScratchSpec
 from .context import at_user_line, check_scope, current, current_kernel, current_scope, mlir_location
 from .control import report_and_trap, when
+from .ranges import out_of_bounds
 from .values import Value, _constant, as_value, convert, python_number
 
 GLOBAL = "global"
@@ -172,25 +174,29 @@ class Array:
         if self.space == SHARED and self.plain_access is None:
             self.plain_access = user_location()
 
-    def _laid_out_element(self, key) -> "tuple[Array, int | Value]":
+    def _laid_out_element(self, key, access: str) -> "tuple[Array, int | Value]":
         """The flat view of this laid-out tile and the index in it of element ``key`` (row, col)."""
         key = key if isinstance(key, tuple) else (key,)
         if len(key) != 2:
             raise TraceError(f"'{self.name}' is a TMA tile of shape {list(self.shape)}, indexed by (row, col); got "
                              f"{len(key)} index(es)", code="bad-index", loc=user_location())
-        row, col = (self._checked_index(axis, k, extent) for axis, (k, extent) in enumerate(zip(key, self.shape)))
+        row, col = (self._checked_index(axis, k, extent, access)
+                    for axis, (k, extent) in enumerate(zip(key, self.shape)))
         with at_user_line():
             return self.view((self.size,)), self.box_layout.index(row, col)
 
-    def _checked_index(self, axis: int, k, extent: int) -> "int | Value":
-        """Index ``k`` of ``axis``: a Python int inside the extent, or a traced integer as an ``index``."""
+    def _checked_index(self, axis: int, k, extent: int, access: str) -> "int | Value":
+        """Index ``k`` of ``axis``: a Python int inside the extent, or a traced integer as an ``index`` that no
+        thread reaching this ``access`` is known to take outside the extent."""
         k = python_number(k)
         if isinstance(k, Value):
             if not k.dtype.is_int:
                 raise TraceError(f"index {axis} of '{self.name}' is a {k.dtype.name} value",
                                  code="bad-index", hint="indices must be integers",
                                  loc=user_location())
-            return convert(k, dt.index)
+            index = convert(k, dt.index)
+            self._refuse_outside(axis, index, extent, access)
+            return index
         if isinstance(k, int) and not isinstance(k, bool):
             if not 0 <= k < extent:
                 raise TraceError(f"index {k} is out of bounds for axis {axis} of "
@@ -201,6 +207,25 @@ class Array:
                          code="bad-index",
                          hint="index with Python ints or traced integers; slices are not supported",
                          loc=user_location())
+
+    def _refuse_outside(self, axis: int, index: Value, extent: int, access: str) -> None:
+        """Refuse an index that some thread reaching this access provably takes outside ``extent``: an exact
+        form, under conditions of the ``when`` blocks around it that are understood (see ``ranges``)."""
+        if index.exact is None:
+            return
+        condition = current_kernel(access).reached_under()
+        proof = out_of_bounds(index.exact, extent, condition) if condition is not None else None
+        if proof is None:
+            return
+        values = f"{proof.low}..{proof.high}" if proof.low < proof.high else f"{proof.low}"
+        example = f"; it is {proof.index} where {proof.where()}" if proof.point else ""
+        bound = f"{self.name}.shape[{axis}]" if self.name.isidentifier() else str(extent)
+        guard = f"index < {bound}" if proof.index >= extent else "index >= 0"
+        raise TraceError(f"out-of-bounds {access} of '{self.name}': its index on axis {axis} takes the values "
+                         f"{values} on the threads that reach it, outside the extent {extent}{example}",
+                         code="out-of-bounds",
+                         hint=f"guard the access with `with nvdsl.when({guard}):`, or size the grid, block and "
+                              "loops to the array", loc=user_location())
 
     def _indices(self, key, access: str) -> list[ir.Value]:
         """The MLIR indices of ``key``; in debug mode, with a bounds check of the traced ones."""
@@ -215,7 +240,7 @@ class Array:
                 loc=user_location())
         indices, traced = [], []
         for axis, (k, extent) in enumerate(zip(key, self.shape)):
-            index = self._checked_index(axis, k, extent)
+            index = self._checked_index(axis, k, extent, access)
             if isinstance(index, Value):
                 traced.append((index, extent))
                 indices.append(index)
@@ -246,7 +271,7 @@ class Array:
             self.check_lease("reading")
             self.lease.read_by_threads = True
         if self.box_layout is not None:
-            flat, index = self._laid_out_element(key)
+            flat, index = self._laid_out_element(key, "read")
             return flat[index]
         self._note_plain_access()
         with at_user_line():
@@ -259,7 +284,7 @@ class Array:
             raise TraceError(f"'{self.name}' is a slot of an asynchronous ring, which only its producer's "
                              "copies write", code="slot-write", loc=user_location())
         if self.box_layout is not None:
-            flat, index = self._laid_out_element(key)
+            flat, index = self._laid_out_element(key, "write")
             flat[index] = value
             return
         self._note_plain_access()

@@ -38,6 +38,7 @@ from mlir.dialects import math as mlir_math
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from .context import _CURRENT, at_user_line, check_scope, current_kernel, current_scope
+from .ranges import Affine, comparison, fitting
 
 
 def _error(message: str, hint: str | None = None, code: str = "type-mismatch") -> TraceError:
@@ -61,6 +62,7 @@ def constant(value, dtype: dt.DType) -> "Value":
 def _constant(value, dtype: dt.DType) -> "Value":
     if isinstance(value, bool) and not dtype.is_bool:
         value = int(value)
+    exact = None
     if dtype.is_float:
         if not isinstance(value, (int, float)):
             raise _error(f"cannot make a {dtype.name} constant from {value!r}")
@@ -74,10 +76,11 @@ def _constant(value, dtype: dt.DType) -> "Value":
             raise _error(f"the constant {value} does not fit {dtype.name} (range {lo}..{hi})",
                          code="out-of-range")
         value = int(value)
+        exact = None if dtype.is_bool else Affine(value)
         if dtype.kind == "u" and value >= 1 << (dtype.bits - 1):
             value -= 1 << dtype.bits  # MLIR stores signless bits; keep the same bit pattern
         attr = ir.IntegerAttr.get(dtype.mlir_type(), value)
-    return Value(arith.constant(dtype.mlir_type(), attr), dtype)
+    return Value(arith.constant(dtype.mlir_type(), attr), dtype, exact=exact)
 
 
 def convert(v: "Value", to: dt.DType) -> "Value":
@@ -94,14 +97,15 @@ def convert(v: "Value", to: dt.DType) -> "Value":
         return Value(arith.extui(t, x) if to.is_int and to.kind != "index"
                      else arith.index_castui(t, x) if to.kind == "index" else arith.uitofp(t, x), to)
     if src.is_int and to.is_int:
+        exact = fitting(v.exact, to)  # then no value changes in the conversion
         if src.kind == "index" or to.kind == "index":
             op = arith.index_cast if src.is_signed else arith.index_castui
-            return Value(op(t, x), to)
+            return Value(op(t, x), to, exact=exact)
         if to.bits > src.bits:
-            return Value((arith.extsi if src.is_signed else arith.extui)(t, x), to)
+            return Value((arith.extsi if src.is_signed else arith.extui)(t, x), to, exact=exact)
         if to.bits < src.bits:
-            return Value(arith.trunci(t, x), to)
-        return Value(x, to)  # same width, other signedness: the same bits reinterpreted
+            return Value(arith.trunci(t, x), to, exact=exact)
+        return Value(x, to, exact=exact)  # same width, other signedness: the same bits reinterpreted
     if src.is_int and to.is_float:
         if src.kind == "index":
             x = arith.index_cast(ir.IntegerType.get_signless(64), x)
@@ -229,7 +233,8 @@ def binary(op: str, a, b) -> "Value":
         if op in ("&", "|", "^"):
             if not (d.is_int or d.is_bool):
                 raise _error(f"'{op}' needs integers or bools, not {d.name}")
-            return Value(_INT_OPS[op](a.ir, b.ir), d)
+            both = op == "&" and d.is_bool and a.exact is not None and b.exact is not None
+            return Value(_INT_OPS[op](a.ir, b.ir), d, exact=a.exact + b.exact if both else None)
         if op in ("<<", ">>"):
             if not d.is_int:
                 raise _error(f"'{op}' needs integers, not {d.name}")
@@ -253,7 +258,14 @@ def binary(op: str, a, b) -> "Value":
         if d.is_float:
             # Like nvcc's default (-fmad=true): let a multiply and an add contract into an FMA.
             return Value(_FLOAT_OPS[op](a.ir, b.ir, fastmath=_CONTRACT()), d)
-        return Value(_INT_OPS[op](a.ir, b.ir), d)
+        return Value(_INT_OPS[op](a.ir, b.ir), d, exact=_exact_arithmetic(op, a.exact, b.exact, d))
+
+
+def _exact_arithmetic(op: str, a: Affine | None, b: Affine | None, dtype: dt.DType) -> Affine | None:
+    """The form of ``a op b`` (``+ - *``) where both forms are known and the result's stays affine and fits."""
+    if a is None or b is None:
+        return None
+    return fitting(a + b if op == "+" else a - b if op == "-" else a.times(b), dtype)
 
 
 def _modulo(a: "Value", b: "Value") -> "Value":
@@ -283,7 +295,9 @@ def compare(op: str, a, b) -> "Value":
             return Value(arith.cmpf(pred, a.ir, b.ir), dt.bool_)
         table = _CMP_SIGNED if d.is_signed else _CMP_UNSIGNED
         pred = getattr(arith.CmpIPredicate, table[op])
-        return Value(arith.cmpi(pred, a.ir, b.ir), dt.bool_)
+        # Exact forms fit the dtype, so a signed or unsigned comparison compares their values.
+        known = a.exact is not None and b.exact is not None and not d.is_bool
+        return Value(arith.cmpi(pred, a.ir, b.ir), dt.bool_, exact=comparison(op, a.exact, b.exact) if known else None)
 
 
 def _power(base, exponent) -> "Value":
@@ -320,15 +334,19 @@ class Value:
     kernel (or host function) that made it, and only exists while its trace runs.
     """
 
-    __slots__ = ("_ir", "dtype", "scope", "origin")
+    __slots__ = ("_ir", "dtype", "scope", "origin", "exact")
     __array_ufunc__ = None  # make NumPy scalars defer to our reflected operators
 
-    def __init__(self, ir_value: ir.Value, dtype: dt.DType, *, scope=None, origin: str | None = None):
+    def __init__(self, ir_value: ir.Value, dtype: dt.DType, *, scope=None, origin: str | None = None,
+                 exact=None):
         self._ir = ir_value
         self.dtype = dtype
         self.scope = scope if scope is not None else current_scope()
         #: what this value is, for error messages (e.g. "the scalar argument 'alpha'"), where known
         self.origin = origin
+        #: what tracing knows exactly of it (see ``ranges``): an integer's ``Affine`` form over thread and block
+        #: ids and loop trips, a bool's condition (forms that must be <= 0); else None
+        self.exact = exact
 
     @property
     def ir(self) -> ir.Value:
@@ -458,7 +476,8 @@ class Value:
             if self.dtype.kind == "u" or self.dtype.is_bool:
                 raise _error(f"unary '-' on {self.dtype.name} would wrap around",
                              hint="convert to a signed type first, e.g. x.to(nvdsl.int32)")
-            return Value(arith.subi(_constant(0, self.dtype).ir, self.ir), self.dtype)
+            return Value(arith.subi(_constant(0, self.dtype).ir, self.ir), self.dtype,
+                         exact=fitting(-self.exact if self.exact is not None else None, self.dtype))
 
     def __pos__(self):
         return self
