@@ -42,11 +42,12 @@ from ..frontend.context import at_user_line, current_kernel
 from ..frontend.control import when
 from ..frontend.memory import Array, byte_size, checked_shape, round_up
 from ..frontend.values import Value, select
+from ..layouts.swizzle import swizzle_alignment
 from .mbarrier import Mbarriers
 from .tma import TMA
 from .warpgroup import WARPGROUP_THREADS
 
-TILE_ALIGNMENT = 1024   # 128-byte swizzled TMA tiles and wgmma operands start on 1024-byte boundaries
+TILE_ALIGNMENT = swizzle_alignment(128)   # where 128-byte swizzled TMA tiles and wgmma operands start
 
 
 @dataclass(frozen=True)

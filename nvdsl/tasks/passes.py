@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from .. import dtypes as dt
 from ..errors import MappingError, TaskError, user_location
+from ..layouts.swizzle import swizzle_alignment
 from . import ir
 from .analysis import operand_name, with_dependences
 from .ir import SHARED, Broadcast, Copy, Fill, FirstColumn, Loop, Map, Mma, Program, Reduce, Region, argument_loads
@@ -23,7 +24,7 @@ from .mapping import BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping, che
 from .stages import (ONES_COLUMNS, Allocation, Buffer, Joined, Levels, MainLoop, OnesTile, Persistence, Phases,
                      Pipeline, Products, Registers, RingPlan, RingTile, Split, StorePlan, TileBody, Transfers, Unmasked)
 
-TILE_ALIGNMENT = 1024                 # ring tiles and staging buffers: 128-byte swizzled TMA tiles
+TILE_ALIGNMENT = swizzle_alignment(128)   # ring tiles and staging buffers: 128-byte swizzled TMA tiles
 STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the output in slices of this size
 MAX_DEPTH = 8
 OVERHEAD_REGISTERS = 40               # a consumer's registers besides its accumulators (addresses, loop state)
