@@ -75,11 +75,24 @@ class UserError(NvdslError):
         self.code = code
         self.hint = hint
         self.loc = loc
+        #: For code nvdsl generates from a program of the user's (a task kernel), the program's line that the
+        #: failing part was generated for; ``loc`` is then the user's call.
+        self.origin: SourceLocation | None = None
         super().__init__(self._render())
 
     def with_location(self, loc: SourceLocation | None) -> "UserError":
         """The same error, pointing at ``loc``."""
-        return type(self)(self.message, code=self.code, hint=self.hint, loc=loc)
+        return self._replaced(loc=loc)
+
+    def with_origin(self, origin: SourceLocation) -> "UserError":
+        """The same error, also naming the line of the user's program it was generated for."""
+        return self._replaced(origin=origin)
+
+    def _replaced(self, **fields) -> "UserError":
+        error = type(self).__new__(type(self))
+        error.__dict__.update(self.__dict__, **fields)
+        error.args = (error._render(),)
+        return error
 
     def _render(self) -> str:
         text = f"[{self.code}] {self.message}"
@@ -87,6 +100,8 @@ class UserError(NvdslError):
             text += f"\n  hint: {self.hint}"
         if self.loc is not None:
             text += f"\n  at {self.loc}"
+        if self.origin is not None:
+            text += f"\n  from the task line {self.origin}"
         return text
 
 
@@ -124,9 +139,6 @@ class KernelFault(UserError):
                  loc: SourceLocation | None = None, details: dict | None = None):
         self.details = dict(details or {})
         super().__init__(message, code=code, hint=hint, loc=loc)
-
-    def with_location(self, loc: SourceLocation | None) -> "KernelFault":
-        return type(self)(self.message, code=self.code, hint=self.hint, loc=loc, details=self.details)
 
 
 class ProtocolError(UserError):

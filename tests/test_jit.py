@@ -2,6 +2,7 @@
 the source line and the cache key explicitly."""
 
 import inspect
+import re
 
 import numpy as np
 import pytest
@@ -60,3 +61,35 @@ def test_a_traced_task_module_starts_at_the_tasks_definition():
                                                                 np.zeros((64, 256), f16))
     code = matmul.fn.__code__
     assert f'loc("{code.co_filename}":{code.co_firstlineno}:0)' in trace.mlir_with_locations
+
+
+@nt.task(reads=("A",), writes=("C",))
+def stores_a_half_tile(C, A):
+    """Stores a float16 tile that is no product's: emission refuses the store."""
+    BM, BN = nt.tunable("BM", 128), nt.tunable("BN", 128)
+    Ct = nt.blocks(C, (BM, BN))
+    for i, j in nt.prange(*Ct.grid):
+        x = nt.zeros((BM, BN), nt.float16)
+        Ct[i, j] = x                                                # the refused store
+
+
+def test_an_error_raised_while_emitting_a_task_names_the_call_and_the_task_line():
+    kernel = nt.build(stores_a_half_tile, nt.Mapping(sm_count=2, persistent=False))
+    line = inspect.currentframe().f_lineno + 2
+    with pytest.raises(nvdsl.UserError) as info:
+        kernel.trace(np.zeros((256, 256), f16), np.zeros((256, 256), f16))
+    assert (info.value.loc.filename, info.value.loc.line) == (__file__, line), str(info.value)
+    assert "# the refused store" in info.value.origin.text and "from the task line" in str(info.value)
+
+
+def test_a_task_kernels_operations_are_located_at_the_task_lines_they_come_from():
+    """The generated kernel's products carry the line of ``acc += A @ B`` in the task (an interpreter report or a
+    dump then points there), not the user's call."""
+    trace = nt.build(users_gemm, nt.Mapping(sm_count=2, persistent=False)).trace(
+        np.zeros((128, 128), f16), np.zeros((128, 64), f16), np.zeros((64, 128), f16))
+    lines, _ = inspect.getsourcelines(users_gemm.fn)
+    product = users_gemm.fn.__code__.co_firstlineno + next(i for i, text in enumerate(lines) if "acc +=" in text)
+    text = trace.mlir_with_locations
+    aliases = dict(re.findall(r'^(#loc\d*) = loc\("([^"]*":\d+):\d+\)', text, re.M))
+    located = [aliases.get(alias) for alias in re.findall(r"nvgpu\.warpgroup\.mma .* loc\((#loc\d*)\)", text)]
+    assert located and set(located) == {f'{__file__}":{product}'}, located

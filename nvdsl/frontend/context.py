@@ -12,10 +12,13 @@ from contextlib import contextmanager
 
 from mlir import ir
 
-from ..errors import SourceLocation, TraceError, user_location
+from ..errors import SourceLocation, TraceError, UserError, user_location
 
 _CURRENT: contextvars.ContextVar["TraceContext | None"] = contextvars.ContextVar(
     "nvdsl_trace", default=None)
+# The line of a program nvdsl traces on the user's behalf (a task's body) that what is traced now is for.
+_PROGRAM_LINE: contextvars.ContextVar[SourceLocation | None] = contextvars.ContextVar(
+    "nvdsl_program_line", default=None)
 
 
 class TraceContext:
@@ -137,6 +140,27 @@ def mlir_location(loc: SourceLocation | None) -> ir.Location:
 
 @contextmanager
 def at_user_line():
-    """Emit the ops created in this block with the user's current Python line."""
-    with mlir_location(user_location()):
+    """Emit the ops created in this block with the user's current Python line (or the line of the program
+    they are generated for, inside :func:`program_line`)."""
+    with mlir_location(_PROGRAM_LINE.get() or user_location()):
         yield
+
+
+@contextmanager
+def program_line(loc: SourceLocation | None):
+    """Trace what runs inside for line ``loc`` of a program nvdsl generates code from (a task's body): the ops
+    made get it as their location, and a user error raised inside names it beside the user's call."""
+    if loc is None:
+        yield
+        return
+    token = _PROGRAM_LINE.set(loc)
+    try:
+        yield
+    except UserError as error:
+        if error.origin is not None:
+            raise
+        if error.loc == loc:                # raised at the program's line: point at the user's call instead
+            error = error.with_location(user_location())
+        raise error.with_origin(loc) from None
+    finally:
+        _PROGRAM_LINE.reset(token)

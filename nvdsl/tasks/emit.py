@@ -6,9 +6,11 @@ accumulators and a TMA-store epilogue. Generated and hand-written kernels share 
 from __future__ import annotations
 
 import contextlib
+import functools
 
 from .. import dtypes as dt
 from ..errors import TaskError
+from ..frontend.context import program_line
 from ..frontend.control import cond, fori, for_range, when
 from ..frontend.launch import gpu_launch
 from ..frontend.math import erf, exp2, log2, tanh, where
@@ -36,6 +38,16 @@ def emit(schedule: Schedule, arrays: dict) -> None:
         _Block(s, ctx, arrays, tmas).run()
 
     kernel()
+
+
+def _at_task_line(method):
+    """Emit ``method(self, op, ...)`` for ``op``'s line of the task: the ops it makes are located there, and a
+    user error raised on the way names it beside the user's call (``frontend.context.program_line``)."""
+    @functools.wraps(method)
+    def emitting(self, op, *args, **kwargs):
+        with program_line(op.loc):
+            return method(self, op, *args, **kwargs)
+    return emitting
 
 
 class _Descriptors:
@@ -475,6 +487,7 @@ class _Consumer:
                 self.run(ops[i])
                 i += 1
 
+    @_at_task_line
     def product(self, op: Mma, in_flight=None) -> None:
         joined = next((j for j in self.s.joined if op.id in j.products), None)
         if joined is not None:
@@ -506,6 +519,7 @@ class _Consumer:
         """The TMA descriptor that fills ring tile ``local``."""
         return next(tma for (_, name), tma in self.ring_tmas.items() if name == local)
 
+    @_at_task_line
     def run(self, op) -> None:
         if isinstance(op, Fill):
             self.fill(op)
@@ -659,6 +673,7 @@ class _Consumer:
             reduced = self.values[op.out] + reduced
         self.values[op.out] = reduced
 
+    @_at_task_line
     def store(self, op: Copy) -> None:
         value = self.values[op.source]
         target = self.arrays[op.target.tensor]
