@@ -236,7 +236,7 @@ def _compile_for_hopper(kernel, pointers: dict, ints: set, constants: dict, num_
                  for name in kernel.arg_names}
     source = ASTSource(fn=kernel, signature=signature,
                        constexprs={(kernel.arg_names.index(k),): v for k, v in constants.items()})
-    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 64),
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32),
                               options={"num_warps": num_warps, "num_stages": num_stages})
     ptxas = find_tool("ptxas")
     if ptxas is None:
