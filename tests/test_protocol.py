@@ -66,8 +66,10 @@ def test_a_ring_whose_phase_never_flips_is_refused_at_the_wait():
     a, out = np.zeros((5, 64), np.float32), np.zeros(32, np.float32)   # 5 trips through 2 stages
     with pytest.raises(nvdsl.ProtocolError) as info:
         bk.ring("no-flip")[0].compile(a, out)
-    assert info.value.code in ("deadlock", "tma-read-before-complete", "stage-refilled-early"), str(info.value)
-    assert "AT:ring-wait" in str(info.value) or "try_wait(phase ^ 1)" in str(info.value), str(info.value)
+    assert info.value.code == "stale-phase-wait", str(info.value)
+    assert "AT:ring-producer-wait" in str(info.value) and "waits on parity 1" in str(info.value), str(info.value)
+    assert "pending phase 0 has parity 0 (expected)" in str(info.value), str(info.value)
+    assert "flip the parity each time the ring wraps" in info.value.hint
 
 
 def data_driven_kernel():
@@ -301,7 +303,7 @@ def test_a_phase_reset_across_many_persistent_tiles_is_refused(monkeypatch):
         steps[0] = 0
         with pytest.raises(nvdsl.ProtocolError) as info:
             check_protocol(trace.module, trace.specs)
-        assert info.value.code in ("deadlock", "tma-read-before-complete", "stage-refilled-early"), str(info.value)
+        assert info.value.code == "stale-phase-wait" and "AT:producer-wait" in str(info.value), str(info.value)
         counts[tiles] = steps[0]
     assert counts[4096] == counts[8] < 100, counts
 

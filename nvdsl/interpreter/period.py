@@ -47,6 +47,8 @@ from .memory import LOCAL, MemRef
 STALE = -(1 << 40)      # a thread's knowledge of an agent older than every live record of it
 COVERED = -(1 << 41)    # a record every live thread has seen
 NEVER = 1 << 40         # above any clock
+STALE_SEEN = -3         # a thread's latest observed phase of an mbarrier, relative to its current one, that no wait
+                        # can pass on again
 
 # Every attribute of the interpreter's objects that a skeleton block holds, and how the canonical state
 # (Summary._key) accounts for it. Skipping periods is sound only if everything the block's future depends on
@@ -104,7 +106,8 @@ STATE_FIELDS: dict[str, dict[str, str]] = {
         "expected": IN_STATE, "pending": IN_STATE, "tx": IN_STATE, "phase": IN_STATE, "vc": IN_STATE,
         "completed": IN_STATE, "completed_arrivals": IN_STATE, "arrivals": IN_STATE, "armed": IN_STATE,
         "issued": IN_STATE, "in_flight": IN_STATE, "waiters": IN_STATE, "observed": IN_STATE,
-        "unwaited": IN_STATE, "group": FIXED, "index": FIXED, "agent": FIXED, "tma_agent": FIXED,
+        "unwaited": IN_STATE, "seen": IN_STATE, "seen_at": LAST_WRITES, "group": FIXED, "index": FIXED,
+        "agent": FIXED, "tma_agent": FIXED,
     },
     "BarSync": {"expected_warps": IN_STATE, "arrived": IN_STATE, "generation": IN_STATE, "vc": IN_STATE,
                 "released": IN_STATE, "id": FIXED},
@@ -401,7 +404,10 @@ def _mbarrier(bar, clocks: "_Clocks", owners: dict, last_waits: dict):
             tuple(bar.arrivals),
             tuple(sorted((t, (max(p - phase, -1), tx, op)) for t, (p, tx, op) in bar.armed.items())),
             tuple(sorted(bar.issued.items())), bar.in_flight, tuple(waiters), observed,
-            tuple(sorted((p - phase, op) for p, op in bar.unwaited.items())))
+            tuple(sorted((p - phase, op) for p, op in bar.unwaited.items())),
+            # a wait passes on phase - 1 or phase - 2 at the oldest (Mbarrier.completed_phase): a thread's latest
+            # observed phase below that can never make one stale again (Mbarrier.stale), however old it is
+            np.maximum(bar.seen - phase, STALE_SEEN).tobytes())
 
 
 class _Clocks:
