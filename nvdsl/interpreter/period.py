@@ -129,6 +129,78 @@ class LoopFrame:
         self.boundaries = boundaries
 
 
+class TripProbe:
+    """What the loop summaries of a skeleton run see of the loops a runtime scalar counts (their trip count is the
+    scalar, set to ``value`` for the run: a loop frame whose bound is ``value`` is taken for one of them, and one whose
+    bound is ``other``, the value of a second run, says that some loop the scalar does not count has that bound).
+
+    Per block, :meth:`sweep` gives the trip counts to check to cover them all (see protocol.check_protocol): the first
+    period the block skips in which every counted loop running advances by the same ``delta`` trips, no other loop
+    advances and no index comparison of a counted loop lies ahead, with no counted loop left before it nor entered
+    after it. From then on the run with ``value + delta`` trips is the run with ``value`` trips with one more period.
+    """
+
+    def __init__(self, value: int, other: int):
+        self.value, self.other = value, other
+        self.blocks: dict = {}      # block -> [counted frames seen, (first trip count, delta) or None, spoiled]
+        self.foreign = False        # a loop the scalar does not count has the bound ``other``
+
+    def _record(self, block) -> list:
+        return self.blocks.setdefault(block, [set(), None, False])
+
+    def watch(self, block) -> None:
+        """At each scheduling point: which counted loops run."""
+        record = self._record(block)
+        live = set()
+        for w in block.warps:
+            for f in w.frames:
+                if type(f) is LoopFrame:
+                    if f.hi == self.value:
+                        live.add(f)
+                    elif f.hi == self.other:
+                        self.foreign = True
+        seen, period, _ = record
+        if live - seen if period is not None else seen - live:
+            record[2] = True        # a counted loop entered after the period, or left before it
+        seen |= live
+
+    def skipped(self, block, before, now) -> None:
+        """A period from ``before`` to ``now`` (per warp, its frames and their iterations) was skipped."""
+        record = self._record(block)
+        if record[1] is not None or record[2]:
+            return
+        deltas, last = set(), 0
+        for warp_before, warp_now in zip(before, now):
+            for (frame_before, i_before), (frame, i_now) in zip(warp_before, warp_now):
+                if type(frame) is not LoopFrame:
+                    continue
+                counted = frame.hi == self.value
+                if frame is not frame_before:
+                    if counted:
+                        return      # a counted loop entered anew on the way
+                elif counted:
+                    if any(boundary > i_before for boundary in frame.boundaries):
+                        return      # a comparison of its index changes later: periods from here are not alike
+                    deltas.add(i_now - i_before)
+                    last = max(last, i_now)
+                elif i_now != i_before:
+                    return          # a loop the scalar does not count advanced
+        if len(deltas) == 1 and 0 not in deltas:
+            record[1] = (last + 1, deltas.pop())
+
+    def sweep(self) -> int | None:
+        """The trip counts to check, ``range(sweep())``, for every block's runs to be covered (None: some block's
+        counted loops have no period that qualifies)."""
+        bound = 0
+        for seen, period, spoiled in self.blocks.values():
+            if not seen:
+                continue            # the block runs no counted loop
+            if period is None or spoiled:
+                return None
+            bound = max(bound, period[0] + period[1])
+        return bound
+
+
 class OpaqueFrame:
     """A region a warp is inside whose driver keeps state a summary does not see (divergent ``scf.for``
     bounds, ``scf.while``): no state is recorded while any warp is inside one."""
@@ -177,6 +249,7 @@ class Summary:
         # ping-pong consumer waiting for its turn) never came back to the same state: its last wait's phase,
         # relative to the barrier's current one, only grows.
         self.reports = not block.launch.host.units
+        self.probe = block.launch.host.probe
 
     def observe(self, current: int) -> None:
         """At a scheduling point (every warp suspended or done, ``current`` the scheduler's position):
@@ -184,6 +257,8 @@ class Summary:
         # The full state is costly to compare: look at it only once per round of the scheduler and where
         # the warps' places in the code (a part of the state) have come round before.
         block = self.block
+        if self.probe is not None:
+            self.probe.watch(block)
         anchor = next((w.index for w in block.warps if w.frames and not w.done), None)
         if anchor is None or current != anchor:
             return
@@ -206,6 +281,8 @@ class Summary:
         # iteration comes back to it (a persistent kernel's tile loop repeats from the first tile on).
         for before in reversed(earlier):
             if self._skip(before, frames):
+                if self.probe is not None:
+                    self.probe.skipped(block, before, frames)
                 if all(f is g for b, n in zip(before, frames) for (g, _), (f, _) in zip(b, n)
                        if type(f) is LoopFrame):       # no loop was left on the way (branches are in the state)
                     self.periods[key] = [[(i, 0 if i is None else j - i) for (_, i), (_, j) in zip(b, n)]
