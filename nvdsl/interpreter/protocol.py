@@ -389,15 +389,33 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...], *,
     with module.context:
         deadline = Deadline(TIME_BUDGET_S, clock)
         if skeleton.trips is None:
-            return _decide(skeleton, specs, deadline)
-        return _decide_every_trip_count(skeleton, specs, deadline)
+            return _decide(skeleton, specs, deadline, skeleton.units)[0]
+        units = skeleton.units
+        while True:
+            try:
+                return _decide_every_trip_count(skeleton, specs, deadline, units)
+            except _UnitsChanged as changed:       # as _decide does: warp by warp gets the budget again
+                units = changed.units
+                deadline = deadline.restarted() if units is None else deadline
 
 
-def _decide(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], deadline: Deadline, scalars: dict | None = None,
-            probe: TripProbe | None = None, when: str = "") -> str | None:
-    """Run a skeleton (with the scalar arguments ``scalars``, reporting to ``probe``): None when it finds nothing,
-    else the reason it cannot decide; a violation raises ProtocolError (``when``: the case, for its message)."""
-    program, units, branches = skeleton.program, skeleton.units, skeleton.branches
+class _UnitsChanged(Exception):
+    """A run of a trip-count sweep ended with fewer warpgroups run as units than it started with (see
+    :func:`_decide_every_trip_count`)."""
+
+    def __init__(self, units: frozenset | None):
+        super().__init__()
+        self.units = units
+
+
+def _decide(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], deadline: Deadline, units: frozenset | None,
+            scalars: dict | None = None, probe: TripProbe | None = None,
+            when: str = "") -> tuple[str | None, frozenset | None]:
+    """Run a skeleton (its warpgroups in ``units`` as units at first; the scalar arguments ``scalars``; its loop
+    summaries reporting to ``probe``): None when it finds nothing, else the reason it cannot decide, and the
+    warpgroups the run that decided ran as units. A violation raises ProtocolError (``when``: the case, for its
+    message)."""
+    program, branches = skeleton.program, skeleton.branches
     # Branches on a table's entries: every role takes the same way for the same entry, and only how many of
     # them are taken matters (table_branches), so the runs where the first n are taken and the rest are not,
     # for every n, are all the table's contents can do.
@@ -423,7 +441,7 @@ def _decide(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], deadline: Deadlin
                 deadline = deadline.restarted()
                 continue
         except Undecided as reason:
-            return str(reason)
+            return str(reason), units
         except KernelFault as fault:
             case = "" if taken is None else (f" (when the first {taken} of the table entries it branches on "
                                              f"take their branch and the others do not)")
@@ -432,12 +450,16 @@ def _decide(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], deadline: Deadlin
                                 loc=fault.loc) from None
         taken = 0 if taken is None else taken + 1
         if not branches or taken >= entries:
-            return None
+            return None, units
 
 
-def _decide_every_trip_count(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], deadline: Deadline) -> str | None:
+def _decide_every_trip_count(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], deadline: Deadline,
+                             units: frozenset | None) -> str | None:
     """Decide a skeleton whose synchronisation depends on a runtime scalar only through the trip count of loops
     (:func:`check_trip_counts`), for every value of it, or say why not; a violation is refused at the least value.
+    Every run runs the warpgroups in ``units`` as units: one that has to run fewer so (its warps parted, or it found
+    something to find again warp by warp) raises _UnitsChanged, and the sweep starts again with those, so that the
+    runs the argument below compares are runs of one program.
 
     Why the values checked cover all of them. Two probe runs set the scalar to the values of TRIP_PROBES; their loop
     summaries report to a TripProbe, which takes a loop frame whose bound is the probe for one of the counted loops
@@ -455,12 +477,19 @@ def _decide_every_trip_count(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], 
     t >= 0 by induction; a negative value runs no trip, as 0 does (the counted loops start at 0 or above and the
     casts on the way keep the sign). The first value that breaks the protocol is the one reported."""
     trips = skeleton.trips
+
+    def run(value: int, probe: TripProbe | None = None) -> str | None:
+        undecided, ran = _decide(skeleton, specs, deadline, units, {trips.index: value}, probe,
+                                 when=f" (when {trips.name} = {value})")
+        if ran != units:
+            raise _UnitsChanged(ran)
+        return undecided
+
     first, second = (TripProbe(value, other) for value, other in (TRIP_PROBES, TRIP_PROBES[::-1]))
     broken = None
     for probe in (first, second):
         try:
-            undecided = _decide(skeleton, specs, deadline, {trips.index: probe.value}, probe,
-                                when=f" (when {trips.name} = {probe.value})")
+            undecided = run(probe.value, probe)
         except ProtocolError as error:
             broken = broken or error
             continue
@@ -471,7 +500,7 @@ def _decide_every_trip_count(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], 
         return (f"the synchronisation of a kernel depends on the runtime scalar argument '{trips.name}', the trip "
                 f"count of loops whose states do not repeat within {MAX_TRIP_SWEEP} trips")
     for value in range(MAX_TRIP_SWEEP if sweep is None else sweep):
-        undecided = _decide(skeleton, specs, deadline, {trips.index: value}, when=f" (when {trips.name} = {value})")
+        undecided = run(value)
         if undecided is not None:
             return undecided
     if broken is not None:
