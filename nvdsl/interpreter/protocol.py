@@ -661,4 +661,4 @@ def functions_args(module: ir.Module):
     return function.regions[0].blocks[0].arguments
 
 
-__all__ = ["check_protocol", "protocol_skeleton", "table_branches", "Undecided"]
+__all__ = ["check_protocol", "check_trip_counts", "protocol_skeleton", "table_branches", "Undecided"]
