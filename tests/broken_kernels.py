@@ -222,17 +222,17 @@ def _ring_advance(slot, phase, depth: int, bug: str | None = None):
     return nvdsl.select(wrapped, zero, slot + 1), nvdsl.select(wrapped, flipped, phase)
 
 
-def ring(bug: str | None = None, depth: int = 2, skip_flip=None, cap: int = 0):
+def ring(bug: str | None = None, depth: int = 2, skip_flip=None, cap: int = 0, runtime_trips: bool = False):
     """A producer warp and a consumer warp handing 64-float rows through a ring of ``depth`` stages; the
     stage is a traced index into the Mbarriers and the parity is carried through the loop. Bugs:
     ``"no-flip"`` forgets to flip the phase when the ring wraps; ``"ring-overrun"`` wraps one slot late,
     so the slot reaches ``depth``. ``out[lane]`` = the sum of ``a``'s columns ``2 lane`` and ``2 lane + 1``.
 
     The consumer also counts the ring's wraps in a loop-carried register that saturates at ``cap`` (until then
-    no state of the ring repeats); ``skip_flip(k, wraps)``, where true, makes it forget its phase flip there."""
-    @nvdsl.mlir_func
-    def hand_over(a, out):
-        steps = a.shape[0]
+    no state of the ring repeats); ``skip_flip(k, wraps)``, where true, makes it forget its phase flip there.
+    With ``runtime_trips`` the kernel takes the trip count (the rows it hands over) as a runtime scalar ``n``, its
+    third argument: ``inputs()`` then returns ``(a, out, steps)``."""
+    def launch(a, out, steps):
         tma = nvdsl.TMA(a, box=(1, 64))
 
         @nvdsl.gpu_launch(grid=1, block=64, smem=depth * 256)
@@ -266,9 +266,18 @@ def ring(bug: str | None = None, depth: int = 2, skip_flip=None, cap: int = 0):
                 out[lane] = consumed[2]
         kernel()
 
+    if runtime_trips:
+        @nvdsl.mlir_func
+        def hand_over(a, out, n):
+            launch(a, out, n)
+    else:
+        @nvdsl.mlir_func
+        def hand_over(a, out):
+            launch(a, out, a.shape[0])
+
     def inputs(steps: int = 5, seed: int = 0):
         a = np.random.default_rng(seed).standard_normal((steps, 64)).astype(np.float32)
-        return a, np.zeros(32, np.float32)
+        return (a, np.zeros(32, np.float32)) + ((steps,) if runtime_trips else ())
 
     return hand_over, inputs
 

@@ -66,8 +66,10 @@ def test_a_ring_whose_phase_never_flips_is_refused_at_the_wait():
     a, out = np.zeros((5, 64), np.float32), np.zeros(32, np.float32)   # 5 trips through 2 stages
     with pytest.raises(nvdsl.ProtocolError) as info:
         bk.ring("no-flip")[0].compile(a, out)
-    assert info.value.code in ("deadlock", "tma-read-before-complete", "stage-refilled-early"), str(info.value)
-    assert "AT:ring-wait" in str(info.value) or "try_wait(phase ^ 1)" in str(info.value), str(info.value)
+    assert info.value.code == "stale-phase-wait", str(info.value)
+    assert "AT:ring-producer-wait" in str(info.value) and "waits on parity 1" in str(info.value), str(info.value)
+    assert "pending phase 0 has parity 0 (expected)" in str(info.value), str(info.value)
+    assert "flip the parity each time the ring wraps" in info.value.hint
 
 
 def data_driven_kernel():
@@ -111,6 +113,112 @@ def test_synchronisation_that_depends_on_a_runtime_scalar_is_undecided_naming_it
         kernel()
     trace = scalar_driven.trace(np.zeros(32, np.int32), 3)
     assert "runtime scalar argument 'rounds'" in check_protocol(trace.module, trace.specs)
+
+
+def test_a_ring_whose_trip_count_is_a_runtime_scalar_is_decided_for_every_trip_count():
+    """The trip count n is a runtime scalar: the check covers every n by the ring's period (n below the first
+    repeated state plus one period), so the correct ring is decided, without a warning, and computes."""
+    fn, inputs = bk.ring(runtime_trips=True)
+    trace = fn.trace(*inputs(5))
+    assert check_protocol(trace.module, trace.specs) is None
+    a, out, n = inputs(7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fn.with_options(backend="interpret")(a, out, n)
+    np.testing.assert_allclose(out, a.reshape(7, 32, 2).sum(axis=(0, 2)), rtol=1e-5)
+
+
+def test_a_ring_whose_phase_never_flips_is_refused_whatever_its_runtime_trip_count():
+    """The same ring without the phase flip is broken from n = 3 on (the third trip reuses slot 0): refused at the
+    wait, for the least n, before the kernel runs on any n."""
+    fn, inputs = bk.ring("no-flip", runtime_trips=True)
+    for steps in (1, 2, 100):
+        with pytest.raises(nvdsl.ProtocolError) as info:
+            fn.with_options(backend="interpret")(*inputs(steps))
+        assert info.value.code == "stale-phase-wait", str(info.value)
+        assert "(when n = 3)" in str(info.value) and "AT:ring-producer-wait" in info.value.loc.text, str(info.value)
+
+
+def test_a_bug_at_a_later_runtime_trip_count_is_found_at_the_least_one():
+    """The consumer forgets its phase flip at the ring's second wrap only: n = 5 is the least trip count where a
+    wait passes on a phase it already saw (n = 4 ends before)."""
+    late = lambda k, wraps: wraps.eq(1)
+    fn, inputs = bk.ring(skip_flip=late, cap=3, runtime_trips=True)
+    trace = fn.trace(*inputs(2))
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        check_protocol(trace.module, trace.specs)
+    assert info.value.code == "stale-phase-wait" and "(when n = 5)" in str(info.value), str(info.value)
+    assert "AT:ring-wait" in info.value.loc.text, str(info.value)
+
+
+def _handover_n(extra_puts: int = 0, rounds: int = 1):
+    """An aref handover between two warpgroups (run as units) over a runtime trip count n, ``rounds`` times (a loop
+    when more than once); the producer puts ``extra_puts`` tiles more that nobody takes."""
+    @nvdsl.mlir_func
+    def handover(a, out, n):
+        a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=256)
+        def kernel(ctx):
+            ring = nvdsl.Aref(ctx, [((64, 64), nvdsl.float16)], depth=3, name="handover")
+            with nvdsl.Warpgroup(ctx, 0):
+                for _ in nvdsl.for_range(rounds) if rounds > 1 else range(1):
+                    for _ in nvdsl.for_range(n):
+                        ring.put((a_tma, (0, 0)))
+                for _ in range(extra_puts):
+                    ring.put((a_tma, (0, 0)))
+            with nvdsl.Warpgroup(ctx, 128):
+                for _ in nvdsl.for_range(rounds) if rounds > 1 else range(1):
+                    for _ in nvdsl.for_range(n):
+                        with ring.get() as (tile,):
+                            pass
+            out[ctx.thread_id.x] = 1
+        kernel()
+    return handover.trace(f16(64, 64), np.zeros(256, np.int32), 5)
+
+
+def test_an_aref_handover_over_a_runtime_trip_count_is_decided_and_an_extra_put_refused_at_n_0():
+    trace = _handover_n()
+    assert check_protocol(trace.module, trace.specs) is None
+    trace = _handover_n(extra_puts=1)
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        check_protocol(trace.module, trace.specs)
+    assert info.value.code == "unwaited-copy" and "(when n = 0)" in str(info.value), str(info.value)
+
+
+def test_a_runtime_trip_count_of_a_loop_inside_a_loop_is_undecided():
+    """Each round enters the counted loops anew with n trips: the period argument does not cover that."""
+    trace = _handover_n(rounds=2)
+    reason = check_protocol(trace.module, trace.specs)
+    assert reason is not None and "runtime scalar argument 'n' (through scf.for" in reason, reason
+
+
+def test_a_runtime_trip_count_whose_states_repeat_too_late_is_undecided():
+    """A wrap counter saturating at 40 keeps the ring's states apart for 80 trips: more than the check runs in full
+    per trip count (MAX_TRIP_SWEEP), so it says it could not decide instead of guessing."""
+    fn, inputs = bk.ring(skip_flip=lambda k, wraps: wraps > 1000, cap=40, runtime_trips=True)
+    trace = fn.trace(*inputs(2))
+    reason = check_protocol(trace.module, trace.specs)
+    assert reason is not None and "runtime scalar argument 'n'" in reason and "do not repeat" in reason, reason
+
+
+def test_a_runtime_scalar_that_feeds_a_branch_is_undecided():
+    """A scalar that decides who arrives (not a trip count) stays undecided, naming it and its use."""
+    @nvdsl.mlir_func
+    def scalar_branch(out, n):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def kernel(ctx):
+            bar = nvdsl.Mbarriers(1)[0]
+            bar.init(32, predicate=ctx.thread_id.x.eq(0))
+            ctx.sync_threads()
+            with nvdsl.when(n > 0):
+                bar.arrive()
+            bar.try_wait(0)
+            out[ctx.thread_id.x] = 1
+        kernel()
+    trace = scalar_branch.trace(np.zeros(32, np.int32), 3)
+    reason = check_protocol(trace.module, trace.specs)
+    assert reason is not None and "runtime scalar argument 'n'" in reason and "arith.cmpi" in reason, reason
 
 
 def test_kernels_without_mbarriers_are_not_checked_and_cost_nothing():
@@ -301,7 +409,7 @@ def test_a_phase_reset_across_many_persistent_tiles_is_refused(monkeypatch):
         steps[0] = 0
         with pytest.raises(nvdsl.ProtocolError) as info:
             check_protocol(trace.module, trace.specs)
-        assert info.value.code in ("deadlock", "tma-read-before-complete", "stage-refilled-early"), str(info.value)
+        assert info.value.code == "stale-phase-wait" and "AT:producer-wait" in str(info.value), str(info.value)
         counts[tiles] = steps[0]
     assert counts[4096] == counts[8] < 100, counts
 

@@ -3,7 +3,9 @@ clusters (which change nothing here: blocks run one at a time, clusters are not 
 
 A phase completes when its pending arrivals and its transaction bytes (``expect_tx``, delivered by TMA loads,
 :mod:`.ops_tma`) both reach zero; a wait on a parity passes once a phase of that parity completed, and orders
-what the arrivals before it released before the waiting thread's later accesses.
+what the arrivals before it released before the waiting thread's later accesses. A thread's waits on one barrier
+see its phases in order, each once: a wait that passes at once on a phase its threads already waited for (a parity
+not flipped where a ring wraps) is refused at the wait (``stale-phase-wait``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import re
 import numpy as np
 
 from .core import GEN, PLAIN, SYNC, Wait, handles
+from .values import LANES
 from .sync import MBARRIER_BASE, MBARRIER_GROUP_STRIDE, MbarrierGroup
 
 _NO_LANES = np.zeros(0, np.int64)
@@ -49,7 +52,8 @@ def _create(op, c, info):
         group = block.mbarrier_groups.get(info.id)
         if group is None:
             group = block.mbarrier_groups[info.id] = MbarrierGroup(
-                count, len(block.mbarrier_groups), first, block.agents, block.agents.count, f"Mbarriers({count})")
+                count, len(block.mbarrier_groups), first, block.agents, block.agents.count, f"Mbarriers({count})",
+                block.warp_count * LANES)
         w.env[r] = group
     return PLAIN, fn
 
@@ -182,15 +186,35 @@ def _acquire(w, bar, lanes, clock) -> None:
         w.vc[lanes] = np.maximum(w.vc[lanes], clock)
 
 
-def _wait_phase(w, bar, parity: int, info, spin: bool, sole: bool):
-    """Wait until a phase of ``parity`` completes (a generator); returns the clock to acquire, or
+STALE_PHASE_HINT = "flip the parity each time the ring wraps (phase ^= 1 when the slot index returns to 0)"
+
+
+def _stale_phase(w, bar, parity: int, phase: int, lanes, info):
+    """The report of a wait that passes on a phase its threads waited for before (Mbarrier.stale)."""
+    stale = lanes[bar.stale(w.threads[lanes], phase)]
+    earlier = int(bar.seen_at[w.threads[stale[0]]])
+    when = "the preceding phase of the fresh barrier" if phase < 0 else f"phase {phase}"
+    return w.block.fault(
+        "stale-phase-wait", f"this try_wait on {bar.name} waits on parity {parity} and passes at once, on {when}, "
+        f"which these threads already waited for at {w.block.line_of(earlier)}: the barrier's pending phase "
+        f"{bar.phase} has parity {bar.phase & 1} (expected), so what this wait guards is not this pass's data; "
+        f"{bar.describe()}", info, hint=STALE_PHASE_HINT, warp=w, lanes=stale, barrier=bar.name, parity=parity,
+        expected=bar.phase & 1)
+
+
+def _wait_phase(w, bar, parity: int, lanes, info, spin: bool, sole: bool):
+    """Wait until a phase of ``parity`` completes (a generator) for ``lanes``; returns the clock to acquire, or
     ``False`` when a polling wait gave up (its deadline passed). ``sole``: the operation waits on this
-    barrier and parity only (a loop summary can then tell where the warp is)."""
+    barrier and parity only (a loop summary can then tell where the warp is). A wait that passes at once on a
+    phase its threads already waited for is a fault (stale-phase-wait)."""
+    threads = w.threads[lanes]
     if bar.parity_complete(parity):
         phase = bar.completed_phase(parity)
+        if bar.stale(threads, phase).any():
+            raise _stale_phase(w, bar, parity, phase, lanes, info)
         w.waited[bar.agent] = (info.id, parity)
         w.last_wait = (info.id, bar, parity, phase)
-        return bar.observe(phase)
+        return bar.observe(phase, threads, info.id)
     waiter = bar.wait(parity)
     wait = Wait(lambda: waiter.satisfied, _wait_description(w, bar, parity), info, spin=spin,
                 key=("mbarrier", info.id, bar, parity, waiter) if sole else None)
@@ -201,7 +225,7 @@ def _wait_phase(w, bar, parity: int, info, spin: bool, sole: bool):
             return False
     w.waited[bar.agent] = (info.id, parity)
     w.last_wait = (info.id, bar, parity, waiter.phase)
-    bar.observe(waiter.phase)
+    bar.observe(waiter.phase, threads, info.id)
     return waiter.clock
 
 
@@ -219,9 +243,10 @@ def _try_wait(op, c, info):
             parities = np.broadcast_to(env[parity_slot], w.mask.shape)[group_lanes].astype(np.int64) & 1
             distinct = np.unique(parities)
             for parity in distinct:
-                clock = yield from _wait_phase(w, bar, int(parity), info, spin=False,
+                parity_lanes = group_lanes[parities == parity]
+                clock = yield from _wait_phase(w, bar, int(parity), parity_lanes, info, spin=False,
                                                sole=len(groups) == 1 and len(distinct) == 1)
-                _acquire(w, bar, group_lanes[parities == parity], clock)
+                _acquire(w, bar, parity_lanes, clock)
     return GEN, gen
 
 
@@ -267,7 +292,7 @@ def _nvvm_try_wait(op, c, info):
         for key in distinct:
             bar, parity, group_lanes = barrier_at(w, int(key) >> 1, info), int(key) & 1, lanes[active_keys == key]
             check_use(w, bar, group_lanes, info, "try_wait")
-            clock = yield from _wait_phase(w, bar, parity, info, spin=True, sole=len(distinct) == 1)
+            clock = yield from _wait_phase(w, bar, parity, group_lanes, info, spin=True, sole=len(distinct) == 1)
             if clock is not False:
                 _acquire(w, bar, group_lanes, clock)
                 result[group_lanes] = True

@@ -47,6 +47,8 @@ from .memory import LOCAL, MemRef
 STALE = -(1 << 40)      # a thread's knowledge of an agent older than every live record of it
 COVERED = -(1 << 41)    # a record every live thread has seen
 NEVER = 1 << 40         # above any clock
+STALE_SEEN = -3         # a thread's latest observed phase of an mbarrier, relative to its current one, that no wait
+                        # can pass on again
 
 # Every attribute of the interpreter's objects that a skeleton block holds, and how the canonical state
 # (Summary._key) accounts for it. Skipping periods is sound only if everything the block's future depends on
@@ -104,7 +106,8 @@ STATE_FIELDS: dict[str, dict[str, str]] = {
         "expected": IN_STATE, "pending": IN_STATE, "tx": IN_STATE, "phase": IN_STATE, "vc": IN_STATE,
         "completed": IN_STATE, "completed_arrivals": IN_STATE, "arrivals": IN_STATE, "armed": IN_STATE,
         "issued": IN_STATE, "in_flight": IN_STATE, "waiters": IN_STATE, "observed": IN_STATE,
-        "unwaited": IN_STATE, "group": FIXED, "index": FIXED, "agent": FIXED, "tma_agent": FIXED,
+        "unwaited": IN_STATE, "seen": IN_STATE, "seen_at": LAST_WRITES, "group": FIXED, "index": FIXED,
+        "agent": FIXED, "tma_agent": FIXED,
     },
     "BarSync": {"expected_warps": IN_STATE, "arrived": IN_STATE, "generation": IN_STATE, "vc": IN_STATE,
                 "released": IN_STATE, "id": FIXED},
@@ -124,6 +127,78 @@ class LoopFrame:
     def __init__(self, op: int, i: int, step: int, hi: int, iv: int, boundaries: tuple = ()):
         self.op, self.i, self.step, self.hi, self.iv = op, i, step, hi, iv
         self.boundaries = boundaries
+
+
+class TripProbe:
+    """What the loop summaries of a skeleton run see of the loops a runtime scalar counts (their trip count is the
+    scalar, set to ``value`` for the run: a loop frame whose bound is ``value`` is taken for one of them, and one whose
+    bound is ``other``, the value of a second run, says that some loop the scalar does not count has that bound).
+
+    Per block, :meth:`sweep` gives the trip counts to check to cover them all (see protocol.check_protocol): the first
+    period the block skips in which every counted loop running advances by the same ``delta`` trips, no other loop
+    advances and no index comparison of a counted loop lies ahead, with no counted loop left before it nor entered
+    after it. From then on the run with ``value + delta`` trips is the run with ``value`` trips with one more period.
+    """
+
+    def __init__(self, value: int, other: int):
+        self.value, self.other = value, other
+        self.blocks: dict = {}      # block -> [counted frames seen, (first trip count, delta) or None, spoiled]
+        self.foreign = False        # a loop the scalar does not count has the bound ``other``
+
+    def _record(self, block) -> list:
+        return self.blocks.setdefault(block, [set(), None, False])
+
+    def watch(self, block) -> None:
+        """At each scheduling point: which counted loops run."""
+        record = self._record(block)
+        live = set()
+        for w in block.warps:
+            for f in w.frames:
+                if type(f) is LoopFrame:
+                    if f.hi == self.value:
+                        live.add(f)
+                    elif f.hi == self.other:
+                        self.foreign = True
+        seen, period, _ = record
+        if live - seen if period is not None else seen - live:
+            record[2] = True        # a counted loop entered after the period, or left before it
+        seen |= live
+
+    def skipped(self, block, before, now) -> None:
+        """A period from ``before`` to ``now`` (per warp, its frames and their iterations) was skipped."""
+        record = self._record(block)
+        if record[1] is not None or record[2]:
+            return
+        deltas, last = set(), 0
+        for warp_before, warp_now in zip(before, now):
+            for (frame_before, i_before), (frame, i_now) in zip(warp_before, warp_now):
+                if type(frame) is not LoopFrame:
+                    continue
+                counted = frame.hi == self.value
+                if frame is not frame_before:
+                    if counted:
+                        return      # a counted loop entered anew on the way
+                elif counted:
+                    if any(boundary > i_before for boundary in frame.boundaries):
+                        return      # a comparison of its index changes later: periods from here are not alike
+                    deltas.add(i_now - i_before)
+                    last = max(last, i_now)
+                elif i_now != i_before:
+                    return          # a loop the scalar does not count advanced
+        if len(deltas) == 1 and 0 not in deltas:
+            record[1] = (last + 1, deltas.pop())
+
+    def sweep(self) -> int | None:
+        """The trip counts to check, ``range(sweep())``, for every block's runs to be covered (None: some block's
+        counted loops have no period that qualifies)."""
+        bound = 0
+        for seen, period, spoiled in self.blocks.values():
+            if not seen:
+                continue            # the block runs no counted loop
+            if period is None or spoiled:
+                return None
+            bound = max(bound, period[0] + period[1])
+        return bound
 
 
 class OpaqueFrame:
@@ -174,6 +249,7 @@ class Summary:
         # ping-pong consumer waiting for its turn) never came back to the same state: its last wait's phase,
         # relative to the barrier's current one, only grows.
         self.reports = not block.launch.host.units
+        self.probe = block.launch.host.probe
 
     def observe(self, current: int) -> None:
         """At a scheduling point (every warp suspended or done, ``current`` the scheduler's position):
@@ -181,6 +257,8 @@ class Summary:
         # The full state is costly to compare: look at it only once per round of the scheduler and where
         # the warps' places in the code (a part of the state) have come round before.
         block = self.block
+        if self.probe is not None:
+            self.probe.watch(block)
         anchor = next((w.index for w in block.warps if w.frames and not w.done), None)
         if anchor is None or current != anchor:
             return
@@ -203,6 +281,8 @@ class Summary:
         # iteration comes back to it (a persistent kernel's tile loop repeats from the first tile on).
         for before in reversed(earlier):
             if self._skip(before, frames):
+                if self.probe is not None:
+                    self.probe.skipped(block, before, frames)
                 if all(f is g for b, n in zip(before, frames) for (g, _), (f, _) in zip(b, n)
                        if type(f) is LoopFrame):       # no loop was left on the way (branches are in the state)
                     self.periods[key] = [[(i, 0 if i is None else j - i) for (_, i), (_, j) in zip(b, n)]
@@ -401,7 +481,10 @@ def _mbarrier(bar, clocks: "_Clocks", owners: dict, last_waits: dict):
             tuple(bar.arrivals),
             tuple(sorted((t, (max(p - phase, -1), tx, op)) for t, (p, tx, op) in bar.armed.items())),
             tuple(sorted(bar.issued.items())), bar.in_flight, tuple(waiters), observed,
-            tuple(sorted((p - phase, op) for p, op in bar.unwaited.items())))
+            tuple(sorted((p - phase, op) for p, op in bar.unwaited.items())),
+            # a wait passes on phase - 1 or phase - 2 at the oldest (Mbarrier.completed_phase): a thread's latest
+            # observed phase below that can never make one stale again (Mbarrier.stale), however old it is
+            np.maximum(bar.seen - phase, STALE_SEEN).tobytes())
 
 
 class _Clocks:

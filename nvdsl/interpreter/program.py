@@ -93,6 +93,7 @@ class Host:
         # least that many is the same run again (see Launch.run)
         self.entries_when_all_taken: dict = {}
         self.units: frozenset | None = None     # skeletons: the warpgroups whose warps run as one unit
+        self.probe = None                       # skeletons: the .period.TripProbe loop summaries report to
 
 
 class Launch:
@@ -216,19 +217,22 @@ class Program:
 
     def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int, deadline: Deadline | None = None,
                      table_taken: int | None = None, units: frozenset | None = None,
-                     all_taken: dict | None = None) -> int:
+                     all_taken: dict | None = None, scalars: dict[int, int] | None = None, probe=None) -> int:
         """Run a protocol skeleton (``keep=``): arguments are shapes only, nothing is printed; give up (Undecided)
         after ``budget`` scheduling steps of a block or once ``deadline`` passes. Branches on a table's entries
         (``protocol.table_branches``) are taken for the first ``table_taken`` entries a block meets, not for the
         others (None: for all); the warps of the warpgroups in ``units`` run as one unit each (see
         :class:`~.machine.Block`). ``all_taken`` (a dict, filled by a run with ``table_taken`` None that finds
         nothing) holds how many entries each block met with every branch taken; later runs skip the blocks that meet
-        no more entries than they take. Returns the most entries a block met."""
+        no more entries than they take. Scalar arguments are 0 but those ``scalars`` gives (by position); the loop
+        summaries report to ``probe`` (a :class:`~.period.TripProbe`). Returns the most entries a block met."""
         env = self._registers()
+        scalars = scalars or {}
         with self.module.context:
-            for spec, slot in zip(specs + tuple(spec for spec, _ in self.scratch), self.host.args):
-                env[slot] = placeholder_array(spec) if spec.kind == ARRAY else np.zeros(1, np.int64)
+            for i, (spec, slot) in enumerate(zip(specs + tuple(spec for spec, _ in self.scratch), self.host.args)):
+                env[slot] = placeholder_array(spec) if spec.kind == ARRAY else np.array([scalars.get(i, 0)], np.int64)
         host = Host(self, env, None, lambda text: None, budget=budget, deadline=deadline)
+        host.probe = probe
         host.table_taken = table_taken
         host.units = units
         if table_taken is not None and all_taken is not None:

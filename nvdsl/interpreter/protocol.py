@@ -13,13 +13,17 @@ found again warp by warp, on the schedule that lets each warp run until it block
 
 It finds: arrival counts that never complete a phase (a deadlock) or complete it early, ``expect_tx``
 bytes that differ from the boxes completing on the barrier, waits whose parity passes before the
-data landed or never passes, stages refilled before their consumers released them or while a
-wgmma may still read them, mbarriers used before their initialisation is ordered, mbarrier indices
+data landed or never passes, waits that pass on a phase their threads already waited for (a parity not
+flipped where a ring wraps: ``stale-phase-wait``, at the wait), stages refilled before their consumers released
+them or while a wgmma may still read them, mbarriers used before their initialisation is ordered, mbarrier indices
 and shared-memory tiles outside their range, barriers reached by part of a warp. A violation raises :class:`~nvdsl.ProtocolError`
 with the lines involved. Where the skeleton depends on memory contents or runtime scalars, or is
-too long to run, the check cannot decide and says so (it returns the reason) instead of guessing. One kind of
-memory contents it does decide: a table the kernel only reads, on whose entries every role branches alike
-(a grouped GEMM's tile table, whose empty tiles every role skips; see :func:`table_branches`).
+too long to run, the check cannot decide and says so (it returns the reason) instead of guessing. Two kinds of
+these it does decide. A table the kernel only reads, on whose entries every role branches alike (a grouped GEMM's
+tile table, whose empty tiles every role skips; see :func:`table_branches`). And a runtime scalar that is only the
+trip count of loops (``for_range(n)`` in each role; see :func:`check_trip_counts`): the skeleton's states repeat
+with a period in the trip count, which two probe runs find, so the trip counts below the first repeat plus one
+period cover them all (:func:`_decide_every_trip_count`); a violation names the least one ("when n = 3").
 Generic-proxy fences and TMA store sources involve ordinary stores, which the skeleton leaves out:
 the interpreter checks those when the kernel runs.
 """
@@ -27,6 +31,7 @@ the interpreter checks those when the kernel runs.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from mlir import ir
@@ -36,6 +41,7 @@ from ..signature import ARRAY, ArgSpec
 from .budget import Deadline
 from .core import source_location
 from .memory import is_private
+from .period import TripProbe
 from .program import Program
 from .skeleton import MEMORY_READS, SKELETON_OMITS, Diverged, OverBudget, Undecided
 
@@ -60,6 +66,12 @@ STEP_BUDGET = 200_000
 TIME_BUDGET_S = 3.0
 
 MAX_WARPGROUPS = 8      # of a block of at most 1024 threads
+
+# Loops whose trip count is a runtime scalar (see _TripCount): the two values the probe runs set it to (far more trips
+# than the check runs in full, few enough that a loop without a scheduling point stays cheap), and the most trip counts
+# it then runs in full; a kernel whose loops need more is undecided.
+TRIP_PROBES = (1031, 1033)
+MAX_TRIP_SWEEP = 64
 
 
 # Operations whose semantics in the interpreter are lane by lane, or that know a warpgroup may run as one unit of
@@ -374,69 +386,181 @@ def check_protocol(module: ir.Module, specs: tuple[ArgSpec, ...], *,
         return str(reason)
     if skeleton is None:
         return None
-    program, units, branches = skeleton
     with module.context:
-        # Branches on a table's entries: every role takes the same way for the same entry, and only how many of
-        # them are taken matters (table_branches), so the runs where the first n are taken and the rest are not,
-        # for every n, are all the table's contents can do.
         deadline = Deadline(TIME_BUDGET_S, clock)
-        taken, entries = None, 0
-        all_taken: dict = {}        # per block, the entries it met with every branch taken (Launch.run)
+        if skeleton.trips is None:
+            return _decide(skeleton, specs, deadline, skeleton.units)[0]
+        units = skeleton.units
         while True:
             try:
-                try:
-                    entries = max(entries, program.run_skeleton(specs, STEP_BUDGET, deadline,
-                                                                table_taken=taken, units=units,
-                                                                all_taken=all_taken))
-                except Diverged as parted:
-                    units = units - {parted.warpgroup} or None
-                    continue
-                except OverBudget:
-                    raise                   # warp by warp would take longer still
-                except Exception:
-                    if units is None:
-                        raise
-                    units = None
-                    deadline = deadline.restarted()
-                    continue
-            except Undecided as reason:
-                return str(reason)
-            except KernelFault as fault:
-                case = "" if taken is None else (f" (when the first {taken} of the table entries it branches on "
-                                                 f"take their branch and the others do not)")
-                raise ProtocolError("the barrier protocol check found a violation before running the kernel"
-                                    + case + ": " + fault.message, code=fault.code, hint=fault.hint,
-                                    loc=fault.loc) from None
-            taken = 0 if taken is None else taken + 1
-            if not branches or taken >= entries:
-                return None
+                return _decide_every_trip_count(skeleton, specs, deadline, units)
+            except _UnitsChanged as changed:       # as _decide does: warp by warp gets the budget again
+                units = changed.units
+                deadline = deadline.restarted() if units is None else deadline
 
 
-def _compile_skeleton(module: ir.Module, specs: tuple[ArgSpec, ...]) -> tuple[Program, frozenset | None, set] | None:
-    """The skeletons of a module's kernels with mbarriers as one program, the warpgroups whose warps its first run
-    runs as units, and the branches on a table's entries (None: no kernel has mbarriers). Raises Undecided where the
-    synchronisation depends on what the check cannot know."""
+class _UnitsChanged(Exception):
+    """A run of a trip-count sweep ended with fewer warpgroups run as units than it started with (see
+    :func:`_decide_every_trip_count`)."""
+
+    def __init__(self, units: frozenset | None):
+        super().__init__()
+        self.units = units
+
+
+def _decide(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], deadline: Deadline, units: frozenset | None,
+            scalars: dict | None = None, probe: TripProbe | None = None,
+            when: str = "") -> tuple[str | None, frozenset | None]:
+    """Run a skeleton (its warpgroups in ``units`` as units at first; the scalar arguments ``scalars``; its loop
+    summaries reporting to ``probe``): None when it finds nothing, else the reason it cannot decide, and the
+    warpgroups the run that decided ran as units. A violation raises ProtocolError (``when``: the case, for its
+    message)."""
+    program, branches = skeleton.program, skeleton.branches
+    # Branches on a table's entries: every role takes the same way for the same entry, and only how many of
+    # them are taken matters (table_branches), so the runs where the first n are taken and the rest are not,
+    # for every n, are all the table's contents can do.
+    taken, entries = None, 0
+    all_taken: dict = {}        # per block, the entries it met with every branch taken (Launch.run)
+    while True:
+        if probe is not None:
+            probe.blocks.clear()        # what an earlier attempt (run as units, then warp by warp) saw
+        try:
+            try:
+                entries = max(entries, program.run_skeleton(specs, STEP_BUDGET, deadline, table_taken=taken,
+                                                            units=units, all_taken=all_taken, scalars=scalars,
+                                                            probe=probe))
+            except Diverged as parted:
+                units = units - {parted.warpgroup} or None
+                continue
+            except OverBudget:
+                raise                   # warp by warp would take longer still
+            except Exception:
+                if units is None:
+                    raise
+                units = None
+                deadline = deadline.restarted()
+                continue
+        except Undecided as reason:
+            return str(reason), units
+        except KernelFault as fault:
+            case = "" if taken is None else (f" (when the first {taken} of the table entries it branches on "
+                                             f"take their branch and the others do not)")
+            raise ProtocolError("the barrier protocol check found a violation before running the kernel"
+                                + when + case + ": " + fault.message, code=fault.code, hint=fault.hint,
+                                loc=fault.loc) from None
+        taken = 0 if taken is None else taken + 1
+        if not branches or taken >= entries:
+            return None, units
+
+
+def _decide_every_trip_count(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], deadline: Deadline,
+                             units: frozenset | None) -> str | None:
+    """Decide a skeleton whose synchronisation depends on a runtime scalar only through the trip count of loops
+    (:func:`check_trip_counts`), for every value of it, or say why not; a violation is refused at the least value.
+    Every run runs the warpgroups in ``units`` as units: one that has to run fewer so (its warps parted, or it found
+    something to find again warp by warp) raises _UnitsChanged, and the sweep starts again with those, so that the
+    runs the argument below compares are runs of one program.
+
+    Why the values checked cover all of them. Two probe runs set the scalar to the values of TRIP_PROBES; their loop
+    summaries report to a TripProbe, which takes a loop frame whose bound is the probe for one of the counted loops
+    (the other probe's run finds no frame with that bound: else some other loop has it, and the check gives up). In
+    each block it finds a state B that repeats a state A, ``delta`` trips of every running counted loop later, where
+    no other loop advanced, no comparison of a counted loop's index lies ahead, no counted loop was left before B
+    and none is entered after it (each warp enters each counted loop at most once and whether it does is fixed:
+    check_trip_counts). Let t0 be the first trip count above every counted loop's iteration at B. A run with t >= t0
+    trips goes exactly as the probe's up to B: the scalar reaches the skeleton only through the counted loops'
+    bounds, so before one of them exits nothing tells the runs apart. From B with t + delta trips, it goes as from A
+    with t trips: the canonical states are equal (a block's future depends on nothing else, .period), every running
+    counted loop has the same number of trips left, the other loops are at the same iterations and none of the
+    counted ones starts later. So the run with t + delta trips does what the run with t trips does, with one period
+    more in between: it breaks the protocol only if that run does. Checking every t below t0 + delta covers every
+    t >= 0 by induction; a negative value runs no trip, as 0 does (the counted loops start at 0 or above and the
+    casts on the way keep the sign). The first value that breaks the protocol is the one reported."""
+    trips = skeleton.trips
+
+    def run(value: int, probe: TripProbe | None = None) -> str | None:
+        undecided, ran = _decide(skeleton, specs, deadline, units, {trips.index: value}, probe,
+                                 when=f" (when {trips.name} = {value})")
+        if ran != units:
+            raise _UnitsChanged(ran)
+        return undecided
+
+    first, second = (TripProbe(value, other) for value, other in (TRIP_PROBES, TRIP_PROBES[::-1]))
+    broken = None
+    for probe in (first, second):
+        try:
+            undecided = run(probe.value, probe)
+        except ProtocolError as error:
+            broken = broken or error
+            continue
+        if undecided is not None:
+            return undecided
+    sweep = first.sweep() if not second.foreign else None
+    if sweep is None and broken is None or sweep is not None and sweep > MAX_TRIP_SWEEP:
+        return (f"the synchronisation of a kernel depends on the runtime scalar argument '{trips.name}', the trip "
+                f"count of loops whose states do not repeat within {MAX_TRIP_SWEEP} trips")
+    for value in range(MAX_TRIP_SWEEP if sweep is None else sweep):
+        undecided = run(value)
+        if undecided is not None:
+            return undecided
+    if broken is not None:
+        raise broken
+    return None
+
+
+@dataclass(frozen=True)
+class _TripCount:
+    """The runtime scalar argument (position ``index`` among the arguments, ``name``) that a skeleton depends on
+    only as the trip count of loops (:func:`check_trip_counts`)."""
+
+    index: int
+    name: str
+
+
+@dataclass(frozen=True)
+class _Skeleton:
+    """The skeletons of a module's kernels as one program, the warpgroups whose warps its first run runs as units,
+    the branches on a table's entries, and the runtime scalar it depends on through trip counts (None: none)."""
+
+    program: Program
+    units: frozenset | None
+    branches: set
+    trips: _TripCount | None
+
+
+def _compile_skeleton(module: ir.Module, specs: tuple[ArgSpec, ...]) -> _Skeleton | None:
+    """The skeletons of a module's kernels with mbarriers as one program (None: no kernel has mbarriers). Raises
+    Undecided where the synchronisation depends on what the check cannot know."""
     kernels = protocol_skeleton(module)
     if not kernels:
         return None
     host_args = list(functions_args(module))
     scalars = {arg for arg, spec in zip(host_args, specs) if spec.kind != ARRAY}
+    needed = [(i, arg) for i, arg in enumerate(host_args)
+              if arg in scalars and any(arg in piece.host_values for _, piece in kernels)]
+    trips = None
+    if needed:
+        index, scalar = needed[0]
+        spec = specs[index]
+        if len(needed) > 1 or not (spec.dtype.kind == "index" or spec.dtype.kind == "i" and spec.dtype.bits >= 16):
+            raise Undecided(f"the synchronisation of a kernel depends on the runtime scalar argument "
+                            f"'{specs[needed[-1][0]].name}'")
+        check_trip_counts(scalar, spec.name, [piece for _, piece in kernels])
+        trips = _TripCount(index, spec.name)
     keep = set()
     blocks = {}
     block_ops = {}
     symbolic, branches = set(), set()
     for launch, piece in kernels:
-        needed_scalars = [spec.name for arg, spec in zip(host_args, specs) if arg in piece.host_values and
-                          arg in scalars]
-        if needed_scalars:
-            raise Undecided(f"the synchronisation of a kernel depends on the runtime scalar argument "
-                            f"'{needed_scalars[0]}'")
         keep |= piece.keep
         block_ops.update(kept_by_block(piece))
         reads, ways = table_branches(piece)
         symbolic |= reads
         branches |= ways
         blocks[launch] = "first-and-last" if piece.uses_block_id else "first"
+    if trips is not None and branches:
+        raise Undecided(f"the synchronisation of a kernel depends on a table's entries and on the runtime scalar "
+                        f"argument '{trips.name}'")
     # Warpgroups run as units of 128 lanes where every kept operation allows it (UNIT_OPS). A unit run is
     # trusted only when it finds nothing: a warpgroup whose warps part is run warp by warp from the start, and
     # anything a unit run reports (a violation, a reason it cannot decide) is found again warp by warp, so that
@@ -445,7 +569,91 @@ def _compile_skeleton(module: ir.Module, specs: tuple[ArgSpec, ...]) -> tuple[Pr
     with module.context:
         program = Program(module, keep=keep, skeleton_blocks=blocks, block_ops=block_ops,
                           symbolic=(symbolic, branches))
-    return program, units, branches
+    return _Skeleton(program, units, branches, trips)
+
+
+SIGNED_CASTS = frozenset({"arith.index_cast", "arith.extsi"})
+# What a role branch (which warps run a counted loop) may compute its condition from: thread and block indices.
+ROLE_SOURCES = frozenset({"gpu.thread_id", "gpu.block_id", "gpu.block_dim", "gpu.grid_dim", "gpu.lane_id",
+                          "nvvm.read.ptx.sreg.laneid", "nvvm.read.ptx.sreg.tid.x", "nvvm.read.ptx.sreg.tid.y",
+                          "nvvm.read.ptx.sreg.tid.z", "nvvm.read.ptx.sreg.ctaid.x", "nvvm.read.ptx.sreg.ctaid.y",
+                          "nvvm.read.ptx.sreg.ctaid.z", "arith.constant"})
+
+
+def check_trip_counts(scalar: ir.Value, name: str, pieces: list) -> None:
+    """That the skeletons depend on the runtime scalar ``scalar`` only as the trip count of kept ``scf.for`` ops (their
+    upper bound, through sign-keeping casts): raises Undecided otherwise.
+
+    Each such loop starts at a constant 0 or above with a constant step, compares signed, is inside no loop and
+    only inside branches whose conditions are computed from thread and block indices (roles): so each warp runs
+    each counted loop at most once, whether it does is the same in every run, and a negative value runs no trip
+    (what :func:`_decide_every_trip_count` relies on). Uses outside the skeletons (the data) do not matter."""
+    def undecided(op) -> Undecided:
+        return Undecided(f"the synchronisation of a kernel depends on the runtime scalar argument '{name}' "
+                         f"(through {op.name} at {source_location(op.location)})")
+
+    kept = lambda op: any(op in piece.keep for piece in pieces)
+    work = [scalar]
+    while work:
+        for use in work.pop().uses:
+            user = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+            if user.name in SIGNED_CASTS and (kept(user) or _launch_of(user) is None):
+                work.extend(user.results)
+            elif user.name == "scf.for" and use.operand_number == 1 and kept(user):
+                lower, step = _constant(user.operands[0]), _constant(user.operands[2])
+                if "unsignedCmp" in user.attributes or lower is None or lower < 0 or step is None or step <= 0:
+                    raise undecided(user)
+                _check_placement(user, undecided)
+            elif kept(user) or _launch_of(user) is None:
+                raise undecided(user)
+
+
+def _check_placement(loop, undecided) -> None:
+    """A counted loop is inside no other loop and inside role branches only (see :func:`check_trip_counts`)."""
+    parent = _parent(loop)
+    while parent is not None and parent.name != "gpu.launch":
+        if parent.name != "scf.if" or not _from_roles(parent.operands[0]):
+            raise undecided(loop)
+        parent = _parent(parent)
+
+
+def _from_roles(value: ir.Value) -> bool:
+    """Whether ``value`` is computed from thread and block indices and constants only (the launch's block arguments
+    are those indices)."""
+    work, seen = [value], set()
+    while work:
+        value = work.pop()
+        if value in seen:
+            continue
+        seen.add(value)
+        if isinstance(value, ir.BlockArgument):
+            if value.owner.owner.operation.name != "gpu.launch":
+                return False
+            continue
+        op = value.owner.operation
+        if op.name in ROLE_SOURCES:
+            continue
+        if not (op.name.startswith("arith.") or op.name.startswith("index.")) or len(op.regions):
+            return False
+        work.extend(op.operands)
+    return True
+
+
+def _constant(value: ir.Value) -> int | None:
+    """The value of an integer ``arith.constant``, else None."""
+    if isinstance(value, ir.OpResult) and value.owner.name == "arith.constant":
+        attribute = value.owner.attributes["value"]
+        if isinstance(attribute, ir.IntegerAttr):
+            return ir.IntegerAttr(attribute).value
+    return None
+
+
+def _launch_of(op):
+    """The ``gpu.launch`` that ``op`` is nested in, or None (a host operation)."""
+    parent = _parent(op)
+    while parent is not None and parent.name != "gpu.launch":
+        parent = _parent(parent)
+    return parent
 
 
 def functions_args(module: ir.Module):
@@ -453,4 +661,4 @@ def functions_args(module: ir.Module):
     return function.regions[0].blocks[0].arguments
 
 
-__all__ = ["check_protocol", "protocol_skeleton", "table_branches", "Undecided"]
+__all__ = ["check_protocol", "check_trip_counts", "protocol_skeleton", "table_branches", "Undecided"]

@@ -8,6 +8,7 @@ import numpy as np
 # The mbarrier groups' addresses, as ``nvgpu.mbarrier.get`` returns them: outside the dynamic buffer.
 MBARRIER_BASE = 1 << 40
 MBARRIER_GROUP_STRIDE = 1 << 20
+NOT_SEEN = -2       # a thread's latest observed phase before it waited on the barrier (phases start at -1)
 
 
 class Waiter:
@@ -28,10 +29,12 @@ class Mbarrier:
 
     A phase completes when both reach zero; the next phase then expects ``expected`` arrivals again.
     ``vc`` accumulates the vector clocks released into the phase (arrivals, completed copies);
-    ``completed`` keeps the clocks of the last completed phases for the threads that wait on them.
+    ``completed`` keeps the clocks of the last completed phases for the threads that wait on them;
+    ``seen`` each thread's latest phase it waited for (see :meth:`stale`).
     """
 
-    def __init__(self, group: "MbarrierGroup", index: int, agent: int, tma_agent: int, clock_size: int):
+    def __init__(self, group: "MbarrierGroup", index: int, agent: int, tma_agent: int, clock_size: int,
+                 threads: int):
         self.group = group
         self.index = index
         self.agent = agent              # this barrier's number among the block's mbarriers
@@ -54,6 +57,8 @@ class Mbarrier:
         self.waiters: list[Waiter] = []
         self.observed = -1                               # the latest phase some thread waited for
         self.unwaited: dict[int, int] = {}               # phase -> op of a TMA load that completed in it
+        self.seen = np.full(threads, NOT_SEEN, np.int64)  # thread -> the latest phase it waited for
+        self.seen_at = np.full(threads, -1, np.int64)     # thread -> the op of that wait, for reports
 
     @property
     def address(self) -> int:
@@ -75,6 +80,7 @@ class Mbarrier:
         self.armed.clear()
         self.issued.clear()
         self.waiters = []
+        self.seen[:] = NOT_SEEN
 
     def wait(self, parity: int) -> Waiter:
         waiter = Waiter(parity)
@@ -90,8 +96,16 @@ class Mbarrier:
         last = self.phase - 1 if ((self.phase - 1) & 1) == (parity & 1) else self.phase - 2
         return max(last, -1)
 
-    def observe(self, phase: int) -> np.ndarray | None:
-        """A thread saw ``phase`` complete: the clock it acquires (None for the preceding phase)."""
+    def stale(self, threads: np.ndarray, phase: int) -> np.ndarray:
+        """Which of ``threads``, whose wait passes on the completed ``phase``, had already waited for it (or a later
+        phase): the wait hands them a phase they consumed before, not the pending one (a parity not flipped where
+        the ring wrapped). A thread's waits on one barrier see its phases in order, each one once."""
+        return self.seen[threads] >= phase
+
+    def observe(self, phase: int, threads: np.ndarray, op: int) -> np.ndarray | None:
+        """``threads`` saw ``phase`` complete at ``op``: the clock they acquire (None for the preceding phase)."""
+        self.seen[threads] = np.maximum(self.seen[threads], phase)
+        self.seen_at[threads] = op
         if phase > self.observed:
             self.observed = phase
             for done in [p for p in self.unwaited if p <= phase]:
@@ -129,10 +143,11 @@ class Mbarrier:
 class MbarrierGroup:
     """The barriers of one ``nvgpu.mbarrier.create`` in one block."""
 
-    def __init__(self, count: int, number: int, first_agent: int, agents, clock_size: int, name: str):
+    def __init__(self, count: int, number: int, first_agent: int, agents, clock_size: int, name: str,
+                 threads: int):
         self.base = MBARRIER_BASE + number * MBARRIER_GROUP_STRIDE
         self.name = name
-        self.barriers = [Mbarrier(self, i, first_agent + i, agents.tma(first_agent + i), clock_size)
+        self.barriers = [Mbarrier(self, i, first_agent + i, agents.tma(first_agent + i), clock_size, threads)
                          for i in range(count)]
 
 
