@@ -539,3 +539,18 @@ def test_a_column_slice_of_an_accumulator_is_the_narrower_accumulators_layout():
     assert "vector.store" in traced
     with pytest.raises(nvdsl.TraceError, match="multiples of 8"):
         in_kernel(lambda ctx, out: nvdsl.WGMMAAccumulator(64, 256).columns(4, 12)).trace(np.zeros((64, 128), np.float32))
+
+
+def test_a_block_overhanging_the_arrays_end_loads_with_a_fill():
+    """``RegisterTile.load(a, layout, at, fill=0)`` of a 64 x 128 block at (30, 40) of a 70 x 100 array: the rows
+    and columns past the ends read as the fill, and nothing outside the array is read (the interpreter would
+    report it)."""
+    a = np.arange(70 * 100, dtype=np.float32).reshape(70, 100)
+    out = np.full((64, 128), np.nan, np.float32)
+
+    def body(ctx, a, out):
+        nvdsl.RegisterTile.load(a, wgmma_accumulator(64, 128), (30, 40), fill=-1.0).store(out)
+    in_kernel(body).with_options(backend="interpret")(a, out)
+    expected = np.full((64, 128), -1.0, np.float32)
+    expected[:40, :60] = a[30:, 40:]
+    np.testing.assert_array_equal(out, expected)

@@ -255,13 +255,25 @@ class RegisterTile(_Fragment):
     """
 
     @classmethod
-    def load(cls, array: Array, layout: FragmentLayout, at=None, *, tma=None) -> "RegisterTile":
+    def load(cls, array: Array, layout: FragmentLayout, at=None, *, tma=None, fill=None) -> "RegisterTile":
         """Each thread loads its elements of the ``layout.shape`` block of ``array`` at ``at`` (row, col).
+
+        With ``fill`` (a number), elements at or past the array's end on an axis read as ``fill`` instead (a
+        block overhanging a ragged edge); nothing is read outside the array.
 
         With ``tma``, ``array`` is a shared tile laid out as that descriptor's (swizzled) boxes, as
         ``tma.load`` fills it; ``at`` then counts in the tile's own rows and columns.
         """
         current_kernel("RegisterTile.load")
+        if tma is not None and fill is not None:
+            raise _error("RegisterTile.load: fill= is for blocks of global arrays; a TMA tile holds whole boxes",
+                         code="bad-tile")
+        if tma is None and fill is not None:
+            if not isinstance(layout, FragmentLayout) or not isinstance(array, Array) or \
+                    array.ndim != len(layout.shape) or at is None:
+                raise _error(f"RegisterTile.load(fill=) needs a FragmentLayout, an array of its rank and at=, got "
+                             f"{layout!r}, {array!r}, at={at!r}", code="bad-tile")
+            return cls(_load_filled(array, layout, at, fill), array.dtype, layout)
         if tma is None:
             return cls(_load(array, layout, at, "RegisterTile.load"), array.dtype, layout)
         from .tma import SharedBoxes
@@ -393,6 +405,21 @@ def _check_block(array, shape, at, what: str) -> None:
                          f"{list(array.shape)}", code="out-of-bounds")
 
 
+def _load_filled(array: Array, layout: FragmentLayout, at, fill) -> list[ir.Value]:
+    """Each value of ``layout`` at ``at`` read from ``array``, or ``fill`` where its index is at or past the
+    array's end on some axis (a block overhanging a ragged edge); nothing is read outside the array."""
+    with at_user_line():
+        lasts = [extent - 1 for extent in array.shape]
+        values = []
+        for index in _coordinates(layout, at, dt.index):
+            value = array[tuple(minimum(i, last) for i, last in zip(index, lasts))]
+            inside = None
+            for i, last in zip(index, lasts):
+                inside = i <= last if inside is None else inside & (i <= last)
+            values.append(select(inside, value, as_value(fill, array.dtype, "fill")).ir)
+    return values
+
+
 def _load(array: Array, layout: FragmentLayout, at, what: str) -> list[ir.Value]:
     if not isinstance(layout, FragmentLayout):
         raise _error(f"{what} needs a FragmentLayout (e.g. nvdsl.layouts.wgmma_accumulator(64, 128)), got {layout!r}",
@@ -431,13 +458,7 @@ class _Vector(_Fragment):
             return cls(_load(array, layout, (start,), f"{cls.__name__}.load"), array.dtype, layout)
         if not isinstance(array, Array) or array.ndim != 1:
             raise _error(f"{cls.__name__}.load needs a 1-D array, got {array!r}", code="bad-tile")
-        with at_user_line():
-            last = array.shape[0] - 1
-            values = []
-            for (index,) in _coordinates(layout, (start,), dt.index):
-                value = array[minimum(index, last)]
-                values.append(select(index <= last, value, as_value(fill, array.dtype, "fill")).ir)
-        return cls(values, array.dtype, layout)
+        return cls(_load_filled(array, layout, (start,), fill), array.dtype, layout)
 
     def store(self, array: Array, start=0, *, stop=None) -> None:
         """Write element ``i`` into ``array[start + i]``, once: of the threads holding copies of an

@@ -601,7 +601,18 @@ class _Consumer:
             return self.vector(x, axis, like, columns) if len(self.program.tensor(x).shape) == 1 else \
                 self.compute(self.values[x].op, columns, like)
         v = self.resolve(x, columns)
+        if isinstance(v, _Pending) and isinstance(like, RegisterTile) and len(v.region.shape) == 2:
+            return self.argument_tile(v.region, like, columns)
         return v.acc.to(v.dtype) if isinstance(v, _Cast) else v
+
+    def argument_tile(self, region: Region, like: RegisterTile, columns) -> RegisterTile:
+        """The part of an argument's tile (``Xt[i, j]`` used in tile math, such as a residual added to a
+        product) that ``like`` holds, read into its layout by ordinary loads; rows and columns past the
+        argument's end read as 0 (whatever is computed there is never stored)."""
+        rows = like.shape[0]
+        row0 = self.c * rows if self.cooperative and rows < region.shape[0] else 0
+        at = _origin(region, self.env, row0, columns[0] if columns else 0)
+        return RegisterTile.load(self.arrays[region.tensor], like.layout, at, fill=0.0)
 
     def vector(self, name: str, axis: int, like, columns=None):
         """Vector ``name`` over the tile ``like``: broadcast down its rows (axis 0, one value per column) or
