@@ -1,0 +1,176 @@
+"""Races beyond those between the warps of a block: between the blocks of a launch on global memory. The
+interpreter reports them in its fixed schedule, and a fuzzed schedule interleaves the warps of several blocks."""
+
+import numpy as np
+import pytest
+
+import nvdsl
+
+BLOCKS = 8
+
+
+def line(marker: str) -> int:
+    """The line of this file marked ``# AT:<marker>``."""
+    with open(__file__) as source:
+        return next(i for i, text in enumerate(source, 1) if text.rstrip().endswith(f"# AT:{marker}"))
+
+
+def block_sum(how: str):
+    """Each block adds its number + 1 to ``out[0]``: with a plain load and store, atomically, or (``mixed``)
+    atomically except block 0, which stores plainly."""
+    @nvdsl.mlir_func
+    def block_sum(out):
+        @nvdsl.gpu_launch(grid=BLOCKS, block=32)
+        def kernel(ctx):
+            s = (ctx.block_id.x + 1).to(nvdsl.int32)
+            with nvdsl.when(ctx.thread_id.x.eq(0)):
+                if how == "plain":
+                    out[0] = out[0] + s                             # AT:plain-update
+                elif how == "atomic":
+                    out.atomic_add(0, s)
+                else:
+                    with nvdsl.when(ctx.block_id.x.eq(0)):
+                        out[0] = s                                  # AT:mixed-store
+                    with nvdsl.when(ctx.block_id.x > 0):
+                        out.atomic_add(0, s)                        # AT:mixed-atomic
+        kernel()
+    return block_sum.with_options(backend="interpret")
+
+
+def test_a_plain_update_of_one_element_by_several_blocks_is_a_global_race():
+    with pytest.raises(nvdsl.KernelFault) as info:
+        block_sum("plain")(np.zeros(1, np.int32))
+    error = info.value
+    text = str(error)
+    assert error.code == "global-race", text
+    assert error.loc.line == line("plain-update") and f":{line('plain-update')}" in error.details["other_line"]
+    assert "out[0]" in text and "block (0, 0, 0)" in text and "block (1, 0, 0)" in text, text
+    assert error.details["blocks"] == ((1, 0, 0), (0, 0, 0)) and error.details["index"] == (0,)
+    assert "out.atomic_add(0, value)" in error.hint
+
+
+def test_fuzz_reports_the_global_race_in_every_schedule():
+    """Happens-before between blocks needs no unlucky schedule: the fixed one and every seeded one report."""
+    with pytest.raises(nvdsl.KernelFault) as info:
+        nvdsl.fuzz(block_sum("plain"), np.zeros(1, np.int32), seeds=20)
+    assert info.value.code == "global-race"
+    for seed in range(3):
+        with pytest.raises(nvdsl.KernelFault) as info:
+            block_sum("plain").with_options(seed=seed)(np.zeros(1, np.int32))
+        assert info.value.code == "global-race"
+
+
+def test_the_atomic_update_is_not_a_race_under_any_schedule():
+    report = nvdsl.fuzz(block_sum("atomic"), np.zeros(1, np.int32), seeds=20)
+    assert report.ok, str(report)
+    out = np.zeros(1, np.int32)
+    block_sum("atomic")(out)
+    assert out[0] == BLOCKS * (BLOCKS + 1) // 2
+
+
+def test_an_atomic_racing_with_another_blocks_plain_store_is_reported_naming_both_lines():
+    with pytest.raises(nvdsl.KernelFault) as info:
+        block_sum("mixed")(np.zeros(1, np.int32))
+    error = info.value
+    assert error.code == "global-race"
+    assert error.loc.line == line("mixed-atomic") and f":{line('mixed-store')}" in error.details["other_line"]
+    assert "updates atomically out[0], which block (0, 0, 0) wrote" in str(error), str(error)
+
+
+def neighbours(second_launch: bool):
+    """Each block writes its own element of ``x``, then reads its neighbour's: in the same launch, or in a
+    second launch (ordered after the first)."""
+    @nvdsl.mlir_func
+    def neighbours(x, y):
+        @nvdsl.gpu_launch(grid=BLOCKS, block=32)
+        def write(ctx):
+            with nvdsl.when(ctx.thread_id.x.eq(0)):
+                x[ctx.block_id.x] = ctx.block_id.x.to(nvdsl.int32)  # AT:own-element
+                if not second_launch:
+                    y[ctx.block_id.x] = x[(ctx.block_id.x + 1) % BLOCKS]     # AT:same-launch-read
+
+        @nvdsl.gpu_launch(grid=BLOCKS, block=32)
+        def read(ctx):
+            with nvdsl.when(ctx.thread_id.x.eq(0)):
+                y[ctx.block_id.x] = x[(ctx.block_id.x + 1) % BLOCKS]
+        write()
+        if second_launch:
+            read()
+    return neighbours.with_options(backend="interpret")
+
+
+def test_reading_an_element_another_block_writes_in_the_same_launch_is_a_race():
+    with pytest.raises(nvdsl.KernelFault) as info:
+        neighbours(second_launch=False)(np.zeros(BLOCKS, np.int32), np.zeros(BLOCKS, np.int32))
+    error = info.value
+    assert error.code == "global-race"
+    # block 0 read x[1] first; block 1's write of it is the second access
+    assert error.loc.line == line("own-element") and f":{line('same-launch-read')}" in error.details["other_line"]
+    assert "writes x[1], which block (0, 0, 0) read" in str(error), str(error)
+
+
+def test_a_later_launch_is_ordered_after_the_earlier_one():
+    x, y = np.zeros(BLOCKS, np.int32), np.zeros(BLOCKS, np.int32)
+    assert nvdsl.fuzz(neighbours(second_launch=True), x, y, seeds=5).ok
+    neighbours(second_launch=True)(x, y)
+    np.testing.assert_array_equal(y, (np.arange(BLOCKS) + 1) % BLOCKS)
+
+
+def tma_copy(source: str, rows: str):
+    """Each of two blocks copies a 64 x 64 tile with TMA, from ``a``'s own tile or from ``c``'s other tile,
+    and stores it with TMA to its own tile of ``c`` or to the first one."""
+    @nvdsl.mlir_func
+    def tma_copy(a, c):
+        a_tma, c_tma = nvdsl.TMA(a, box=(64, 64)), nvdsl.TMA(c, box=(64, 64))
+
+        @nvdsl.gpu_launch(grid=2, block=128, smem=64 * 64 * 2)
+        def kernel(ctx):
+            tile = ctx.dynamic_shared((64, 64), nvdsl.float16, align=128)
+            bar = nvdsl.Mbarriers(1)[0]
+            leader = ctx.thread_id.x.eq(0)
+            bar.init(1, predicate=leader)
+            ctx.sync_threads()
+            b = ctx.block_id.x
+            bar.arrive(64 * 64 * 2, predicate=leader)
+            if source == "a":
+                a_tma.load(tile, bar, (b * 64, 0), predicate=leader)
+            else:
+                c_tma.load(tile, bar, ((1 - b) * 64, 0), predicate=leader)     # AT:tma-load
+            bar.try_wait(0)
+            c_tma.store(tile, (b * 64 if rows == "own" else 0, 0), predicate=leader)   # AT:tma-store
+        kernel()
+    return tma_copy.with_options(backend="interpret")
+
+
+@pytest.mark.parametrize("source, rows, at, verb", [("a", "first", "tma-store", "writes c[0, 0], which block (0, 0, 0) wrote"),
+                                                    ("c", "own", "tma-load", "reads c[0, 0], which block (0, 0, 0) wrote")])
+def test_tma_copies_of_two_blocks_to_one_tile_race(source, rows, at, verb):
+    a = np.arange(128 * 64, dtype=np.float16).reshape(128, 64)
+    with pytest.raises(nvdsl.KernelFault) as info:
+        tma_copy(source, rows)(a, np.zeros_like(a))
+    assert info.value.code == "global-race" and info.value.loc.line == line(at), str(info.value)
+    assert verb in str(info.value), str(info.value)
+
+
+def test_tma_copies_of_blocks_to_their_own_tiles_do_not_race():
+    a = np.arange(128 * 64, dtype=np.float16).reshape(128, 64)
+    c = np.zeros_like(a)
+    tma_copy("a", "own")(a, c)
+    np.testing.assert_array_equal(c, a)
+
+
+def test_a_fuzzed_schedule_interleaves_the_blocks():
+    """Tickets drawn atomically come out in block order when blocks run one after the other; interleaved, in
+    another order (no race: a different, equally valid result)."""
+    @nvdsl.mlir_func
+    def tickets(counter, order):
+        @nvdsl.gpu_launch(grid=BLOCKS, block=32)
+        def kernel(ctx):
+            with nvdsl.when(ctx.thread_id.x.eq(0)):
+                order[ctx.block_id.x] = counter.atomic_add(0, 1)
+        kernel()
+    counter, order = np.zeros(1, np.int32), np.zeros(BLOCKS, np.int32)
+    tickets.with_options(backend="interpret")(counter, order)
+    np.testing.assert_array_equal(order, np.arange(BLOCKS))
+    report = nvdsl.fuzz(tickets, np.zeros(1, np.int32), np.zeros(BLOCKS, np.int32), seeds=20)
+    assert report.kind == "diverged" and "argument 1 differs" in report.difference, str(report)
