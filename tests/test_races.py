@@ -1,5 +1,6 @@
-"""Races beyond those between the warps of a block: between the blocks of a launch on global memory. The
-interpreter reports them in its fixed schedule, and a fuzzed schedule interleaves the warps of several blocks."""
+"""Races beyond those between the warps of a block: between the blocks of a launch on global memory, and
+between the lanes of one warp on shared memory. The interpreter reports both in its fixed schedule, and a
+fuzzed schedule interleaves the warps of several blocks."""
 
 import numpy as np
 import pytest
@@ -174,3 +175,104 @@ def test_a_fuzzed_schedule_interleaves_the_blocks():
     np.testing.assert_array_equal(order, np.arange(BLOCKS))
     report = nvdsl.fuzz(tickets, np.zeros(1, np.int32), np.zeros(BLOCKS, np.int32), seeds=20)
     assert report.kind == "diverged" and "argument 1 differs" in report.difference, str(report)
+
+
+def warp_sum(synced: bool, shared_first: bool = False):
+    """The 32 lanes of a warp sum their values through shared memory, halving the lanes at each step: with
+    ``ctx.sync_warp()`` before each step, or (a data race since Volta) without."""
+    @nvdsl.mlir_func
+    def warp_sum(x, out):
+        @nvdsl.gpu_launch(grid=1, block=32, smem=32 * 4)
+        def kernel(ctx):
+            s = ctx.dynamic_shared((32,), nvdsl.float32)
+            lane = ctx.thread_id.x
+            s[lane] = x[lane]                                       # AT:lane-store
+            for offset in (16, 8, 4, 2, 1):
+                if synced:
+                    ctx.sync_warp()
+                with nvdsl.when(lane < offset):
+                    s[lane] = s[lane] + s[lane + offset]            # AT:reduce-step
+            if synced:
+                ctx.sync_warp()
+            with nvdsl.when(lane.eq(0)):
+                out[0] = s[0]
+        kernel()
+    return warp_sum.with_options(backend="interpret")
+
+
+def test_a_warp_synchronous_reduction_without_sync_warp_is_a_race_between_lanes():
+    with pytest.raises(nvdsl.KernelFault) as info:
+        warp_sum(synced=False)(np.arange(32, dtype=np.float32), np.zeros(1, np.float32))
+    error = info.value
+    text = str(error)
+    assert error.code == "warp-race", text
+    assert error.loc.line == line("reduce-step") and f":{line('lane-store')}" in error.details["other_line"]
+    assert "which thread 16 of the same warp wrote" in text and "thread 0" in text, text
+    assert "ctx.sync_warp()" in error.hint
+
+
+def test_the_reduction_with_sync_warp_is_clean_under_every_schedule():
+    x = np.arange(32, dtype=np.float32)
+    assert nvdsl.fuzz(warp_sum(synced=True), x, np.zeros(1, np.float32), seeds=10).ok
+    out = np.zeros(1, np.float32)
+    warp_sum(synced=True)(x, out)
+    assert out[0] == x.sum()
+
+
+def lane_exchange(how: str):
+    """Lanes read shared memory, then write what other lanes read, with nothing (or ``sync_warp``) between."""
+    @nvdsl.mlir_func
+    def lane_exchange(out):
+        @nvdsl.gpu_launch(grid=1, block=32, smem=33 * 4)
+        def kernel(ctx):
+            s = ctx.dynamic_shared((33,), nvdsl.int32)
+            lane = ctx.thread_id.x
+            ctx.sync_threads()
+            if how == "broadcast":
+                v = s[0]                                            # AT:broadcast-read
+            else:
+                v = s[lane + 1]                                     # AT:neighbour-read
+            if how == "synced":
+                ctx.sync_warp()
+            if how == "broadcast":
+                with nvdsl.when(lane.eq(0)):
+                    s[0] = v + 1                                    # AT:broadcast-write
+            else:
+                s[lane] = v + 1                                     # AT:shift-write
+            out[lane] = v
+        kernel()
+    return lane_exchange.with_options(backend="interpret")
+
+
+@pytest.mark.parametrize("how, read, write, who", [("broadcast", "broadcast-read", "broadcast-write", "other threads"),
+                                                   ("shift", "neighbour-read", "shift-write", "thread 0")])
+def test_writing_what_other_lanes_read_without_sync_warp_is_a_race(how, read, write, who):
+    with pytest.raises(nvdsl.KernelFault) as info:
+        lane_exchange(how)(np.zeros(32, np.int32))
+    error = info.value
+    assert error.code == "warp-race" and error.loc.line == line(write), str(error)
+    assert f":{line(read)}" in error.details["other_line"]
+    assert f"which {who} of the same warp read" in str(error), str(error)
+
+
+def test_sync_warp_orders_the_lanes_accesses():
+    out = np.zeros(32, np.int32)
+    lane_exchange("synced")(out)
+    np.testing.assert_array_equal(out, 0)
+
+
+def test_sync_warp_emits_bar_warp_sync_with_the_full_mask_and_needs_every_lane():
+    ir = warp_sum(synced=True).trace(np.zeros(32, np.float32), np.zeros(1, np.float32)).mlir
+    assert "nvvm.bar.warp.sync" in ir and "arith.constant -1 : i32" in ir
+
+    @nvdsl.mlir_func
+    def divergent(out):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def kernel(ctx):
+            with nvdsl.when(ctx.thread_id.x < 16):
+                ctx.sync_warp()
+                out[ctx.thread_id.x] = 1
+        kernel()
+    with pytest.raises(nvdsl.KernelFault) as info:
+        divergent.with_options(backend="interpret")(np.zeros(32, np.int32))
+    assert info.value.code == "divergent-collective"

@@ -83,19 +83,25 @@ def check_shared_read(w, active, lanes, nbytes, info, what):
     shadow = w.block.shadow
     addresses, rows = shared_bytes(active, lanes, nbytes)
     clocks = w.vc[rows]
+    threads = w.threads[rows]
     conflict = shadow.check_read(addresses, clocks, rows)
+    if conflict is None and not w.block.skeleton:
+        conflict = shadow.check_lanes(addresses, w.agent, w.epoch, threads, rows, write=False)
     if conflict is not None:
         raise race_fault(w.block, w, conflict, info, what, w.vc)
-    shadow.record_read(addresses, w.agent, w.epoch, info.id)
+    shadow.record_read(addresses, w.agent, w.epoch, info.id, None if w.block.skeleton else threads)
 
 
 def check_shared_write(w, active, lanes, nbytes, info, what, atomic: bool = False):
     shadow = w.block.shadow
     addresses, rows = shared_bytes(active, lanes, nbytes)
+    threads = w.threads[rows]
     conflict = shadow.check_write(addresses, w.vc[rows], rows, skip_agent=w.agent, atomic=atomic)
+    if conflict is None and not w.block.skeleton:
+        conflict = shadow.check_lanes(addresses, w.agent, w.epoch, threads, rows, write=True, atomic=atomic)
     if conflict is not None:
         raise race_fault(w.block, w, conflict, info, what, w.vc)
-    shadow.record_write(addresses, w.agent, w.epoch, info.id, threads=w.threads[rows], atomic=atomic)
+    shadow.record_write(addresses, w.agent, w.epoch, info.id, threads=threads, atomic=atomic)
 
 
 def shared_memref(t: ir.Type) -> bool:
