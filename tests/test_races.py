@@ -275,4 +275,4 @@ def test_sync_warp_emits_bar_warp_sync_with_the_full_mask_and_needs_every_lane()
         kernel()
     with pytest.raises(nvdsl.KernelFault) as info:
         divergent.with_options(backend="interpret")(np.zeros(32, np.int32))
-    assert info.value.code == "divergent-collective"
+    assert info.value.code == "divergent-collective" and "reached by only 16 of the warp's 32 threads" in str(info.value)

@@ -119,13 +119,21 @@ def named_barrier_asm(op, c, info, match):
 @handles("nvvm.bar.warp.sync")
 def _sync_warp(op, c, info):
     """``bar.warp.sync membermask`` (``LaunchContext.sync_warp``): with the full mask nvdsl emits, every live
-    thread of the warp must reach it; they synchronise there."""
+    thread of the warp must reach it; they synchronise there. The hardware lets diverged threads meet at
+    different ``bar.warp.sync`` instructions; the interpreter, running a warp's lanes together, asks for one."""
     member_mask = c.slot(op.operands[0])
 
     def fn(w):
         if int(V.first_active(w.env[member_mask], w.mask)) & 0xFFFFFFFF != 0xFFFFFFFF:
             raise V.Unsupported("bar.warp.sync with a member mask other than the whole warp")
-        converged(w, info, "bar.warp.sync")
+        if not (w.mask == w.live).all():
+            active = np.flatnonzero(w.mask)
+            raise w.block.fault("divergent-collective", f"ctx.sync_warp() (bar.warp.sync with the full mask) "
+                                f"reached by only {active.size} of the warp's {int(w.live.sum())} threads: every "
+                                "thread of the warp must reach it (the interpreter asks them to reach the same "
+                                "one)", info, warp=w, lanes=active,
+                                hint="call ctx.sync_warp() outside branches that only some lanes take")
+        sync_lanes(w)
     return PLAIN, fn
 
 
