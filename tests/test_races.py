@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import nvdsl
+from nvdsl.interpreter.program import INTERLEAVED_BLOCKS
 
 BLOCKS = 8
 
@@ -175,6 +176,11 @@ def test_a_fuzzed_schedule_interleaves_the_blocks():
     np.testing.assert_array_equal(order, np.arange(BLOCKS))
     report = nvdsl.fuzz(tickets, np.zeros(1, np.int32), np.zeros(BLOCKS, np.int32), seeds=20)
     assert report.kind == "diverged" and "argument 1 differs" in report.difference, str(report)
+    # a bounded number run at a time: block b starts once b - INTERLEAVED_BLOCKS + 1 earlier ones have ended
+    for seed in range(5):
+        order = np.zeros(BLOCKS, np.int32)
+        tickets.with_options(backend="interpret", seed=seed)(np.zeros(1, np.int32), order)
+        assert sorted(order) == list(range(BLOCKS)) and (order >= np.arange(BLOCKS) - INTERLEAVED_BLOCKS + 1).all(), order
 
 
 def warp_sum(synced: bool, shared_first: bool = False):
