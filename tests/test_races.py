@@ -144,8 +144,9 @@ def tma_copy(source: str, rows: str):
     return tma_copy.with_options(backend="interpret")
 
 
-@pytest.mark.parametrize("source, rows, at, verb", [("a", "first", "tma-store", "writes c[0, 0], which block (0, 0, 0) wrote"),
-                                                    ("c", "own", "tma-load", "reads c[0, 0], which block (0, 0, 0) wrote")])
+@pytest.mark.parametrize("source, rows, at, verb", [
+    ("a", "first", "tma-store", "writes c[0, 0], which block (0, 0, 0) wrote"),
+    ("c", "own", "tma-load", "reads c[0, 0], which block (0, 0, 0) wrote")])
 def test_tma_copies_of_two_blocks_to_one_tile_race(source, rows, at, verb):
     a = np.arange(128 * 64, dtype=np.float16).reshape(128, 64)
     with pytest.raises(nvdsl.KernelFault) as info:
@@ -180,7 +181,8 @@ def test_a_fuzzed_schedule_interleaves_the_blocks():
     for seed in range(5):
         order = np.zeros(BLOCKS, np.int32)
         tickets.with_options(backend="interpret", seed=seed)(np.zeros(1, np.int32), order)
-        assert sorted(order) == list(range(BLOCKS)) and (order >= np.arange(BLOCKS) - INTERLEAVED_BLOCKS + 1).all(), order
+        assert sorted(order) == list(range(BLOCKS)), order
+        assert (order >= np.arange(BLOCKS) - INTERLEAVED_BLOCKS + 1).all(), order
 
 
 def warp_sum(synced: bool, shared_first: bool = False):
@@ -250,8 +252,9 @@ def lane_exchange(how: str):
     return lane_exchange.with_options(backend="interpret")
 
 
-@pytest.mark.parametrize("how, read, write, who", [("broadcast", "broadcast-read", "broadcast-write", "other threads"),
-                                                   ("shift", "neighbour-read", "shift-write", "thread 0")])
+@pytest.mark.parametrize("how, read, write, who", [
+    ("broadcast", "broadcast-read", "broadcast-write", "other threads"),
+    ("shift", "neighbour-read", "shift-write", "thread 0")])
 def test_writing_what_other_lanes_read_without_sync_warp_is_a_race(how, read, write, who):
     with pytest.raises(nvdsl.KernelFault) as info:
         lane_exchange(how)(np.zeros(32, np.int32))
@@ -281,4 +284,5 @@ def test_sync_warp_emits_bar_warp_sync_with_the_full_mask_and_needs_every_lane()
         kernel()
     with pytest.raises(nvdsl.KernelFault) as info:
         divergent.with_options(backend="interpret")(np.zeros(32, np.int32))
-    assert info.value.code == "divergent-collective" and "reached by only 16 of the warp's 32 threads" in str(info.value)
+    assert info.value.code == "divergent-collective"
+    assert "reached by only 16 of the warp's 32 threads" in str(info.value)
