@@ -4,6 +4,8 @@ fuzzed schedule interleaves the warps of several blocks."""
 
 import numpy as np
 import pytest
+from mlir import ir
+from mlir.dialects import arith, gpu
 
 import nvdsl
 from nvdsl.interpreter.program import INTERLEAVED_BLOCKS
@@ -286,3 +288,30 @@ def test_sync_warp_emits_bar_warp_sync_with_the_full_mask_and_needs_every_lane()
         divergent.with_options(backend="interpret")(np.zeros(32, np.int32))
     assert info.value.code == "divergent-collective"
     assert "reached by only 16 of the warp's 32 threads" in str(info.value)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_a_shuffle_synchronises_the_lanes_of_a_warp(shuffle):
+    """``shfl.sync`` makes every lane of the warp meet (nvdsl's row reductions use it): like ``sync_warp``, it
+    orders the lanes' accesses before it before those after it."""
+    @nvdsl.mlir_func
+    def exchange(out):
+        @nvdsl.gpu_launch(grid=1, block=32, smem=32 * 4)
+        def kernel(ctx):
+            s = ctx.dynamic_shared((32,), nvdsl.int32)
+            lane = ctx.thread_id.x
+            s[lane] = lane.to(nvdsl.int32)
+            if shuffle:
+                i32 = ir.IntegerType.get_signless(32)
+                gpu.shuffle(arith.constant(i32, 0), arith.constant(i32, 1), arith.constant(i32, 32),
+                            gpu.ShuffleMode.XOR)
+            out[lane] = s[lane ^ 1]
+        kernel()
+    out = np.zeros(32, np.int32)
+    if shuffle:
+        exchange.with_options(backend="interpret")(out)
+        np.testing.assert_array_equal(out, np.arange(32) ^ 1)
+    else:
+        with pytest.raises(nvdsl.KernelFault) as info:
+            exchange.with_options(backend="interpret")(out)
+        assert info.value.code == "warp-race"
