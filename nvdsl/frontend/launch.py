@@ -184,6 +184,19 @@ class LaunchContext:
                 # barrier.sync.aligned, for threads that all execute the same instruction; this one is not.
                 llvm.inline_asm(None, ids, "barrier.sync $0, $1;", "r,r", has_side_effects=True, asm_dialect=0)
 
+    def sync_warp(self) -> None:
+        """Synchronise the threads of this thread's warp (``nvvm.bar.warp.sync`` with the full mask: PTX
+        ``bar.warp.sync 0xffffffff``, CUDA's ``__syncwarp()``).
+
+        Each thread waits for the warp's other threads, and their memory accesses before it are ordered
+        before those after it. Since Volta the lanes of a warp are independent threads: an exchange through
+        shared memory between lanes of one warp (a warp-synchronous reduction, ``s[lane] += s[lane + 16]``,
+        then ``+ 8``, ...) needs it between its steps. Every thread of the warp must reach it: call it
+        outside branches that only some lanes take.
+        """
+        with at_user_line():
+            nvvm.SyncWarpOp(arith.constant(ir.IntegerType.get_signless(32), -1))
+
     def arrive_threads(self, threads: int, *, barrier: int) -> None:
         """Arrive at named barrier ``barrier`` of ``threads`` threads without waiting (``barrier.arrive``).
 

@@ -48,7 +48,8 @@ def fuzz(fn, *args, seeds=20, rtol: float = 0.0, **constants) -> FuzzReport:
     """Run ``fn(*args, **constants)`` in the interpreter once in the fixed schedule, then under each seed
     (``seeds``: a count, or an iterable of seeds), and report the first seed that deadlocks, races
     (any :class:`~nvdsl.KernelFault`) or writes results that differ from the fixed schedule's by more
-    than ``rtol`` (relative to the largest magnitude; 0 asks for identical bits).
+    than ``rtol`` (relative to the largest magnitude; 0 asks for identical bits). A seeded run draws the
+    order of the warps of a block, when TMA copies land, and interleaves up to four blocks at a time.
 
     Each run gets fresh copies of the NumPy arguments; the arrays passed in are left unchanged.
     A fault in the fixed schedule itself is raised.

@@ -1,7 +1,8 @@
 """Running a launch: blocks one after the other, the warps of a block interleaved by a scheduler.
 
 A warp runs until it reaches a point where it must wait (a barrier, an mbarrier phase); with a
-fuzzing seed it may also be switched out after any operation touching shared state. Without a seed
+fuzzing seed it may also be switched out after any operation touching shared or global memory, and the
+launch runs the warps of a few blocks interleaved (:class:`~.program.Launch`). Without a seed
 the schedule is deterministic (each warp runs until it blocks, then the next one in order; a protocol
 skeleton run with warpgroup units also switches at each loop back-edge) and TMA copies land as soon as
 they are issued; with a seed the next warp is drawn at random and copies land
@@ -214,6 +215,11 @@ class Block:
     # --- scheduling ------------------------------------------------------------------------------------
 
     def run(self) -> None:
+        for _ in self.steps():
+            pass
+
+    def steps(self):
+        """Run the block, yielding after each scheduling step (a seeded launch interleaves blocks by them)."""
         body = self.kernel.body
         for w in self.warps:
             w.gen = _warp_body(body, w)
@@ -233,6 +239,7 @@ class Block:
             summary = self.summary = Summary(self, self.kernel.loop_slots, self.kernel.local_slots,
                                                    self.kernel.scopes)
         while True:
+            yield
             if summary is not None and steps:
                 summary.observe(current)
             if rng is not None and self.copies and rng.random() < 0.25:

@@ -40,8 +40,18 @@ class Buffer:
         self.name = name
         self.space = space
         self.shadow = None          # the race detector's state, for shared memory
+        self.watched = False        # global memory some kernel may write: watched for races between blocks
+        self.shape: tuple[int, ...] = (self.nbytes,)
+        self.granule = 1            # bytes per element, as races between blocks are watched
         self._typed: dict = {}
         self._base = None
+
+    def watch(self, shape: tuple[int, ...], itemsize: int) -> None:
+        """Watch this global buffer, an array of ``shape`` with elements of ``itemsize`` bytes, for races
+        between the blocks of a launch (:mod:`.global_races`)."""
+        self.watched = True
+        self.shape = tuple(shape)
+        self.granule = itemsize
 
     @property
     def base(self) -> int:

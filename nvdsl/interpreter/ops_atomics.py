@@ -4,7 +4,8 @@ nvdsl's pair adds, ``memref.extract_aligned_pointer_as_index`` and ``memref.extr
 The active lanes of a warp apply an atomic one after the other, in lane order (the hardware serialises
 lanes that hit one address in an order it does not specify). On shared memory the race detector takes
 an atomic for a write that does not race with other atomics, but does race with plain accesses that are
-not ordered with it.
+not ordered with it; on global memory, with plain writes of other blocks (:mod:`.global_races`). Atomics
+are scheduling points of a fuzzed schedule.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from mlir.dialects import arith
 
 from . import values as V
 from .core import PLAIN, SYNC, handles, identity
-from .memory import SHARED, MemRef, addressed
-from .ops_memory import check_shared_write, element_addresses, shared_memref
+from .memory import MemRef, addressed
+from .global_races import ATOMIC, check_global, watched_elements
+from .ops_memory import check_shared_write, element_addresses
 
 
 def _float(combine):
@@ -59,6 +61,9 @@ def apply_atomic(w, targets, element: ir.Type, update, info, what: str) -> np.nd
         lanes = np.array([lane for lane, _ in shared], np.int64)
         check_shared_write(w, np.array([offset for _, offset in shared], np.int64), lanes, itemsize, info, what,
                            atomic=True)
+    for buffer in {buffer for _, buffer, _ in targets if buffer.watched}:
+        positions = np.array([offset // itemsize for _, b, offset in targets if b is buffer], np.int64)
+        check_global(w.block, w, buffer, watched_elements(buffer, positions, itemsize), ATOMIC, info, what)
     old = np.zeros(V.LANES, V.memory_dtype(element))
     for lane, buffer, offset in targets:
         typed = buffer.typed(V.memory_dtype(element))
@@ -98,7 +103,7 @@ def _atomic_rmw(op, c, info):
         env[r] = apply_atomic(w, targets, element, lambda old, lane: combine(old, _lane(values, lane)), info,
                               "this atomic")
         return True
-    return SYNC if shared_memref(op.operands[1].type) else PLAIN, fn
+    return SYNC, fn
 
 
 # pointers are integers (see memory.ADDRESS_BITS): casts between them and integers change nothing
@@ -186,7 +191,7 @@ def _cmpxchg(op, c, info):
                            lambda current, lane: np.where(current == _lane(expected, lane), _lane(new, lane),
                                                           current), info, "this compare-and-swap")
         env[r] = V.Struct((old, old == expected))
-        return any(buffer.space == SHARED for _, buffer, _ in targets)
+        return True
     return SYNC, fn
 
 

@@ -1,4 +1,5 @@
-"""``gpu`` dialect operations and the ``bar.sync`` barriers (``gpu.barrier``, ``nvvm.barrier``)."""
+"""``gpu`` dialect operations, the ``bar.sync`` barriers (``gpu.barrier``, ``nvvm.barrier``) and
+``bar.warp.sync``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from .sync import BarSync
 
 
 def converged(w, info, what: str) -> None:
-    """``.sync.aligned`` instructions, and shuffles over the whole warp, need every live thread of the warp."""
+    """``.sync.aligned`` instructions, and shuffles over the whole warp, need every live thread of the warp;
+    meeting there, the threads synchronise (:func:`sync_lanes`)."""
     if not (w.mask == w.live).all():
         active = np.flatnonzero(w.mask)
         raise w.block.fault("divergent-collective", f"{what} reached by only {active.size} of the warp's "
@@ -22,6 +24,15 @@ def converged(w, info, what: str) -> None:
                             "of the warp must execute together", info, warp=w, lanes=active,
                             hint="keep warp- and warpgroup-wide operations out of branches that only some "
                                  "threads take")
+    sync_lanes(w)
+
+
+def sync_lanes(w) -> None:
+    """The warp's threads met at a warp-wide ``.sync`` instruction (``bar.warp.sync``, a shuffle, ``elect.sync``,
+    wgmma's): their accesses before it are ordered before those after it, for the race check between the lanes
+    of a warp (:meth:`.Shadow.check_lanes`; skeletons do not make it)."""
+    if not w.block.skeleton:
+        w.tick()
 
 
 def bar_sync(w, barrier_id: int, threads: int | None, info, wait: bool = True):
@@ -103,6 +114,27 @@ def named_barrier_asm(op, c, info, match):
         threads = int(V.first_active(env[count_slot], w.mask))
         yield from bar_sync(w, barrier_id, threads, info, wait)
     return GEN, gen
+
+
+@handles("nvvm.bar.warp.sync")
+def _sync_warp(op, c, info):
+    """``bar.warp.sync membermask`` (``LaunchContext.sync_warp``): with the full mask nvdsl emits, every live
+    thread of the warp must reach it; they synchronise there. The hardware lets diverged threads meet at
+    different ``bar.warp.sync`` instructions; the interpreter, running a warp's lanes together, asks for one."""
+    member_mask = c.slot(op.operands[0])
+
+    def fn(w):
+        if int(V.first_active(w.env[member_mask], w.mask)) & 0xFFFFFFFF != 0xFFFFFFFF:
+            raise V.Unsupported("bar.warp.sync with a member mask other than the whole warp")
+        if not (w.mask == w.live).all():
+            active = np.flatnonzero(w.mask)
+            raise w.block.fault("divergent-collective", f"ctx.sync_warp() (bar.warp.sync with the full mask) "
+                                f"reached by only {active.size} of the warp's {int(w.live.sum())} threads: every "
+                                "thread of the warp must reach it (the interpreter asks them to reach the same "
+                                "one)", info, warp=w, lanes=active,
+                                hint="call ctx.sync_warp() outside branches that only some lanes take")
+        sync_lanes(w)
+    return PLAIN, fn
 
 
 @handles("gpu.dynamic_shared_memory")

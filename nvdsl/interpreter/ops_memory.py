@@ -1,4 +1,5 @@
-"""``memref`` and ``vector`` memory operations, with bounds checks and the race detector on shared memory."""
+"""``memref`` and ``vector`` memory operations, with bounds checks, the race detector on shared memory and the
+watch for races between blocks on global memory."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from mlir import ir
 
 from . import values as V
 from .core import PLAIN, SYNC, handles, identity
+from .global_races import READ, WRITE, check_global, watched_elements
 from .memory import LOCAL, Buffer, MemRef, is_private, is_shared, row_major_strides
 from .reports import race_fault
 
@@ -81,35 +83,52 @@ def check_shared_read(w, active, lanes, nbytes, info, what):
     shadow = w.block.shadow
     addresses, rows = shared_bytes(active, lanes, nbytes)
     clocks = w.vc[rows]
+    threads = w.threads[rows]
     conflict = shadow.check_read(addresses, clocks, rows)
+    if conflict is None and not w.block.skeleton:
+        conflict = shadow.check_lanes(addresses, w.agent, w.epoch, threads, rows, write=False)
     if conflict is not None:
         raise race_fault(w.block, w, conflict, info, what, w.vc)
-    shadow.record_read(addresses, w.agent, w.epoch, info.id)
+    shadow.record_read(addresses, w.agent, w.epoch, info.id, None if w.block.skeleton else threads)
 
 
 def check_shared_write(w, active, lanes, nbytes, info, what, atomic: bool = False):
     shadow = w.block.shadow
     addresses, rows = shared_bytes(active, lanes, nbytes)
+    threads = w.threads[rows]
     conflict = shadow.check_write(addresses, w.vc[rows], rows, skip_agent=w.agent, atomic=atomic)
+    if conflict is None and not w.block.skeleton:
+        conflict = shadow.check_lanes(addresses, w.agent, w.epoch, threads, rows, write=True, atomic=atomic)
     if conflict is not None:
         raise race_fault(w.block, w, conflict, info, what, w.vc)
-    shadow.record_write(addresses, w.agent, w.epoch, info.id, threads=w.threads[rows], atomic=atomic)
+    shadow.record_write(addresses, w.agent, w.epoch, info.id, threads=threads, atomic=atomic)
 
 
 def shared_memref(t: ir.Type) -> bool:
     return is_shared(ir.MemRefType(t))
 
 
+def check_global_access(w, mem: MemRef, active: np.ndarray, count: int, kind: int, info, what: str) -> None:
+    """The races between blocks (:mod:`.global_races`) of an access of ``count`` elements along the last axis at
+    each of the ``active`` lanes' byte addresses of a watched global memref."""
+    positions = active // mem.itemsize
+    if count > 1:
+        positions = (positions[:, None] + np.arange(count, dtype=np.int64) * mem.strides[-1]).ravel()
+    check_global(w.block, w, mem.buffer, watched_elements(mem.buffer, positions, mem.itemsize), kind, info, what)
+
+
 def _access(op, c, info, memref: ir.Value, first_index: int, count: int, write: bool):
     """What a load or store of ``count`` contiguous elements needs: ``at(w) -> (mem, lanes, addresses)``
-    (addresses bounds-checked; shared accesses checked by the race detector; None when no lane is
-    active) and whether it touches shared memory (then a scheduling point)."""
+    (addresses bounds-checked; shared accesses checked by the race detector, global ones for races between
+    blocks; None when no lane is active) and whether it touches shared or global memory (then a scheduling
+    point)."""
     m = c.slot(memref)
     indices = [c.slot(v) for v in list(op.operands)[first_index:]]
     shared = shared_memref(memref.type)
     verb = "store" if write else "load"
     what = f"this {'vector ' if count > 1 else ''}{verb}"
     check = check_shared_write if write else check_shared_read
+    kind = WRITE if write else READ
 
     def at(w):
         env = w.env
@@ -120,8 +139,10 @@ def _access(op, c, info, memref: ir.Value, first_index: int, count: int, write: 
         addresses = element_addresses(w, mem, [_index(env[i]) for i in indices], info, count, verb)
         if shared:
             check(w, _active(addresses, lanes), lanes, count * mem.itemsize, info, what)
+        elif mem.buffer.watched:
+            check_global_access(w, mem, _active(addresses, lanes), count, kind, info, what)
         return mem, lanes, addresses
-    return at, shared
+    return at, not is_private(memref)
 
 
 def _private_element(op, c, memref: ir.Value, first_index: int):
@@ -179,7 +200,7 @@ def _vector_length(t: ir.Type):
 @handles("memref.load", "vector.load")
 def _load(op, c, info):
     n, element = _vector_length(op.result.type)
-    at, shared = _access(op, c, info, op.operands[0], 1, n or 1, write=False)
+    at, scheduling = _access(op, c, info, op.operands[0], 1, n or 1, write=False)
     r = c.slot(op.result)
     load = V.loader(element)
     zero = np.zeros((1,) if n is None else (1, n), V.register_dtype(element))
@@ -204,13 +225,13 @@ def _load(op, c, info):
             values = values[:1]     # the threads' copies agree (an aref's slot and phase): one lane-uniform value
         w.env[r] = values
         return True
-    return (SYNC if shared else PLAIN), fn
+    return (SYNC if scheduling else PLAIN), fn
 
 
 @handles("memref.store", "vector.store")
 def _store(op, c, info):
     n, element = _vector_length(op.operands[0].type)
-    at, shared = _access(op, c, info, op.operands[1], 2, n or 1, write=True)
+    at, scheduling = _access(op, c, info, op.operands[1], 2, n or 1, write=True)
     v = c.slot(op.operands[0])
     store = V.storer(element)
 
@@ -235,7 +256,7 @@ def _store(op, c, info):
         mem, lanes, addresses = found
         _write(mem, lanes, addresses, store(w.env[v]), n)
         return True
-    return (SYNC if shared else PLAIN), fn
+    return (SYNC if scheduling else PLAIN), fn
 
 
 @handles("vector.from_elements")

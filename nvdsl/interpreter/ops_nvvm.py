@@ -13,7 +13,7 @@ from ..target import REGISTER_FILE
 from . import values as V
 from .core import GEN, PLAIN, Wait, handles
 from .ops_atomics import PAIR_ADD, pair_add
-from .ops_gpu import NAMED_BARRIER_ASM, converged, named_barrier_asm
+from .ops_gpu import NAMED_BARRIER_ASM, converged, named_barrier_asm, sync_lanes
 from .ops_wgmma import REGISTER_A_WGMMA, register_a_wgmma
 
 
@@ -59,6 +59,7 @@ def _elect(op, c, info):
     r = c.slot(op.results[0])
 
     def fn(w):
+        sync_lanes(w)
         result = np.zeros(w.mask.shape, np.bool_)
         for k in range(w.width):        # one lane per warp (a warpgroup run as one unit has 4)
             lanes = np.flatnonzero(w.mask[k * V.LANES:(k + 1) * V.LANES])

@@ -13,6 +13,7 @@ from mlir import ir
 from ..target import TENSORMAP_ATTR
 from . import values as V
 from .core import PLAIN, SYNC, handles, identity
+from .global_races import READ, WRITE, check_global, watched_elements
 from .memory import MemRef, TensorMap, box_layout
 from .ops_mbarrier import check_use, indexed_barrier, per_lane, predicated_lanes
 from .reports import race_fault
@@ -50,6 +51,9 @@ class Copy:
                 if V.element_kind(tmap.element)[2] == "f" else \
                 V.to_memory(np.array([np.nan], np.float32), tmap.element)[0]
         data = np.where(valid, data, fill).astype(source.dtype)
+        if tmap.buffer.watched:
+            check_global(block, self.warp, tmap.buffer, watched_elements(tmap.buffer, index[valid], tmap.itemsize),
+                         READ, self.info, "this TMA load")
         smem = block.smem.typed(source.dtype)
         smem[(self.smem_elements // source.dtype.itemsize).ravel()] = data.ravel()
 
@@ -163,6 +167,9 @@ def _tma_store(op, c, info):
             dtype = V.memory_dtype(tmap.element)
             data = block.smem.typed(dtype)[(elements // dtype.itemsize).ravel()].reshape(tmap.box)
             index, valid = tmap.box_elements(where)
+            if tmap.buffer.watched:
+                check_global(block, w, tmap.buffer, watched_elements(tmap.buffer, index[valid], tmap.itemsize),
+                             WRITE, info, "this TMA store")
             tmap.buffer.typed(dtype)[index[valid]] = data[valid]
             acted = True
         return acted

@@ -19,7 +19,8 @@ from . import values as V
 from .core import GEN, PLAIN, SYNC, Wait, handles
 from .memory import MatrixDescriptor, is_shared, operand_addresses
 from .ops_gpu import converged
-from .ops_memory import check_shared_write, element_addresses
+from .global_races import WRITE
+from .ops_memory import check_global_access, check_shared_write, element_addresses
 from .reports import race_fault
 from .skeleton import granules
 
@@ -391,10 +392,12 @@ def _mma_store(op, c, info):
                 addresses = element_addresses(w, mem, index, info, what="wgmma store")
                 if shared:
                     check_shared_write(w, addresses[lanes], lanes, mem.itemsize, info, "this accumulator store")
+                elif mem.buffer.watched:
+                    check_global_access(w, mem, addresses[lanes], 1, WRITE, info, "this accumulator store")
                 mem.buffer.typed(mem.mem_dtype)[addresses[lanes] // mem.itemsize] = \
                     V.to_memory(acc[lanes, i, jj], element)
         return True
-    return (SYNC if shared else PLAIN), fn
+    return SYNC, fn
 
 
 @handles("nvgpu.warpgroup.generate.descriptor")

@@ -113,7 +113,8 @@ STATE_FIELDS: dict[str, dict[str, str]] = {
                 "released": IN_STATE, "id": FIXED},
     "Shadow": {"w_agent": IN_STATE, "w_clock": IN_STATE, "w_op": IN_STATE, "w_atomic": IN_STATE,
                "reads": IN_STATE, "g_thread": IN_STATE, "g_seq": IN_STATE, "fence_seq": IN_STATE,
-               "seq": IN_STATE, "agents": FIXED},
+               "seq": IN_STATE, "agents": FIXED,
+               "read_threads": "empty: skeletons do not check races between the lanes of a warp"},
 }
 
 

@@ -96,8 +96,14 @@ class Host:
         self.probe = None                       # skeletons: the .period.TripProbe loop summaries report to
 
 
+# How many blocks a seeded schedule runs interleaved at a time (blocks after them start as earlier ones end):
+# enough to show two blocks' updates of one element overlapping, few enough to keep memory bounded (each
+# running block has its shared memory and race detector).
+INTERLEAVED_BLOCKS = 4
+
+
 class Launch:
-    """One kernel launch: the grid, run block by block."""
+    """One kernel launch: the grid, block by block, or with a fuzzing seed a few blocks interleaved."""
 
     def __init__(self, host: Host, kernel: Kernel, grid, block_dims, smem_bytes: int):
         self.host = host
@@ -107,11 +113,23 @@ class Launch:
         self.smem_bytes = smem_bytes
         self.rng = host.rng
         self.output = host.output
+        self.global_shadows: dict = {}     # watched buffer -> GlobalShadow: accesses of this launch's blocks
         bx, by, bz = block_dims
         count = bx * by * bz
         warps = (count + V.LANES - 1) // V.LANES
         linear = np.arange(warps * V.LANES, dtype=np.int64)
         self._thread_xyz = (linear % bx, (linear // bx) % by, linear // (bx * by))
+
+    def block_number(self, block_id: tuple[int, int, int]) -> int:
+        """A block's number in the grid, x fastest, from 1 (0 stands for no block)."""
+        gx, gy, _ = self.grid
+        x, y, z = block_id
+        return 1 + x + gx * (y + gy * z)
+
+    def block_id(self, number: int) -> tuple[int, int, int]:
+        gx, gy, _ = self.grid
+        linear = number - 1
+        return linear % gx, linear // gx % gy, linear // (gx * gy)
 
     def thread_x(self, w) -> np.ndarray:
         return self._thread_xyz[0][w.threads]
@@ -149,10 +167,27 @@ class Launch:
                 if host.table_taken is None:
                     host.entries_when_all_taken[(self.kernel, block_id)] = len(block.decisions)
             return
-        for z in range(gz):
-            for y in range(gy):
-                for x in range(gx):
-                    Block(self, (x, y, z)).run()
+        ids = ((x, y, z) for z in range(gz) for y in range(gy) for x in range(gx))
+        if self.rng is None:
+            for block_id in ids:
+                Block(self, block_id).run()
+            return
+        # a seeded schedule interleaves the warps of up to INTERLEAVED_BLOCKS blocks at a time: each step runs
+        # one scheduling step of a block drawn at random; a block that ends makes room for the next one
+        running = []
+        while True:
+            while len(running) < INTERLEAVED_BLOCKS:
+                block_id = next(ids, None)
+                if block_id is None:
+                    break
+                running.append(Block(self, block_id).steps())
+            if not running:
+                return
+            chosen = self.rng.randrange(len(running))
+            try:
+                next(running[chosen])
+            except StopIteration:
+                running.pop(chosen)
 
 
 class Program:
@@ -190,6 +225,8 @@ class Program:
             if spec.kind == ARRAY:
                 with self.module.context:
                     buffers[i] = array = _array_buffer(spec, arg)
+                if i in written:
+                    array.buffer.watch(spec.shape, spec.dtype.itemsize)
                 env[slot] = array
             else:
                 env[slot] = _scalar(spec, arg)
@@ -197,8 +234,9 @@ class Program:
             for slot, (spec, zero) in zip(self.host.args[len(specs):], self.scratch):
                 # nvdsl.empty's contents are undefined: all-ones bytes (NaN, -1) make a read before a write show
                 data = np.full(spec.dtype.itemsize * int(np.prod(spec.shape)), 0 if zero else 0xFF, np.uint8)
-                env[slot] = MemRef(Buffer(data, spec.name, GLOBAL), 0, spec.shape, row_major_strides(spec.shape),
-                                   spec.dtype.mlir_type())
+                buffer = Buffer(data, spec.name, GLOBAL)
+                buffer.watch(spec.shape, spec.dtype.itemsize)
+                env[slot] = MemRef(buffer, 0, spec.shape, row_major_strides(spec.shape), spec.dtype.mlir_type())
         host = Host(self, env, seed, output or _stdout)
         with np.errstate(all="ignore"):
             self.host.run(host)

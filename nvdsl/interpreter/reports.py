@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import KernelFault
 from .core import OpInfo
-from .shadow import Conflict
+from .shadow import MANY, Conflict
 
 _FIX = {
     "tma-read-before-complete": "every thread that reads the tile (for wgmma: every thread of the warpgroup, "
@@ -18,6 +18,8 @@ _FIX = {
     "missing-proxy-fence": "each writing thread calls nvdsl.fence_shared_to_async() after its stores, then the "
                            "threads synchronise, before TMA or wgmma read the tile",
     "data-race": "order the two accesses with a barrier (ctx.sync_threads, Warpgroup.sync) or an mbarrier",
+    "warp-race": "synchronise the warp between the two accesses with ctx.sync_warp() (bar.warp.sync; every lane "
+                 "must reach it, so not inside a branch only some lanes take), or exchange the values with shuffles",
     "stage-refilled-early": "before refilling a stage, wait (at the right parity) on the barrier its consumers "
                             "arrive on once they are done with it",
 }
@@ -83,7 +85,15 @@ def race_fault(block, warp, conflict: Conflict, info: OpInfo, access: str, clock
     other_line = block.line_of(conflict.op)
     lanes = [conflict.lane] if conflict.lane >= 0 and conflict.kind != "unfenced" else None
     where = f"shared byte {conflict.address}"
-    if conflict.kind == "unfenced":
+    if conflict.other_thread is not None:
+        code = "warp-race"
+        other = "other threads" if conflict.other_thread == MANY else f"thread {conflict.other_thread}"
+        verb = {"read-after-write": "reads", "write-after-read": "writes", "write-after-write": "writes"}[conflict.kind]
+        did = "read" if conflict.kind == "write-after-read" else "wrote"
+        message = (f"{access} {verb} {where}, which {other} of the same warp {did} at {other_line}\n  nothing "
+                   f"synchronised the warp in between: its lanes are threads, ordered only by synchronisation "
+                   f"(independent thread scheduling, since Volta)")
+    elif conflict.kind == "unfenced":
         code = "missing-proxy-fence"
         thread = conflict.lane
         message = (f"{access} reads {where}, which thread {thread} wrote with an ordinary store at {other_line}, "

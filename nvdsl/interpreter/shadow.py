@@ -9,6 +9,12 @@ Every byte of shared memory remembers its last writer (agent, clock, operation) 
 agent, its last read. An access that is not ordered after a conflicting earlier one is a race, so a
 race is found whichever way the warps happen to interleave. Generic-proxy writes also remember their
 thread, so a TMA store or wgmma reading them without an intervening ``fence.proxy.async`` is caught.
+
+The lanes of a warp are threads too, not ordered by running in one warp (independent thread scheduling,
+since Volta): a warp's clock ticks at each synchronisation of the warp (barriers, mbarrier arrivals,
+``bar.warp.sync`` and the other warp-wide ``.sync`` instructions), and two accesses of one byte by
+different threads of a warp in the same tick, at least one a write (two atomics excepted), race
+(:meth:`Shadow.check_lanes`). Reads remember their thread for this (``read_threads``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 NOBODY = 0
+MANY = -1       # in read_threads: several threads of the warp read the byte in one tick
 
 
 class Agents:
@@ -64,6 +71,7 @@ class Conflict:
     clock: int          # its clock
     op: int             # its operation (instruction id), -1 if unknown
     lane: int           # the lane (or thread) of the current access that is not ordered, -1 if none
+    other_thread: int | None = None     # between lanes of one warp: the earlier access's thread (MANY: several)
 
 
 class Shadow:
@@ -76,6 +84,8 @@ class Shadow:
         self.w_op = np.full(nbytes, -1, np.int32)
         self.w_atomic = np.zeros(nbytes, np.bool_)    # the last write was an atomic
         self.reads: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        # per warp agent: the thread (+1) of each byte's last read, MANY where several threads read it in one tick
+        self.read_threads: dict[int, np.ndarray] = {}
         # generic-proxy writes not yet fenced: writer thread (+1) and the write's sequence number
         self.g_thread = np.zeros(nbytes, np.int32)
         self.g_seq = np.zeros(nbytes, np.int64)
@@ -134,6 +144,34 @@ class Shadow:
                                 -1 if lanes is None else int(lanes[i]))
         return None
 
+    def check_lanes(self, addresses: np.ndarray, agent: int, epoch: int, threads: np.ndarray, lanes: np.ndarray,
+                    write: bool, atomic: bool = False):
+        """An access of ``addresses`` by ``threads`` (one per address; their ``lanes``) of the warp ``agent``,
+        whose clock is ``epoch``: no other thread of the warp may have written these bytes (or, for a write,
+        read them) since the warp last synchronised."""
+        same = (self.w_agent[addresses] == agent) & (self.w_clock[addresses] == epoch)
+        if same.any():
+            writers = self.g_thread[addresses] - 1
+            bad = same & (writers != threads)
+            if atomic:
+                bad &= ~self.w_atomic[addresses]
+            if bad.any():
+                i = int(np.argmax(bad))
+                a = int(addresses[i])
+                return Conflict("write-after-write" if write else "read-after-write", a, agent, epoch,
+                                int(self.w_op[a]), int(lanes[i]), int(writers[i]))
+        readers = self.read_threads.get(agent) if write else None
+        if readers is not None:
+            clock, ops = self.reads[agent]
+            seen = readers[addresses]
+            bad = (clock[addresses] == epoch) & (seen != 0) & (seen != threads + 1)
+            if bad.any():
+                i = int(np.argmax(bad))
+                a = int(addresses[i])
+                return Conflict("write-after-read", a, agent, epoch, int(ops[a]), int(lanes[i]),
+                                MANY if seen[i] == MANY else int(seen[i]) - 1)
+        return None
+
     def check_fenced(self, addresses: np.ndarray):
         """Asynchronous-proxy reads (TMA store, wgmma): generic writes to these bytes must have been
         followed by a ``fence.proxy.async`` of their writing thread."""
@@ -150,8 +188,22 @@ class Shadow:
 
     # --- records -------------------------------------------------------------------------------------
 
-    def record_read(self, addresses: np.ndarray, agent: int, clock: int, op: int) -> None:
+    def record_read(self, addresses: np.ndarray, agent: int, clock: int, op: int,
+                    threads: np.ndarray | None = None) -> None:
+        """A read; ``threads`` (per address) for the reads of a warp's threads, checked between its lanes."""
         clocks, ops = self._reads(agent)
+        if threads is not None:
+            readers = self.read_threads.get(agent)
+            if readers is None:
+                readers = self.read_threads[agent] = np.zeros(self.w_clock.shape[0], np.int32)
+            mine = threads + 1
+            seen = readers[addresses]
+            merged = np.where((clocks[addresses] == clock) & (seen != 0) & (seen != mine), MANY, mine)
+            readers[addresses] = merged
+            if threads.shape[0] > 1:        # a byte several threads read at once: one of them stayed
+                lost = readers[addresses] != merged
+                if lost.any():
+                    readers[addresses[lost]] = MANY
         clocks[addresses] = clock
         ops[addresses] = op
 
