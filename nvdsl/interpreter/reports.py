@@ -86,13 +86,7 @@ def race_fault(block, warp, conflict: Conflict, info: OpInfo, access: str, clock
     lanes = [conflict.lane] if conflict.lane >= 0 and conflict.kind != "unfenced" else None
     where = f"shared byte {conflict.address}"
     if conflict.other_thread is not None:
-        code = "warp-race"
-        other = "other threads" if conflict.other_thread == MANY else f"thread {conflict.other_thread}"
-        verb = {"read-after-write": "reads", "write-after-read": "writes", "write-after-write": "writes"}[conflict.kind]
-        did = "read" if conflict.kind == "write-after-read" else "wrote"
-        message = (f"{access} {verb} {where}, which {other} of the same warp {did} at {other_line}\n  nothing "
-                   f"synchronised the warp in between: its lanes are threads, ordered only by synchronisation "
-                   f"(independent thread scheduling, since Volta)")
+        code, message = "warp-race", _between_lanes(conflict, access, where, other_line)
     elif conflict.kind == "unfenced":
         code = "missing-proxy-fence"
         thread = conflict.lane
@@ -131,19 +125,7 @@ def race_fault(block, warp, conflict: Conflict, info: OpInfo, access: str, clock
                    f"it: that product's group had not retired (wgmma.wait_group) before the release that lets "
                    f"this write happen; {_last_wait(block, warp)}")
     elif conflict.kind == "write-after-read" and kind == "warp" and barrier is not None:
-        reader = block.warps[index]
-        observed = int(reader.vc[:, barrier.tma_agent].max()) - 1     # the latest phase the reader saw complete
-        last = reader.waited.get(barrier.agent)
-        waits = (f"its last wait on {barrier.name} was at {block.line_of(last[0])} (parity {last[1]})"
-                 if last else f"it never waited on {barrier.name}")
-        if barrier.phase == 0 or observed < barrier.phase - 1:   # not the reader of the previous fill
-            code = "tma-read-before-complete"
-            message = (f"{access} writes {where}, which warp {index} read at {other_line} before waiting for the "
-                       f"phase of {barrier.name} that this load completes (phase {barrier.phase}): {waits}")
-        else:
-            code = "stage-refilled-early"
-            message = (f"{access} refills {where}, which warp {index} read at {other_line} (the data of phase "
-                       f"{observed} of {barrier.name}) before releasing it; {_last_wait(block, warp)}")
+        code, message = _load_over_a_read(block, warp, index, barrier, access, where, other_line)
     elif conflict.kind == "write-after-write" and kind == "tma" and barrier is not None:
         code = "stage-refilled-early"
         message = (f"{access} refills {where} before the data the TMA load at {other_line} put there (phase "
@@ -161,3 +143,30 @@ def race_fault(block, warp, conflict: Conflict, info: OpInfo, access: str, clock
                    f"{describe_agent(block, conflict.agent)} with nothing ordering the two accesses")
     return block.fault(code, message, info, hint=_FIX[code], warp=warp, lanes=lanes,
                        other_line=other_line, address=conflict.address)
+
+
+def _between_lanes(conflict: Conflict, access: str, where: str, other_line) -> str:
+    """The message of a race between lanes of one warp."""
+    other = "other threads" if conflict.other_thread == MANY else f"thread {conflict.other_thread}"
+    verb = {"read-after-write": "reads", "write-after-read": "writes", "write-after-write": "writes"}[conflict.kind]
+    did = "read" if conflict.kind == "write-after-read" else "wrote"
+    return (f"{access} {verb} {where}, which {other} of the same warp {did} at {other_line}\n  nothing "
+            f"synchronised the warp in between: its lanes are threads, ordered only by synchronisation "
+            f"(independent thread scheduling, since Volta)")
+
+
+def _load_over_a_read(block, warp, index: int, barrier, access: str, where: str, other_line) -> tuple[str, str]:
+    """The code and message of a TMA load writing what warp ``index`` read: a read before the load's own phase
+    was waited for, or a stage refilled before its reader released it."""
+    reader = block.warps[index]
+    observed = int(reader.vc[:, barrier.tma_agent].max()) - 1     # the latest phase the reader saw complete
+    last = reader.waited.get(barrier.agent)
+    waits = (f"its last wait on {barrier.name} was at {block.line_of(last[0])} (parity {last[1]})"
+             if last else f"it never waited on {barrier.name}")
+    if barrier.phase == 0 or observed < barrier.phase - 1:   # not the reader of the previous fill
+        return "tma-read-before-complete", (f"{access} writes {where}, which warp {index} read at {other_line} "
+                                            f"before waiting for the phase of {barrier.name} that this load "
+                                            f"completes (phase {barrier.phase}): {waits}")
+    return "stage-refilled-early", (f"{access} refills {where}, which warp {index} read at {other_line} (the data "
+                                    f"of phase {observed} of {barrier.name}) before releasing it; "
+                                    f"{_last_wait(block, warp)}")
