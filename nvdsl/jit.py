@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import io
 import os
 import re
 import sys
@@ -211,11 +212,31 @@ class TracedFunction:
                                           f"kernel with .to(...)", loc=error.loc)
         return error
 
-    def _checked_trace(self, specs, constants) -> Trace:
-        """The trace, with its kernels' barrier protocol checked (unless ``Options.protocol_check`` is off)."""
+    def _interpreted_trace(self, specs, constants) -> Trace:
+        """The trace the interpreter runs: parsed from the disk cache, where an earlier process traced the same
+        call (its protocol check's verdict kept with it), else traced, checked and kept there."""
+        options = self.options
+        cache = cache_for(options)
+        call = call_key(self.fn, specs, constants, options, call_toolchain(options) + ";interpreted",
+                        keyed_by=self._keyed_by)
+        hit = cache.get_trace(call) if call is not None else None
+        if hit is not None:
+            from mlir import ir  # the interpreter imports it anyway
+            context = ir.Context()
+            module = ir.Module.parse(hit["module"], context)
+            trace = Trace(module, module.operation.get_asm(), module.operation.get_asm(enable_debug_info=True), specs,
+                          hit["written"])
+            if options.protocol_check:
+                self._warn_unchecked(hit["undecided"] if hit["checked"] else self._check_protocol(trace),
+                                     stacklevel=4)
+            return trace
         trace = self._trace(specs, constants)
-        if self.options.protocol_check:
-            self._warn_unchecked(self._check_protocol(trace), stacklevel=4)
+        undecided = self._check_protocol(trace) if options.protocol_check else None
+        self._warn_unchecked(undecided, stacklevel=4)
+        if call is not None:
+            bytecode = io.BytesIO()
+            trace.module.operation.write_bytecode(bytecode)     # the text of a module with locations does not parse
+            cache.put_trace(call, bytecode.getvalue(), trace.written, options.protocol_check, undecided)
         return trace
 
     def _check_protocol(self, trace: Trace) -> str | None:
@@ -283,7 +304,8 @@ class TracedFunction:
         if choose_backend(options) == INTERPRET:
             from .interpreter.call import InterpretedProgram  # imports MLIR
             # A dump asks for the PTX and SASS too: compile (no GPU needed) and interpret the same trace.
-            trace = self._compile(specs, constants).trace if options.dump_dir else self._checked_trace(specs, constants)
+            trace = self._compile(specs, constants).trace if options.dump_dir else self._interpreted_trace(specs,
+                                                                                                     constants)
             written = trace.written
         else:
             module, written = self._compiled_for_call(specs, constants)

@@ -207,3 +207,31 @@ def test_a_task_kernels_call_key_is_its_program_and_mapping():
         assert task_key(nt.build(copy)) != before                                           # a global it reads
     finally:
         TILE = 64
+
+
+INTERPRETED_WORKER = '''
+    import json, sys, warnings, numpy as np, nvdsl
+    from nvdsl.kernels.gemm import MAPPING, gemm
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((128, 64)).astype(np.float16), rng.standard_normal((64, 256)).astype(np.float16)
+    c = np.zeros((128, 256), np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gemm(a, b, c, mapping=MAPPING.replace(pipeline=int(sys.argv[1]), sm_count=2))
+    error = float(np.abs(c - a.astype(np.float32) @ b.astype(np.float32)).max())
+    print(json.dumps({"traced": "nvdsl.frontend.tracer" in sys.modules, "error": error,
+                      "warnings": [str(w.message) for w in caught]}))
+'''
+
+
+def test_a_new_process_interprets_a_call_from_the_disk_cache_without_tracing(tmp_path):
+    """Without a GPU, a second process finds the traced module of a call on disk by the call's key (the
+    program and the mapping, for a task kernel), parses it and interprets it: no tracing, no second protocol
+    check, the same numbers; another mapping traces."""
+    env = {"NVDSL_CACHE_DIR": str(tmp_path), "NVDSL_BACKEND": "interpret"}
+    first = python(INTERPRETED_WORKER, 4, env=env)
+    second = python(INTERPRETED_WORKER, 4, env=env)
+    assert first["traced"] and not second["traced"], (first, second)
+    assert first["error"] == second["error"] < 1e-2 and first["warnings"] == second["warnings"] == []
+    assert python(INTERPRETED_WORKER, 3, env=env)["traced"]

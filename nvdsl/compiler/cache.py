@@ -12,6 +12,7 @@ collision is detected and recompiled rather than trusted.
 
 from __future__ import annotations
 
+import base64
 import functools
 import hashlib
 import json
@@ -142,8 +143,40 @@ class CompileCache:
         except OSError:
             pass
 
-    def _call_path(self, call_key: str) -> str:
-        return os.path.join(self.directory, "calls", call_key[:2], call_key + ".json")
+    def _call_path(self, call_key: str, kind: str = "calls") -> str:
+        return os.path.join(self.directory, kind, call_key[:2], call_key + ".json")
+
+    def get_trace(self, call_key: str) -> dict | None:
+        """What the interpreter ran for a call keyed by :func:`nvdsl.frontend.keying.call_key` in an earlier
+        process: ``module`` (the traced module as MLIR bytecode, locations included), ``written`` and
+        ``checked``/``undecided`` (the protocol check's verdict); None when this disk cache has none."""
+        if self.directory is None:
+            return None
+        try:
+            with open(self._call_path(call_key, "traces")) as f:
+                entry = json.load(f)
+            if entry.get("format") != _FORMAT or entry.get("call") != call_key:
+                return None
+            return {"module": base64.b64decode(entry["module"]), "written": frozenset(entry["written"]),
+                    "checked": bool(entry["checked"]), "undecided": entry["undecided"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put_trace(self, call_key: str, module_bytecode: bytes, written: frozenset[int], checked: bool,
+                  undecided: str | None) -> None:
+        """Keep the traced module the interpreter runs for ``call_key``, and the protocol check's verdict
+        (``checked``: it ran; ``undecided``: why it could not decide), for the next process."""
+        if self.directory is None:
+            return
+        entry = {"format": _FORMAT, "call": call_key, "module": base64.b64encode(module_bytecode).decode(),
+                 "written": sorted(written),
+                 "checked": checked, "undecided": undecided}
+        path = self._call_path(call_key, "traces")
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            _atomic_write(path, json.dumps(entry).encode())
+        except OSError:
+            pass
 
     def put(self, compiled: CompiledModule, module_text: str) -> None:
         self._memory[compiled.key] = (compiled, module_text)
