@@ -465,3 +465,18 @@ def test_float8_gemm_with_scales_matches_torch(a_type, b_type, c_dtype, m, n, k)
     # wgmma accumulates float8 products with about 14 bits of mantissa (not float32's 24), as cuBLAS's fast
     # float8 accumulation does: the error grows with K, past float16's rounding of C.
     assert not torch.isnan(c).any() and error < {"float32": 1e-3, "float16": 3e-3, "bfloat16": 6e-3}[c_dtype], error
+
+
+@pytest.mark.parametrize("mapping, change", [
+    (MAPPING.replace(consumers=1), {"consumers": 2}),
+    (MAPPING.replace(tiles={"BM": 128, "BN": 256, "BK": 64}, schedule="pingpong"), {"schedule": "cooperative"})])
+def test_a_register_refusal_names_a_change_that_is_accepted(mapping, change):
+    """Accumulators too large for a consumer's registers: the hint names a mapping change computed with the
+    planner's own arithmetic, and that change plans."""
+    args = gemm_args(512, 512, 256)
+    with pytest.raises(nvdsl.MappingError) as info:
+        nt.build(matmul, mapping.replace(sm_count=2)).plan(*args)
+    first = info.value.hint.removeprefix("map with ").split(", or ")[0]
+    named = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in change.items())
+    assert info.value.code == "mapping-registers" and first.startswith(named), info.value.hint
+    nt.build(matmul, mapping.replace(sm_count=2, **change)).plan(*args)

@@ -634,18 +634,49 @@ def budget_registers(levels: Levels, body: TileBody, split: Split) -> Registers:
     pingpong = mapping.schedule == PINGPONG
     accumulators = {op.acc for op in body.ops if isinstance(op, Mma)} | \
         {op.target for op in body.ops if isinstance(op, Fill)}
-    accumulator_registers = 0
-    for name in accumulators:
-        t = program.tensor(name)
-        per_consumer_rows = split.rows if name in split.split or pingpong else t.shape[0]
-        elements = per_consumer_rows * (t.shape[1] if len(t.shape) > 1 else 1)
-        accumulator_registers += -(-elements // 128)
+    accumulator_registers = _accumulator_registers(program, accumulators, split.split, split.rows, pingpong)
     needed = OVERHEAD_REGISTERS + accumulator_registers
     if needed > registers["consumer"]:
         raise MappingError(f"each consumer thread needs about {needed} registers for its accumulators, but the "
                            f"consumer budget is {registers['consumer']}", code="mapping-registers",
-                           hint="use smaller tiles, more consumers, or schedule='cooperative'", loc=user_location())
+                           hint=_fitting_changes(mapping, program, accumulators, split, registers["consumer"],
+                                                 producers), loc=user_location())
     return Registers(registers=tuple(sorted(registers.items())), accumulators=accumulator_registers)
+
+
+def _accumulator_registers(program: Program, accumulators, split_names, rows: int, pingpong: bool) -> int:
+    """Registers per consumer thread for its part of the accumulators (float32, 128 threads a consumer)."""
+    total = 0
+    for name in accumulators:
+        t = program.tensor(name)
+        per_consumer_rows = rows if name in split_names or pingpong else t.shape[0]
+        total += -(-per_consumer_rows * (t.shape[1] if len(t.shape) > 1 else 1) // 128)
+    return total
+
+
+def _fitting_changes(mapping: Mapping, program: Program, accumulators, split: Split, budget: int,
+                     producers: int) -> str:
+    """Changes of the mapping under which the accumulators fit, each checked with the same arithmetic."""
+    changes = []
+    if mapping.schedule == PINGPONG:
+        changes.append("schedule='cooperative' (the consumers then share each tile's rows)")
+    elif split.split:
+        tile_rows = split.rows * mapping.consumers
+        for consumers in range(mapping.consumers + 1, 5):
+            if tile_rows % (consumers * MMA_ROWS):
+                continue
+            try:
+                more = replace(mapping, consumers=consumers)
+            except MappingError:
+                continue
+            fits = OVERHEAD_REGISTERS + _accumulator_registers(program, accumulators, split.split,
+                                                               tile_rows // consumers, False)
+            if fits <= derive_registers(more, producers)["consumer"]:
+                changes.append(f"consumers={consumers}")
+                break
+    elements = (budget - OVERHEAD_REGISTERS) * 128
+    changes.append(f"smaller tiles (a consumer's accumulators may hold {elements} float32 elements)")
+    return "map with " + ", or ".join(changes)
 
 
 # -- shared memory ------------------------------------------------------------------------------------------------
