@@ -224,7 +224,7 @@ def test_a_dump_dir_is_written_when_the_interpreter_runs_the_call(tmp_path):
     PTX and the cubin (the compile needs no GPU), and the call computes as usual."""
     x, y = np.ones(1024, np.float32), np.ones(1024, np.float32)
     make_saxpy(nvdsl.Options(backend="interpret", dump_dir=str(tmp_path)))(x, y, 2.0)
-    written = {name.rsplit(".", 2)[-2] + "." + name.rsplit(".", 1)[-1] if name.endswith(".mlir")
-               else name.rsplit(".", 1)[-1] for name in os.listdir(tmp_path)}
-    assert {"traced.mlir", "lowered.mlir", "ptx", "cubin"} <= written, written
+    names = os.listdir(tmp_path)
+    for suffix in (".traced.mlir", ".lowered.mlir", ".ptx", ".cubin"):
+        assert any(name.endswith(suffix) for name in names), (suffix, names)
     assert (y == 3).all()

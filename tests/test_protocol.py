@@ -151,36 +151,10 @@ def test_a_bug_at_a_later_runtime_trip_count_is_found_at_the_least_one():
     assert "AT:ring-wait" in info.value.loc.text, str(info.value)
 
 
-def _handover_n(extra_puts: int = 0, rounds: int = 1):
-    """An aref handover between two warpgroups (run as units) over a runtime trip count n, ``rounds`` times (a loop
-    when more than once); the producer puts ``extra_puts`` tiles more that nobody takes."""
-    @nvdsl.mlir_func
-    def handover(a, out, n):
-        a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
-
-        @nvdsl.gpu_launch(grid=1, block=256)
-        def kernel(ctx):
-            ring = nvdsl.Aref(ctx, [((64, 64), nvdsl.float16)], depth=3, name="handover")
-            with nvdsl.Warpgroup(ctx, 0):
-                for _ in nvdsl.for_range(rounds) if rounds > 1 else range(1):
-                    for _ in nvdsl.for_range(n):
-                        ring.put((a_tma, (0, 0)))
-                for _ in range(extra_puts):
-                    ring.put((a_tma, (0, 0)))
-            with nvdsl.Warpgroup(ctx, 128):
-                for _ in nvdsl.for_range(rounds) if rounds > 1 else range(1):
-                    for _ in nvdsl.for_range(n):
-                        with ring.get() as (tile,):
-                            pass
-            out[ctx.thread_id.x] = 1
-        kernel()
-    return handover.trace(f16(64, 64), np.zeros(256, np.int32), 5)
-
-
 def test_an_aref_handover_over_a_runtime_trip_count_is_decided_and_an_extra_put_refused_at_n_0():
-    trace = _handover_n()
+    trace = _handover("n", "n")
     assert check_protocol(trace.module, trace.specs) is None
-    trace = _handover_n(extra_puts=1)
+    trace = _handover("n", "n", extra_puts=1)
     with pytest.raises(nvdsl.ProtocolError) as info:
         check_protocol(trace.module, trace.specs)
     assert info.value.code == "unwaited-copy" and "(when n = 0)" in str(info.value), str(info.value)
@@ -188,7 +162,7 @@ def test_an_aref_handover_over_a_runtime_trip_count_is_decided_and_an_extra_put_
 
 def test_a_runtime_trip_count_of_a_loop_inside_a_loop_is_undecided():
     """Each round enters the counted loops anew with n trips: the period argument does not cover that."""
-    trace = _handover_n(rounds=2)
+    trace = _handover("n", "n", rounds=2)
     reason = check_protocol(trace.module, trace.specs)
     assert reason is not None and "runtime scalar argument 'n' (through scf.for" in reason, reason
 
@@ -337,25 +311,32 @@ def test_the_check_gives_up_at_its_time_budget_and_says_so(monkeypatch):
     assert protocol.check_protocol(trace.module, trace.specs, clock=lambda: 0.0) is None
 
 
-def _handover(puts: int, gets: int, depth: int = 3):
-    """A producer warpgroup putting ``puts`` tiles into an aref of ``depth`` slots, a consumer taking ``gets``."""
+def _handover(puts, gets, depth: int = 3, *, rounds: int = 1, extra_puts: int = 0):
+    """A producer warpgroup putting ``puts`` tiles (then ``extra_puts`` more) into an aref of ``depth`` slots, a
+    consumer taking ``gets``, ``rounds`` times over (a loop when more than once). A count of ``"n"`` is the
+    runtime scalar argument ``n`` (traced with n = 5)."""
     @nvdsl.mlir_func
-    def handover(a, out):
+    def handover(a, out, n):
         a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
+        count = {"n": n}
 
         @nvdsl.gpu_launch(grid=1, block=256)
         def kernel(ctx):
             ring = nvdsl.Aref(ctx, [((64, 64), nvdsl.float16)], depth=depth, name="handover")
             with nvdsl.Warpgroup(ctx, 0):
-                for _ in nvdsl.for_range(puts):
+                for _ in nvdsl.for_range(rounds) if rounds > 1 else range(1):
+                    for _ in nvdsl.for_range(count.get(puts, puts)):
+                        ring.put((a_tma, (0, 0)))
+                for _ in range(extra_puts):
                     ring.put((a_tma, (0, 0)))
             with nvdsl.Warpgroup(ctx, 128):
-                for _ in nvdsl.for_range(gets):
-                    with ring.get() as (tile,):
-                        pass
+                for _ in nvdsl.for_range(rounds) if rounds > 1 else range(1):
+                    for _ in nvdsl.for_range(count.get(gets, gets)):
+                        with ring.get() as (tile,):
+                            pass
             out[ctx.thread_id.x] = 1
         kernel()
-    return handover.trace(f16(64, 64), np.zeros(256, np.int32))
+    return handover.trace(f16(64, 64), np.zeros(256, np.int32), 5)
 
 
 @pytest.mark.parametrize("trips", [1, 5, 6, 1001, 10 ** 6])

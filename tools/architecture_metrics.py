@@ -2,19 +2,25 @@
 pyproject.toml's import-linter contract, imports inside functions, the longest functions, lines per package.
 
     python3 tools/architecture_metrics.py [TREE]      (TREE: a checkout; default this one)
+
+The layers are read from this checkout's pyproject.toml, so an older TREE is measured against today's rules.
 """
 
 import ast
 import os
 import sys
+import tomllib
 from collections import Counter
 
 import grimp
 
-# The layers of the "layers" contract, top to bottom (a module's rank is its top-level name's).
-LAYERS = [["testing"], ["kernels"], ["tasks"], ["jit", "hopper"], ["frontend", "compiler", "runtime", "interpreter"],
-          ["layouts"], ["arguments", "options"], ["target"], ["signature"], ["dtypes", "errors", "version"]]
-RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
+
+def layer_ranks(tree: str) -> dict[str, int]:
+    """Each top-level name's place in pyproject.toml's "layers" contract, top first (one line: one place)."""
+    with open(os.path.join(tree, "pyproject.toml"), "rb") as f:
+        contracts = tomllib.load(f)["tool"]["importlinter"]["contracts"]
+    layers = next(c["layers"] for c in contracts if c.get("id") == "layers")
+    return {name.strip(): i for i, line in enumerate(layers) for name in line.split("|")}
 
 
 def top(module: str) -> str:
@@ -22,14 +28,15 @@ def top(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
-def main(tree: str) -> None:
+def main(tree: str, layers_of: str) -> None:
     sys.path.insert(0, tree)
+    rank = layer_ranks(layers_of)
     graph = grimp.build_graph("nvdsl")
     modules = sorted(graph.modules)
     edges = [(m, t) for m in modules for t in graph.find_modules_directly_imported_by(m)]
     cycles = sorted({tuple(sorted((a, b))) for a, b in edges if graph.find_shortest_chain(b, a)})
-    sideways_or_up = sorted((a, b) for a, b in edges if top(a) != top(b) and top(a) in RANK and top(b) in RANK
-                            and (RANK[top(b)] < RANK[top(a)] or (RANK[top(b)] == RANK[top(a)])))
+    sideways_or_up = sorted((a, b) for a, b in edges if top(a) != top(b) and top(a) in rank and top(b) in rank
+                            and rank[top(b)] <= rank[top(a)])
     root_imports = sorted(a for a, b in edges if b == "nvdsl" and a != "nvdsl")
     print(f"modules: {len(modules)}, import arrows: {len(edges)}")
     print(f"pairs of modules in an import circle: {len(cycles)}")
@@ -59,4 +66,5 @@ def main(tree: str) -> None:
 
 
 if __name__ == "__main__":
-    main(os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.dirname(__file__))))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    main(os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else here, here)
