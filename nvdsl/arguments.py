@@ -2,6 +2,9 @@
 
 * NumPy arrays live on the host: they are copied to the device for the call,
   and copied back after it when the kernel writes them.
+* Strided views (transposed, sliced, permuted: any positive element strides whose elements do not
+  overlap) are taken as they are, their strides part of the call's signature: device arrays in place,
+  NumPy views copied as the span of memory they cover (and only their own elements copied back).
 * Device arrays are used in place, with no copy: anything with
   ``__cuda_array_interface__`` (CuPy, Numba, PyTorch) or ``__dlpack__`` (JAX, ...);
   PyTorch tensors take a faster path that reads ``data_ptr()`` directly.
@@ -21,7 +24,7 @@ import numpy as np
 
 from . import dtypes as dt
 from .errors import ArgumentError, SourceLocation
-from .signature import ARRAY, SCALAR, ArgSpec
+from .signature import ARRAY, SCALAR, ArgSpec, row_major_strides
 
 HOST = "host"
 DEVICE = "device"
@@ -41,25 +44,29 @@ class ArrayInfo:
     dtype: dt.DType | None
     dtype_text: str
     shape: tuple[int, ...]
-    contiguous: bool
+    strides: tuple[int, ...] | None      # element strides of a view that is not row-major (see view_strides)
     device_ordinal: int | None
     readonly: bool = False
     keepalive: object = None
+    odd_strides: bool = False            # byte strides that are not whole elements
 
 
-def _c_contiguous(shape, strides_elems) -> bool:
-    expected = 1
-    for extent, stride in zip(reversed(shape), reversed(strides_elems)):
-        if extent != 1 and stride != expected:
-            return False
-        expected *= extent
-    return True
+def view_strides(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The element strides that key a view of ``shape``: None where it is row-major (C-contiguous), else
+    ``strides`` with the stride of each axis of extent 1 (never stepped) replaced by the row-major one, so
+    that views laid out alike key alike."""
+    canonical = row_major_strides(shape)
+    if all(extent == 1 or s == c for extent, s, c in zip(shape, strides, canonical)):
+        return None
+    return tuple(c if extent == 1 else s for extent, s, c in zip(shape, strides, canonical))
 
 
 def _torch_info(t) -> ArrayInfo:
     dtype_text = str(t.dtype)
-    return ArrayInfo(t.data_ptr(), _TORCH_DTYPES.get(dtype_text), dtype_text, tuple(t.shape),
-                     t.is_contiguous(), t.get_device() if t.is_cuda else None)
+    shape = tuple(t.shape)
+    return ArrayInfo(t.data_ptr(), _TORCH_DTYPES.get(dtype_text), dtype_text, shape,
+                     None if t.is_contiguous() else view_strides(shape, tuple(t.stride())),
+                     t.get_device() if t.is_cuda else None)
 
 
 def _cai_info(value) -> ArrayInfo:
@@ -69,13 +76,11 @@ def _cai_info(value) -> ArrayInfo:
     typestr = cai["typestr"]
     dtype = dt.from_typestr(typestr)
     strides = cai.get("strides")
-    contiguous = True
-    if strides is not None and dtype is not None:
-        if any(s % dtype.itemsize for s in strides):
-            contiguous = False
-        else:
-            contiguous = _c_contiguous(shape, [s // dtype.itemsize for s in strides])
-    return ArrayInfo(pointer or 0, dtype, typestr, shape, contiguous, None, bool(readonly))
+    odd = strides is not None and dtype is not None and any(s % dtype.itemsize for s in strides)
+    element_strides = None
+    if strides is not None and dtype is not None and not odd:
+        element_strides = view_strides(shape, tuple(s // dtype.itemsize for s in strides))
+    return ArrayInfo(pointer or 0, dtype, typestr, shape, element_strides, None, bool(readonly), odd_strides=odd)
 
 
 class _DLDevice(ctypes.Structure):
@@ -113,9 +118,9 @@ def _dlpack_info(value) -> ArrayInfo:
     else:
         name = f"type code {code} of {bits} bits"
     dtype = dt.BY_NAME.get(name) if tensor.dtype.lanes == 1 else None
-    contiguous = not tensor.strides or _c_contiguous(shape, [tensor.strides[i] for i in range(tensor.ndim)])
+    strides = view_strides(shape, tuple(tensor.strides[i] for i in range(tensor.ndim))) if tensor.strides else None
     on_gpu = tensor.device.device_type in (_DL_CUDA, _DL_CUDA_MANAGED)
-    return ArrayInfo((tensor.data or 0) + tensor.byte_offset, dtype, f"DLPack {name}", shape, contiguous,
+    return ArrayInfo((tensor.data or 0) + tensor.byte_offset, dtype, f"DLPack {name}", shape, strides,
                      tensor.device.device_id if on_gpu else -1, keepalive=capsule)
 
 
@@ -130,21 +135,35 @@ def device_array_info(value) -> ArrayInfo | None:
     return None
 
 
+def array_strides(value) -> tuple[int, ...] | None:
+    """The element strides of an array argument that is a strided view (as :func:`view_strides` keys them);
+    None for a row-major array and for anything that is not an array (its call then says what is wrong)."""
+    if isinstance(value, np.ndarray):
+        if value.flags.c_contiguous or any(s % value.itemsize for s in value.strides):
+            return None
+        return view_strides(value.shape, tuple(s // value.itemsize for s in value.strides))
+    if is_torch_tensor(value):
+        return None if value.is_contiguous() else view_strides(tuple(value.shape), tuple(value.stride()))
+    info = device_array_info(value) if hasattr(value, "__cuda_array_interface__") else None
+    return None if info is None else info.strides
+
+
 def _keyer(kind: type):
     """How to key values of one Python type (chosen once per type: this runs on every call)."""
     if kind is np.ndarray:
-        return lambda v: (np.ndarray, v.dtype, v.shape)
+        return lambda v: (np.ndarray, v.dtype, v.shape) if v.flags.c_contiguous else (np.ndarray, v.dtype, v.shape,
+                                                                                        v.strides)
     if kind in (int, float, bool):
         return lambda v: kind
     if issubclass(kind, np.generic):
         return lambda v: kind
     if kind.__module__.startswith("torch") and hasattr(kind, "data_ptr"):
         # Where it lives is checked when the pointer is read, so CPU and GPU tensors may share a key.
-        return lambda v: (kind, v.dtype, v.shape)
+        return lambda v: (kind, v.dtype, v.shape) if v.is_contiguous() else (kind, v.dtype, v.shape, v.stride())
 
     def generic(v):
         info = device_array_info(v)
-        return (kind, info.dtype_text, info.shape) if info is not None else (kind, id(v))
+        return (kind, info.dtype_text, info.shape, info.strides) if info is not None else (kind, id(v))
     return generic
 
 
@@ -152,7 +171,7 @@ _KEYERS: dict[type, object] = {}
 
 
 def signature_key(value):
-    """A cheap hashable key: equal keys mean the same trace (kind, dtype, shape)."""
+    """A cheap hashable key: equal keys mean the same trace (kind, dtype, shape, and a view's strides)."""
     kind = type(value)
     keyer = _KEYERS.get(kind)
     if keyer is None:
@@ -188,8 +207,7 @@ def describe(value, name: str, loc: SourceLocation | None) -> tuple[ArgSpec, str
             raise ArgumentError(f"argument '{name}' is a 0-d array", code="bad-rank",
                                 hint="pass a scalar (e.g. x.item() or np.float32(x)) or an array of rank >= 1",
                                 loc=loc)
-        check_host_layout(value, name, loc)
-        return ArgSpec(name, ARRAY, dtype, tuple(value.shape)), HOST
+        return ArgSpec(name, ARRAY, dtype, tuple(value.shape), host_strides(value, name, loc)), HOST
     if is_torch_tensor(value) and not value.is_cuda:
         raise ArgumentError(f"argument '{name}' is a PyTorch tensor on the CPU", code="bad-device",
                             hint="pass t.numpy() (copied for the call) or t.cuda() (used in place)", loc=loc)
@@ -209,7 +227,7 @@ def describe(value, name: str, loc: SourceLocation | None) -> tuple[ArgSpec, str
         raise ArgumentError(f"argument '{name}' is a 0-d array", code="bad-rank",
                             hint="pass a scalar or an array of rank >= 1", loc=loc)
     check_device_layout(info, name, loc)
-    return ArgSpec(name, ARRAY, info.dtype, info.shape), DEVICE
+    return ArgSpec(name, ARRAY, info.dtype, info.shape, info.strides), DEVICE
 
 
 def _bad_dtype(name, found, loc) -> ArgumentError:
@@ -229,16 +247,46 @@ def _check_int_fits(value, dtype, name, loc):
                             loc=loc)
 
 
-def check_host_layout(value: np.ndarray, name: str, loc) -> None:
-    if not value.flags.c_contiguous:
-        raise ArgumentError(f"argument '{name}' is not C-contiguous (strides {value.strides})",
-                            code="non-contiguous", hint="pass np.ascontiguousarray(x)", loc=loc)
+def host_strides(value: np.ndarray, name: str, loc) -> tuple[int, ...] | None:
+    """The element strides of a NumPy argument that is a strided view (None when C-contiguous), once they pass
+    :func:`check_strides`."""
+    if value.flags.c_contiguous:
+        return None
+    itemsize = value.dtype.itemsize
+    if any(s % itemsize for s in value.strides):
+        raise ArgumentError(f"argument '{name}' has byte strides {value.strides}, not whole {itemsize}-byte "
+                            "elements", code="bad-strides", hint="pass np.ascontiguousarray(x)", loc=loc)
+    strides = view_strides(value.shape, tuple(s // itemsize for s in value.strides))
+    check_strides(value.shape, strides, name, loc, "np.ascontiguousarray(x)")
+    return strides
+
+
+def check_strides(shape, strides, name: str, loc, copy: str) -> None:
+    """Refuse a view whose strides kernels cannot take: a negative stride (a reversed view), or elements
+    that overlap (a broadcast, stride 0, or an ``as_strided`` trick), which a kernel's writes would race on."""
+    if strides is None:
+        return
+    stepped = sorted((s, extent) for extent, s in zip(shape, strides) if extent > 1)
+    if any(s < 0 for s, _ in stepped):
+        raise ArgumentError(f"argument '{name}' has a negative stride (element strides {list(strides)})",
+                            code="bad-strides", hint=f"pass a copy ({copy}) or the view before it was flipped",
+                            loc=loc)
+    reach = 1
+    for s, extent in stepped:
+        if s < reach:
+            raise ArgumentError(f"argument '{name}' is a view whose elements overlap (shape {list(shape)}, element "
+                                f"strides {list(strides)}): a broadcast or as_strided view", code="bad-strides",
+                                hint=f"pass a copy ({copy}); for attention's shared K/V heads, pass k and v with "
+                                     "their own Hkv heads (grouped-query attention)", loc=loc)
+        reach += s * (extent - 1)
 
 
 def check_device_layout(info: ArrayInfo, name: str, loc) -> None:
-    if not info.contiguous:
-        raise ArgumentError(f"argument '{name}' is not C-contiguous", code="non-contiguous",
+    if info.odd_strides:
+        raise ArgumentError(f"argument '{name}' has byte strides that are not whole {info.dtype.itemsize}-byte "
+                            "elements", code="bad-strides",
                             hint="pass x.contiguous() (PyTorch) or cupy.ascontiguousarray(x)", loc=loc)
+    check_strides(info.shape, info.strides, name, loc, "x.contiguous() (PyTorch) or cupy.ascontiguousarray(x)")
     if info.pointer % info.dtype.itemsize:
         raise ArgumentError(f"argument '{name}' starts at address {info.pointer:#x}, not aligned to its "
                             f"{info.dtype.itemsize}-byte elements", code="misaligned",

@@ -18,12 +18,39 @@ SCALAR = "scalar"
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """One positional argument of a traced function, as the trace saw it."""
+    """One positional argument of a traced function, as the trace saw it.
+
+    ``strides``: an array's element strides, outermost first, where it is not laid out row-major (a
+    transposed, sliced or permuted view); None for a row-major (C-contiguous) array and for scalars.
+    """
 
     name: str
     kind: str                 # ARRAY or SCALAR
     dtype: dt.DType
     shape: tuple[int, ...] = ()
+    strides: tuple[int, ...] | None = None
+
+    @property
+    def element_strides(self) -> tuple[int, ...]:
+        """The array's element strides, outermost first (row-major ones where ``strides`` is None)."""
+        return self.strides if self.strides is not None else row_major_strides(self.shape)
+
+
+def row_major_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The element strides of a C-contiguous array of ``shape``, outermost first."""
+    strides, n = [], 1
+    for extent in reversed(shape):
+        strides.append(n)
+        n *= extent
+    return tuple(reversed(strides))
+
+
+def span_elements(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """How many elements a view of ``shape`` and (non-negative) ``strides`` spans, from its first element to
+    its last: the size of the buffer that holds it (0 for an empty view)."""
+    if any(extent == 0 for extent in shape):
+        return 0
+    return 1 + sum((extent - 1) * stride for extent, stride in zip(shape, strides))
 
 
 @dataclass(frozen=True)
@@ -45,26 +72,28 @@ class TensorMapSpec:
     interleave: int = 0
     ragged: bool = False
 
-    def view(self, shape: tuple[int, ...], itemsize: int) -> tuple[tuple, tuple, int]:
-        """What the descriptor spans of an array of ``shape``: its extents and byte strides (outermost
-        first) and the byte offset of its element 0 from the array's start.
+    def view(self, shape: tuple[int, ...], itemsize: int,
+             strides: tuple[int, ...] | None = None) -> tuple[tuple, tuple, int]:
+        """What the descriptor spans of an array of ``shape`` and element ``strides`` (None: row-major): its
+        extents and byte strides (outermost first) and the byte offset of its element 0 from the array's start.
 
-        A plain descriptor spans the array. A ragged one spans a 2-D array (M, N) as
+        A plain descriptor spans the array with its strides; an axis of extent 1 gets a stride rounded up to
+        TMA's 16 bytes, since no in-bounds box reaches past its only element (so a (1, 999) array's rows need
+        no 16-byte stride). A ragged one spans a 2-D array (M, N) as
         V[e, j, n] = A[e - R + j, n] for e in 0..M, j in 0..R-1 (R the box's rows): the box at
         (e, R - rows, col) holds the ``rows`` rows that end at row ``e``, and TMA clips the rest, so a
         store of rows [r, r + R) of a segment that ends at e <= r + R writes only the segment's rows.
         (Axes e and j overlap, both stepping one row; element 0 lies R rows before the array, where no
         in-bounds element reaches.)
         """
+        strides = row_major_strides(shape) if strides is None else strides
         if self.ragged:
             rows, cols = shape
-            box_rows = self.box[-2]
-            return (rows + 1, box_rows, cols), (cols * itemsize, cols * itemsize, itemsize), -box_rows * cols * itemsize
-        strides, stride = [], itemsize
-        for extent in reversed(shape):
-            strides.append(stride)
-            stride *= extent
-        return tuple(shape), tuple(reversed(strides)), 0
+            box_rows, row = self.box[-2], strides[0] * itemsize
+            return (rows + 1, box_rows, cols), (row, row, strides[1] * itemsize), -box_rows * row
+        in_bytes = tuple(s * itemsize if extent != 1 else -(-s * itemsize // 16) * 16 or 16
+                         for extent, s in zip(shape, strides))
+        return tuple(shape), in_bytes, 0
 
     def to_json(self) -> dict:
         return {"tensormap": {"arg": self.arg, "box": list(self.box), "swizzle": self.swizzle,

@@ -87,14 +87,18 @@ TMA_DATA_TYPES = {
 _FLOAT_DATA_TYPES = ("FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64")
 
 
-def rule_violations(spec: "TensorMapSpec", dtype: dt.DType, shape: tuple[int, ...]) -> list[str]:
-    """TMA's static rules that a (descriptor, array) pair breaks, each as a sentence; empty when legal."""
+def rule_violations(spec: "TensorMapSpec", dtype: dt.DType, shape: tuple[int, ...],
+                    strides: tuple[int, ...] | None = None) -> list[str]:
+    """TMA's static rules that a (descriptor, array) pair breaks, each as a sentence; empty when legal.
+    ``strides``: the array's element strides (None: row-major)."""
     problems = []
-    if spec.ragged:
-        if len(shape) != 2 or len(spec.box) != 3 or spec.box[0] != 1:
-            return [f"a ragged descriptor spans a 2-D array of row segments with a (rows, cols) box, not a "
-                    f"{len(shape)}-D array with box {spec.box[1:] if spec.box[:1] == (1,) else spec.box}"]
-        shape = spec.view(shape, dtype.itemsize)[0]
+    if spec.ragged and (len(shape) != 2 or len(spec.box) != 3 or spec.box[0] != 1):
+        return [f"a ragged descriptor spans a 2-D array of row segments with a (rows, cols) box, not a "
+                f"{len(shape)}-D array with box {spec.box[1:] if spec.box[:1] == (1,) else spec.box}"]
+    if strides is not None and shape and shape[-1] != 1 and strides[-1] != 1:
+        return [f"the array's last axis has a stride of {strides[-1]} elements; TMA reads rows of consecutive "
+                "elements (a unit stride on the last axis)"]
+    shape, byte_strides, _ = spec.view(shape, dtype.itemsize, strides)
     rank = len(shape)
     if dtype not in TMA_DATA_TYPES:
         problems.append(f"TMA cannot move {dtype.name} elements")
@@ -123,15 +127,15 @@ def rule_violations(spec: "TensorMapSpec", dtype: dt.DType, shape: tuple[int, ..
         if spec.swizzle and inner_bytes > spec.swizzle:
             problems.append(f"the box's inner row is {inner_bytes} bytes, wider than the {spec.swizzle}-byte "
                             "swizzle span (make the box's last extent smaller or the swizzle wider)")
-    stride = itemsize
-    for axis in range(rank - 1, 0, -1):
-        stride *= shape[axis]
+    for axis in range(rank - 2, -1, -1):
+        stride = byte_strides[axis]
         if stride % 16:
-            problems.append(f"the stride of axis {axis - 1} is {stride} bytes; TMA needs multiples of 16 "
-                            f"(make the last extent a multiple of {16 // itemsize if itemsize < 16 else 1})")
+            problems.append(f"the stride of axis {axis} is {stride} bytes; TMA needs multiples of 16 " + (
+                f"(make the last extent a multiple of {16 // itemsize if itemsize < 16 else 1})" if strides is None
+                else "(the view's element strides are " + str(list(strides)) + ")"))
             break
-        if stride >= 1 << 40:
-            problems.append(f"the stride of axis {axis - 1} is {stride} bytes, at or above 2^40")
+        if not 0 < stride < 1 << 40:
+            problems.append(f"the stride of axis {axis} is {stride} bytes; TMA needs it above 0 and below 2^40")
             break
     for extent in shape:
         if extent > 1 << 32:

@@ -32,10 +32,11 @@ class ForeignDeviceArray:
 @pytest.mark.parametrize("x, code, words", [
     (np.ones(32, np.complex64), "bad-dtype", ["'x'", "complex64", "float32"]),
     (np.ones(32, np.bool_), "bad-dtype", ["'x'", "bool", "uint8"]),
-    (np.ones((32, 2), np.float32)[:, 0], "non-contiguous", ["'x'", "ascontiguousarray"]),
+    (np.ones((2, 32), np.float32)[0, ::-1], "bad-strides", ["'x'", "negative stride", "ascontiguousarray"]),
     (np.array(1.0, np.float32), "bad-rank", ["'x'", "0-d"]),
     ("hello", "bad-argument", ["'x'", "str"]),
-    (ForeignDeviceArray(0x1000, (32,), strides=(8,)), "non-contiguous", ["'x'"]),
+    (ForeignDeviceArray(0x1000, (32,), strides=(6,)), "bad-strides", ["'x'", "whole 4-byte elements"]),
+    (ForeignDeviceArray(0x1000, (32,), strides=(0,)), "bad-strides", ["'x'", "overlap"]),
     (ForeignDeviceArray(0x1002, (32,)), "misaligned", ["'x'", "0x1002"]),
     (ForeignDeviceArray(0x1000, (32,), typestr="<c8"), "bad-dtype", ["'x'", "<c8"]),
     (DLPackOnly(np.ones(32, np.float32)), "bad-device", ["'x'", "DLPack"]),

@@ -95,6 +95,15 @@ class Array:
         return len(self.shape)
 
     @property
+    def strides(self) -> tuple[int, ...] | None:
+        """The element strides of an argument that is a strided view (transposed, sliced, permuted), outermost
+        first; None for a row-major array."""
+        if self.space != GLOBAL:
+            return None
+        layout = ir.MemRefType(self._ir.type).layout
+        return tuple(layout.strides) if isinstance(layout, ir.StridedLayoutAttr) else None
+
+    @property
     def size(self) -> int:
         n = 1
         for s in self.shape:
@@ -141,10 +150,28 @@ class Array:
             return self
         if self.space == SHARED:
             return self.view((self.size,))
+        if self.strides is not None:
+            raise TraceError(f"'{self.name}' is a strided view (element strides {list(self.strides)}), whose elements "
+                             "are not one row-major run", code="bad-view",
+                             hint="index it with all its axes, or pass a contiguous array", loc=user_location())
         with at_user_line():
             flat = memref.collapse_shape(memref_type(self.dtype, (self.size,), self.space), self.ir,
                                          [list(range(self.ndim))])
         return Array(flat, self.dtype, (self.size,), name=self.name, space=self.space, scope=self.scope)
+
+    def span(self) -> "Array":
+        """The elements from this global array's first to its last as one 1-D array: for a strided view, its
+        own elements and the gaps between them (element ``sum(i_k * strides_k)`` is ``x[i]``); for a row-major
+        array, :meth:`flatten`."""
+        strides = self.strides
+        if strides is None:
+            return self.flatten()
+        current_kernel(f"the span of '{self.name}'")
+        size = 1 + sum((extent - 1) * stride for extent, stride in zip(self.shape, strides)) if self.size else 0
+        with at_user_line():
+            flat = memref.reinterpret_cast(memref_type(self.dtype, (size,), self.space), self.ir, [], [], [],
+                                           [0], [size], [1])
+        return Array(flat, self.dtype, (size,), name=self.name, space=self.space, scope=self.scope)
 
     def check_lease(self, what: str) -> None:
         """A ring slot's view may only be used while its slot is held (see ``nvdsl.Aref.get``)."""
@@ -406,9 +433,11 @@ class Array:
                              arith.index_cast(ir.IntegerType.get_signless(64), address))
 
 
-def memref_type(dtype: dt.DType, shape, space: str) -> ir.MemRefType:
+def memref_type(dtype: dt.DType, shape, space: str, strides: tuple[int, ...] | None = None) -> ir.MemRefType:
+    """The memref type of an array: row-major, or with the element ``strides`` of a strided view."""
     memory_space = ir.Attribute.parse("#gpu.address_space<workgroup>") if space == SHARED else None
-    return ir.MemRefType.get(list(shape), dtype.mlir_type(), memory_space=memory_space)
+    layout = None if strides is None else ir.StridedLayoutAttr.get(0, list(strides))
+    return ir.MemRefType.get(list(shape), dtype.mlir_type(), layout=layout, memory_space=memory_space)
 
 
 def empty(shape, dtype: dt.DType, *, name: str | None = None) -> Array:

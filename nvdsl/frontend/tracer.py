@@ -33,7 +33,7 @@ def trace_function(fn, name: str, definition, specs: tuple[ArgSpec, ...], consta
         with context, mlir_location(definition):
             module = ir.Module.create()
             module.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
-            types = [memref_type(s.dtype, s.shape, GLOBAL) if s.kind == ARRAY else s.dtype.mlir_type()
+            types = [memref_type(s.dtype, s.shape, GLOBAL, s.strides) if s.kind == ARRAY else s.dtype.mlir_type()
                      for s in specs]
             with ir.InsertionPoint(module.body):
                 function = func.FuncOp(name, ir.FunctionType.get(types, []))

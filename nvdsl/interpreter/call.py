@@ -5,7 +5,7 @@ from __future__ import annotations
 from mlir import ir
 
 from ..errors import ArgumentError
-from ..arguments import DEVICE, HOST, check_host_layout, check_writable, signature_key
+from ..arguments import DEVICE, HOST, check_writable, signature_key
 from ..signature import ARRAY, ArgSpec
 from .program import Program
 
@@ -39,7 +39,6 @@ class InterpretedProgram:
                                     "without a GPU) runs on NumPy arrays only", code="device-array-needs-gpu",
                                     hint="pass a NumPy array, or run on a GPU (Options(backend='gpu'))")
             if where == HOST:
-                check_host_layout(args[i], spec.name, None)
                 if i in self.written:
                     check_writable(args[i], spec.name, None)
             elif spec.kind != ARRAY and spec.dtype.is_int:

@@ -109,7 +109,7 @@ _DOES = {READ: "reads", WRITE: "writes", ATOMIC: "updates atomically"}
 
 def global_race_fault(block, warp, buffer, conflict: GlobalConflict, kind: int, info, what: str) -> KernelFault:
     """The report of ``what`` (by ``warp`` of ``block``) racing with another block's access of an element."""
-    index = tuple(int(i) for i in np.unravel_index(conflict.element, buffer.shape))
+    index = tuple(int(i) for i in buffer.index_of(conflict.element))
     shown = ", ".join(map(str, index))
     other = block.launch.block_id(conflict.other_block)
     other_line = block.line_of(conflict.other_op)

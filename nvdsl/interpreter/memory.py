@@ -17,7 +17,7 @@ import numpy as np
 from mlir import ir
 
 from ..layouts.swizzle import swizzle
-from ..signature import TensorMapSpec
+from ..signature import TensorMapSpec, row_major_strides
 from . import values as V
 
 GLOBAL = "global"
@@ -42,16 +42,26 @@ class Buffer:
         self.shadow = None          # the race detector's state, for shared memory
         self.watched = False        # global memory some kernel may write: watched for races between blocks
         self.shape: tuple[int, ...] = (self.nbytes,)
+        self.strides: tuple[int, ...] = (1,)
         self.granule = 1            # bytes per element, as races between blocks are watched
         self._typed: dict = {}
         self._base = None
 
-    def watch(self, shape: tuple[int, ...], itemsize: int) -> None:
-        """Watch this global buffer, an array of ``shape`` with elements of ``itemsize`` bytes, for races
-        between the blocks of a launch (:mod:`.global_races`)."""
+    def watch(self, shape: tuple[int, ...], itemsize: int, strides: tuple[int, ...] | None = None) -> None:
+        """Watch this global buffer, an array of ``shape`` (element ``strides``, row-major if None) with elements
+        of ``itemsize`` bytes, for races between the blocks of a launch (:mod:`.global_races`)."""
         self.watched = True
         self.shape = tuple(shape)
+        self.strides = row_major_strides(shape) if strides is None else tuple(strides)
         self.granule = itemsize
+
+    def index_of(self, element: int) -> tuple[int, ...]:
+        """The index, in the watched array's shape, of the element at position ``element`` of the buffer."""
+        index = [0] * len(self.shape)
+        for axis in sorted(range(len(self.shape)), key=lambda a: -self.strides[a]):
+            if self.shape[axis] > 1:
+                index[axis], element = divmod(element, self.strides[axis])
+        return tuple(index)
 
     @property
     def base(self) -> int:
@@ -118,14 +128,6 @@ def addressed(address: int):
     return None if buffer is None else (buffer, address & ((1 << ADDRESS_BITS) - 1))
 
 
-def row_major_strides(shape) -> tuple[int, ...]:
-    strides, n = [], 1
-    for extent in reversed(shape):
-        strides.append(n)
-        n *= extent
-    return tuple(reversed(strides))
-
-
 def memref_layout(t: ir.MemRefType) -> tuple[tuple[int, ...], int | None, tuple[int, ...]]:
     """(shape, static offset or None when dynamic, strides) of a memref type."""
     shape = tuple(t.shape)
@@ -167,6 +169,7 @@ class TensorMap:
     oob_nan: bool
     name: str
     ragged: bool = False
+    strides: tuple[int, ...] | None = None     # the global array's element strides (None: row-major)
 
     @property
     def itemsize(self) -> int:
@@ -178,7 +181,7 @@ class TensorMap:
 
     def box_elements(self, coords: tuple[int, ...]):
         """Global element indices of the box at ``coords`` (outermost first) and where they are in bounds."""
-        extents, strides, offset = TensorMapSpec(-1, self.box, ragged=self.ragged).view(self.shape, 1)
+        extents, strides, offset = TensorMapSpec(-1, self.box, ragged=self.ragged).view(self.shape, 1, self.strides)
         index = np.full(self.box, offset, dtype=np.int64)
         valid = np.ones(self.box, dtype=bool)
         for axis, (start, extent, size, stride) in enumerate(zip(coords, self.box, extents, strides)):

@@ -9,7 +9,8 @@ from mlir import ir
 from . import values as V
 from .core import PLAIN, SYNC, handles, identity
 from .global_races import READ, WRITE, check_global, watched_elements
-from .memory import LOCAL, Buffer, MemRef, is_private, is_shared, row_major_strides
+from ..signature import row_major_strides
+from .memory import LOCAL, Buffer, MemRef, is_private, is_shared
 from .reports import race_fault
 
 
@@ -404,6 +405,26 @@ def _subview(op, c, info):
 
 
 handles("memref.cast")(identity)
+
+
+@handles("memref.reinterpret_cast")
+def _reinterpret_cast(op, c, info):
+    """A view of the source's memory from its aligned pointer, with static offset, sizes and strides (what
+    ``Array.span`` makes of a strided argument)."""
+    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    if any(segments[1:]):
+        raise V.Unsupported("memref.reinterpret_cast with dynamic offsets, sizes or strides")
+    offset, = tuple(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+    sizes = tuple(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    strides = tuple(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    element = ir.MemRefType(op.result.type).element_type
+    src, r = c.slot(op.operands[0]), c.slot(op.result)
+
+    def fn(w):
+        base = w.env[src]
+        w.env[r] = MemRef(base.buffer, base.aligned + offset * base.itemsize, sizes, strides, element,
+                          name=base.name, aligned=base.aligned)
+    return PLAIN, fn
 
 
 @handles("memref.collapse_shape")

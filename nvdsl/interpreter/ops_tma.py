@@ -242,5 +242,5 @@ def _tensormap(op, c, info, settings):
 
     def fn(w):
         mem = w.env[a]
-        w.env[r] = TensorMap(mem.buffer, mem.element, mem.shape, box, swizzle, oob_nan, mem.name, ragged)
+        w.env[r] = TensorMap(mem.buffer, mem.element, mem.shape, box, swizzle, oob_nan, mem.name, ragged, mem.strides)
     return PLAIN, fn

@@ -16,7 +16,7 @@ from mlir import ir
 
 from .. import dtypes as dt
 from ..errors import ArgumentError, LaunchConfigError
-from ..signature import ARRAY, ArgSpec, ScratchSpec
+from ..signature import ARRAY, ArgSpec, ScratchSpec, row_major_strides, span_elements
 from ..target import HOPPER_SHARED_MEMORY_PER_BLOCK, SCRATCH_ATTR
 from .budget import Deadline
 from . import (ops_arith, ops_atomics, ops_control, ops_gpu, ops_mbarrier, ops_memory, ops_nvvm,  # noqa: F401
@@ -24,7 +24,7 @@ from . import (ops_arith, ops_atomics, ops_control, ops_gpu, ops_mbarrier, ops_m
 from . import values as V
 from .core import PLAIN, Compiler, handles
 from .machine import Block
-from .memory import GLOBAL, Buffer, MemRef, row_major_strides
+from .memory import GLOBAL, Buffer, MemRef
 from .skeleton import placeholder_array
 
 
@@ -226,7 +226,7 @@ class Program:
                 with self.module.context:
                     buffers[i] = array = _array_buffer(spec, arg)
                 if i in written:
-                    array.buffer.watch(spec.shape, spec.dtype.itemsize)
+                    array.buffer.watch(spec.shape, spec.dtype.itemsize, spec.element_strides)
                 env[slot] = array
             else:
                 env[slot] = _scalar(spec, arg)
@@ -243,8 +243,7 @@ class Program:
         for i in written:
             if i in buffers:
                 array = args[i]
-                mem = buffers[i]
-                np.copyto(array, mem.buffer.data.view(array.dtype).reshape(array.shape))
+                np.copyto(array, _as_view(buffers[i].buffer.data, specs[i], array.dtype))
 
     def _registers(self) -> list:
         """A fresh frame of registers: the constants set, every other value undefined."""
@@ -299,9 +298,22 @@ def _array_buffer(spec: ArgSpec, arg) -> MemRef:
         raise ArgumentError(f"argument '{spec.name}' is a device array, which needs a GPU; the interpreter "
                             "runs on NumPy arrays", code="device-array-needs-gpu",
                             hint="pass a NumPy array (e.g. t.cpu().numpy()), or run on a GPU")
-    data = np.ascontiguousarray(arg).reshape(-1).view(np.uint8).copy()
+    if spec.strides is None:
+        data = np.ascontiguousarray(arg).reshape(-1).view(np.uint8).copy()
+    else:       # the span the view covers, its own elements copied in (the gaps are zeros no kernel should read)
+        data = np.zeros(span_elements(spec.shape, spec.strides) * arg.dtype.itemsize, np.uint8)
+        np.copyto(_as_view(data, spec, arg.dtype), arg)
     buffer = Buffer(data, spec.name, GLOBAL)
-    return MemRef(buffer, 0, spec.shape, row_major_strides(spec.shape), spec.dtype.mlir_type(), name=spec.name)
+    return MemRef(buffer, 0, spec.shape, spec.element_strides, spec.dtype.mlir_type(), name=spec.name)
+
+
+def _as_view(data: np.ndarray, spec: ArgSpec, dtype: np.dtype) -> np.ndarray:
+    """The argument's elements in a buffer of bytes laid out as ``spec`` says (row-major or strided)."""
+    typed = data.view(dtype)
+    if spec.strides is None:
+        return typed.reshape(spec.shape)
+    return np.lib.stride_tricks.as_strided(typed, spec.shape, [s * dtype.itemsize for s in spec.strides],
+                                           writeable=True)
 
 
 def _scalar(spec: ArgSpec, value) -> np.ndarray:

@@ -52,7 +52,7 @@ class Diverged(Exception):
 def placeholder_array(spec: ArgSpec) -> MemRef:
     """An argument array without contents: the skeleton moves no data, it only needs shapes."""
     buffer = Buffer(np.zeros(0, np.uint8), spec.name, GLOBAL)
-    return MemRef(buffer, 0, spec.shape, row_major_strides(spec.shape), spec.dtype.mlir_type(), name=spec.name)
+    return MemRef(buffer, 0, spec.shape, spec.element_strides, spec.dtype.mlir_type(), name=spec.name)
 
 
 def granules(start: int, nbytes: int) -> np.ndarray:

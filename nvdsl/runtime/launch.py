@@ -11,11 +11,13 @@ from __future__ import annotations
 import ctypes
 import threading
 
+import numpy as np
+
 from .. import dtypes as dt
 from ..errors import ArgumentError, CudaError, LaunchConfigError
-from ..signature import ARRAY, ArgSpec, ProgramPlan, TensorMapSpec
-from ..arguments import (HOST, ArrayInfo, is_torch_tensor, check_device_layout, check_host_layout, check_writable,
-                     device_array_info)
+from ..signature import ARRAY, ArgSpec, ProgramPlan, TensorMapSpec, span_elements
+from ..arguments import (HOST, ArrayInfo, is_torch_tensor, check_device_layout, check_writable, device_array_info,
+                         view_strides)
 from .device import Device, check, driver
 from .tensormap import DeviceTensorMaps
 
@@ -113,7 +115,8 @@ class LoadedProgram:
         if source not in self._tensormaps:
             array = self._all_specs[source.arg]
             self._tensormaps[source] = (ctypes.c_uint64(), self._slots[source.arg],
-                                        DeviceTensorMaps(self.device, source, array.dtype, array.shape, array.name))
+                                        DeviceTensorMaps(self.device, source, array.dtype, array.shape, array.name,
+                                                         array.strides))
         return self._tensormaps[source][0]
 
     def _prepare_shared_memory(self, func, launch) -> None:
@@ -139,26 +142,36 @@ class LoadedProgram:
             return _scalar_binder(i, spec, kind, self._slots[i])
         if where == HOST:
             dtype, shape = sample.dtype, sample.shape
-            return lambda args: type(args[i]) is kind and args[i].dtype == dtype and args[i].shape == shape
-        slot, name, shape = self._slots[i], spec.name, spec.shape
+            if spec.strides is None:
+                return lambda args: type(args[i]) is kind and args[i].dtype == dtype and args[i].shape == shape and \
+                    args[i].flags.c_contiguous
+            byte_strides = sample.strides
+            return lambda args: type(args[i]) is kind and args[i].dtype == dtype and args[i].shape == shape and \
+                args[i].strides == byte_strides
+        slot, name, shape, strides = self._slots[i], spec.name, spec.shape, spec.strides
         itemsize, ordinal, written = spec.dtype.itemsize, self.device.info.ordinal, i in self._written
         if is_torch_tensor(sample):
             torch_dtype = sample.dtype
+            sample_stride = sample.stride()
 
             def bind_tensor(args):
                 value = args[i]
                 if type(value) is not kind or value.dtype is not torch_dtype or value.shape != shape:
                     return False
+                if strides is None:
+                    if not value.is_contiguous():
+                        return False
+                elif value.stride() != sample_stride and view_strides(shape, tuple(value.stride())) != strides:
+                    return False
                 pointer = value.data_ptr()
-                if value.get_device() == ordinal and value.is_contiguous() and not pointer % itemsize:
+                if value.get_device() == ordinal and not pointer % itemsize:
                     slot.value = pointer
                     return True
                 device = value.get_device()
                 if device < 0:
                     raise ArgumentError(f"argument '{name}' is a PyTorch tensor on the CPU", code="bad-device",
                                         hint="pass t.numpy() (copied for the call) or t.cuda() (used in place)")
-                info = ArrayInfo(pointer, spec.dtype, str(value.dtype), tuple(value.shape),
-                                 value.is_contiguous(), device)
+                info = ArrayInfo(pointer, spec.dtype, str(value.dtype), tuple(value.shape), strides, device)
                 slot.value = _checked_pointer(info, name, ordinal, written)
                 return True
             return bind_tensor
@@ -169,7 +182,7 @@ class LoadedProgram:
             if type(value) is not kind:
                 return False
             info = device_array_info(value)
-            if info is None or info.dtype_text != dtype_text or info.shape != shape:
+            if info is None or info.dtype_text != dtype_text or info.shape != shape or info.strides != strides:
                 return False
             slot.value = _checked_pointer(info, name, ordinal, written)
             return True
@@ -218,24 +231,41 @@ class LoadedProgram:
                 self._slots[len(self.specs) + j].value = int(pointer)
                 if scratch.zero:
                     check(cu.cuMemsetD8Async(pointer, 0, scratch.nbytes, stream), "cuMemsetD8Async")
+            spans = {}
             for i in self._host:
-                array = args[i]
-                check_host_layout(array, self.specs[i].name, None)
+                array, spec = args[i], self.specs[i]
                 if i in self._written:
-                    check_writable(array, self.specs[i].name, None)
-                if array.nbytes == 0:
+                    check_writable(array, spec.name, None)
+                # A strided view goes over as the span of memory from its first element to its last (gaps too:
+                # they belong to the array it views); a row-major array's span is the array.
+                nbytes = spans[i] = array.nbytes if spec.strides is None else \
+                    span_elements(spec.shape, spec.strides) * array.dtype.itemsize
+                if nbytes == 0:
                     self._slots[i].value = 0
                     continue
-                pointer = check(cu.cuMemAllocAsync(array.nbytes, stream), "cuMemAllocAsync")
+                pointer = check(cu.cuMemAllocAsync(nbytes, stream), "cuMemAllocAsync")
                 allocations.append(pointer)
                 self._slots[i].value = int(pointer)
-                check(cu.cuMemcpyHtoDAsync(pointer, array.ctypes.data, array.nbytes, stream), "cuMemcpyHtoDAsync")
+                check(cu.cuMemcpyHtoDAsync(pointer, array.ctypes.data, nbytes, stream), "cuMemcpyHtoDAsync")
             self._launch_all(stream)
+            staged = []
             for i in self._written_host:
-                array = args[i]
-                if array.nbytes:
-                    check(cu.cuMemcpyDtoHAsync(array.ctypes.data, self._slots[i].value, array.nbytes, stream),
+                array, nbytes = args[i], spans[i]
+                if not nbytes:
+                    continue
+                if self.specs[i].strides is None:
+                    check(cu.cuMemcpyDtoHAsync(array.ctypes.data, self._slots[i].value, nbytes, stream),
                           "cuMemcpyDtoHAsync")
+                else:       # only the view's own elements come back: the gaps may be another argument's
+                    staging = np.empty(nbytes, np.uint8)
+                    check(cu.cuMemcpyDtoHAsync(staging.ctypes.data, self._slots[i].value, nbytes, stream),
+                          "cuMemcpyDtoHAsync")
+                    staged.append((array, staging))
+            if staged:
+                check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize", LaunchError)
+                for array, staging in staged:
+                    np.copyto(array, np.lib.stride_tricks.as_strided(staging.view(array.dtype), array.shape,
+                                                                     array.strides))
         finally:
             for pointer in allocations:
                 cu.cuMemFreeAsync(pointer, stream)

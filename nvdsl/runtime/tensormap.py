@@ -17,10 +17,12 @@ from .device import Device, check, driver
 _CACHE_LIMIT = 256
 
 
-def encode(spec: TensorMapSpec, dtype: dt.DType, shape: tuple[int, ...], address: int):
-    """The ``CUtensorMap`` for ``spec`` over the array at ``address``."""
+def encode(spec: TensorMapSpec, dtype: dt.DType, shape: tuple[int, ...], address: int,
+           element_strides: tuple[int, ...] | None = None):
+    """The ``CUtensorMap`` for ``spec`` over the array at ``address`` (a strided view where ``element_strides``
+    is given)."""
     cu = driver()
-    extents, strides, offset = spec.view(shape, dtype.itemsize)
+    extents, strides, offset = spec.view(shape, dtype.itemsize, element_strides)
     rank = len(extents)
     enum = lambda kind, name: getattr(getattr(cu, kind), name)
     return check(cu.cuTensorMapEncodeTiled(
@@ -44,8 +46,10 @@ def encode(spec: TensorMapSpec, dtype: dt.DType, shape: tuple[int, ...], address
 class DeviceTensorMaps:
     """One kernel parameter's descriptors in device memory, one per buffer address seen."""
 
-    def __init__(self, device: Device, spec: TensorMapSpec, dtype: dt.DType, shape: tuple[int, ...], name: str):
+    def __init__(self, device: Device, spec: TensorMapSpec, dtype: dt.DType, shape: tuple[int, ...], name: str,
+                 strides: tuple[int, ...] | None = None):
         self.device, self.spec, self.dtype, self.shape, self.name = device, spec, dtype, shape, name
+        self.strides = strides
         self._by_address: dict[int, int] = {}
 
     def pointer_for(self, address: int) -> int:
@@ -57,14 +61,14 @@ class DeviceTensorMaps:
         if address % alignment:
             raise ArgumentError(f"argument '{self.name}' starts at {address:#x}; TMA needs its address "
                                 f"aligned to {alignment} bytes", code="misaligned",
-                                hint="pass a freshly allocated array, not an offset view")
+                                hint="pass a view that starts on a 16-byte boundary, or a fresh copy (x.clone())")
         cu = driver()
         if len(self._by_address) >= _CACHE_LIMIT:
             self.device.synchronize()  # no kernel still reads the old descriptors
             for pointer in self._by_address.values():
                 cu.cuMemFree(pointer)
             self._by_address.clear()
-        tensor_map = encode(self.spec, self.dtype, self.shape, address)
+        tensor_map = encode(self.spec, self.dtype, self.shape, address, self.strides)
         pointer = int(check(cu.cuMemAlloc(DESCRIPTOR_BYTES), "cuMemAlloc"))
         check(cu.cuMemcpyHtoD(pointer, tensor_map.getPtr(), DESCRIPTOR_BYTES), "cuMemcpyHtoD")
         self._by_address[address] = pointer

@@ -693,14 +693,22 @@ class _Consumer:
         if isinstance(value, RowVector):             # a vector: each element written once, clipped at the edge
             length = target.shape[-1]
             origin = [_evaluate(a, self.env) for a in op.target.origin]
-            row_start = 0                            # where the vector's row of a 2-D target starts, flattened
+            strides = target.strides
+            if strides is not None and strides[-1] != 1:
+                raise TaskError(f"{op}: '{target.name}' is a view whose last axis has stride {strides[-1]}; a "
+                                "vector is stored along a row of consecutive elements", code="bad-strides",
+                                hint=f"pass a copy of '{target.name}' with a unit-stride last axis", loc=op.loc)
+            row_start = 0                            # where the vector's row of the target starts in its span
             for axis, position in enumerate(origin[:-1]):
-                stride = 1
-                for extent in target.shape[axis + 1:]:
-                    stride *= extent
+                if strides is not None:
+                    stride = strides[axis]
+                else:
+                    stride = 1
+                    for extent in target.shape[axis + 1:]:
+                        stride *= extent
                 row_start = position * stride + row_start
             start = origin[-1] + self.row0(op.source) if self.row0(op.source) else origin[-1]
-            value.store(target.flatten(), start + row_start, stop=row_start + length)
+            value.store(target.span(), start + row_start, stop=row_start + length)
             return
         plan = next(st for st in self.s.stores if st.source == op.source)
         tma = self.store_tmas[op.source]
