@@ -14,7 +14,12 @@ sharing each 128 x 256 tile's rows, one wgmma product in flight, a TMA-store epi
     linear(a, w, bias, c, activation="gelu")   # act(a @ w.T + bias), w (N, K), bias (N,)
 
 M, N and K need not be multiples of the tile: TMA reads past the edges as zeros and clips the stores.
-Row strides must be multiples of 16 bytes (TMA's rule).
+Arrays may be strided views, used in place with no copy: a column slice of a wider activation, an output
+slice of a larger buffer, a batch of every other matrix. Their last axis must have unit stride and their
+other strides must be multiples of 16 bytes, starting on a 16-byte boundary (TMA's rules; a NumPy view is
+copied to the GPU as the span it covers, so only its strides count). A B given as the transposed view of an
+(N, K) array (``w.T``: unit stride on its first axis) is read as the K-major operand it is (``b_layout="NK"``
+on ``w``), and so is a ``linear`` weight given as the transposed view of a (K, N) array.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import functools
 
 from .. import jit
 from .. import tasks as nt
+from ..arguments import array_strides
 from ..errors import ArgumentError, user_location
 
 
@@ -62,20 +68,23 @@ ACTIVATIONS = {"none": lambda x: x, "relu": nt.relu, "gelu": nt.gelu, "gelu_tanh
 
 
 @functools.lru_cache(maxsize=None)
-def linear_program(activation: str = "none") -> nt.Task:
-    """``C = act(A @ W.T + bias)``: a linear layer with W (N, K) as stored by frameworks, bias (N,)."""
+def linear_program(activation: str = "none", w_layout: str = "NK") -> nt.Task:
+    """``C = act(A @ W.T + bias)``: a linear layer with W (N, K) as stored by frameworks ("NK"), bias (N,);
+    with ``w_layout="KN"`` the task takes ``W.T``, the weight stored (K, N)."""
     act = ACTIVATIONS[activation]
+    k_major = w_layout == "NK"
 
-    @nt.task(reads=("A", "W", "bias"), writes=("C",))
     def linear(C, A, W, bias):
         BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 256), nt.tunable("BK", 64)
-        Ct, At, Wt, bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(W, (BN, BK)), nt.blocks(bias, (BN,))
+        Ct, At, bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(bias, (BN,))
+        Wt = nt.blocks(W, (BN, BK) if k_major else (BK, BN))
         for i, j in nt.prange(*Ct.grid):
             acc = nt.zeros((BM, BN), nt.float32)
             for k in nt.srange(At.grid[1]):
-                acc += At[i, k] @ Wt[j, k].T
+                acc += At[i, k] @ (Wt[j, k].T if k_major else Wt[k, j])
             Ct[i, j] = act(acc + bt[j][None, :]).astype(C.dtype)
-    return linear
+    linear.__name__ = "linear" if k_major else "linear_kn"
+    return nt.task(reads=("A", "W", "bias"), writes=("C",))(linear)
 
 
 def gated_mlp_program(w_layout: str = "KN") -> nt.Task:
@@ -221,7 +230,17 @@ def linear(a, w, bias, c, *, activation: str = "none", mapping: nt.Mapping | Non
                             loc=user_location())
     if mapping is None:
         mapping = linear_mapping(activation, *_output_shape(c, 2)[-2:])
-    _kernel(linear_program(activation), mapping)(c, a, w, bias)
+    if _transposed_view(w):         # w is W.T of a (K, N) weight: its (K, N) array is the operand
+        _kernel(linear_program(activation, "KN"), mapping)(c, a, w.T, bias)
+    else:
+        _kernel(linear_program(activation), mapping)(c, a, w, bias)
+
+
+def _transposed_view(x) -> bool:
+    """Whether a 2-D ``x`` is the transposed view of a row-major array: unit stride on its first axis, not its
+    last. Such an operand is read as its transpose in the other operand layout, with no copy."""
+    strides = array_strides(x)
+    return strides is not None and len(strides) == 2 and strides[0] == 1 and strides[1] != 1
 
 
 def _output_shape(c, ndim: int) -> tuple:
@@ -236,14 +255,17 @@ def _output_shape(c, ndim: int) -> tuple:
 def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None) -> None:
     """``c[:] = a @ b`` (or batched over a leading axis), accumulated in float32 and converted to ``c``'s type.
 
-    ``b_layout`` is ``"KN"`` for B stored (K, N) or ``"NK"`` for B stored (N, K). Compiled once per dtype,
-    shape and mapping (default :func:`default_mapping` for c's shape).
+    ``b_layout`` is ``"KN"`` for B stored (K, N) or ``"NK"`` for B stored (N, K); a ``b`` that is the transposed
+    view of a row-major array (``w.T``) is read as that array in the other layout, with no copy. Compiled
+    once per dtype, shape, strides and mapping (default :func:`default_mapping` for c's shape).
     """
     ndim = len(getattr(a, "shape", ()))
     if b_layout not in ("KN", "NK"):
         raise ArgumentError(f"b_layout={b_layout!r} must be 'KN' or 'NK'", code="bad-layout", loc=user_location())
     if ndim == 3 and b_layout == "NK":
         raise ArgumentError("batched GEMM takes B as (batch, K, N)", code="bad-layout", loc=user_location())
+    if ndim == 2 and _transposed_view(b):      # b is w.T of a row-major w: w is the operand in the other layout
+        b, b_layout = b.T, ("NK" if b_layout == "KN" else "KN")
     program = batched_matmul if ndim == 3 else matmul_nk if b_layout == "NK" else matmul
     if mapping is None:
         shape = _output_shape(c, 3 if ndim == 3 else 2)
