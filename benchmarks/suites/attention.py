@@ -12,6 +12,10 @@ so all solve exactly the same problem on the same values. Layout by system:
 * ``pallas``: JAX Pallas ``attention_mgpu.attention`` on the BSHD tensors (non-causal only, unless this
   JAX's ``TuningConfig`` has a ``causal`` field).
 * ``nvdsl-attention`` (``nvdsl.kernels.attention``): the (B, H, L, D) copies.
+* ``*-bshd`` systems take what a model has, the BSHD projections, as (B, H, L, D) views
+  (``x.transpose(1, 2)``, no copy) and write O into a BSHD buffer the same way: ``sdpa-cudnn-bshd`` and
+  ``nvdsl-attention-bshd``; ``nvdsl-attention-bshd-copies`` makes the ``.contiguous()`` copies a kernel that
+  refuses views needs (q, k, v in, O back), inside the timing, to show what they cost.
 
 Outputs are checked against a float32 torch reference computed in chunks.
 """
@@ -124,6 +128,43 @@ def _nvdsl(fn: Callable) -> Callable:
     return prepare
 
 
+def _sdpa_bshd(ops, args) -> harness.Prepared:
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q, k, v = (x.transpose(1, 2) for x in (ops.q, ops.k, ops.v))
+
+    def call():
+        with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=1.0, is_causal=ops.causal)
+
+    out = call()
+    torch.cuda.synchronize()
+    check = harness.check_close(out.transpose(1, 2), ops.ref, RTOL)
+    return harness.Prepared(call, check, {"backend": "CUDNN_ATTENTION", "layout": "BSHD views"})
+
+
+def _nvdsl_bshd(copies: bool) -> Callable:
+    def prepare(ops, args) -> harness.Prepared:
+        import torch
+        from nvdsl.kernels.attention import attention
+
+        out = torch.empty_like(ops.q)                                   # (B, L, H, D)
+        views = [x.transpose(1, 2) for x in (ops.q, ops.k, ops.v)]
+
+        if copies:
+            o_t = torch.empty_like(ops.q_t)
+
+            def call():
+                attention(*(x.contiguous() for x in views), o_t, causal=ops.causal, scale=1.0)
+                out.copy_(o_t.transpose(1, 2))
+        else:
+            call = lambda: attention(*views, out.transpose(1, 2), causal=ops.causal, scale=1.0)
+        check = harness.checked_call(call, out, ops.ref, RTOL)
+        return harness.Prepared(call, check, {"layout": "BSHD, copied to BHLD and back" if copies else "BSHD views"})
+    return prepare
+
+
 def _register_nvdsl() -> None:
     from nvdsl.kernels.attention import attention
 
@@ -133,7 +174,9 @@ def _register_nvdsl() -> None:
 
 def systems() -> dict[str, Callable]:
     _register_nvdsl()
-    found = {"sdpa-cudnn": _sdpa("CUDNN_ATTENTION"), "sdpa-flash": _sdpa("FLASH_ATTENTION"), "pallas": _pallas}
+    found = {"sdpa-cudnn": _sdpa("CUDNN_ATTENTION"), "sdpa-flash": _sdpa("FLASH_ATTENTION"), "pallas": _pallas,
+             "sdpa-cudnn-bshd": _sdpa_bshd, "nvdsl-attention-bshd": _nvdsl_bshd(False),
+             "nvdsl-attention-bshd-copies": _nvdsl_bshd(True)}
     for name, fn in NVDSL_ATTENTION.items():
         found[name if name.startswith("nvdsl") else f"nvdsl-{name}"] = _nvdsl(fn)
     return found
