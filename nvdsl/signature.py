@@ -110,25 +110,28 @@ class TensorMapSpec:
 @dataclass(frozen=True)
 class ScratchSpec:
     """Device memory the runtime allocates for the duration of one call (``nvdsl.empty``/``nvdsl.zeros``);
-    ``zero`` fills it with zero bytes first."""
+    ``zero`` fills it with zero bytes first. ``strides``: element strides where the array is a strided view
+    of its memory (rows padded to a 16-byte multiple), None for a row-major one."""
 
     dtype: dt.DType
     shape: tuple[int, ...]
     zero: bool = False
+    strides: tuple[int, ...] | None = None
 
     @property
     def nbytes(self) -> int:
-        n = self.dtype.itemsize
-        for extent in self.shape:
-            n *= extent
-        return n
+        return span_elements(self.shape, self.strides or row_major_strides(self.shape)) * self.dtype.itemsize
 
     def to_json(self) -> dict:
-        return {"dtype": self.dtype.name, "shape": list(self.shape), "zero": self.zero}
+        found = {"dtype": self.dtype.name, "shape": list(self.shape), "zero": self.zero}
+        if self.strides is not None:
+            found["strides"] = list(self.strides)
+        return found
 
     @classmethod
     def from_json(cls, d: dict) -> "ScratchSpec":
-        return cls(dt.BY_NAME[d["dtype"]], tuple(d["shape"]), d["zero"])
+        strides = d.get("strides")
+        return cls(dt.BY_NAME[d["dtype"]], tuple(d["shape"]), d["zero"], None if strides is None else tuple(strides))
 
 
 # A kernel parameter comes from a host argument (its index) or is a TMA descriptor of one. Scratch

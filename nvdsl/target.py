@@ -87,6 +87,36 @@ TMA_DATA_TYPES = {
 _FLOAT_DATA_TYPES = ("FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64")
 
 
+def stride_problem(shape: tuple[int, ...], itemsize: int, strides: tuple[int, ...] | None = None) -> str | None:
+    """Why no TMA descriptor can address an array of ``shape`` and element ``strides`` (None: row-major), whatever
+    its box: a last axis without unit stride, or another axis stepping a number of bytes that is not a multiple
+    of 16; None when one can."""
+    from .signature import TensorMapSpec
+    if not shape:
+        return None
+    return _strided_last_axis(shape, strides) or _byte_stride_problem(
+        TensorMapSpec(-1, (1,) * len(shape)).view(shape, itemsize, strides)[1], itemsize, strides)
+
+
+def _strided_last_axis(shape, strides) -> str | None:
+    if strides is not None and shape and shape[-1] != 1 and strides[-1] != 1:
+        return (f"the array's last axis has a stride of {strides[-1]} elements; TMA reads rows of consecutive "
+                "elements (a unit stride on the last axis)")
+    return None
+
+
+def _byte_stride_problem(byte_strides, itemsize: int, strides) -> str | None:
+    for axis in range(len(byte_strides) - 2, -1, -1):
+        stride = byte_strides[axis]
+        if stride % 16:
+            return f"the stride of axis {axis} is {stride} bytes; TMA needs multiples of 16 " + (
+                f"(make the last extent a multiple of {16 // itemsize if itemsize < 16 else 1})" if strides is None
+                else "(the view's element strides are " + str(list(strides)) + ")")
+        if not 0 < stride < 1 << 40:
+            return f"the stride of axis {axis} is {stride} bytes; TMA needs it above 0 and below 2^40"
+    return None
+
+
 def rule_violations(spec: "TensorMapSpec", dtype: dt.DType, shape: tuple[int, ...],
                     strides: tuple[int, ...] | None = None) -> list[str]:
     """TMA's static rules that a (descriptor, array) pair breaks, each as a sentence; empty when legal.
@@ -95,9 +125,9 @@ def rule_violations(spec: "TensorMapSpec", dtype: dt.DType, shape: tuple[int, ..
     if spec.ragged and (len(shape) != 2 or len(spec.box) != 3 or spec.box[0] != 1):
         return [f"a ragged descriptor spans a 2-D array of row segments with a (rows, cols) box, not a "
                 f"{len(shape)}-D array with box {spec.box[1:] if spec.box[:1] == (1,) else spec.box}"]
-    if strides is not None and shape and shape[-1] != 1 and strides[-1] != 1:
-        return [f"the array's last axis has a stride of {strides[-1]} elements; TMA reads rows of consecutive "
-                "elements (a unit stride on the last axis)"]
+    last_axis = _strided_last_axis(shape, strides)
+    if last_axis:
+        return [last_axis]
     shape, byte_strides, _ = spec.view(shape, dtype.itemsize, strides)
     rank = len(shape)
     if dtype not in TMA_DATA_TYPES:
@@ -127,16 +157,9 @@ def rule_violations(spec: "TensorMapSpec", dtype: dt.DType, shape: tuple[int, ..
         if spec.swizzle and inner_bytes > spec.swizzle:
             problems.append(f"the box's inner row is {inner_bytes} bytes, wider than the {spec.swizzle}-byte "
                             "swizzle span (make the box's last extent smaller or the swizzle wider)")
-    for axis in range(rank - 2, -1, -1):
-        stride = byte_strides[axis]
-        if stride % 16:
-            problems.append(f"the stride of axis {axis} is {stride} bytes; TMA needs multiples of 16 " + (
-                f"(make the last extent a multiple of {16 // itemsize if itemsize < 16 else 1})" if strides is None
-                else "(the view's element strides are " + str(list(strides)) + ")"))
-            break
-        if not 0 < stride < 1 << 40:
-            problems.append(f"the stride of axis {axis} is {stride} bytes; TMA needs it above 0 and below 2^40")
-            break
+    problem = _byte_stride_problem(byte_strides, itemsize, strides)
+    if problem:
+        problems.append(problem)
     for extent in shape:
         if extent > 1 << 32:
             problems.append(f"extent {extent} is above TMA's 2^32")

@@ -25,7 +25,7 @@ from mlir.dialects import arith, gpu, llvm, memref, vector
 from .. import dtypes as dt
 from ..target import DYNAMIC_SHARED_ALIGNMENT
 from ..errors import TraceError, user_location
-from ..signature import ScratchSpec
+from ..signature import ScratchSpec, row_major_strides
 from .context import at_user_line, check_scope, current, current_kernel, current_scope, mlir_location
 from .control import report_and_trap, when
 from .ranges import out_of_bounds
@@ -455,7 +455,19 @@ def zeros(shape, dtype: dt.DType, *, name: str | None = None) -> Array:
     return _scratch(shape, dtype, True, name, "nvdsl.zeros")
 
 
-def _scratch(shape, dtype, zero: bool, name, what: str) -> Array:
+def padded_empty(shape, dtype: dt.DType, *, name: str | None = None, row_bytes: int = 16) -> Array:
+    """Like :func:`empty`, with each row (the last axis) starting ``row_bytes`` bytes after a multiple of the
+    previous: a row-major array whose last extent is padded, seen as an array of ``shape`` (a strided view of
+    it). TMA can address it whatever ``shape`` is (the staging copy of an argument it cannot address)."""
+    shape = checked_shape(shape, "a padded scratch array")
+    per_row = max(1, row_bytes // dtype.itemsize)
+    padded = shape[:-1] + (-(-shape[-1] // per_row) * per_row,)
+    strides = row_major_strides(padded)
+    return _scratch(shape, dtype, False, name, "a padded scratch array",
+                    strides=None if padded == shape else strides)
+
+
+def _scratch(shape, dtype, zero: bool, name, what: str, strides: tuple[int, ...] | None = None) -> Array:
     trace = current(what)
     if trace.kernel is not None:
         raise TraceError(f"{what} allocates device memory in host code, not inside a kernel", code="bad-scratch",
@@ -468,11 +480,11 @@ def _scratch(shape, dtype, zero: bool, name, what: str) -> Array:
     name = name or f"scratch{len(trace.scratch)}"
     loc = mlir_location(user_location())
     with loc:
-        argument = trace.entry.add_argument(memref_type(dtype, shape, GLOBAL), loc)
+        argument = trace.entry.add_argument(memref_type(dtype, shape, GLOBAL, strides), loc)
         function_type = ir.FunctionType(ir.TypeAttr(trace.function.attributes["function_type"]).value)
         trace.function.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(list(function_type.inputs) + [argument.type], []))
-    trace.scratch.append(ScratchSpec(dtype, shape, zero))
+    trace.scratch.append(ScratchSpec(dtype, shape, zero, strides))
     return Array(argument, dtype, shape, name=name, space=GLOBAL, scope=trace)
 
 

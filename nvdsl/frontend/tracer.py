@@ -61,7 +61,7 @@ def trace_function(fn, name: str, definition, specs: tuple[ArgSpec, ...], consta
                 function.operation.attributes[SCRATCH_ATTR] = ir.StringAttr.get(
                     json.dumps([s.to_json() for s in trace.scratch]))
             verify(module, "verifying the traced MLIR")
-            written = {i for i in written_arguments(entry) if i < len(specs)} | trace.written_args
+            written = {i for i in written_arguments(entry) | trace.written_args if i < len(specs)}  # not scratch
             return Trace(module, module.operation.get_asm(), module.operation.get_asm(enable_debug_info=True),
                          specs, frozenset(written))
     finally:

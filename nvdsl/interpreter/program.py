@@ -16,7 +16,7 @@ from mlir import ir
 
 from .. import dtypes as dt
 from ..errors import ArgumentError, LaunchConfigError
-from ..signature import ARRAY, ArgSpec, ScratchSpec, row_major_strides, span_elements
+from ..signature import ARRAY, ArgSpec, ScratchSpec, span_elements
 from ..target import HOPPER_SHARED_MEMORY_PER_BLOCK, SCRATCH_ATTR
 from .budget import Deadline
 from . import (ops_arith, ops_atomics, ops_control, ops_gpu, ops_mbarrier, ops_memory, ops_nvvm,  # noqa: F401
@@ -233,10 +233,11 @@ class Program:
         with self.module.context:
             for slot, (spec, zero) in zip(self.host.args[len(specs):], self.scratch):
                 # nvdsl.empty's contents are undefined: all-ones bytes (NaN, -1) make a read before a write show
-                data = np.full(spec.dtype.itemsize * int(np.prod(spec.shape)), 0 if zero else 0xFF, np.uint8)
+                data = np.full(spec.dtype.itemsize * span_elements(spec.shape, spec.element_strides), 0 if zero else 0xFF,
+                               np.uint8)
                 buffer = Buffer(data, spec.name, GLOBAL)
-                buffer.watch(spec.shape, spec.dtype.itemsize)
-                env[slot] = MemRef(buffer, 0, spec.shape, row_major_strides(spec.shape), spec.dtype.mlir_type())
+                buffer.watch(spec.shape, spec.dtype.itemsize, spec.element_strides)
+                env[slot] = MemRef(buffer, 0, spec.shape, spec.element_strides, spec.dtype.mlir_type())
         host = Host(self, env, seed, output or _stdout)
         with np.errstate(all="ignore"):
             self.host.run(host)
@@ -286,7 +287,7 @@ def _scratch_specs(function: ir.Operation) -> tuple[tuple[ArgSpec, bool], ...]:
     if SCRATCH_ATTR not in function.attributes:
         return ()
     specs = [ScratchSpec.from_json(d) for d in json.loads(ir.StringAttr(function.attributes[SCRATCH_ATTR]).value)]
-    return tuple((ArgSpec(f"scratch{j}", ARRAY, s.dtype, s.shape), s.zero) for j, s in enumerate(specs))
+    return tuple((ArgSpec(f"scratch{j}", ARRAY, s.dtype, s.shape, s.strides), s.zero) for j, s in enumerate(specs))
 
 
 def _stdout(text: str) -> None:

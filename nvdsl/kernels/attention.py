@@ -4,6 +4,9 @@
     attention(q, k, v, o)                         # q, o (B, H, L, D); k, v (B, Hkv, Lk, D); float16 or bfloat16
     attention(q, k, v, o, lse, causal=True)       # lse (B, H, L) float32: the natural log of each row's sum
 
+Any of them may be a view, used in place: ``q = x.transpose(1, 2)`` of a (B, L, H, D) projection, the three
+slices of a packed (B, L, 3, H, D) qkv one, ``o`` the (B, H, L, D) view of the (B, L, H, D) buffer the next
+layer reads, ``lse`` a slice of a wider array.
 ``H`` must be a multiple of ``Hkv`` (grouped-query attention: query head ``h`` reads key/value head
 ``h // (H // Hkv)``); ``D`` is 64, 128 or 256; ``L`` and ``Lk`` need not be multiples of the tile.
 ``causal=True`` masks key ``j`` for query ``i`` where ``j > i`` (top-left aligned, as

@@ -90,7 +90,7 @@ class LoadedProgram:
         self._slots = [dt.ctype(dt.uint64 if s.kind == ARRAY else s.dtype)() for s in specs]
         # Scratch arrays (nvdsl.empty / zeros) are parameters after the arguments, allocated per call.
         self._scratch = plan.scratch
-        self._all_specs = specs + tuple(ArgSpec(f"scratch{j}", ARRAY, s.dtype, s.shape)
+        self._all_specs = specs + tuple(ArgSpec(f"scratch{j}", ARRAY, s.dtype, s.shape, s.strides)
                                         for j, s in enumerate(plan.scratch))
         self._slots += [ctypes.c_uint64() for _ in plan.scratch]
         self._host = [i for i, where in enumerate(locations) if where == HOST]

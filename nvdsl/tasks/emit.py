@@ -22,6 +22,7 @@ from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait
 from ..hopper.warpgroup import Warpgroup
 from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wait
 from ..layouts import wgmma_accumulator
+from . import staging
 from .analysis import operand_name
 from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Map, Mma, Reduce, Region, argument_loads
 from .stages import TURN_BARRIER, OnesTile, Schedule
@@ -31,6 +32,7 @@ def emit(schedule: Schedule, arrays: dict) -> None:
     """Trace the kernel of ``schedule`` into the host function being traced; ``arrays`` maps the program's
     argument names to the host function's arrays."""
     s = schedule
+    arrays, copy_back = staging.stage(s, arrays)      # arguments TMA cannot address: through staging copies
     tmas = _Descriptors(s, arrays)
 
     @gpu_launch(grid=s.grid, block=s.block_threads, smem=s.smem_bytes)
@@ -38,6 +40,8 @@ def emit(schedule: Schedule, arrays: dict) -> None:
         _Block(s, ctx, arrays, tmas).run()
 
     kernel()
+    for staged, argument in copy_back:
+        staging.copy(staged, argument)
 
 
 def _at_task_line(method):

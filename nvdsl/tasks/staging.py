@@ -1,0 +1,81 @@
+"""Staging copies for arguments that no TMA descriptor can address.
+
+TMA steps each axis but the last by a multiple of 16 bytes: a (M, K) bfloat16 array with K = 999 (rows 1998
+bytes apart), a vocabulary of 50257 logits per row, or a view whose last axis is not unit-stride has no
+descriptor. Such an argument, where the kernel moves its tiles by TMA, is copied before the kernel into a
+scratch array of the same shape whose rows start on 16-byte boundaries (``frontend.memory.padded_empty``) (an
+output the kernel's tiles cover whole is not copied in), and, when the kernel writes it, copied back after the
+kernel; the kernel reads and writes the copy as it would the
+argument (TMA's bounds are the argument's shape, so the rows' padding is never read). Each copy reads and writes
+the argument once, in a kernel of its own on the same stream: results do not change, only time.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..frontend.control import for_range
+from ..frontend.launch import gpu_launch
+from ..frontend.memory import Array, padded_empty
+from ..target import stride_problem
+from .ir import Region, walk
+from .stages import Schedule
+
+COPY_THREADS = 256
+
+
+def stage(s: Schedule, arrays: dict[str, Array]) -> tuple[dict[str, Array], list[tuple[Array, Array]]]:
+    """The arrays the kernel of ``s`` uses, each argument that its TMA descriptors cannot address replaced by a
+    staging copy (copied in here, in host code before the kernel), and the (copy, argument) pairs to copy back
+    after the kernel (:func:`copy`), for the arguments it writes."""
+    moved_by_tma = {t.source.tensor for r in s.rings for t in r.tiles} | {st.target.tensor for st in s.stores}
+    writes = [(w, loops) for op, loops in walk(s.program.body) for w in op.writes() if isinstance(w, Region)]
+    reads = {r.tensor for op, _ in walk(s.program.body) for r in op.reads() if isinstance(r, Region)}
+    staged, back = dict(arrays), []
+    for name in sorted(moved_by_tma):
+        array = arrays[name]
+        if not array.size or stride_problem(array.shape, array.dtype.itemsize, array.strides) is None:
+            continue
+        copy_ = staged[name] = padded_empty(array.shape, array.dtype, name=f"{name}_staged")
+        its_writes = [(w, loops) for w, loops in writes if w.tensor == name]
+        if name in reads or not its_writes or not any(covers(w, loops, array.shape) for w, loops in its_writes):
+            copy(array, copy_)
+        if its_writes:
+            back.append((copy_, array))
+    return staged, back
+
+
+def covers(region: Region, loops, shape: tuple[int, ...]) -> bool:
+    """Whether the writes of ``region``, once per iteration of the parallel ``loops`` around it (none sequential),
+    cover a tensor of ``shape`` whole: along each axis, the tile's origin steps one box per index of a parallel
+    loop whose extent reaches the tensor's end, or the box spans the axis from 0."""
+    if any(loop.kind != "prange" for loop in loops) or region.end is not None:
+        return False
+    extents = {var: extent for loop in loops for var, extent in zip(loop.vars, loop.extents)}
+    for origin, box, extent in zip(region.origin, region.shape, shape):
+        if origin.const == 0 and not origin.terms and box >= extent:
+            continue
+        if origin.const or len(origin.terms) != 1:
+            return False
+        var, coefficient = origin.terms[0]
+        if var not in extents or coefficient != box or extents[var] * box < extent:
+            return False
+    return True
+
+
+def copy(source: Array, target: Array) -> None:
+    """Launch a kernel copying ``source`` into ``target`` (one shape and dtype, any strides): a block per row
+    (each index of every axis but the last), its threads along the row."""
+    shape = source.shape
+    rows, cols = math.prod(shape[:-1]), shape[-1]
+
+    @gpu_launch(grid=(rows, 1, 1), block=(COPY_THREADS, 1, 1))
+    def copy_kernel(ctx):
+        index, rest = [], ctx.block_id.x
+        for extent in reversed(shape[:-1]):
+            index.insert(0, rest % extent if extent > 1 else 0)
+            rest = rest // extent if extent > 1 else rest
+        for j in for_range(ctx.thread_id.x, cols, COPY_THREADS):
+            target[(*index, j)] = source[(*index, j)]
+
+    copy_kernel()
