@@ -23,16 +23,17 @@ from ch6_tasks_and_mappings import gemm as users_gemm  # noqa: E402
 
 @pytest.mark.parametrize("call", ["trace", "call"])
 def test_a_task_kernels_argument_error_points_at_the_users_call(call):
-    """A GEMM whose K (999) gives A a row stride TMA cannot take: the error names the line that called the
+    """A GEMM of float64 operands, which wgmma does not take: the error names the line that called the
     kernel, not a line of the task's body (the hub once keyed task kernels by a host closure whose code was
     rewritten to the task's file, so errors pointed at the task's line plus the closure's offset)."""
     kernel = nt.build(users_gemm, nt.Mapping(tiles={"BN": 128}, sm_count=2, persistent=False))
     run = kernel.trace if call == "trace" else kernel
-    c, a, b = np.zeros((256, 256), f16), np.zeros((256, 999), f16), np.zeros((999, 256), f16)
+    c, a, b = np.zeros((256, 256), f16), np.zeros((256, 64), np.float64), np.zeros((64, 256), np.float64)
     line = inspect.currentframe().f_lineno + 2
     with pytest.raises(nvdsl.UserError) as info:
         run(c, a, b)
     assert info.value.loc.filename == __file__ and info.value.loc.line == line, str(info.value)
+    assert info.value.origin.filename.endswith("ch6_tasks_and_mappings.py"), str(info.value)   # and the task line
 
 
 def test_a_task_kernel_is_keyed_by_its_program_mapping_and_sm_count():

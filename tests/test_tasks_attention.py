@@ -136,7 +136,7 @@ def test_two_phase_mistakes_are_named():
                 acc += At[i, k] @ Bt[k, j]
             Ct[i, j] = acc.astype(C.dtype)
     error = refused(empty_first_tile, None, gemm_args(256, 256, 256), "bad-loop", "below = 0 there")
-    assert error.loc is not None and error.loc.filename == __file__
+    assert error.origin is not None and error.origin.filename == __file__          # the task's line, beside the call
 
     @nt.task(reads=("A", "B"), writes=("C",))
     def colliding(C, A, B):               # 2 * p0 + p1 over p1 < 4 writes row tile 2 twice

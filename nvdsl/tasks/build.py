@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 
 from ..arguments import describe
-from ..errors import ArgumentError, MappingError, SourceLocation, TaskError, user_location
+from ..errors import ArgumentError, MappingError, SourceLocation, TaskError, UserError, user_location
 from ..jit import TracedFunction, sm_count
 from ..signature import ARRAY
 from . import analysis
@@ -79,6 +79,12 @@ class TaskKernel:
         return specs
 
     def _stages(self, specs) -> dict:
+        try:
+            return self._planned(specs)
+        except UserError as error:
+            raise _at_the_call(error) from None
+
+    def _planned(self, specs) -> dict:
         traced = trace_program(self.entry, specs, self.mapping.tile_values())
         unused = set(self.mapping.tile_values()) - traced.used_tunables
         if unused:
@@ -137,6 +143,15 @@ class TaskKernel:
     def with_mapping(self, mapping: Mapping) -> "TaskKernel":
         """The same program under another mapping."""
         return TaskKernel(self.entry, mapping)
+
+
+def _at_the_call(error: UserError) -> UserError:
+    """A planning error raised at a line of the task's body, as the user's call of the kernel (or of ``plan`` or
+    ``explain``) that planned it, from that task line."""
+    call = user_location()
+    if error.origin is not None or error.loc is None or call is None or error.loc == call:
+        return error
+    return error.with_location(call).with_origin(error.loc)
 
 
 def build(entry: Task, mapping: Mapping | None = None) -> TaskKernel:
