@@ -1,0 +1,83 @@
+"""Split-K for outputs with few tiles (a decode step): partial products over shares of K, then added in split
+order by a second kernel; chosen by the library when the output leaves most SMs idle."""
+
+import numpy as np
+import pytest
+
+import nvdsl
+import nvdsl.kernels.gemm as library
+from nvdsl.testing import requires_gpu
+from helpers import assert_product_close
+
+SM = 132
+
+
+@pytest.mark.parametrize("m, n, k, expected", [
+    (16, 8192, 8192, 2), (1, 4096, 4096, 4), (64, 16384, 16384, 1), (16, 1024, 8192, 16),
+    (64, 8192, 8192, 1), (8192, 8192, 4096, 1), (16, 8192, 256, 1), (128, 128, 65536, 16), (256, 512, 8192, 8),
+])
+def test_the_library_splits_k_where_the_output_leaves_sms_idle(m, n, k, expected):
+    mapping = library.default_mapping(m, n, sm_count=SM)
+    assert library.split_k(m, n, k, mapping, sm_count=SM) == expected
+
+
+@pytest.mark.parametrize("layout", ["KN", "NK"])
+@pytest.mark.parametrize("splits", [2, 3])
+def test_split_k_computes_the_product(backend, layout, splits):
+    """Three splits of 16 K blocks take 6, 6 and 4 (the last reads past K as zeros: 1000 is not 1024)."""
+    rng = np.random.default_rng(splits)
+    m, n, k = 16, 200, 1000
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float16)
+    library.gemm(a, np.ascontiguousarray(b.T) if layout == "NK" else b, c, b_layout=layout, splits=splits)
+    assert_product_close(c, a, b)
+
+
+def test_split_k_writes_into_an_output_view(backend):
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((8, 512)).astype(np.float16)
+    b = rng.standard_normal((512, 128)).astype(np.float16)
+    out = np.full((8, 256), 7.0, np.float32)
+    library.gemm(a, b, out[:, 64:192], splits=2)
+    assert_product_close(out[:, 64:192], a, b)
+    assert (out[:, :64] == 7.0).all() and (out[:, 192:] == 7.0).all()
+
+
+def test_the_default_runs_split_k_for_a_decode_step(monkeypatch):
+    calls = []
+    real = library._kernel
+    monkeypatch.setattr(library, "_kernel", lambda program, mapping: calls.append(program) or real(program, mapping))
+    monkeypatch.setattr(library.jit, "sm_count", lambda *args: SM)
+    for cached in (library.split_k, library.default_mapping):       # answers cached for another SM count
+        cached.cache_clear()
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((4, 2048)).astype(np.float16), rng.standard_normal((2048, 256)).astype(np.float16)
+    c = np.zeros((4, 256), np.float32)
+    library.gemm(a, b, c)
+    assert calls == [library.matmul_partials]
+    assert_product_close(c, a, b)
+
+
+def test_splits_must_be_a_positive_int():
+    with pytest.raises(nvdsl.ArgumentError) as info:
+        library.gemm(np.zeros((16, 64), np.float16), np.zeros((64, 64), np.float16), np.zeros((16, 64), np.float32),
+                     splits=0)
+    assert info.value.code == "bad-argument" and "splits=0" in str(info.value)
+
+
+@requires_gpu
+def test_decode_steps_split_k_on_the_gpu_same_bits_every_run():
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for m in (1, 16, 64):
+        a = torch.randn(m, 8192, device="cuda", generator=gen).to(torch.bfloat16)
+        w = torch.randn(8192, 8192, device="cuda", generator=gen).to(torch.bfloat16)
+        first, again = (torch.empty(m, 8192, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        library.gemm(a, w.T, first)
+        library.gemm(a, w.T, again)
+        assert torch.equal(first, again)
+        exact = a.double() @ w.double().T
+        accumulated = 8192 * 2.0 ** -24 / (1 - 8192 * 2.0 ** -24) * (a.double().abs() @ w.double().abs().T)
+        bound = accumulated + 2.0 ** -8 * (exact.abs() + accumulated) + 2.0 ** -133
+        assert float(((first.double() - exact).abs() - bound).max()) <= 0, m
