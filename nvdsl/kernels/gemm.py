@@ -281,17 +281,17 @@ MAX_SPLITS, MIN_SPLIT_K_BLOCKS = 16, 8
 
 @functools.lru_cache(maxsize=1024)          # called per gemm() call, as default_mapping
 def split_k(m: int, n: int, k: int, mapping: nt.Mapping, *, sm_count: int | None = None) -> int:
-    """How many splits of K the library runs an (m, n, k) product in under ``mapping``: as many as give every SM
-    a tile (at most :data:`MAX_SPLITS`, each of at least :data:`MIN_SPLIT_K_BLOCKS` K blocks) where the output
-    has tiles for fewer than a quarter of the SMs, or fewer than half with rows filling at most half a tile (a
-    decode step's); else 1. Measured on an H200 (bf16, GPU time): 16 x 8192 x 8192 ran 45.0 us unsplit and
-    37.2 + 2.0 us (the sum) in two splits (cuBLAS 34.2), 16 x 4096 x 4096 15.9 us and 9.7 + 1.8 us in four
-    (cuBLAS 9.5); 64 x 8192 x 8192, the same 64 tiles, ran as fast unsplit (34.9 us) as split (36.4 + 3.0)."""
+    """How many splits of K the library runs an (m, n, k) product in under ``mapping``: where the output has tiles
+    for fewer than a quarter of the SMs, as many as give every SM a tile (at most :data:`MAX_SPLITS`, each of at
+    least :data:`MIN_SPLIT_K_BLOCKS` K blocks); else 1. Measured (bf16, GPU time, the sum included): 16 x 4096 x
+    4096 (32 tiles) ran 15.9 us unsplit and 11.5 in four splits on an H200 (cuBLAS 9.5), 13.7 and 12.6 on an
+    H100 (cuBLAS 9.5); 16 x 8192 x 8192 (64 tiles) gained on the H200 (45.0 -> 39.2 us, cuBLAS 34.2) but lost on
+    the H100 (48.3 -> 52.8, cuBLAS 47.9), and 64 or 128 rows of it lost on both: half-filled outputs stay unsplit."""
     if sm_count is None:
         sm_count = jit.sm_count()
     tile = mapping.tile_values()
     tiles = -(-m // tile["BM"]) * -(-n // tile["BN"])
-    if 4 * tiles >= sm_count and (2 * tiles >= sm_count or 2 * m > tile["BM"]):
+    if 4 * tiles >= sm_count:
         return 1
     return max(1, min(sm_count // tiles, -(-k // tile["BK"]) // MIN_SPLIT_K_BLOCKS, MAX_SPLITS))
 
