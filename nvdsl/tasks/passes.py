@@ -29,6 +29,7 @@ STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the ou
 MAX_DEPTH = 8
 OVERHEAD_REGISTERS = 40               # a consumer's registers besides its accumulators (addresses, loop state)
 MMA_ROWS = 64                         # wgmma's M
+TMA_STRIDE_BYTES = 16                 # TMA addresses rows whose bytes are a multiple of this
 _MMA_DTYPES = (dt.float16, dt.bfloat16, dt.float8_e4m3fn, dt.float8_e5m2)
 
 
@@ -49,18 +50,35 @@ def _shape_of(program: Program):
     if len(tiles.vars) > 4:
         raise _refuse(f"a prange over {len(tiles.vars)} axes: the task layer schedules at most 4 (batch axes, "
                       "rows, columns)", loc=tiles.loc)
+    loops = [node for node in tiles.body if isinstance(node, Loop)]
+    for node in loops:
+        if node.kind != "srange" or any(isinstance(n, Loop) for n in node.body):
+            raise _refuse("inside the prange, the task layer schedules srange loops without nested loops",
+                          loc=node.loc, hint="write each sequential loop at the top of the prange's body")
+    if len(loops) > 1:
+        busy = next((n for n in loops if not _in_registers(program, n)), None)
+        if busy is not None:
+            raise _refuse("inside the prange, the task layer schedules one srange loop with products or loads "
+                          "into shared memory; several srange loops (a row-wise program's passes over column "
+                          "blocks) only if each computes in registers alone", loc=busy.loc,
+                          hint="read the tiles of these loops in tile math (x += Xt[i, j], or map them to "
+                               "'register' memory), or fold the loops into one")
+        return tiles, tuple(tiles.body), None, ()         # sections: every loop runs in the consumers' registers
     prologue, main, epilogue = [], None, []
     for node in tiles.body:
         if isinstance(node, Loop):
-            if node.kind != "srange" or main is not None or any(isinstance(n, Loop) for n in node.body):
-                raise _refuse("inside the prange, the task layer schedules one srange loop without nested loops",
-                              loc=node.loc)
             main = node
         elif main is None:
             prologue.append(node)
         else:
             epilogue.append(node)
     return tiles, tuple(prologue), main, tuple(epilogue)
+
+
+def _in_registers(program: Program, loop: Loop) -> bool:
+    """Whether an srange's body needs no ring: no product, and no load into shared memory."""
+    return not any(isinstance(op, Mma) or (op in argument_loads(loop.body) and
+                                           program.tensor(op.target).memory == SHARED) for op in loop.body)
 
 
 TILE_BODY, PRODUCTS = "tile body", "mma"     # the names of a tile's work and its products left in a caller
@@ -248,6 +266,8 @@ def _split_tensors(program: Program, ops, schedule: str) -> frozenset:
         if isinstance(op, Mma):
             split.update((op.acc, operand_name(op.a)))
             whole.add(operand_name(op.b))
+    if not split:                 # no products: the tiles filled in the program (a row-wise program's) split
+        split.update(op.target for op in ops if isinstance(op, Fill) and len(program.tensor(op.target).shape) == 2)
     changed = True
     while changed:
         changed = False
@@ -498,15 +518,22 @@ def _rings(program: Program, body: TileBody, split: Split, phases: Phases | None
 
 
 def _stores(program: Program, body: TileBody, split: Split, pingpong: bool) -> list[StorePlan]:
-    """Epilogue stores of tiles: through a staging tile per consumer, a slice of columns at a time, with TMA;
-    or through the consumer's rows of a tile ring's tile of the same shape, once its products read it."""
+    """Stores of tiles: through a staging tile per consumer, a slice of columns at a time, with TMA; or through
+    the consumer's rows of a tile ring's tile of the same shape, once its products read it; or, where TMA
+    cannot address the tensor (rows whose bytes are not a multiple of 16, as 50257 bfloat16 logits), by
+    each thread's ordinary stores of its elements, clipped at the tensor's end (``direct``)."""
     stores = []
     tile_loads = [op for op in argument_loads(body.prologue) if program.tensor(op.target).memory == SHARED]
-    for op in body.epilogue:
+    for op in body.ops:
         if not (isinstance(op, Copy) and isinstance(op.target, Region) and len(op.target.matrix_shape) == 2):
             continue
         local = program.tensor(op.source)
         out_rows = split.rows if op.source in split.split or pingpong else local.shape[0]
+        target = program.tensor(op.target.tensor)
+        if (target.shape[-1] * target.dtype.itemsize) % TMA_STRIDE_BYTES and op.target.end is None:
+            stores.append(StorePlan(op.source, op.target, local.dtype, (out_rows, local.shape[-1]), local.shape[-1],
+                                    (), direct=True))
+            continue
         box, _ = _box(op.target.shape, local.dtype, out_rows)
         columns = local.shape[-1]
         slice_columns = max(box[-1], min(columns, STAGING_BYTES // (out_rows * local.dtype.itemsize)) // box[-1] *
@@ -632,8 +659,7 @@ def budget_registers(levels: Levels, body: TileBody, split: Split) -> Registers:
     registers = derive_registers(mapping, producers)
     check_registers(mapping, registers, producers)
     pingpong = mapping.schedule == PINGPONG
-    accumulators = {op.acc for op in body.ops if isinstance(op, Mma)} | \
-        {op.target for op in body.ops if isinstance(op, Fill)}
+    accumulators = _live_accumulators(body, split, pingpong)
     accumulator_registers = _accumulator_registers(program, accumulators, split.split, split.rows, pingpong)
     needed = OVERHEAD_REGISTERS + accumulator_registers
     if needed > registers["consumer"]:
@@ -642,6 +668,19 @@ def budget_registers(levels: Levels, body: TileBody, split: Split) -> Registers:
                            hint=_fitting_changes(mapping, program, accumulators, split, registers["consumer"],
                                                  producers), loc=user_location())
     return Registers(registers=tuple(sorted(registers.items())), accumulators=accumulator_registers)
+
+
+def _live_accumulators(body: TileBody, split: Split, pingpong: bool) -> set:
+    """The accumulators (products' and filled tiles) live at once: all of them, except that a tile filled in one
+    of a row-wise program's loops lives in that loop only, so of those only the costliest loop's count."""
+    def filled(ops) -> set:
+        return {op.acc for op in ops if isinstance(op, Mma)} | {op.target for op in ops if isinstance(op, Fill)}
+    sections = [node for node in body.prologue if isinstance(node, Loop)]
+    inside = [filled(loop.body) for loop in sections]
+    outside = filled(body.ops) - set().union(*inside)
+    costs = [_accumulator_registers(body.program, names - outside, split.split, split.rows, pingpong)
+             for names in inside]
+    return outside | (inside[costs.index(max(costs))] if inside else set())
 
 
 def _accumulator_registers(program: Program, accumulators, split_names, rows: int, pingpong: bool) -> int:
@@ -710,10 +749,11 @@ def _buffers(levels: Levels, body: TileBody, transfers: Transfers, rings) -> lis
     out = [Buffer(t.name, _aligned(t.nbytes), (0, 2)) for t in body.ones]
     for r in rings:
         out.append(Buffer(r.name, r.depth * r.slot_bytes, (0, 2) if live_across or r.per == "tile" else (0, 1)))
+    in_epilogue = {op.source for op in body.epilogue if isinstance(op, Copy) and isinstance(op.target, Region)}
     for s in transfers.stores:
         nbytes = _aligned(s.box[-2] * s.slice_columns * s.dtype.itemsize)
-        for name in s.staging:
-            out.append(Buffer(name, nbytes, (1, 2)))
+        for name in s.staging:       # a store before the epilogue (a row-wise program's) stages while rings live
+            out.append(Buffer(name, nbytes, (1, 2) if s.source in in_epilogue else (0, 2)))
     return out
 
 
