@@ -778,7 +778,8 @@ class _Consumer:
         if not isinstance(tile, RegisterTile) or target.ndim != 2:
             raise TaskError(f"{op}: a tile stored without TMA is a register tile stored into a 2-D tensor",
                             code="unsupported-program", loc=op.loc)
-        tile.store(target, _origin(op.target, self.env, self.row0(op.source)), clip=True)
+        plain = RegisterTile(tile.values, tile.dtype, tile.layout)      # an accumulator's values, as any tile's
+        plain.store(target, _origin(op.target, self.env, self.row0(op.source)), clip=True)
 
     def _stored_slice(self, op: Copy, window) -> WGMMAAccumulator:
         value = self.resolve(op.source, window)

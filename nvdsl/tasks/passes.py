@@ -251,9 +251,26 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
     if tile_rows % (share * MMA_ROWS):
         raise MappingError(f"a tile of {tile_rows} rows cannot be shared by {share} consumer warpgroup(s) in multiples "
                            f"of wgmma's {MMA_ROWS} rows", code="mapping-tile",
-                           hint=f"use a row tile that is a multiple of {share * MMA_ROWS}, or fewer consumers",
-                           loc=user_location())
+                           hint=_row_split_hint(mapping, tile_rows, share), loc=user_location())
     return Split(consumers=consumers, split=split, rows=tile_rows // share)
+
+
+def _row_split_hint(mapping: Mapping, tile_rows: int, share: int) -> str:
+    """The changes under which consumers share a tile's rows: as many consumers as the tile has row blocks of
+    wgmma's (a divisor of the tile's row blocks, at most the mapping's), or the tunable that gives the rows
+    (the mapping's tile of ``tile_rows``) at a multiple of ``share`` row blocks."""
+    blocks = tile_rows // MMA_ROWS
+    changes = []
+    fewer = max((c for c in range(1, share) if blocks and blocks % c == 0), default=None)
+    if fewer is not None:
+        changes.append(f"consumers={fewer}")
+    rows = -(-max(tile_rows, 1) // (share * MMA_ROWS)) * share * MMA_ROWS
+    names = [name for name, value in mapping.tiles if value == tile_rows]
+    if len(names) == 1:
+        changes.append(f"tiles={{'{names[0]}': {rows}}}")
+    else:
+        changes.append(f"a row tile of {rows} rows")
+    return "map with " + ", or ".join(changes)
 
 
 def _split_tensors(program: Program, ops, schedule: str) -> frozenset:
