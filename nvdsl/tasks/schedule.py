@@ -19,7 +19,7 @@ def plan_stages(program: Program, mapping: Mapping, sm_count: int) -> dict:
     levels = passes.assign_levels(program, mapping)
     body = passes.sum_rows_on_tensor_cores(levels)
     split = passes.split_rows(levels, body)
-    passes.check_products(body)
+    passes.check_products(levels, body)
     loop = passes.order_main_loop(levels, body)
     transfers = passes.place_copies(levels, body, split, loop)
     products = passes.join_products(body, transfers, loop)
