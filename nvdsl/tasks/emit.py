@@ -430,6 +430,8 @@ class _Consumer:
         for op in s.epilogue:
             if isinstance(op, Copy) and isinstance(op.target, Region):
                 self.store(op)
+            elif isinstance(op, Map) and op.out in op.inputs:
+                self.map(op)                         # in place (acc += Rt[i, j]): its input is the value before it
             elif isinstance(op, Map):
                 # Elementwise math is computed where its result is stored, a column slice at a time, so that
                 # the registers hold one slice of it (and of its column vectors) beside the accumulators.
@@ -638,6 +640,8 @@ class _Consumer:
         v = self.resolve(x, columns)
         if isinstance(v, _Pending) and isinstance(like, RegisterTile) and len(v.region.shape) == 2:
             return self.argument_tile(v.region, like, columns)
+        if isinstance(v, _Pending) and isinstance(like, RegisterTile) and len(v.region.shape) == 1:
+            return self.vector(x, 1, like, columns)      # an argument's vector, one value per row of ``like``
         return v.acc.to(v.dtype) if isinstance(v, _Cast) else v
 
     def argument_tile(self, region: Region, like: RegisterTile, columns) -> RegisterTile:
@@ -687,6 +691,9 @@ class _Consumer:
         tiles = [self.resolve(x, columns) for x in op.inputs if isinstance(x, str) and not self.lazy(x)]
         tiles = [t.acc if isinstance(t, _Cast) else t for t in tiles]
         like = next((t for t in tiles if isinstance(t, RegisterTile)), like)
+        if like is None and any(isinstance(t, RowVector) for t in tiles) and \
+                any(self.pending_vector(x) for x in op.inputs if isinstance(x, str)):
+            like = _row_layout_tile(self.rows(op.out))   # an argument's vector beside a vector over the rows
         args = [self.value(x, like, columns, axis) for x in op.inputs]
         out_dtype = self.program.tensor(op.out).dtype
         if op.fn in _COMPARE:
@@ -928,6 +935,13 @@ class _Cast:
 
     def __init__(self, acc, dtype: dt.DType):
         self.acc, self.dtype = acc, dtype
+
+
+def _row_layout_tile(rows: int) -> RegisterTile:
+    """A tile of zeros whose rows are laid out as a vector filled over ``rows`` rows (see ``_Consumer.fill``):
+    the layout in which an argument's vector is read to combine with such a vector (its values are never used)."""
+    layout = wgmma_accumulator(rows, 8)
+    return RegisterTile([constant(0.0, dt.float32).ir] * layout.values, dt.float32, layout)
 
 
 def _uniform_rows(tile: RegisterTile) -> RowVector:
