@@ -46,7 +46,7 @@ LN_2 = math.log(2)
 _FLOATS = (dt.float32, dt.float16, dt.bfloat16)
 
 
-def mapping(columns: int = COLUMNS) -> nt.Mapping:
+def default_mapping(columns: int = COLUMNS) -> nt.Mapping:
     """How the row-wise programs run: ``ROWS`` rows per block, ``columns`` per step, one consumer warpgroup
     and no producer (nothing goes through shared memory but the output's staging), one block per row tile."""
     return nt.Mapping(tiles={"BM": ROWS, "BN": columns}, consumers=1, warp_specialize=False, persistent=False)
@@ -199,34 +199,53 @@ def _kernel(program: nt.Task, the_mapping: nt.Mapping) -> nt.TaskKernel:
     return nt.build(program, the_mapping)
 
 
-def softmax(x, y, *, mapping_: nt.Mapping | None = None) -> None:
+PROGRAMS = {"softmax": softmax_program, "rms_norm": rms_norm_program, "layer_norm": layer_norm_program,
+            "cross_entropy": cross_entropy_program}
+#: Each program's arguments, in the order its kernel takes them.
+PARAMETERS = {"softmax": ("y", "x"), "rms_norm": ("y", "x", "w"), "layer_norm": ("y", "x", "w", "b"),
+              "cross_entropy": ("loss", "logits", "targets")}
+
+
+def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = None) -> nt.TaskKernel:
+    """The built kernel of program ``name`` ("softmax", "rms_norm", "layer_norm", "cross_entropy"; ``eps``
+    for the norms), called with its arguments in :data:`PARAMETERS`' order and no checks beyond the task
+    layer's: for callers that time it."""
+    if name not in PROGRAMS:
+        raise ArgumentError(f"no row-wise program {name!r}; the programs are {', '.join(PROGRAMS)}", code="bad-call",
+                            loc=user_location())
+    program = PROGRAMS[name](float(eps if eps is not None else {"rms_norm": 1e-6}.get(name, 1e-5))) \
+        if name in ("rms_norm", "layer_norm") else PROGRAMS[name]()
+    return _kernel(program, mapping or default_mapping())
+
+
+def softmax(x, y, *, mapping: nt.Mapping | None = None) -> None:
     """``y[r] = softmax(x[r])`` for every row ``r`` of the (M, N) array ``x`` (float32, float16 or bfloat16),
     computed in float32; ``y`` has x's shape, any of those dtypes."""
     _check(("x", "y"), (x, y), "x", {"x": ("MN", _FLOATS), "y": ("MN", _FLOATS)})
-    _kernel(softmax_program(), mapping_ or mapping())(y, x)
+    _kernel(softmax_program(), mapping or default_mapping())(y, x)
 
 
-def rms_norm(x, w, y, *, eps: float = 1e-6, mapping_: nt.Mapping | None = None) -> None:
+def rms_norm(x, w, y, *, eps: float = 1e-6, mapping: nt.Mapping | None = None) -> None:
     """``y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w`` for every row of the (M, N) array ``x``; ``w`` (N,);
     float32, float16 or bfloat16, computed in float32 (as ``torch.nn.functional.rms_norm``)."""
     _check(("x", "w", "y"), (x, w, y), "x", {"x": ("MN", _FLOATS), "w": ("N", _FLOATS), "y": ("MN", _FLOATS)})
-    _kernel(rms_norm_program(float(eps)), mapping_ or mapping())(y, x, w)
+    _kernel(rms_norm_program(float(eps)), mapping or default_mapping())(y, x, w)
 
 
-def layer_norm(x, w, b, y, *, eps: float = 1e-5, mapping_: nt.Mapping | None = None) -> None:
+def layer_norm(x, w, b, y, *, eps: float = 1e-5, mapping: nt.Mapping | None = None) -> None:
     """``y[r] = (x[r] - mean) / sqrt(var + eps) * w + b`` for every row of the (M, N) array ``x`` (the biased
     variance, as ``torch.nn.functional.layer_norm``); ``w``, ``b`` (N,); float32, float16 or bfloat16,
     computed in float32."""
     _check(("x", "w", "b", "y"), (x, w, b, y), "x",
            {"x": ("MN", _FLOATS), "w": ("N", _FLOATS), "b": ("N", _FLOATS), "y": ("MN", _FLOATS)})
-    _kernel(layer_norm_program(float(eps)), mapping_ or mapping())(y, x, w, b)
+    _kernel(layer_norm_program(float(eps)), mapping or default_mapping())(y, x, w, b)
 
 
-def cross_entropy(logits, targets, loss, *, mapping_: nt.Mapping | None = None) -> None:
+def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None) -> None:
     """``loss[r] = logsumexp(logits[r]) - logits[r, targets[r]]`` (natural log) for every row of the (M, N)
     ``logits`` (float32, float16 or bfloat16); ``targets`` (M,) int32, ``loss`` (M,) float32: torch's
     ``cross_entropy(logits, targets, reduction='none')``. A target outside ``[0, N)`` picks no logit (the row's
     loss is its log-sum-exp)."""
     _check(("logits", "targets", "loss"), (logits, targets, loss), "logits",
            {"logits": ("MN", _FLOATS), "targets": ("M", (dt.int32,)), "loss": ("M", (dt.float32,))})
-    _kernel(cross_entropy_program(), mapping_ or mapping())(loss, logits, targets)
+    _kernel(cross_entropy_program(), mapping or default_mapping())(loss, logits, targets)
