@@ -201,9 +201,15 @@ def _fields(mapping: Mapping):
 
 
 def change_text(change: dict) -> str:
-    """A change of a mapping as the user writes it: ``consumers=1``, ``tiles={'BM': 128}``."""
-    return ", ".join(f"{name}={dict(value) if isinstance(value, (dict, tuple)) else value!r}"
-                     for name, value in change.items())
+    """A change of a mapping as text: ``consumers=1``; an entry of a dict field, ``tiles['BM']=128``, or its
+    removal, ``no tiles['BQ']``."""
+    parts = []
+    for name, value in change.items():
+        if isinstance(value, dict):
+            parts += [f"no {name}[{key!r}]" if v is None else f"{name}[{key!r}]={v!r}" for key, v in value.items()]
+        else:
+            parts.append(f"{name}={value!r}")
+    return " and ".join(parts)
 
 
 def apply_change(mapping: "Mapping", change: dict) -> "Mapping":

@@ -763,7 +763,7 @@ def allocate_shared_memory(levels: Levels, body: TileBody, transfers: Transfers,
         fewer = [{"pipeline": d} for d in range((mapping.pipeline or 2) - 1, max(mapping.mma_in_flight + 1, 2) - 1, -1)]
         raise refusal(f"the schedule needs {total} bytes of shared memory ({listing}), more than the mapping's "
                       f"bound of {limit}", code="mapping-smem",
-                      changes=fewer[:1] + [{"tiles": {name: value // 2}} for name, value in mapping.tiles if value >= 16],
+                      changes=fewer + [{"tiles": {name: value // 2}} for name, value in mapping.tiles if value >= 16],
                       note="fewer pipeline slots or smaller tiles")
     offsets = {b.name: b.offset for b in placed}
     rings = tuple(replace(r, offset=offsets[r.name]) for r in pipeline.rings)
