@@ -286,10 +286,10 @@ def test_library_arguments_are_checked():
     x = np.zeros((4, 8), np.float32)
     with pytest.raises(nvdsl.errors.ArgumentError) as bad:
         rowwise.rms_norm(x, np.zeros(7, np.float32), x.copy())
-    assert bad.value.code == "bad-shape" and "test_rowwise.py" in str(bad.value)
+    assert bad.value.code == "bad-shape" and "test_rowwise.py" in str(bad.value) and "(8,)" in bad.value.hint
     with pytest.raises(nvdsl.errors.ArgumentError) as bad:
         rowwise.cross_entropy(x, np.zeros(4, np.int64), np.zeros(4, np.float32))
-    assert bad.value.code == "bad-dtype"
+    assert bad.value.code == "bad-dtype" and bad.value.hint == "convert it to int32"
 
 
 def test_library_softmax_schedule(request):
@@ -376,3 +376,38 @@ def test_an_argument_tile_added_in_place_after_the_main_loop():
     x, y = rng.integers(-4, 5, (70, 128)).astype(np.float32), np.full((70, 128), np.nan, np.float32)
     nt.build(tile_plus_argument_after_the_loop, nt.Mapping(consumers=1))(y, x, r[:70, :128].astype(np.float32))
     np.testing.assert_array_equal(y, r[:70, :128].astype(np.float32) * x.max(axis=1)[:, None])
+
+
+@nt.task(reads=("X",), writes=("Y", "L", "S"))
+def natural_softmax(Y, L, S, X):
+    Xt, Yt = nt.blocks(X, (64, 128)), nt.blocks(Y, (64, 128))
+    Lt, St = nt.blocks(L, (64,)), nt.blocks(S, (64,))
+    for i in nt.prange(Xt.grid[0]):
+        x = nt.zeros((64, 128))
+        x += Xt[i, 0]
+        m = x.max(axis=1)
+        s = nt.exp(x - m[:, None]).sum(axis=1)
+        Yt[i, 0] = nt.exp(x - m[:, None]) * nt.rsqrt(s * s)[:, None]
+        Lt[i] = nt.log(s) + m
+        St[i] = nt.sqrt(s)
+
+
+def test_natural_exp_log_sqrt_and_rsqrt():
+    """nt.exp (as exp2 of x log2 e), nt.log (log2 times ln 2), nt.sqrt and nt.rsqrt: a softmax in base e, its
+    log-sum-exp and the square root of its sum; the pass that decides the loops prints them."""
+    rng = np.random.default_rng(12)
+    x = _inputs(rng, (90, 128), np.float32, 3.0)
+    y, lse, root = np.full_like(x, np.nan), np.full(90, np.nan, np.float32), np.full(90, np.nan, np.float32)
+    kernel = nt.build(natural_softmax, nt.Mapping(consumers=1))
+    kernel(y, lse, root, x)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(y, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, 1))
+    s = e.sum(axis=1)
+    # s's relative error (N + 2 |t| + a few ulps of u, under 2^-18 for these x) is ln s's absolute error; the
+    # additions add u of |lse| <= max |x| + ln N
+    assert np.abs(lse - (np.log(s) + x64.max(axis=1))).max() <= 2 ** -18 * (np.abs(x64).max() + np.log(128))
+    np.testing.assert_allclose(root, np.sqrt(s), rtol=(128 + 16) * U)
+    assert "passes over column blocks" not in kernel.explain(y, lse, root, x, stage="row_sums")
+    two_pass = rowwise.kernel("softmax").explain(x, x, stage="row_sums")
+    assert two_pass.startswith("passes over column blocks in the consumers' registers (no ring): 2 srange loops")

@@ -169,7 +169,8 @@ def _specs(names, arrays):
     for name, value in zip(names, arrays):
         spec, _ = describe(value, name, loc)
         if spec.kind != ARRAY:
-            raise ArgumentError(f"'{name}' must be an array, got {value!r}", code="bad-call", loc=loc)
+            raise ArgumentError(f"'{name}' must be an array, got {value!r}", code="bad-call",
+                                hint="pass a NumPy array or a CUDA array (torch, CuPy)", loc=loc)
         specs.append(spec)
     return specs
 
@@ -180,17 +181,20 @@ def _check(names, arrays, rows_of: str, wants: dict) -> tuple[int, int]:
     loc = user_location()
     if len(specs[rows_of].shape) != 2:
         raise ArgumentError(f"'{rows_of}' must be 2-D (rows, columns), got shape {specs[rows_of].shape}",
-                            code="bad-shape", loc=loc)
+                            code="bad-shape", hint=f"reshape it to (rows, {specs[rows_of].shape[-1] if specs[rows_of].shape else 1})",
+                            loc=loc)
     m, n = specs[rows_of].shape
     extents = {"MN": (m, n), "N": (n,), "M": (m,)}
     for name, (shape, dtypes) in wants.items():
         spec = specs[name]
         if tuple(spec.shape) != extents[shape]:
             raise ArgumentError(f"'{name}' must have shape {extents[shape]} (from '{rows_of}' {m} x {n}), got "
-                                f"{tuple(spec.shape)}", code="bad-shape", loc=loc)
+                                f"{tuple(spec.shape)}", code="bad-shape",
+                                hint=f"pass a '{name}' of shape {extents[shape]}", loc=loc)
         if spec.dtype not in dtypes:
             raise ArgumentError(f"'{name}' is {spec.dtype.name}; it must be one of "
-                                f"{', '.join(d.name for d in dtypes)}", code="bad-dtype", loc=loc)
+                                f"{', '.join(d.name for d in dtypes)}", code="bad-dtype",
+                                hint=f"convert it to {dtypes[0].name}", loc=loc)
     return m, n
 
 
@@ -211,8 +215,8 @@ def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = 
     for the norms), called with its arguments in :data:`PARAMETERS`' order and no checks beyond the task
     layer's: for callers that time it."""
     if name not in PROGRAMS:
-        raise ArgumentError(f"no row-wise program {name!r}; the programs are {', '.join(PROGRAMS)}", code="bad-call",
-                            loc=user_location())
+        raise ArgumentError(f"no row-wise program {name!r}", code="bad-call",
+                            hint=f"the programs are {', '.join(PROGRAMS)}", loc=user_location())
     program = PROGRAMS[name](float(eps if eps is not None else {"rms_norm": 1e-6}.get(name, 1e-5))) \
         if name in ("rms_norm", "layer_norm") else PROGRAMS[name]()
     return _kernel(program, mapping or default_mapping())

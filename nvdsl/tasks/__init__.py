@@ -5,7 +5,8 @@ a parallel loop over output tiles (``nt.prange``), sequential loops (``nt.srange
 (``acc += a @ b``, elementwise functions, reductions, ``astype``). It holds no barrier, phase, offset,
 thread index or role. A :class:`Mapping` says how it runs; ``nt.build(program, mapping)`` derives the
 kernel (see ``build.py`` for the passes) and ``kernel.explain(*arrays)`` shows what it derived.
-``nvdsl/kernels/gemm.py`` holds the GEMM family written this way, and ``tutorials/ch6_tasks_and_mappings.py``
+``nvdsl/kernels/gemm.py`` holds the GEMM family written this way, ``nvdsl/kernels/rowwise.py`` row-wise
+programs without products (softmax, norms, cross-entropy), and ``tutorials/ch6_tasks_and_mappings.py``
 teaches it.
 """
 

@@ -7,7 +7,9 @@ shared-memory allocation, persistence. Each pass is a pure function of earlier s
 
 The programs scheduled here have the shape of the GEMM family: one ``prange`` over output tiles whose
 body has operations before (the prologue), at most one ``srange`` loop, and operations after it (the
-epilogue). Anything else is refused with a :class:`~nvdsl.errors.TaskError` saying what is not supported.
+epilogue); or, for row-wise programs (a softmax, a norm), several ``srange`` loops over column blocks that
+compute in registers alone (no product, no load into shared memory), kept in the prologue as its passes.
+Anything else is refused with a :class:`~nvdsl.errors.TaskError` saying what is not supported.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def _roles(s: Schedule) -> list[str]:
     else:
         share = f"rows {s.rows}*c .. +{s.rows} of each tile" if s.consumers > 1 else "whole tiles"
     roles.append(f"consumers = warpgroups {first}..{first + s.consumers - 1} ({regs['consumer']} registers): "
-                 f"{share}" + ("" if s.warp_specialized else "; they also issue the loads, "
+                 f"{share}" + ("" if s.warp_specialized or not s.rings else "; they also issue the loads, "
                                f"{s.lookahead} step(s) ahead"))
     return roles
 

@@ -190,9 +190,12 @@ class TileBody:
         return prologue + (tuple(self.main.body) if self.main is not None else ()) + self.epilogue
 
     def __str__(self) -> str:
+        passes = [node for node in self.prologue if isinstance(node, Loop)]
+        sections = (f"passes over column blocks in the consumers' registers (no ring): {len(passes)} srange loops "
+                    f"({', '.join(str(node) for node in passes)})\n") if passes else ""
         if not self.ones:
-            return "row sums on the tensor cores: none\n"
-        return "".join(f"{format_ones(t)}\n" for t in self.ones) + ir.format_program(self.program)
+            return sections + "row sums on the tensor cores: none\n"
+        return sections + "".join(f"{format_ones(t)}\n" for t in self.ones) + ir.format_program(self.program)
 
 
 @dataclass(frozen=True, kw_only=True)
