@@ -58,19 +58,20 @@ def test_a_traced_task_module_starts_at_the_tasks_definition():
 
 @nt.task(reads=("A",), writes=("C",))
 def stores_a_half_tile(C, A):
-    """Stores a float16 tile that is no product's: emission refuses the store."""
+    """Stores a tile into a 3-D tensor whose rows (100 float16 values, 200 bytes) TMA cannot address: emission
+    refuses the store (each thread's own stores, which such rows need, write 2-D tensors only)."""
     BM, BN = nt.tunable("BM", 128), nt.tunable("BN", 128)
-    Ct = nt.blocks(C, (BM, BN))
-    for i, j in nt.prange(*Ct.grid):
+    Ct = nt.blocks(C, (1, BM, BN))
+    for b, i, j in nt.prange(*Ct.grid):
         x = nt.zeros((BM, BN), nt.float16)
-        Ct[i, j] = x                                                # the refused store
+        Ct[b, i, j] = x                                             # the refused store
 
 
 def test_an_error_raised_while_emitting_a_task_names_the_call_and_the_task_line():
     kernel = nt.build(stores_a_half_tile, nt.Mapping(sm_count=2, persistent=False))
     line = inspect.currentframe().f_lineno + 2
     with pytest.raises(nvdsl.UserError) as info:
-        kernel.trace(np.zeros((256, 256), f16), np.zeros((256, 256), f16))
+        kernel.trace(np.zeros((2, 256, 100), f16), np.zeros((2, 256, 100), f16))
     assert (info.value.loc.filename, info.value.loc.line) == (__file__, line), str(info.value)
     assert "# the refused store" in info.value.origin.text and "from the task line" in str(info.value)
 
