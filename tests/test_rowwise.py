@@ -411,3 +411,23 @@ def test_natural_exp_log_sqrt_and_rsqrt():
     assert "passes over column blocks" not in kernel.explain(y, lse, root, x, stage="row_sums")
     two_pass = rowwise.kernel("softmax").explain(x, x, stage="row_sums")
     assert two_pass.startswith("passes over column blocks in the consumers' registers (no ring): 2 srange loops")
+
+
+@nt.task(reads=("X",), writes=("Y",))
+def half_tile_plus_argument(Y, X):
+    Xt, Yt = nt.blocks(X, (64, 128)), nt.blocks(Y, (64, 128))
+    for i in nt.prange(Xt.grid[0]):
+        x = nt.zeros((64, 128)).astype(nt.float16)
+        x += Xt[i, 0]
+        Yt[i, 0] = (x * 2.0).astype(Y.dtype)
+
+
+def test_a_float16_tile_is_stored_a_slice_of_columns_at_a_time():
+    """A float16 tile computed in registers (not a product's accumulator) stored as float32 through TMA in two
+    slices of 64 columns (it failed: 'RegisterTile' object has no attribute 'columns'). Small integers: exact."""
+    x = np.random.default_rng(13).integers(-50, 50, (100, 128)).astype(np.float16)
+    y = np.full((100, 128), np.nan, np.float32)
+    kernel = nt.build(half_tile_plus_argument, nt.Mapping(consumers=1))
+    assert "64 columns at a time" in kernel.explain(y, x)
+    kernel(y, x)
+    np.testing.assert_array_equal(y, 2 * x.astype(np.float32))

@@ -621,7 +621,9 @@ class _Consumer:
         if columns is not None and isinstance(v, WGMMAAccumulator) and columns != (0, v.shape[1]):
             return v.columns(*columns)
         if columns is not None and isinstance(v, _Cast):
-            return _Cast(v.acc.columns(*columns), v.dtype)
+            return _Cast(_as_accumulator(v.acc).columns(*columns), v.dtype)
+        if columns is not None and isinstance(v, RegisterTile) and len(v.shape) == 2 and columns != (0, v.shape[1]):
+            return _as_accumulator(v).columns(*columns)      # a computed tile of another dtype (x.astype(f16) + ...)
         return v
 
     def value(self, x, like=None, columns=None, axis=None):
@@ -935,6 +937,16 @@ class _Cast:
 
     def __init__(self, acc, dtype: dt.DType):
         self.acc, self.dtype = acc, dtype
+
+
+def _as_accumulator(tile: RegisterTile) -> WGMMAAccumulator:
+    """``tile`` (in the accumulator layout) as a float32 accumulator, whose columns can be taken apart."""
+    if isinstance(tile, WGMMAAccumulator):
+        return tile
+    if tile.layout != wgmma_accumulator(*tile.shape):
+        raise TaskError(f"a {tile.dtype.name} tile of layout {tile.layout} cannot be stored a slice of columns at a "
+                        "time: only tiles in the accumulator layout can", code="unsupported-program")
+    return WGMMAAccumulator.from_values(*tile.shape, (tile if tile.dtype == dt.float32 else tile.to(dt.float32)).values)
 
 
 def _row_layout_tile(rows: int) -> RegisterTile:
