@@ -431,3 +431,29 @@ def test_a_float16_tile_is_stored_a_slice_of_columns_at_a_time():
     assert "64 columns at a time" in kernel.explain(y, x)
     kernel(y, x)
     np.testing.assert_array_equal(y, 2 * x.astype(np.float32))
+
+
+@nt.task(reads=("X",), writes=("Y",))
+def two_pass_reductions(Y, X):
+    Xt, Yt = nt.blocks(X, (64, 128)), nt.blocks(Y, (64, 128))
+    for i in nt.prange(Xt.grid[0]):
+        m = nt.full((64,), -math.inf)
+        for j in nt.srange(Xt.grid[1]):
+            m[...] = nt.maximum(m, Xt[i, j].max(axis=1))
+        for j in nt.srange(Xt.grid[1]):
+            x = nt.zeros((64, 128))
+            x += Xt[i, j]
+            Yt[i, j] = x - m[:, None]
+
+
+def test_reductions_of_argument_tiles_in_passes_read_them_into_registers():
+    """Row maxima of argument tiles, ``Xt[i, j].max(axis=1)``, in one of several passes: their tiles go through
+    shared memory by default (a ring), which passes do not have, so the program is refused with a hint that
+    maps them to registers; so mapped, ordinary loads read them (the result: NumPy's float32 subtraction)."""
+    x = np.random.default_rng(14).standard_normal((70, 256)).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    with pytest.raises(TaskError) as refused:
+        nt.build(two_pass_reductions, nt.Mapping(consumers=1)).plan(y, x)
+    assert refused.value.code == "unsupported-program" and "'register'" in refused.value.hint
+    nt.build(two_pass_reductions, nt.Mapping(consumers=1, memory={"X": "register"}))(y, x)
+    np.testing.assert_array_equal(y, x - x.max(axis=1, keepdims=True))

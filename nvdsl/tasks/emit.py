@@ -724,6 +724,10 @@ class _Consumer:
             tma = self.tma_of(name)
             tile = RegisterTile.load(source, wgmma_accumulator(rows, cols), at=(self.row0(name), 0), tma=tma)
             source = tile.to(dt.float32)
+        elif isinstance(source, _Pending):            # an argument's tile in registers: ordinary loads
+            name = operand_name(op.input)
+            source = self.argument_tile(source.region, _zero_tile(self.rows(name), source.region.shape[-1]),
+                                        None).to(dt.float32)
         elif isinstance(source, _Cast):
             source = source.acc
         reduced = getattr(source, op.fn)(axis=op.axis)
@@ -949,11 +953,17 @@ def _as_accumulator(tile: RegisterTile) -> WGMMAAccumulator:
     return WGMMAAccumulator.from_values(*tile.shape, (tile if tile.dtype == dt.float32 else tile.to(dt.float32)).values)
 
 
-def _row_layout_tile(rows: int) -> RegisterTile:
-    """A tile of zeros whose rows are laid out as a vector filled over ``rows`` rows (see ``_Consumer.fill``):
-    the layout in which an argument's vector is read to combine with such a vector (its values are never used)."""
-    layout = wgmma_accumulator(rows, 8)
+def _zero_tile(rows: int, columns: int) -> RegisterTile:
+    """A tile of zeros in the accumulator layout: the layout an argument's tile or vector is read into (its
+    values are never used)."""
+    layout = wgmma_accumulator(rows, columns)
     return RegisterTile([constant(0.0, dt.float32).ir] * layout.values, dt.float32, layout)
+
+
+def _row_layout_tile(rows: int) -> RegisterTile:
+    """A tile whose rows are laid out as a vector filled over ``rows`` rows (see ``_Consumer.fill``): the layout
+    in which an argument's vector is read to combine with such a vector."""
+    return _zero_tile(rows, 8)
 
 
 def _uniform_rows(tile: RegisterTile) -> RowVector:
