@@ -1,4 +1,4 @@
-"""``python3 -m benchmarks {gemm,attention,launch,saxpy,compile,trust,all} [options]``: run, print, write results."""
+"""``python3 -m benchmarks {gemm,gemm_family,attention,rowwise,launch,saxpy,compile,trust,all} [options]``: run, print, write results."""
 
 from __future__ import annotations
 
@@ -17,13 +17,14 @@ def build_parser() -> argparse.ArgumentParser:
                     "Each suite writes <date>_<device>_<suite>.json/.md/.png and prints its Markdown table.",
         epilog="suites: gemm (fp16/bf16 GEMM, TFLOP/s), gemm_family (dual GEMM, GEMM + row sums, batched GEMM, "
                "linear + bias + activation against Triton and torch, TFLOP/s), attention (fp16 attention "
-               "forward, TFLOP/s), launch (host overhead per call, µs), saxpy (bandwidth, GB/s), compile (cold "
+               "forward, TFLOP/s), rowwise (softmax, RMSNorm, LayerNorm, cross-entropy against torch and Triton, GB/s and "
+               "its fraction of the copy bandwidth), launch (host overhead per call, µs), saxpy (bandwidth, GB/s), compile (cold "
                "and disk-cached compile time, ms), trust (the static protocol check and the CPU interpreter, "
                "ms, no GPU needed); all runs them in turn.")
     parser.add_argument("suite", choices=SUITES + ("all",), help="which suite to run")
     parser.add_argument("--quick", action="store_true",
                         help="a small subset (gemm: fp16, K in {1024, 4096}; gemm_family: fp16; attention: L=4096; "
-                             "compile: 1 repeat)")
+                             "rowwise: (4096, 4096) and (8192, 50257); compile: 1 repeat)")
     parser.add_argument("--square", action="store_true",
                         help="gemm: also M=N=K in {1024, 2048, 4096, 8192, 16384}")
     parser.add_argument("--shapes", default="",

@@ -340,13 +340,16 @@ class System:
     prepare: Callable
     role: str | None = None
     flops: Callable[[dict], float] | None = None
+    nbytes: Callable[[dict], float] | None = None
 
 
 def run_shapes(suite: str, shapes: list[dict], make_operands: Callable[[dict], Any],
-               systems: dict[str, Callable | System], flops: Callable[[dict], float], args) -> list[Measurement]:
+               systems: dict[str, Callable | System], flops: Callable[[dict], float], args, *,
+               nbytes: Callable[[dict], float] | None = None) -> list[Measurement]:
     """Every selected system on every shape; one set of inputs per shape, shared by all systems.
 
-    A system is its ``prepare(ops, args)`` function, or a :class:`System` with its own role or FLOP count.
+    A system is its ``prepare(ops, args)`` function, or a :class:`System` with its own role, FLOP count or
+    bytes moved (``nbytes``: for GB/s, the suite's by default).
     With ``args.rounds`` > 1 the systems of a shape are timed in turn, round after round (each round a
     warm-up and its share of the repetitions), so that clock and temperature drift during a run falls on
     every system alike instead of on whichever ran last.
@@ -362,8 +365,10 @@ def run_shapes(suite: str, shapes: list[dict], make_operands: Callable[[dict], A
                 continue
             if not isinstance(system, System):
                 system = System(system)
+            moved = system.nbytes or nbytes
             ready.append(_prepared_system(suite, name, p, partial(system.prepare, ops, args),
-                                          flops=(system.flops or flops)(p), role=system.role))
+                                          flops=(system.flops or flops)(p), nbytes=moved(p) if moved else None,
+                                          role=system.role))
         results += _timed_in_rounds(ready, args)
         del ops
         torch.cuda.empty_cache()

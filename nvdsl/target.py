@@ -75,6 +75,7 @@ L2_PROMOTION_BYTES = (0, 64, 128, 256)
 INTERLEAVE_BYTES = (0, 16, 32)
 MAX_BOX = 256
 MAX_RANK = 5
+TMA_STRIDE_BYTES = 16               # TMA steps every axis but the innermost by a multiple of this many bytes
 DESCRIPTOR_BYTES = 128
 
 TMA_DATA_TYPES = {
@@ -108,8 +109,8 @@ def _strided_last_axis(shape, strides) -> str | None:
 def _byte_stride_problem(byte_strides, itemsize: int, strides) -> str | None:
     for axis in range(len(byte_strides) - 2, -1, -1):
         stride = byte_strides[axis]
-        if stride % 16:
-            return f"the stride of axis {axis} is {stride} bytes; TMA needs multiples of 16 " + (
+        if stride % TMA_STRIDE_BYTES:
+            return f"the stride of axis {axis} is {stride} bytes; TMA needs multiples of {TMA_STRIDE_BYTES} " + (
                 f"(make the last extent a multiple of {16 // itemsize if itemsize < 16 else 1})" if strides is None
                 else "(the view's element strides are " + str(list(strides)) + ")")
         if not 0 < stride < 1 << 40:

@@ -223,8 +223,11 @@ def test_gemm_plot_leaves_the_extra_shapes_to_the_table():
     assert "256×8192×8192" in report.table(gemm, rows)
 
 
-def _compile_for_hopper(kernel, pointers: dict, ints: set, constants: dict, num_warps: int, num_stages: int):
-    """PTX of a Triton kernel for sm_90a, compiled without a GPU, and its ptxas resources."""
+def _compile_for_hopper(kernel, pointers: dict, ints: set, constants: dict, num_warps: int, num_stages: int,
+                        scalars: dict | None = None):
+    """PTX of a Triton kernel for sm_90a, compiled without a GPU, and its ptxas resources (``scalars``: other
+    arguments' Triton types, e.g. ``{"eps": "fp32"}``)."""
+    scalars = scalars or {}
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -232,7 +235,8 @@ def _compile_for_hopper(kernel, pointers: dict, ints: set, constants: dict, num_
     from nvdsl.compiler.compiled import parse_ptxas_log
     from nvdsl.compiler.toolchain import find_tool
 
-    signature = {name: (f"*{pointers[name]}" if name in pointers else "i32" if name in ints else "constexpr")
+    signature = {name: (f"*{pointers[name]}" if name in pointers else scalars[name] if name in scalars else
+                        "i32" if name in ints else "constexpr")
                  for name in kernel.arg_names}
     source = ASTSource(fn=kernel, signature=signature,
                        constexprs={(kernel.arg_names.index(k),): v for k, v in constants.items()})
@@ -281,3 +285,81 @@ def test_triton_peers_compile_for_hopper_without_spills(kind):
         ptx = compiled.asm["ptx"]
         assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx, where
         assert ("setmaxnreg" in ptx) == config.kwargs["WARP_SPECIALIZE"], where
+
+
+# --------------------------------------------------------------------------- rowwise
+
+def test_rowwise_loads_without_gpu_libraries_and_measures_the_issues_shapes():
+    code = ("import sys, types; import benchmarks.suites.rowwise as s; "
+            "print(len(s.shapes(types.SimpleNamespace(quick=False))), "
+            "sorted(m for m in ('torch', 'triton', 'nvdsl', 'jax') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True,
+                            text=True, env=ENV)
+    assert result.returncode == 0 and "rowwise" in result.stdout, result.stderr
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=ENV)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "16 []"
+    from benchmarks.suites import rowwise
+    full = rowwise.shapes(_args())
+    assert {(p["M"], p["N"]) for p in full} == {(4096, 1000), (4096, 4096), (8192, 50257), (8192, 50304)}
+    assert [p["op"] for p in full[::4]] == ["softmax", "rms_norm", "layer_norm", "cross_entropy"]
+    assert {(p["M"], p["N"]) for p in rowwise.shapes(_args(quick=True))} == {(4096, 4096), (8192, 50257)}
+    assert set(rowwise.systems("softmax")) == {"nvdsl", "torch", "triton", rowwise.COPY}
+    assert set(rowwise.systems("cross_entropy")) == {"nvdsl", "torch", rowwise.COPY}
+    p = {"op": "cross_entropy", "dtype": "bf16", "M": 8192, "N": 50257}
+    assert rowwise.nbytes(p) == 2 * 8192 * 50257 + 8 * 8192 and rowwise.copy_bytes(p) == 4 * 8192 * 50257
+
+
+def test_rowwise_table_shows_gbps_beside_the_copy_bandwidth():
+    from benchmarks.suites import rowwise
+    p = {"op": "softmax", "dtype": "bf16", "M": 4096, "N": 4096}
+    moved = rowwise.nbytes(p)
+    rows = [Measurement.from_times("rowwise", "nvdsl", p, [0.1], nbytes=moved, correct=True),
+            Measurement.from_times("rowwise", "torch", p, [0.08], nbytes=moved, correct=True),
+            Measurement.from_times("rowwise", rowwise.COPY, p, [0.05], nbytes=rowwise.copy_bytes(p), correct=True,
+                                   role=REFERENCE)]
+    assert rowwise.derived_columns(rows) == {"nvdsl % of copy": "50.0%", "torch % of copy": "62.5%"}
+    text = report.table(rowwise, rows)
+    assert "softmax (bf16)" in text and "50.0%" in text and "671.1" in text       # 2^26 bytes in 0.1 ms
+
+
+def test_rowwise_nvdsl_systems_compute_their_operation(monkeypatch):
+    """Each nvdsl system's call (its kernel and argument order) computes its operation, on NumPy arrays in the
+    interpreter: the harness's check is replaced by one against NumPy."""
+    import numpy as np
+    from benchmarks import harness
+    from benchmarks.suites import rowwise
+
+    checked = {}
+
+    def check(fn, out, ref, rtol):
+        fn()
+        checked["error"] = float(np.linalg.norm(out.astype(np.float64) - ref) / np.linalg.norm(ref))
+    monkeypatch.setattr(harness, "checked_call", check)
+    rng = np.random.default_rng(0)
+    m, n = 64, 300
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    targets = rng.integers(0, n, m).astype(np.int32)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    mean = x.mean(axis=1, keepdims=True)
+    refs = {"softmax": e / e.sum(axis=1, keepdims=True),
+            "rms_norm": x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * w,
+            "layer_norm": (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + 1e-5) * w + b,
+            "cross_entropy": np.log(e.sum(axis=1)) + x.max(axis=1) - x[np.arange(m), targets]}
+    for op, ref in refs.items():
+        ops = SimpleNamespace(x=x, y=np.full_like(x, np.nan), w=w, b=b, targets=targets,
+                              loss=np.full(m, np.nan, np.float32), ref=ref)
+        rowwise._nvdsl(op)(ops, _args())
+        assert checked.pop("error") < 1e-5, op
+
+
+def test_rowwise_triton_peers_compile_for_hopper_without_spills():
+    pytest.importorskip("triton")
+    from benchmarks.peers import triton_rowwise as peer
+    for kernel, pointers in ((peer.softmax_kernel, {"y_ptr": "bf16", "x_ptr": "bf16"}),
+                             (peer.rms_norm_kernel, {"y_ptr": "bf16", "x_ptr": "bf16", "w_ptr": "bf16"})):
+        scalars = {"eps": "fp32"} if kernel is peer.rms_norm_kernel else {}
+        compiled, resources = _compile_for_hopper(kernel, pointers, {"N"}, {"BLOCK": peer.BLOCK}, peer.NUM_WARPS, 1,
+                                                  scalars=scalars)
+        assert resources.spill_stores == 0 and resources.stack_frame == 0, (kernel.__name__, resources)

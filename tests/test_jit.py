@@ -57,21 +57,23 @@ def test_a_traced_task_module_starts_at_the_tasks_definition():
     assert f'loc("{code.co_filename}":{code.co_firstlineno}:0)' in trace.mlir_with_locations
 
 
-@nt.task(reads=("A",), writes=("C",))
-def stores_a_half_tile(C, A):
-    """Stores a float16 tile that is no product's: emission refuses the store."""
-    BM, BN = nt.tunable("BM", 128), nt.tunable("BN", 128)
-    Ct = nt.blocks(C, (BM, BN))
-    for i, j in nt.prange(*Ct.grid):
-        x = nt.zeros((BM, BN), nt.float16)
-        Ct[i, j] = x                                                # the refused store
+@nt.task(reads=("A",), writes=("Y",))
+def row_maxima(Y, A):
+    """Stores each row tile's maxima into a row of Y; given a transposed view of Y, whose rows are not runs of
+    consecutive elements, emission refuses the store."""
+    BM, BN = nt.tunable("BM", 64), nt.tunable("BN", 64)
+    At, Yt = nt.blocks(A, (BM, BN)), nt.blocks(Y, (1, BM))
+    for i, j in nt.prange(*At.grid):
+        Yt[j, i] = At[i, j].max(axis=1)                             # the refused store
 
 
 def test_an_error_raised_while_emitting_a_task_names_the_call_and_the_task_line():
-    kernel = nt.build(stores_a_half_tile, nt.Mapping(sm_count=2, persistent=False))
+    kernel = nt.build(row_maxima, nt.Mapping(tiles={"BM": 64, "BN": 64}, consumers=1, sm_count=2, persistent=False))
+    y = np.zeros((128, 2), np.float32).T
     line = inspect.currentframe().f_lineno + 2
     with pytest.raises(nvdsl.UserError) as info:
-        kernel.trace(np.zeros((256, 256), f16), np.zeros((256, 256), f16))
+        kernel.trace(y, np.zeros((128, 128), np.float32))
+    assert info.value.code == "bad-strides", str(info.value)
     assert (info.value.loc.filename, info.value.loc.line) == (__file__, line), str(info.value)
     assert "# the refused store" in info.value.origin.text and "from the task line" in str(info.value)
 

@@ -161,6 +161,7 @@ def program_line(loc: SourceLocation | None):
             raise
         if error.loc == loc:                # raised at the program's line: point at the user's call instead
             error = error.with_location(user_location())
-        raise error.with_origin(loc) from None
+        # (a program of nvdsl's own, such as the library's, is located at the user's call: no second line)
+        raise (error if error.loc == loc else error.with_origin(loc)) from None
     finally:
         _PROGRAM_LINE.reset(token)

@@ -432,7 +432,7 @@ class Aref:
         if _Role(ctx, ctx.warpgroup).key != state.role.key or state.open_lease is not None or state.pattern is None:
             return
         committed, _, keep = state.pattern
-        still = -(-in_flight // committed)
+        still = -(-in_flight // committed) if committed else 0     # bodies without products hold no slot
         if still >= keep:
             return
         state.may_hold = still > 0

@@ -289,10 +289,23 @@ class RegisterTile(_Fragment):
             values = [flat[boxes.index(row, col)].ir for row, col in _coordinates(layout, at, dt.index)]
         return cls(values, array.dtype, layout)
 
-    def store(self, array: Array, at=None) -> None:
+    def store(self, array: Array, at=None, *, clip: bool = False) -> None:
         """Each thread writes its elements into the tile-shaped block of ``array`` at ``at`` (row, col),
-        converted to the array's dtype."""
+        converted to the array's dtype. With ``clip``, elements at or past the array's end on an axis are
+        not written (a block overhanging a ragged edge); nothing is written outside the array."""
         current_kernel(f"{type(self).__name__}.store")
+        if clip:
+            if not isinstance(array, Array) or array.ndim != len(self.layout.shape) or at is None:
+                raise _error(f"{type(self).__name__}.store(clip=True) needs an array of the tile's rank and at=, "
+                             f"got {array!r}, at={at!r}", code="bad-tile")
+            with at_user_line():
+                for index, v in zip(_coordinates(self.layout, at, dt.index), self.values):
+                    inside = None
+                    for i, extent in zip(index, array.shape):
+                        inside = i < extent if inside is None else inside & (i < extent)
+                    with when(inside):
+                        array[index] = Value(v, self.dtype).to(array.dtype)
+            return
         _check_block(array, self.layout.shape, at, f"{type(self).__name__}.store")
         with at_user_line():
             for index, v in zip(_coordinates(self.layout, at, dt.index), self.values):

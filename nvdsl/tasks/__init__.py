@@ -5,7 +5,8 @@ a parallel loop over output tiles (``nt.prange``), sequential loops (``nt.srange
 (``acc += a @ b``, elementwise functions, reductions, ``astype``). It holds no barrier, phase, offset,
 thread index or role. A :class:`Mapping` says how it runs; ``nt.build(program, mapping)`` derives the
 kernel (see ``build.py`` for the passes) and ``kernel.explain(*arrays)`` shows what it derived.
-``nvdsl/kernels/gemm.py`` holds the GEMM family written this way, and ``tutorials/ch6_tasks_and_mappings.py``
+``nvdsl/kernels/gemm.py`` holds the GEMM family written this way, ``nvdsl/kernels/rowwise.py`` row-wise
+programs without products (softmax, norms, cross-entropy), and ``tutorials/ch6_tasks_and_mappings.py``
 teaches it.
 """
 
@@ -14,10 +15,10 @@ from ..dtypes import bfloat16, float8_e4m3fn, float8_e5m2, float16, float32
 from .build import TaskKernel, build
 from .ir import GLOBAL, NONE, REGISTER, SHARED
 from .mapping import BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping
-from .program import (RowTiles, Task, arange, blocks, cdiv, exp2, full, gelu, gelu_tanh, launch, log2, maximum, prange, relu,
-                      row_tiles, scalar, silu, srange, task, tunable, where, zeros)
+from .program import (RowTiles, Task, arange, blocks, cdiv, exp, exp2, full, gelu, gelu_tanh, launch, log, log2, maximum,
+                      prange, relu, row_tiles, rsqrt, scalar, silu, sqrt, srange, task, tunable, where, zeros)
 
 __all__ = ["task", "launch", "tunable", "blocks", "row_tiles", "RowTiles", "prange", "srange", "zeros", "full", "arange", "where", "scalar", "cdiv", "relu", "gelu", "gelu_tanh", "silu",
-           "exp2", "log2", "maximum", "build", "Mapping", "TaskKernel", "Task",
+           "exp2", "log2", "exp", "log", "sqrt", "rsqrt", "maximum", "build", "Mapping", "TaskKernel", "Task",
            "HOST", "BLOCK", "WARPGROUP", "GLOBAL", "SHARED", "REGISTER", "NONE", "COOPERATIVE", "PINGPONG",
            "float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2"]

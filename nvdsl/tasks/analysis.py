@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import MappingError, TaskError
+from ..errors import TaskError
 from . import ir
 from .ir import GLOBAL, NONE, REGISTER, SHARED, Affine, Broadcast, Copy, Loop, Map, Mma, Program, Reduce, Region
+from .mapping import refusal
 
 
 def _regions(op) -> list[Region]:
@@ -48,13 +49,13 @@ def insert_copies(program: Program, mapping) -> Program:
         default = SHARED if use in ("mma", "reduce") else REGISTER
         memory = mapping.memory_of(region.tensor, default)
         if use == "mma" and memory != SHARED:
-            raise MappingError(f"memory['{region.tensor}']={memory!r}: tiles of '{region.tensor}' are operands of a "
-                               "matrix multiply, which the tensor cores read from shared memory", code="mapping-memory",
-                               hint=f"map '{region.tensor}' to 'shared'", loc=None)
+            raise refusal(f"memory['{region.tensor}']={memory!r}: tiles of '{region.tensor}' are operands of a "
+                          "matrix multiply, which the tensor cores read from shared memory", code="mapping-memory",
+                          changes=[{"memory": {region.tensor: SHARED}}])
         if memory in (GLOBAL, NONE):
-            raise MappingError(f"memory['{region.tensor}']={memory!r}: the program computes on tiles of "
-                               f"'{region.tensor}', so they must be copied to 'shared' or 'register'",
-                               code="mapping-memory", loc=None)
+            raise refusal(f"memory['{region.tensor}']={memory!r}: the program computes on tiles of "
+                          f"'{region.tensor}', so they must be copied to 'shared' or 'register'",
+                          code="mapping-memory", changes=[{"memory": {region.tensor: default}}])
         return memory
 
     def with_copies(body):
@@ -88,10 +89,10 @@ def insert_copies(program: Program, mapping) -> Program:
         if t.memory == REGISTER and t.privilege == "":
             memory = mapping.memory_of(name, REGISTER)
             if memory not in (REGISTER, NONE):
-                raise MappingError(f"memory['{name}']={memory!r}: '{name}' is computed tile by tile in the registers "
-                                   "of the consumer warpgroups; keeping it in shared or global memory is not "
-                                   "supported", code="mapping-memory", hint=f"map '{name}' to 'register' or 'none'",
-                                   loc=None)
+                raise refusal(f"memory['{name}']={memory!r}: '{name}' is computed tile by tile in the registers "
+                              "of the consumer warpgroups; keeping it in shared or global memory is not "
+                              "supported", code="mapping-memory", changes=[{"memory": {name: REGISTER}}],
+                              note="or 'none'")
             tensors[name] = replace(t, memory=memory)
     return with_dependences(program.with_body(body, tensors.values()))
 

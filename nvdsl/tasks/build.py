@@ -18,7 +18,7 @@ from ..errors import ArgumentError, MappingError, SourceLocation, TaskError, Use
 from ..jit import TracedFunction, sm_count
 from ..signature import ARRAY
 from . import analysis
-from .mapping import Mapping
+from .mapping import Mapping, apply_change, change_text, refusal
 from .program import Task, trace_program
 from .schedule import Schedule, plan_stages, stage_text
 
@@ -34,7 +34,9 @@ class TaskKernel:
         self.entry = entry
         self.mapping = mapping if mapping is not None else Mapping()
         if not isinstance(self.mapping, Mapping):
-            raise MappingError(f"mapping={mapping!r} must be an nt.Mapping", code="bad-mapping", loc=user_location())
+            raise MappingError(f"mapping={mapping!r} must be an nt.Mapping", code="bad-mapping",
+                               hint="pass nt.Mapping(...), or None for the defaults derived from the program",
+                               loc=user_location())
         self._sm_count = self.mapping.sm_count
 
         def host(*arrays):
@@ -79,23 +81,24 @@ class TaskKernel:
         return specs
 
     def _stages(self, specs) -> dict:
+        """Every stage under this kernel's mapping. A refusal that proposes changes of the mapping (see
+        ``mapping.refusal``) names only those under which the same stages then plan."""
         try:
-            return self._planned(specs)
+            return _stages(self.entry, self.mapping, specs, self.sm_count)
+        except MappingError as error:
+            changes = getattr(error, "changes", ())
+            if not changes:
+                raise _at_the_call(error) from None
+            accepted = [c for c in changes if _plans(self.entry, self.mapping, c, specs, self.sm_count)]
+            if accepted:
+                hint = "map with " + ", or ".join(change_text(c) for c in accepted)
+            else:
+                hint = "no single change of the mapping tried (" + "; ".join(change_text(c) for c in changes) + \
+                       ") plans this program"
+            note = getattr(error, "note", "")
+            raise _at_the_call(error._replaced(hint=f"{hint} ({note})" if note else hint)) from None
         except UserError as error:
             raise _at_the_call(error) from None
-
-    def _planned(self, specs) -> dict:
-        traced = trace_program(self.entry, specs, self.mapping.tile_values())
-        unused = set(self.mapping.tile_values()) - traced.used_tunables
-        if unused:
-            raise MappingError(f"the mapping sets tunables {sorted(unused)} that task '{self.entry.name}' never asks "
-                               "for", code="bad-mapping", hint="check the names given to nt.tunable",
-                               loc=user_location())
-        copies = analysis.insert_copies(traced.program, self.mapping)
-        eliminated = analysis.eliminate_copies(copies)
-        analysis.check_parallel_writes(eliminated)
-        return {"traced": traced.program, "copies": copies, "eliminated": eliminated,
-                **plan_stages(eliminated, self.mapping, self.sm_count)}
 
     def _plan(self, specs) -> Schedule:
         return self._stages(specs)["schedule"]
@@ -152,6 +155,30 @@ def _at_the_call(error: UserError) -> UserError:
     if error.origin is not None or error.loc is None or call is None or error.loc == call:
         return error
     return error.with_location(call).with_origin(error.loc)
+
+
+def _stages(entry: Task, mapping: Mapping, specs, sm_count: int) -> dict:
+    """Tracing, the event passes and the planning passes of ``entry`` under ``mapping``, by stage name."""
+    traced = trace_program(entry, specs, mapping.tile_values())
+    unused = set(mapping.tile_values()) - traced.used_tunables
+    if unused:
+        raise refusal(f"the mapping sets tunables {sorted(unused)} that task '{entry.name}' never asks for",
+                      code="bad-mapping", changes=[{"tiles": {name: None for name in sorted(unused)}}],
+                      note="or check the names given to nt.tunable")
+    copies = analysis.insert_copies(traced.program, mapping)
+    eliminated = analysis.eliminate_copies(copies)
+    analysis.check_parallel_writes(eliminated)
+    return {"traced": traced.program, "copies": copies, "eliminated": eliminated,
+            **plan_stages(eliminated, mapping, sm_count)}
+
+
+def _plans(entry: Task, mapping: Mapping, change: dict, specs, sm_count: int) -> bool:
+    """Whether ``entry`` plans under ``mapping`` with ``change``."""
+    try:
+        _stages(entry, apply_change(mapping, change), specs, sm_count)
+    except UserError:
+        return False
+    return True
 
 
 def build(entry: Task, mapping: Mapping | None = None) -> TaskKernel:

@@ -13,7 +13,7 @@ from ..errors import TaskError
 from ..frontend.context import program_line
 from ..frontend.control import cond, fori, for_range, when
 from ..frontend.launch import gpu_launch
-from ..frontend.math import erf, exp2, log2, tanh, where
+from ..frontend.math import erf, exp2, log2, rsqrt, sqrt, tanh, where
 from ..frontend.memory import Array
 from ..frontend.values import constant, maximum, minimum, select
 from ..hopper.aref import Aref
@@ -24,7 +24,7 @@ from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wai
 from ..layouts import wgmma_accumulator
 from . import staging
 from .analysis import operand_name
-from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Map, Mma, Reduce, Region, argument_loads
+from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Loop, Map, Mma, Reduce, Region, argument_loads
 from .stages import TURN_BARRIER, OnesTile, Schedule
 
 
@@ -65,7 +65,7 @@ class _Descriptors:
         # A store of a row tile (nt.row_tiles) is clipped where its group ends: a ragged descriptor.
         self.stores = {st.source: self.of(st.target.tensor, st.box, min(128, st.box[-1] * st.dtype.itemsize),
                                           ragged=st.target.end is not None)
-                       for st in s.stores}
+                       for st in s.stores if not st.direct}
 
     def of(self, tensor: str, box, swizzle: int, ragged: bool = False) -> TMA:
         key = (tensor, tuple(box), swizzle, ragged)
@@ -330,13 +330,18 @@ def _origin(region: Region, env: dict, row_offset: int = 0, column_offset: int =
 
 def _trips(s: Schedule, env: dict):
     """The main loop's trip count for the tile of ``env``: its extent, or fewer under ``below``."""
-    extent = s.main.extents[0]
-    if s.main.below is None:
+    return _loop_trips(s.main, env)
+
+
+def _loop_trips(loop: Loop, env: dict):
+    """The trips of srange ``loop`` for the tile of ``env``: its extent, or fewer under ``below``."""
+    extent = loop.extents[0]
+    if loop.below is None:
         return extent
-    below = _evaluate(s.main.below, env)
+    below = _evaluate(loop.below, env)
     if isinstance(below, int):
-        return min(extent, -(-below // s.main.step))
-    return minimum((below + (s.main.step - 1)) // s.main.step, extent)
+        return min(extent, -(-below // loop.step))
+    return minimum((below + (loop.step - 1)) // loop.step, extent)
 
 
 def _put(ring: Aref, plan, tmas: dict, env: dict) -> None:
@@ -429,6 +434,8 @@ class _Consumer:
         for op in s.epilogue:
             if isinstance(op, Copy) and isinstance(op.target, Region):
                 self.store(op)
+            elif isinstance(op, Map) and op.out in op.inputs:
+                self.map(op)                         # in place (acc += Rt[i, j]): its input is the value before it
             elif isinstance(op, Map):
                 # Elementwise math is computed where its result is stored, a column slice at a time, so that
                 # the registers hold one slice of it (and of its column vectors) beside the accumulators.
@@ -440,7 +447,8 @@ class _Consumer:
         s, env = self.s, self.env
         carried = {name: self.values[name] for name in _carried(s)}
         extent = s.main.extents[0]
-        loads = argument_loads(s.main.body)
+        in_ring = {t.local for t in self.step.tiles} if self.step is not None else set()
+        loads = [op for op in argument_loads(s.main.body) if op.target in in_ring]   # the others: vectors, tiles
         issuer = not s.warp_specialized and self.c == 0
         ring = self.rings[self.step.name] if self.step is not None else None
         if issuer and ring is not None:
@@ -531,6 +539,10 @@ class _Consumer:
             self.product(op, in_flight=self.s.in_flight)
         elif isinstance(op, Copy) and isinstance(op.source, Region):
             self.values[op.target] = _Pending(op.source)        # a vector: loaded where a layout is known
+        elif isinstance(op, Copy) and isinstance(op.target, Region):
+            self.store(op)
+        elif isinstance(op, Loop):
+            self.section(op)
         elif isinstance(op, Map):
             self.map(op)
         elif isinstance(op, Reduce):
@@ -542,6 +554,26 @@ class _Consumer:
             self.values[op.out] = _Iota(start if isinstance(start, int) else start.to(dt.int32))
         else:
             raise TaskError(f"{op}: not scheduled on the consumers", code="unsupported-program", loc=op.loc)
+
+    def section(self, loop: Loop) -> None:
+        """One of a row-wise program's srange loops (its passes over column blocks, in registers alone): the
+        values it updates that were defined before it are carried; the others are its own."""
+        env, var = self.env, loop.vars[0]
+        before = {name for name, v in self.values.items() if not isinstance(v, (_Pending, _Iota, _Deferred))}
+        written = {operand_name(x) for op in loop.body for x in op.writes()}
+        carried = {name: self.values[name] for name in sorted(written & before)}
+        trips = _loop_trips(loop, env)
+
+        @fori(0, trips, carry=carried)
+        def after(k, values):
+            self.values.update(values)
+            env[var] = k
+            for op in loop.body:
+                self.run(op)
+            return {name: self.values[name] for name in values}
+        self.values.update(after)
+        for name in written - set(carried):          # a loop's own values are not seen after it
+            self.values.pop(name, None)
 
     def fill(self, op: Fill) -> None:
         t = self.program.tensor(op.target)
@@ -573,6 +605,11 @@ class _Consumer:
         v = self.values.get(name)
         return isinstance(v, _Iota) or (isinstance(v, _Deferred) and v.positions)
 
+    def pending_vector(self, x) -> bool:
+        """Whether operand ``x`` is a vector read from an argument, loaded once a tile gives it a layout."""
+        v = self.values.get(operand_name(x) if isinstance(x, (str, Broadcast)) else None)
+        return isinstance(v, _Pending) and len(v.region.shape) == 1
+
     def resolve(self, name: str, columns=None):
         """Local ``name`` as a value: for a ``columns`` (start, stop) window of the tile, only those columns."""
         v = self.values[name]
@@ -588,7 +625,9 @@ class _Consumer:
         if columns is not None and isinstance(v, WGMMAAccumulator) and columns != (0, v.shape[1]):
             return v.columns(*columns)
         if columns is not None and isinstance(v, _Cast):
-            return _Cast(v.acc.columns(*columns), v.dtype)
+            return _Cast(_as_accumulator(v.acc).columns(*columns), v.dtype)
+        if columns is not None and isinstance(v, RegisterTile) and len(v.shape) == 2 and columns != (0, v.shape[1]):
+            return _as_accumulator(v).columns(*columns)      # a computed tile of another dtype (x.astype(f16) + ...)
         return v
 
     def value(self, x, like=None, columns=None, axis=None):
@@ -607,6 +646,8 @@ class _Consumer:
         v = self.resolve(x, columns)
         if isinstance(v, _Pending) and isinstance(like, RegisterTile) and len(v.region.shape) == 2:
             return self.argument_tile(v.region, like, columns)
+        if isinstance(v, _Pending) and isinstance(like, RegisterTile) and len(v.region.shape) == 1:
+            return self.vector(x, 1, like, columns)      # an argument's vector, one value per row of ``like``
         return v.acc.to(v.dtype) if isinstance(v, _Cast) else v
 
     def argument_tile(self, region: Region, like: RegisterTile, columns) -> RegisterTile:
@@ -632,12 +673,15 @@ class _Consumer:
             kind = ColumnVector if axis == 0 else RowVector
             start = _evaluate(v.region.origin[-1], self.env)
             offset = (columns[0] if columns else 0) if axis == 0 else self.row0(name)
-            return kind.load(like, self.arrays[v.region.tensor], start + offset if offset else start, fill=0.0)
+            array = self.arrays[v.region.tensor]
+            return kind.load(like, array, start + offset if offset else start, fill=0 if array.dtype.is_int else 0.0)
         return self.resolve(name, columns)
 
     def map(self, op: Map) -> None:
         inputs = [x for x in op.inputs if isinstance(x, (str, Broadcast))]
-        if inputs and all(self.lazy(x) for x in inputs):  # positions and masks: computed where a tile uses them
+        # positions and masks (of positions, and of vectors read from arguments: a row's target column) are
+        # computed where a tile uses them, in its layout
+        if inputs and all(self.lazy(x) or self.pending_vector(x) for x in inputs) and any(map(self.lazy, inputs)):
             self.values[op.out] = _Deferred(op, positions=True)
             return
         self.values[op.out] = self.compute(op, None)
@@ -653,6 +697,9 @@ class _Consumer:
         tiles = [self.resolve(x, columns) for x in op.inputs if isinstance(x, str) and not self.lazy(x)]
         tiles = [t.acc if isinstance(t, _Cast) else t for t in tiles]
         like = next((t for t in tiles if isinstance(t, RegisterTile)), like)
+        if like is None and any(isinstance(t, RowVector) for t in tiles) and \
+                any(self.pending_vector(x) for x in op.inputs if isinstance(x, str)):
+            like = _row_layout_tile(self.rows(op.out))   # an argument's vector beside a vector over the rows
         args = [self.value(x, like, columns, axis) for x in op.inputs]
         out_dtype = self.program.tensor(op.out).dtype
         if op.fn in _COMPARE:
@@ -681,6 +728,10 @@ class _Consumer:
             tma = self.tma_of(name)
             tile = RegisterTile.load(source, wgmma_accumulator(rows, cols), at=(self.row0(name), 0), tma=tma)
             source = tile.to(dt.float32)
+        elif isinstance(source, _Pending):            # an argument's tile in registers: ordinary loads
+            name = operand_name(op.input)
+            source = self.argument_tile(source.region, _zero_tile(self.rows(name), source.region.shape[-1]),
+                                        None).to(dt.float32)
         elif isinstance(source, _Cast):
             source = source.acc
         reduced = getattr(source, op.fn)(axis=op.axis)
@@ -715,6 +766,9 @@ class _Consumer:
             value.store(target.span(), start + row_start, stop=row_start + length)
             return
         plan = next(st for st in self.s.stores if st.source == op.source)
+        if plan.direct:
+            self._direct_store(op)
+            return
         tma = self.store_tmas[op.source]
         if plan.in_tile:
             tile = self.values[plan.in_tile]
@@ -740,6 +794,17 @@ class _Consumer:
             self.wg.sync()
             end = None if op.target.end is None else _evaluate(op.target.end, self.env)
             tma.store(buffer, _origin(op.target, self.env, row0, first), predicate=leader, wait=False, end=end)
+
+    def _direct_store(self, op: Copy) -> None:
+        """A tile stored by each thread's own elements, clipped at the tensor's end (see ``StorePlan.direct``)."""
+        value = self.resolve(op.source)
+        tile = value.acc if isinstance(value, _Cast) else value
+        target = self.arrays[op.target.tensor]
+        if not isinstance(tile, RegisterTile) or target.ndim != 2:
+            raise TaskError(f"{op}: a tile stored without TMA is a register tile stored into a 2-D tensor",
+                            code="unsupported-program", loc=op.loc)
+        plain = RegisterTile(tile.values, tile.dtype, tile.layout)      # an accumulator's values, as any tile's
+        plain.store(target, _origin(op.target, self.env, self.row0(op.source)), clip=True)
 
     def _stored_slice(self, op: Copy, window) -> WGMMAAccumulator:
         value = self.resolve(op.source, window)
@@ -890,6 +955,29 @@ class _Cast:
         self.acc, self.dtype = acc, dtype
 
 
+def _as_accumulator(tile: RegisterTile) -> WGMMAAccumulator:
+    """``tile`` (in the accumulator layout) as a float32 accumulator, whose columns can be taken apart."""
+    if isinstance(tile, WGMMAAccumulator):
+        return tile
+    if tile.layout != wgmma_accumulator(*tile.shape):
+        raise TaskError(f"a {tile.dtype.name} tile of layout {tile.layout} cannot be stored a slice of columns at a "
+                        "time: only tiles in the accumulator layout can", code="unsupported-program")
+    return WGMMAAccumulator.from_values(*tile.shape, (tile if tile.dtype == dt.float32 else tile.to(dt.float32)).values)
+
+
+def _zero_tile(rows: int, columns: int) -> RegisterTile:
+    """A tile of zeros in the accumulator layout: the layout an argument's tile or vector is read into (its
+    values are never used)."""
+    layout = wgmma_accumulator(rows, columns)
+    return RegisterTile([constant(0.0, dt.float32).ir] * layout.values, dt.float32, layout)
+
+
+def _row_layout_tile(rows: int) -> RegisterTile:
+    """A tile whose rows are laid out as a vector filled over ``rows`` rows (see ``_Consumer.fill``): the layout
+    in which an argument's vector is read to combine with such a vector."""
+    return _zero_tile(rows, 8)
+
+
 def _uniform_rows(tile: RegisterTile) -> RowVector:
     """The rows of ``tile``, whose columns all hold the same values, as a vector: each thread's value of its
     own first column of each row (no shuffles)."""
@@ -925,4 +1013,8 @@ _UNARY = {
     "exp2_approx": lambda x: exp2(x, approx=True),
     "log2": lambda x: log2(x),
     "log2_approx": lambda x: log2(x, approx=True),
+    "sqrt": lambda x: sqrt(x),
+    "sqrt_approx": lambda x: sqrt(x, approx=True),
+    "rsqrt": lambda x: rsqrt(x),
+    "rsqrt_approx": lambda x: rsqrt(x, approx=True),
 }

@@ -209,7 +209,7 @@ class Mma(Op):
 class Map(Op):
     """``out = fn(*inputs)`` elementwise (inputs: tensors, broadcast vectors, numbers, affine indices);
     ``fn`` names the function (add, sub, mul, div, maximum, minimum, relu, gelu, gelu_tanh, silu, exp2, exp2_approx,
-    log2, log2_approx, cast, copy, lt, le, gt, ge, and, where)."""
+    log2, log2_approx, sqrt(_approx), rsqrt(_approx), cast, copy, lt, le, gt, ge, and, where)."""
 
     out: str
     fn: str

@@ -200,6 +200,42 @@ def _fields(mapping: Mapping):
     return [f for f in dataclasses.fields(mapping) if f.init]
 
 
+def change_text(change: dict) -> str:
+    """A change of a mapping as text: ``consumers=1``; an entry of a dict field, ``tiles['BM']=128``, or its
+    removal, ``no tiles['BQ']``."""
+    parts = []
+    for name, value in change.items():
+        if isinstance(value, dict):
+            parts += [f"no {name}[{key!r}]" if v is None else f"{name}[{key!r}]={v!r}" for key, v in value.items()]
+        else:
+            parts.append(f"{name}={value!r}")
+    return " and ".join(parts)
+
+
+def apply_change(mapping: "Mapping", change: dict) -> "Mapping":
+    """``mapping`` with ``change``: its dict fields (tiles, levels, memory, registers) merged into the mapping's,
+    where ``None`` drops an entry; the other fields replaced."""
+    fields = {}
+    for name, value in change.items():
+        if isinstance(value, dict):
+            merged = dict(getattr(mapping, name))
+            merged.update(value)
+            value = {k: v for k, v in merged.items() if v is not None}
+        fields[name] = value
+    return mapping.replace(**fields)
+
+
+def refusal(message: str, *, code: str, changes=(), note: str = "", loc=None) -> MappingError:
+    """A refusal whose hint proposes ``changes`` of the mapping (dicts for :func:`apply_change`): ``TaskKernel``
+    plans the program under each and names only those it accepts (see ``build.TaskKernel._stages``)."""
+    hint = "map with " + ", or ".join(change_text(c) for c in changes) if changes else None
+    if note:
+        hint = f"{hint} ({note})" if hint else note
+    error = MappingError(message, code=code, hint=hint, loc=loc if loc is not None else user_location())
+    error.changes, error.note = tuple(changes), note
+    return error
+
+
 def _bad(message: str, code: str = "bad-mapping") -> MappingError:
     return MappingError(message, code=code, loc=user_location())
 
@@ -226,7 +262,11 @@ def check_registers(mapping: Mapping, registers: dict, producer_roles: int) -> N
     """The register budgets of all roles must fit the register file."""
     total = 128 * (registers.get("producer", 0) * producer_roles + registers["consumer"] * mapping.consumers)
     if total > REGISTER_FILE:
-        raise MappingError(f"the roles' registers add up to {total} per block ({registers} per thread), more than "
-                           f"the {REGISTER_FILE} of the register file", code="mapping-registers",
-                           hint="lower registers['consumer'] or use fewer consumer warpgroups", loc=user_location())
+        producers = registers.get("producer", 0) * producer_roles
+        fitting = (REGISTER_FILE // 128 - producers) // mapping.consumers // 8 * 8
+        changes = [{"registers": {"consumer": fitting}}] if fitting >= SETMAXNREG_MIN else []
+        changes += [{"consumers": c} for c in range(mapping.consumers - 1, 0, -1)
+                    if 128 * (producers + registers["consumer"] * c) <= REGISTER_FILE][:1]
+        raise refusal(f"the roles' registers add up to {total} per block ({registers} per thread), more than "
+                      f"the {REGISTER_FILE} of the register file", code="mapping-registers", changes=changes)
 

@@ -7,7 +7,9 @@ shared-memory allocation, persistence. Each pass is a pure function of earlier s
 
 The programs scheduled here have the shape of the GEMM family: one ``prange`` over output tiles whose
 body has operations before (the prologue), at most one ``srange`` loop, and operations after it (the
-epilogue). Anything else is refused with a :class:`~nvdsl.errors.TaskError` saying what is not supported.
+epilogue); or, for row-wise programs (a softmax, a norm), several ``srange`` loops over column blocks that
+compute in registers alone (no product, no load into shared memory), kept in the prologue as its passes.
+Anything else is refused with a :class:`~nvdsl.errors.TaskError` saying what is not supported.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from dataclasses import replace
 from .. import dtypes as dt
 from ..errors import MappingError, TaskError, user_location
 from ..layouts.swizzle import swizzle_alignment
+from ..target import TMA_STRIDE_BYTES
 from . import ir
 from .analysis import operand_name, with_dependences
 from .ir import SHARED, Broadcast, Copy, Fill, FirstColumn, Loop, Map, Mma, Program, Reduce, Region, argument_loads
-from .mapping import BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers
+from .mapping import (BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers,
+                      refusal)
 from .stages import (ONES_COLUMNS, Allocation, Buffer, Joined, Levels, MainLoop, OnesTile, Persistence, Phases,
                      Pipeline, Products, Registers, RingPlan, RingTile, Split, StorePlan, TileBody, Transfers, Unmasked)
 
@@ -49,18 +53,35 @@ def _shape_of(program: Program):
     if len(tiles.vars) > 4:
         raise _refuse(f"a prange over {len(tiles.vars)} axes: the task layer schedules at most 4 (batch axes, "
                       "rows, columns)", loc=tiles.loc)
+    loops = [node for node in tiles.body if isinstance(node, Loop)]
+    for node in loops:
+        if node.kind != "srange" or any(isinstance(n, Loop) for n in node.body):
+            raise _refuse("inside the prange, the task layer schedules srange loops without nested loops",
+                          loc=node.loc, hint="write each sequential loop at the top of the prange's body")
+    if len(loops) > 1:
+        busy = next((n for n in loops if not _in_registers(program, n)), None)
+        if busy is not None:
+            raise _refuse("inside the prange, the task layer schedules one srange loop with products or loads "
+                          "into shared memory; several srange loops (a row-wise program's passes over column "
+                          "blocks) only if each computes in registers alone", loc=busy.loc,
+                          hint="read the tiles of these loops in tile math (x += Xt[i, j], or map them to "
+                               "'register' memory), or fold the loops into one")
+        return tiles, tuple(tiles.body), None, ()         # sections: every loop runs in the consumers' registers
     prologue, main, epilogue = [], None, []
     for node in tiles.body:
         if isinstance(node, Loop):
-            if node.kind != "srange" or main is not None or any(isinstance(n, Loop) for n in node.body):
-                raise _refuse("inside the prange, the task layer schedules one srange loop without nested loops",
-                              loc=node.loc)
             main = node
         elif main is None:
             prologue.append(node)
         else:
             epilogue.append(node)
     return tiles, tuple(prologue), main, tuple(epilogue)
+
+
+def _in_registers(program: Program, loop: Loop) -> bool:
+    """Whether an srange's body needs no ring: no product, and no load into shared memory."""
+    return not any(isinstance(op, Mma) or (op in argument_loads(loop.body) and
+                                           program.tensor(op.target).memory == SHARED) for op in loop.body)
 
 
 TILE_BODY, PRODUCTS = "tile body", "mma"     # the names of a tile's work and its products left in a caller
@@ -106,32 +127,35 @@ def assign_levels(program: Program, mapping: Mapping) -> Levels:
             roles.setdefault(name, set())
     given = dict(mapping.levels)
 
-    def refuse(message: str, hint: str | None = None) -> MappingError:
-        return MappingError(message, code="mapping-level", hint=hint, loc=user_location())
+    def refuse(message: str, changes, note: str = "") -> MappingError:
+        return refusal(message, code="mapping-level", changes=changes, note=note)
 
     for name, level in mapping.levels:
         if name not in roles:
             raise refuse(f"levels['{name}']: the program has no task '{name}'; the names its levels take are " +
-                         ", ".join(f"'{n}'" for n in roles if roles[n]))
+                         ", ".join(f"'{n}'" for n in roles if roles[n]), [{"levels": {name: None}}])
         said = f"levels['{name}']={level!r}"
         if not roles[name]:
             raise refuse(f"{said}: task '{name}' is part of the work of a tile and runs at the level of '{tile}'",
-                         hint=f"levels name '{around[-1]}' (host), '{tile}' (block or warpgroup) and '{products}' "
+                         [{"levels": {name: None}}],
+                         note=f"levels name '{around[-1]}' (host), '{tile}' (block or warpgroup) and '{products}' "
                               "(warpgroup)")
         if HOST in roles[name] and level != HOST:
             holds = "holds" if name == around[-1] else "launches the task holding"
             raise refuse(f"{said}: task '{name}' {holds} the prange over output tiles, which only the host can "
-                         "launch (one tile per block)")
+                         "launch (one tile per block)", [{"levels": {name: HOST}}])
         if "tile" in roles[name] and level == HOST:
             raise refuse(f"{said}: task '{name}' runs one output tile, on a block: at 'block' its consumer "
-                         "warpgroups share the tile's rows, at 'warpgroup' each of them runs whole tiles (a ping-pong)")
+                         "warpgroups share the tile's rows, at 'warpgroup' each of them runs whole tiles (a ping-pong)",
+                         [{"levels": {name: BLOCK}}, {"levels": {name: WARPGROUP}}])
         if "products" in roles[name] and level != WARPGROUP:
             raise refuse(f"{said}: task '{name}' issues the tile products, and wgmma is a warpgroup instruction: it "
-                         "runs at 'warpgroup' only")
+                         "runs at 'warpgroup' only", [{"levels": {name: WARPGROUP}}])
     derived = {WARPGROUP: PINGPONG, BLOCK: COOPERATIVE}.get(given.get(tile))
     if derived is not None and mapping.schedule not in (None, derived):
         raise refuse(f"schedule={mapping.schedule!r} but levels['{tile}']={given[tile]!r}: a tile's task at "
-                     f"{given[tile]!r} makes a {derived!r} schedule", hint="leave schedule out: it follows the levels")
+                     f"{given[tile]!r} makes a {derived!r} schedule", [{"schedule": derived}],
+                     note="or leave schedule out: it follows the levels")
     if mapping.schedule is None:
         mapping = mapping._with_schedule(derived or COOPERATIVE)
     stated = f"levels['{tile}']={given[tile]!r}" if derived else f"schedule={mapping.schedule!r}"
@@ -221,8 +245,8 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
     consumers = mapping.consumers
     pingpong = mapping.schedule == PINGPONG
     if pingpong and consumers != 2:
-        raise MappingError(f"{levels.stated}: a ping-pong alternates tiles between 2 consumer warpgroups, not "
-                           f"{consumers}", code="bad-mapping", loc=user_location())
+        raise refusal(f"{levels.stated}: a ping-pong alternates tiles between 2 consumer warpgroups, not "
+                      f"{consumers}", code="bad-mapping", changes=[{"consumers": 2}])
     split = _split_tensors(program, body.ops, mapping.schedule)
     tile_rows = {program.tensor(op.acc).shape[0] for op in body.ops if isinstance(op, Mma)} or \
         {program.tensor(op.target).shape[0] for op in body.ops if isinstance(op, Fill)} or {MMA_ROWS}
@@ -231,11 +255,27 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
     tile_rows = tile_rows.pop()
     share = 1 if pingpong else consumers
     if tile_rows % (share * MMA_ROWS):
-        raise MappingError(f"a tile of {tile_rows} rows cannot be shared by {share} consumer warpgroup(s) in multiples "
-                           f"of wgmma's {MMA_ROWS} rows", code="mapping-tile",
-                           hint=f"use a row tile that is a multiple of {share * MMA_ROWS}, or fewer consumers",
-                           loc=user_location())
+        changes, note = _row_split_changes(mapping, tile_rows, share)
+        raise refusal(f"a tile of {tile_rows} rows cannot be shared by {share} consumer warpgroup(s) in multiples of "
+                      f"wgmma's {MMA_ROWS} rows", code="mapping-tile", changes=changes, note=note)
     return Split(consumers=consumers, split=split, rows=tile_rows // share)
+
+
+def _row_split_changes(mapping: Mapping, tile_rows: int, share: int) -> tuple[list, str]:
+    """The changes under which consumers share a tile's rows: fewer consumers (a divisor of the tile's row
+    blocks of wgmma's), or the tunable that gives the rows (the mapping's tiles of ``tile_rows``) at a
+    multiple of ``share`` row blocks; and a note where no tunable of the mapping gives them."""
+    blocks = tile_rows // MMA_ROWS
+    fewer = max((c for c in range(1, share) if blocks and blocks % c == 0), default=None)
+    changes = [{"consumers": fewer}] if fewer is not None else []
+    rows = -(-max(tile_rows, 1) // (share * MMA_ROWS)) * share * MMA_ROWS
+    changes += [{"tiles": {name: rows}} for name, value in mapping.tiles if value == tile_rows]
+    return changes, "" if len(changes) > (fewer is not None) else f"or a row tile of {rows} rows"
+
+
+def _tunables_at(mapping: Mapping, value: int, wanted: int) -> list[dict]:
+    """Changes setting to ``wanted`` each tunable the mapping gives ``value`` (the tile extent a refusal is about)."""
+    return [{"tiles": {name: wanted}} for name, v in mapping.tiles if v == value and wanted != value]
 
 
 def _split_tensors(program: Program, ops, schedule: str) -> frozenset:
@@ -248,6 +288,8 @@ def _split_tensors(program: Program, ops, schedule: str) -> frozenset:
         if isinstance(op, Mma):
             split.update((op.acc, operand_name(op.a)))
             whole.add(operand_name(op.b))
+    if not split:                 # no products: the tiles filled in the program (a row-wise program's) split
+        split.update(op.target for op in ops if isinstance(op, Fill) and len(program.tensor(op.target).shape) == 2)
     changed = True
     while changed:
         changed = False
@@ -275,7 +317,7 @@ def _split_tensors(program: Program, ops, schedule: str) -> frozenset:
     return frozenset(split)
 
 
-def check_products(body: TileBody) -> None:
+def check_products(levels: Levels, body: TileBody) -> None:
     """TileBody -> the same, or a refusal: every product fits wgmma (operand types and layouts, its N and K)."""
     program = body.program
     for op in body.ops:
@@ -294,15 +336,20 @@ def check_products(body: TileBody) -> None:
             t = program.tensor(operand_name(operand))
             row_bytes = t.shape[-1] * t.dtype.itemsize
             if row_bytes < 128:
-                raise MappingError(f"{op}: the rows of '{operand_name(operand)}' {list(t.shape)} are {row_bytes} bytes; "
-                                   "wgmma operands are laid out in 128-byte swizzled rows here", code="mapping-tile",
-                                   hint=f"make that tile extent at least {128 // t.dtype.itemsize}", loc=op.loc)
+                wide = 128 // t.dtype.itemsize
+                raise refusal(f"{op}: the rows of '{operand_name(operand)}' {list(t.shape)} are {row_bytes} bytes; "
+                              "wgmma operands are laid out in 128-byte swizzled rows here", code="mapping-tile",
+                              changes=_tunables_at(levels.mapping, t.shape[-1], wide),
+                              note=f"make that tile extent at least {wide}", loc=op.loc)
         if item == 1 and not op.transpose_b:
             raise TaskError(f"{op}: a float8 B must be stored K-major, as (N, K), and read as Bt[j, k].T: wgmma "
                             "transposes only 16-bit operands", code="bad-layout", loc=op.loc)
         if n % 8 or n > 256 or k % k_step:
-            raise MappingError(f"a product {m}x{n}x{k} does not fit wgmma: N must be a multiple of 8 up to 256 and K "
-                               f"a multiple of {k_step}", code="mapping-tile", loc=op.loc)
+            mapping = levels.mapping
+            changes = (_tunables_at(mapping, n, min(256, max(8, n // 8 * 8))) if n % 8 or n > 256 else []) + \
+                (_tunables_at(mapping, k, max(k_step, k // k_step * k_step)) if k % k_step else [])
+            raise refusal(f"a product {m}x{n}x{k} does not fit wgmma: N must be a multiple of 8 up to 256 and K "
+                          f"a multiple of {k_step}", code="mapping-tile", changes=changes, loc=op.loc)
 
 
 # -- the main loop ------------------------------------------------------------------------------------------------
@@ -316,18 +363,19 @@ def order_main_loop(levels: Levels, body: TileBody) -> MainLoop:
     _check_trips(body.tiles, main)
     phases = _two_phases(body.program, main, body.prologue)
     if pingpong and phases is not None:
-        raise MappingError(f"{levels.stated}: a ping-pong takes turns at whole main loops; a two-phase loop "
-                           "(attention's) takes turns at each step's products instead", code="bad-mapping",
-                           hint="map with schedule='cooperative' and turns=True", loc=user_location())
+        tile = levels.levels[-2][0]
+        raise refusal(f"{levels.stated}: a ping-pong takes turns at whole main loops; a two-phase loop "
+                      "(attention's) takes turns at each step's products instead", code="bad-mapping",
+                      changes=[{"schedule": COOPERATIVE, "turns": True},
+                               {"levels": {tile: BLOCK}, "schedule": COOPERATIVE, "turns": True}])
     if phases is not None and not mapping.warp_specialize:
-        raise MappingError("a two-phase loop (a product fed by another's results, as attention's) is scheduled "
-                           "with warp specialization only", code="bad-mapping", hint="map with warp_specialize=True",
-                           loc=user_location())
+        raise refusal("a two-phase loop (a product fed by another's results, as attention's) is scheduled "
+                      "with warp specialization only", code="bad-mapping", changes=[{"warp_specialize": True}])
     if mapping.turns and not pingpong and (phases is None or mapping.consumers < 2):
-        raise MappingError("turns=True makes cooperative consumers take turns at a two-phase loop's products; this "
-                           "program or mapping has none to take", code="bad-mapping",
-                           hint="schedule='pingpong' makes 2 consumers take turns at whole main loops",
-                           loc=user_location())
+        raise refusal("turns=True makes cooperative consumers take turns at a two-phase loop's products; this "
+                      "program or mapping has none to take", code="bad-mapping",
+                      changes=[{"turns": False}, {"schedule": PINGPONG, "consumers": 2}],
+                      note="schedule='pingpong' makes 2 consumers take turns at whole main loops")
     unmasked = _unmasked(main, body.prologue + tuple(main.body)) if phases is not None else None
     return MainLoop(phases=phases, unmasked=unmasked)
 
@@ -458,17 +506,19 @@ def place_copies(levels: Levels, body: TileBody, split: Split, loop: MainLoop) -
         if program.tensor(op.target).memory == SHARED:
             raise _refuse(f"{op}: loads into shared memory after the srange loop are not scheduled yet", loc=op.loc)
     if pingpong and not mapping.warp_specialize:
-        raise MappingError(f"{levels.stated}: a ping-pong needs warp_specialize=True: a producer warpgroup feeds the "
-                           "ring in the order the consumers take their turns", code="bad-mapping",
-                           hint="map with warp_specialize=True, or schedule='cooperative'", loc=user_location())
-    rings = _rings(program, body, split, loop.phases, "producer" if mapping.warp_specialize else "consumers")
-    stores = _stores(program, body, split, pingpong)
+        raise refusal(f"{levels.stated}: a ping-pong needs warp_specialize=True: a producer warpgroup feeds the "
+                      "ring in the order the consumers take their turns", code="bad-mapping",
+                      changes=[{"warp_specialize": True}, {"schedule": COOPERATIVE}])
+    rings = _rings(program, body, split, loop.phases, "producer" if mapping.warp_specialize else "consumers",
+                   mapping)
+    stores = _stores(program, body, split, mapping)
     if pingpong:
         rings = _taken_in_turn(rings)
     return Transfers(rings=tuple(rings), stores=tuple(stores))
 
 
-def _rings(program: Program, body: TileBody, split: Split, phases: Phases | None, producer: str) -> list[RingPlan]:
+def _rings(program: Program, body: TileBody, split: Split, phases: Phases | None, producer: str,
+           mapping: Mapping) -> list[RingPlan]:
     """A ring per loop body that loads into shared memory: the prologue's, once per tile; the main loop's,
     once per step (a two-phase loop: one per phase, as step k's A tiles are read while step k - 1's B
     tiles are). Tiles split by rows are loaded in boxes of a consumer's rows."""
@@ -489,7 +539,8 @@ def _rings(program: Program, body: TileBody, split: Split, phases: Phases | None
         offset, tiles = 0, []
         for op in loads:
             local = program.tensor(op.target)
-            box, swizzle = _box(local.shape, local.dtype, split.rows if op.target in split.split else local.shape[-2])
+            box, swizzle = _box(local.shape, local.dtype, split.rows if op.target in split.split else local.shape[-2],
+                                mapping)
             tiles.append(RingTile(op.target, op.source, local.dtype, box, swizzle, offset))
             offset += _aligned(tiles[-1].nbytes)
         rings.append(RingPlan(f"ring_{per}" + (f"_{phase}" if phase else ""), per, 0, tuple(tiles), offset,
@@ -497,17 +548,25 @@ def _rings(program: Program, body: TileBody, split: Split, phases: Phases | None
     return rings
 
 
-def _stores(program: Program, body: TileBody, split: Split, pingpong: bool) -> list[StorePlan]:
-    """Epilogue stores of tiles: through a staging tile per consumer, a slice of columns at a time, with TMA;
-    or through the consumer's rows of a tile ring's tile of the same shape, once its products read it."""
-    stores = []
+def _stores(program: Program, body: TileBody, split: Split, mapping: Mapping) -> list[StorePlan]:
+    """Stores of tiles: through a staging tile per consumer, a slice of columns at a time, with TMA; or through
+    the consumer's rows of a tile ring's tile of the same shape, once its products read it; or, where TMA
+    cannot address the tensor (rows whose bytes are not a multiple of 16, as 50257 bfloat16 logits), by
+    each thread's ordinary stores of its elements, clipped at the tensor's end (``direct``)."""
+    stores, pingpong = [], mapping.schedule == PINGPONG
     tile_loads = [op for op in argument_loads(body.prologue) if program.tensor(op.target).memory == SHARED]
-    for op in body.epilogue:
+    for op in body.ops:
         if not (isinstance(op, Copy) and isinstance(op.target, Region) and len(op.target.matrix_shape) == 2):
             continue
         local = program.tensor(op.source)
         out_rows = split.rows if op.source in split.split or pingpong else local.shape[0]
-        box, _ = _box(op.target.shape, local.dtype, out_rows)
+        target = program.tensor(op.target.tensor)
+        if (target.shape[-1] * target.dtype.itemsize) % TMA_STRIDE_BYTES and op.target.end is None and \
+                len(target.shape) == 2:      # (other ranks: TMA stores into a staging copy, see staging.py)
+            stores.append(StorePlan(op.source, op.target, local.dtype, (out_rows, local.shape[-1]), local.shape[-1],
+                                    (), direct=True))
+            continue
+        box, _ = _box(op.target.shape, local.dtype, out_rows, mapping)
         columns = local.shape[-1]
         slice_columns = max(box[-1], min(columns, STAGING_BYTES // (out_rows * local.dtype.itemsize)) // box[-1] *
                             box[-1])
@@ -538,15 +597,16 @@ def _taken_in_turn(rings: list[RingPlan]) -> list[RingPlan]:
             for r in rings for c in (range(2) if r.per == "tile" else (0,))]
 
 
-def _box(tile_shape, dtype: dt.DType, rows: int) -> tuple[tuple[int, ...], int]:
+def _box(tile_shape, dtype: dt.DType, rows: int, mapping: Mapping) -> tuple[tuple[int, ...], int]:
     """The TMA box and swizzle for a tile: a 128-byte (or narrower) swizzle span wide, ``rows`` tall."""
     item = dtype.itemsize
     inner = tile_shape[-1]
     inner_bytes = min(128, inner * item)
     if inner_bytes not in (32, 64, 128):
-        raise MappingError(f"a tile whose rows are {inner} {dtype.name} values ({inner * item} bytes) cannot be "
-                           "laid out for the tensor cores: rows of 32, 64 or at least 128 bytes are needed",
-                           code="mapping-tile", loc=user_location())
+        wider = next(b // item for b in (32, 64, 128) if b >= inner * item)
+        raise refusal(f"a tile whose rows are {inner} {dtype.name} values ({inner * item} bytes) cannot be laid out "
+                      "for the tensor cores: rows of 32, 64 or at least 128 bytes are needed", code="mapping-tile",
+                      changes=_tunables_at(mapping, inner, wider), note=f"make that tile extent {wider}")
     box_inner = inner_bytes // item
     box = tuple(1 for _ in tile_shape[:-2]) + (min(rows, 256), box_inner)
     return box, inner_bytes
@@ -632,16 +692,29 @@ def budget_registers(levels: Levels, body: TileBody, split: Split) -> Registers:
     registers = derive_registers(mapping, producers)
     check_registers(mapping, registers, producers)
     pingpong = mapping.schedule == PINGPONG
-    accumulators = {op.acc for op in body.ops if isinstance(op, Mma)} | \
-        {op.target for op in body.ops if isinstance(op, Fill)}
+    accumulators = _live_accumulators(body, split, pingpong)
     accumulator_registers = _accumulator_registers(program, accumulators, split.split, split.rows, pingpong)
     needed = OVERHEAD_REGISTERS + accumulator_registers
     if needed > registers["consumer"]:
-        raise MappingError(f"each consumer thread needs about {needed} registers for its accumulators, but the "
-                           f"consumer budget is {registers['consumer']}", code="mapping-registers",
-                           hint=_fitting_changes(mapping, program, accumulators, split, registers["consumer"],
-                                                 producers), loc=user_location())
+        elements = (registers["consumer"] - OVERHEAD_REGISTERS) * 128
+        raise refusal(f"each consumer thread needs about {needed} registers for its accumulators, but the "
+                      f"consumer budget is {registers['consumer']}", code="mapping-registers",
+                      changes=_fitting_changes(mapping, program, accumulators, split, producers),
+                      note=f"a consumer's accumulators may hold {elements} float32 elements")
     return Registers(registers=tuple(sorted(registers.items())), accumulators=accumulator_registers)
+
+
+def _live_accumulators(body: TileBody, split: Split, pingpong: bool) -> set:
+    """The accumulators (products' and filled tiles) live at once: all of them, except that a tile filled in one
+    of a row-wise program's loops lives in that loop only, so of those only the costliest loop's count."""
+    def filled(ops) -> set:
+        return {op.acc for op in ops if isinstance(op, Mma)} | {op.target for op in ops if isinstance(op, Fill)}
+    sections = [node for node in body.prologue if isinstance(node, Loop)]
+    inside = [filled(loop.body) for loop in sections]
+    outside = filled(body.ops) - set().union(*inside)
+    costs = [_accumulator_registers(body.program, names - outside, split.split, split.rows, pingpong)
+             for names in inside]
+    return outside | (inside[costs.index(max(costs))] if inside else set())
 
 
 def _accumulator_registers(program: Program, accumulators, split_names, rows: int, pingpong: bool) -> int:
@@ -654,12 +727,13 @@ def _accumulator_registers(program: Program, accumulators, split_names, rows: in
     return total
 
 
-def _fitting_changes(mapping: Mapping, program: Program, accumulators, split: Split, budget: int,
-                     producers: int) -> str:
-    """Changes of the mapping under which the accumulators fit, each checked with the same arithmetic."""
+def _fitting_changes(mapping: Mapping, program: Program, accumulators, split: Split, producers: int) -> list[dict]:
+    """Changes of the mapping under which the accumulators may fit: a cooperative schedule (its consumers
+    share each tile's rows), more consumers (checked with the same arithmetic), each tunable halved (which the
+    kernel checks by planning, as it does every change a refusal proposes)."""
     changes = []
     if mapping.schedule == PINGPONG:
-        changes.append("schedule='cooperative' (the consumers then share each tile's rows)")
+        changes.append({"schedule": COOPERATIVE})
     elif split.split:
         tile_rows = split.rows * mapping.consumers
         for consumers in range(mapping.consumers + 1, 5):
@@ -672,11 +746,10 @@ def _fitting_changes(mapping: Mapping, program: Program, accumulators, split: Sp
             fits = OVERHEAD_REGISTERS + _accumulator_registers(program, accumulators, split.split,
                                                                tile_rows // consumers, False)
             if fits <= derive_registers(more, producers)["consumer"]:
-                changes.append(f"consumers={consumers}")
+                changes.append({"consumers": consumers})
                 break
-    elements = (budget - OVERHEAD_REGISTERS) * 128
-    changes.append(f"smaller tiles (a consumer's accumulators may hold {elements} float32 elements)")
-    return "map with " + ", or ".join(changes)
+    changes += [{"tiles": {name: value // 2}} for name, value in mapping.tiles if value >= 16]
+    return changes
 
 
 # -- shared memory ------------------------------------------------------------------------------------------------
@@ -689,9 +762,12 @@ def allocate_shared_memory(levels: Levels, body: TileBody, transfers: Transfers,
     limit = levels.mapping.smem_limit
     if total > limit:
         listing = ", ".join(f"{b.name} {b.nbytes} B" for b in sorted(placed, key=lambda b: b.offset))
-        raise MappingError(f"the schedule needs {total} bytes of shared memory ({listing}), more than the mapping's "
-                           f"bound of {limit}", code="mapping-smem",
-                           hint="use fewer pipeline slots or smaller tiles", loc=user_location())
+        mapping = levels.mapping
+        fewer = [{"pipeline": d} for d in range((mapping.pipeline or 2) - 1, max(mapping.mma_in_flight + 1, 2) - 1, -1)]
+        raise refusal(f"the schedule needs {total} bytes of shared memory ({listing}), more than the mapping's "
+                      f"bound of {limit}", code="mapping-smem",
+                      changes=fewer + [{"tiles": {name: value // 2}} for name, value in mapping.tiles if value >= 16],
+                      note="fewer pipeline slots or smaller tiles")
     offsets = {b.name: b.offset for b in placed}
     rings = tuple(replace(r, offset=offsets[r.name]) for r in pipeline.rings)
     return Allocation(rings=rings, buffers=tuple(sorted(placed, key=lambda b: (b.offset, b.name))), smem_bytes=total,
@@ -710,10 +786,11 @@ def _buffers(levels: Levels, body: TileBody, transfers: Transfers, rings) -> lis
     out = [Buffer(t.name, _aligned(t.nbytes), (0, 2)) for t in body.ones]
     for r in rings:
         out.append(Buffer(r.name, r.depth * r.slot_bytes, (0, 2) if live_across or r.per == "tile" else (0, 1)))
+    in_epilogue = {op.source for op in body.epilogue if isinstance(op, Copy) and isinstance(op.target, Region)}
     for s in transfers.stores:
         nbytes = _aligned(s.box[-2] * s.slice_columns * s.dtype.itemsize)
-        for name in s.staging:
-            out.append(Buffer(name, nbytes, (1, 2)))
+        for name in s.staging:       # a store before the epilogue (a row-wise program's) stages while rings live
+            out.append(Buffer(name, nbytes, (1, 2) if s.source in in_epilogue else (0, 2)))
     return out
 
 

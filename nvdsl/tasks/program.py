@@ -753,6 +753,33 @@ gelu.__doc__ = "The exact GELU of every element of a tile, ``x * (1 + erf(x / sq
 gelu_tanh.__doc__ = ("GELU by its tanh formula, ``x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2``, of every "
                      "element of a tile: torch's ``gelu(approximate='tanh')``, computed with an accurate tanh.")
 exp2, log2 = _unary("exp2", True), _unary("log2", True)
+sqrt, rsqrt = _unary("sqrt", True), _unary("rsqrt", True)
+sqrt.__doc__ = "The square root of every element of a tile (``approx=True``: PTX's ``sqrt.approx``)."
+rsqrt.__doc__ = "``1 / sqrt(x)`` of every element of a tile (``approx=True``: PTX's ``rsqrt.approx``)."
+
+_LOG2_E = 1.4426950408889634
+_LN_2 = 0.6931471805599453
+
+
+def exp(x, **options) -> Local:
+    """``e ** x`` of every element of a tile, as ``exp2(x * log2(e))`` (two events: a multiply, then
+    :func:`exp2`; ``approx=True`` passes on to it). The product's rounding (half an ulp of ``x * log2(e)``)
+    adds ``|x| * log2(e) * 2**-24 * ln 2`` to the result's relative error."""
+    return exp2(_as_tile(x, "exp") * _LOG2_E, **options)
+
+
+def log(x, **options) -> Local:
+    """The natural logarithm of every element of a tile, as ``log2(x) * ln(2)`` (:func:`log2`, then a multiply;
+    ``approx=True`` passes on to it)."""
+    return log2(x, **options) * _LN_2
+
+
+def _as_tile(x, fn: str) -> Local:
+    if not isinstance(x, (Local, TileRef)):
+        raise _error(f"nt.{fn} applies to tiles, got {x!r}", code="bad-tile")
+    if isinstance(x, TileRef):             # an argument's tile: its values, as a computed tile
+        return _map("copy", (x._operand(),), _matrix(x), x.dtype)
+    return x
 
 
 def maximum(a, b) -> Local:

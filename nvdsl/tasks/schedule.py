@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..errors import TaskError, user_location
 from . import passes
-from .ir import Mma, Program, argument_loads, format_program
+from .ir import Loop, Mma, Program, argument_loads, format_program
 from .mapping import PINGPONG, Mapping
 from .stages import (TURN_BARRIER, Schedule, format_joined, format_levels, format_memory_map, format_ones,
                      format_store)
@@ -19,7 +19,7 @@ def plan_stages(program: Program, mapping: Mapping, sm_count: int) -> dict:
     levels = passes.assign_levels(program, mapping)
     body = passes.sum_rows_on_tensor_cores(levels)
     split = passes.split_rows(levels, body)
-    passes.check_products(body)
+    passes.check_products(levels, body)
     loop = passes.order_main_loop(levels, body)
     transfers = passes.place_copies(levels, body, split, loop)
     products = passes.join_products(body, transfers, loop)
@@ -87,7 +87,7 @@ def _roles(s: Schedule) -> list[str]:
     else:
         share = f"rows {s.rows}*c .. +{s.rows} of each tile" if s.consumers > 1 else "whole tiles"
     roles.append(f"consumers = warpgroups {first}..{first + s.consumers - 1} ({regs['consumer']} registers): "
-                 f"{share}" + ("" if s.warp_specialized else "; they also issue the loads, "
+                 f"{share}" + ("" if s.warp_specialized or not s.rings else "; they also issue the loads, "
                                f"{s.lookahead} step(s) ahead"))
     return roles
 
@@ -121,7 +121,12 @@ def _consumer(s: Schedule) -> list[str]:
     if tile_ring is not None:
         lines.append(f"    get {tile_ring.name}: " + ", ".join(t.local for t in tile_ring.tiles) +
                      " (held for the tile)")
-    lines += [f"    {op}" for op in s.prologue if not s.in_tile_ring(op)]
+    for op in s.prologue:
+        if isinstance(op, Loop):                   # a row-wise program's pass over column blocks, in registers
+            lines.append(f"    {op}: (in registers, no ring)")
+            lines += [f"      {inner}" for inner in op.body]
+        elif not s.in_tile_ring(op):
+            lines.append(f"    {op}")
     if s.pingpong:
         lines.append(f"    wait for this consumer's turn at the tensor cores (named barrier {TURN_BARRIER}+c)")
     if s.phases is not None:

@@ -119,6 +119,7 @@ class StorePlan:
     slice_columns: int
     staging: tuple[str, ...]          # one buffer per consumer
     in_tile: str = ""                 # or: each consumer's rows of this tile ring tile, whose reads have retired
+    direct: bool = False              # or: each thread stores its own elements (no TMA), clipped at the end
 
 
 @dataclass(frozen=True)
@@ -183,13 +184,18 @@ class TileBody:
 
     @property
     def ops(self) -> tuple:
-        """Every operation of a tile, in order."""
-        return self.prologue + (tuple(self.main.body) if self.main is not None else ()) + self.epilogue
+        """Every operation of a tile, in order (those of the prologue's loops, a row-wise program's passes
+        over column blocks, in place of the loops)."""
+        prologue = tuple(op for node in self.prologue for op in (node.body if isinstance(node, Loop) else (node,)))
+        return prologue + (tuple(self.main.body) if self.main is not None else ()) + self.epilogue
 
     def __str__(self) -> str:
+        passes = [node for node in self.prologue if isinstance(node, Loop)]
+        sections = (f"passes over column blocks in the consumers' registers (no ring): {len(passes)} srange loops "
+                    f"({', '.join(str(node) for node in passes)})\n") if passes else ""
         if not self.ones:
-            return "row sums on the tensor cores: none\n"
-        return "".join(f"{format_ones(t)}\n" for t in self.ones) + ir.format_program(self.program)
+            return sections + "row sums on the tensor cores: none\n"
+        return sections + "".join(f"{format_ones(t)}\n" for t in self.ones) + ir.format_program(self.program)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -326,6 +332,9 @@ def format_memory_map(buffers, smem_bytes: int, smem_limit: int) -> list[str]:
 
 
 def format_store(st: StorePlan) -> str:
+    if st.direct:
+        return (f"store {st.source} -> {st.target}: each thread its own elements, clipped at the tensor's end (its "
+                "rows are not a multiple of 16 bytes, which TMA needs)")
     through = f"each consumer's rows of {st.in_tile}" if st.in_tile else ", ".join(st.staging)
     return (f"store {st.source} -> {st.target}: {st.slice_columns} columns at a time through {through}, TMA box "
             f"{list(st.box)}")

@@ -28,7 +28,8 @@ def stage(s: Schedule, arrays: dict[str, Array]) -> tuple[dict[str, Array], list
     """The arrays the kernel of ``s`` uses, each argument that its TMA descriptors cannot address replaced by a
     staging copy (copied in here, in host code before the kernel), and the (copy, argument) pairs to copy back
     after the kernel (:func:`copy`), for the arguments it writes."""
-    moved_by_tma = {t.source.tensor for r in s.rings for t in r.tiles} | {st.target.tensor for st in s.stores}
+    moved_by_tma = {t.source.tensor for r in s.rings for t in r.tiles} | \
+        {st.target.tensor for st in s.stores if not st.direct}      # (direct stores clip each thread's own)
     writes = [(w, loops) for op, loops in walk(s.program.body) for w in op.writes() if isinstance(w, Region)]
     reads = {r.tensor for op, _ in walk(s.program.body) for r in op.reads() if isinstance(r, Region)}
     staged, back = dict(arrays), []

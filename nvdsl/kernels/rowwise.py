@@ -1,0 +1,255 @@
+"""Row-wise kernels: softmax, RMSNorm, LayerNorm and cross-entropy over the rows of a 2-D array.
+
+    from nvdsl.kernels import rowwise
+    rowwise.softmax(x, y)                          # y[r] = softmax(x[r])
+    rowwise.rms_norm(x, w, y, eps=1e-6)            # y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w
+    rowwise.layer_norm(x, w, b, y, eps=1e-5)       # y[r] = (x[r] - mean) / sqrt(var + eps) * w + b
+    rowwise.cross_entropy(logits, targets, loss)   # loss[r] = logsumexp(logits[r]) - logits[r, targets[r]]
+
+``x``, ``y`` and ``logits`` are (M, N) float32, float16 or bfloat16; ``w`` and ``b`` are (N,) of any of those;
+``targets`` (M,) int32 and ``loss`` (M,) float32. Neither M nor N need be a multiple of anything (a vocabulary
+of 50257 works).
+
+Each is a short tile program (``nvdsl.tasks``) plus a mapping. A block takes ``BM`` = 64 rows (one consumer
+warpgroup, one wgmma row block: the register tiles' layout) and walks their columns in blocks of ``BN``
+(``nt.srange(Xt.grid[1])``), masking columns past N with ``nt.arange`` positions:
+
+* softmax: pass 1 keeps a running max and a rescaled sum of ``exp`` (an online softmax, as attention's),
+  pass 2 re-reads each block and writes ``exp(x - max) / sum``;
+* RMSNorm: pass 1 sums squares, pass 2 writes; LayerNorm: pass 1 sums, pass 2 sums squared deviations from
+  the mean (not ``E[x^2] - mean^2``, which cancels), pass 3 writes;
+* cross-entropy: one pass with the online max and sum, and the target's logit picked by a mask of the
+  column equal to the row's target; ``loss = max + ln(sum) - logit[target]``. Targets outside ``[0, N)`` (an
+  ignore index) give the row's log-sum-exp.
+
+The tiles are read by ordinary loads, each thread its own elements in the wgmma accumulator layout (not TMA:
+so rows of any length work, and no ring or producer warpgroup is needed, as nothing is multiplied); later
+passes re-read them (from L2 when the rows fit there). Outputs whose rows are a multiple of 16 bytes leave by
+TMA stores through a staging tile, others by each thread's clipped stores.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from .. import dtypes as dt
+from .. import tasks as nt
+from ..arguments import describe
+from ..errors import ArgumentError, user_location
+from ..signature import ARRAY
+
+ROWS = 64                     # rows per block: one consumer warpgroup's wgmma row block
+COLUMNS = 128                 # columns per block of a pass
+LOG2_E = 1 / math.log(2)
+LN_2 = math.log(2)
+_FLOATS = (dt.float32, dt.float16, dt.bfloat16)
+
+
+def default_mapping(columns: int = COLUMNS) -> nt.Mapping:
+    """How the row-wise programs run: ``ROWS`` rows per block, ``columns`` per step, one consumer warpgroup
+    and no producer (nothing goes through shared memory but the output's staging), one block per row tile."""
+    return nt.Mapping(tiles={"BM": ROWS, "BN": columns}, consumers=1, warp_specialize=False, persistent=False)
+
+
+def _tile(X):
+    BM, BN = nt.tunable("BM", ROWS), nt.tunable("BN", COLUMNS)
+    return BM, BN, nt.blocks(X, (BM, BN))
+
+
+def _read(Xt, i, j, BM, BN):
+    """Tile (i, j) of X as float32 (zeros past X's ends)."""
+    x = nt.zeros((BM, BN), name="x")
+    x += Xt[i, j]
+    return x
+
+
+@functools.lru_cache(maxsize=None)
+def softmax_program() -> nt.Task:
+    """``Y[r] = exp(X[r] - max) / sum(exp(X[r] - max))`` in two passes over the column blocks."""
+
+    @nt.task(reads=("X",), writes=("Y",))
+    def softmax(Y, X):
+        BM, BN, Xt = _tile(X)
+        Yt = nt.blocks(Y, (BM, BN))
+        n = X.shape[1]
+        for i in nt.prange(Xt.grid[0]):
+            m, s = nt.full((BM,), -math.inf, name="m"), nt.zeros((BM,), name="s")
+            for j in nt.srange(Xt.grid[1]):
+                cols = nt.arange(BN, start=j * BN, name="cols")
+                x = nt.where((cols < n)[None, :], _read(Xt, i, j, BM, BN), -math.inf)
+                m_new = nt.maximum(m, x.max(axis=1))
+                s[...] = s * nt.exp2((m - m_new) * LOG2_E) + nt.exp2((x - m_new[:, None]) * LOG2_E).sum(axis=1)
+                m[...] = m_new
+            r = 1.0 / s
+            for j in nt.srange(Xt.grid[1]):
+                x = _read(Xt, i, j, BM, BN)
+                Yt[i, j] = (nt.exp2((x - m[:, None]) * LOG2_E) * r[:, None]).astype(Y.dtype)
+    return softmax
+
+
+@functools.lru_cache(maxsize=None)
+def rms_norm_program(eps: float) -> nt.Task:
+    """``Y[r] = X[r] * rsqrt(mean(X[r]^2) + eps) * W`` in two passes over the column blocks."""
+
+    @nt.task(reads=("X", "W"), writes=("Y",))
+    def rms_norm(Y, X, W):
+        BM, BN, Xt = _tile(X)
+        Yt, Wt = nt.blocks(Y, (BM, BN)), nt.blocks(W, (BN,))
+        n = X.shape[1]
+        for i in nt.prange(Xt.grid[0]):
+            squares = nt.zeros((BM,), name="squares")
+            for j in nt.srange(Xt.grid[1]):
+                x = _read(Xt, i, j, BM, BN)
+                squares[...] = squares + (x * x).sum(axis=1)
+            r = nt.rsqrt(squares * (1.0 / n) + eps)
+            for j in nt.srange(Xt.grid[1]):
+                x = _read(Xt, i, j, BM, BN)
+                Yt[i, j] = (x * r[:, None] * Wt[j][None, :]).astype(Y.dtype)
+    return rms_norm
+
+
+@functools.lru_cache(maxsize=None)
+def layer_norm_program(eps: float) -> nt.Task:
+    """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` in three passes over the column blocks: the sum, the
+    sum of squared deviations from the mean (masked past N), the output."""
+
+    @nt.task(reads=("X", "W", "B"), writes=("Y",))
+    def layer_norm(Y, X, W, B):
+        BM, BN, Xt = _tile(X)
+        Yt, Wt, Bt = nt.blocks(Y, (BM, BN)), nt.blocks(W, (BN,)), nt.blocks(B, (BN,))
+        n = X.shape[1]
+        for i in nt.prange(Xt.grid[0]):
+            total = nt.zeros((BM,), name="total")
+            for j in nt.srange(Xt.grid[1]):
+                total[...] = total + _read(Xt, i, j, BM, BN).sum(axis=1)
+            mean = total * (1.0 / n)
+            deviations = nt.zeros((BM,), name="deviations")
+            for j in nt.srange(Xt.grid[1]):
+                cols = nt.arange(BN, start=j * BN, name="cols")
+                d = nt.where((cols < n)[None, :], _read(Xt, i, j, BM, BN) - mean[:, None], 0.0)
+                deviations[...] = deviations + (d * d).sum(axis=1)
+            r = nt.rsqrt(deviations * (1.0 / n) + eps)
+            for j in nt.srange(Xt.grid[1]):
+                x = _read(Xt, i, j, BM, BN)
+                Yt[i, j] = ((x - mean[:, None]) * r[:, None] * Wt[j][None, :] + Bt[j][None, :]).astype(Y.dtype)
+    return layer_norm
+
+
+@functools.lru_cache(maxsize=None)
+def cross_entropy_program() -> nt.Task:
+    """``loss[r] = logsumexp(logits[r]) - logits[r, targets[r]]`` in one pass over the column blocks."""
+
+    @nt.task(reads=("logits", "targets"), writes=("loss",))
+    def cross_entropy(loss, logits, targets):
+        BM, BN, Lt = _tile(logits)
+        Tt, Ot = nt.blocks(targets, (BM,)), nt.blocks(loss, (BM,))
+        n = logits.shape[1]
+        for i in nt.prange(Lt.grid[0]):
+            m, s = nt.full((BM,), -math.inf, name="m"), nt.zeros((BM,), name="s")
+            picked = nt.zeros((BM,), name="picked")
+            target = Tt[i]
+            for j in nt.srange(Lt.grid[1]):
+                cols = nt.arange(BN, start=j * BN, name="cols")
+                x = nt.where((cols < n)[None, :], _read(Lt, i, j, BM, BN), -math.inf)
+                m_new = nt.maximum(m, x.max(axis=1))
+                s[...] = s * nt.exp2((m - m_new) * LOG2_E) + nt.exp2((x - m_new[:, None]) * LOG2_E).sum(axis=1)
+                m[...] = m_new
+                hit = (cols[None, :] <= target[:, None]) & (cols[None, :] >= target[:, None])
+                picked[...] = picked + nt.where(hit, x, 0.0).sum(axis=1)
+            Ot[i] = m + nt.log(s) - picked
+    return cross_entropy
+
+
+# -- the library calls --------------------------------------------------------------------------------------------
+
+def _specs(names, arrays):
+    loc = user_location()
+    specs = []
+    for name, value in zip(names, arrays):
+        spec, _ = describe(value, name, loc)
+        if spec.kind != ARRAY:
+            raise ArgumentError(f"'{name}' must be an array, got {value!r}", code="bad-call",
+                                hint="pass a NumPy array or a CUDA array (torch, CuPy)", loc=loc)
+        specs.append(spec)
+    return specs
+
+
+def _check(names, arrays, rows_of: str, wants: dict) -> tuple[int, int]:
+    """(M, N) of the (M, N) array ``rows_of``, each argument's rank, extents and dtype checked."""
+    specs = dict(zip(names, _specs(names, arrays)))
+    loc = user_location()
+    if len(specs[rows_of].shape) != 2:
+        raise ArgumentError(f"'{rows_of}' must be 2-D (rows, columns), got shape {specs[rows_of].shape}",
+                            code="bad-shape", hint=f"reshape it to (rows, {specs[rows_of].shape[-1] if specs[rows_of].shape else 1})",
+                            loc=loc)
+    m, n = specs[rows_of].shape
+    extents = {"MN": (m, n), "N": (n,), "M": (m,)}
+    for name, (shape, dtypes) in wants.items():
+        spec = specs[name]
+        if tuple(spec.shape) != extents[shape]:
+            raise ArgumentError(f"'{name}' must have shape {extents[shape]} (from '{rows_of}' {m} x {n}), got "
+                                f"{tuple(spec.shape)}", code="bad-shape",
+                                hint=f"pass a '{name}' of shape {extents[shape]}", loc=loc)
+        if spec.dtype not in dtypes:
+            raise ArgumentError(f"'{name}' is {spec.dtype.name}; it must be one of "
+                                f"{', '.join(d.name for d in dtypes)}", code="bad-dtype",
+                                hint=f"convert it to {dtypes[0].name}", loc=loc)
+    return m, n
+
+
+@functools.lru_cache(maxsize=None)
+def _kernel(program: nt.Task, the_mapping: nt.Mapping) -> nt.TaskKernel:
+    return nt.build(program, the_mapping)
+
+
+PROGRAMS = {"softmax": softmax_program, "rms_norm": rms_norm_program, "layer_norm": layer_norm_program,
+            "cross_entropy": cross_entropy_program}
+#: Each program's arguments, in the order its kernel takes them.
+PARAMETERS = {"softmax": ("y", "x"), "rms_norm": ("y", "x", "w"), "layer_norm": ("y", "x", "w", "b"),
+              "cross_entropy": ("loss", "logits", "targets")}
+
+
+def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = None) -> nt.TaskKernel:
+    """The built kernel of program ``name`` ("softmax", "rms_norm", "layer_norm", "cross_entropy"; ``eps``
+    for the norms), called with its arguments in :data:`PARAMETERS`' order and no checks beyond the task
+    layer's: for callers that time it."""
+    if name not in PROGRAMS:
+        raise ArgumentError(f"no row-wise program {name!r}", code="bad-call",
+                            hint=f"the programs are {', '.join(PROGRAMS)}", loc=user_location())
+    program = PROGRAMS[name](float(eps if eps is not None else {"rms_norm": 1e-6}.get(name, 1e-5))) \
+        if name in ("rms_norm", "layer_norm") else PROGRAMS[name]()
+    return _kernel(program, mapping or default_mapping())
+
+
+def softmax(x, y, *, mapping: nt.Mapping | None = None) -> None:
+    """``y[r] = softmax(x[r])`` for every row ``r`` of the (M, N) array ``x`` (float32, float16 or bfloat16),
+    computed in float32; ``y`` has x's shape, any of those dtypes."""
+    _check(("x", "y"), (x, y), "x", {"x": ("MN", _FLOATS), "y": ("MN", _FLOATS)})
+    _kernel(softmax_program(), mapping or default_mapping())(y, x)
+
+
+def rms_norm(x, w, y, *, eps: float = 1e-6, mapping: nt.Mapping | None = None) -> None:
+    """``y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w`` for every row of the (M, N) array ``x``; ``w`` (N,);
+    float32, float16 or bfloat16, computed in float32 (as ``torch.nn.functional.rms_norm``)."""
+    _check(("x", "w", "y"), (x, w, y), "x", {"x": ("MN", _FLOATS), "w": ("N", _FLOATS), "y": ("MN", _FLOATS)})
+    _kernel(rms_norm_program(float(eps)), mapping or default_mapping())(y, x, w)
+
+
+def layer_norm(x, w, b, y, *, eps: float = 1e-5, mapping: nt.Mapping | None = None) -> None:
+    """``y[r] = (x[r] - mean) / sqrt(var + eps) * w + b`` for every row of the (M, N) array ``x`` (the biased
+    variance, as ``torch.nn.functional.layer_norm``); ``w``, ``b`` (N,); float32, float16 or bfloat16,
+    computed in float32."""
+    _check(("x", "w", "b", "y"), (x, w, b, y), "x",
+           {"x": ("MN", _FLOATS), "w": ("N", _FLOATS), "b": ("N", _FLOATS), "y": ("MN", _FLOATS)})
+    _kernel(layer_norm_program(float(eps)), mapping or default_mapping())(y, x, w, b)
+
+
+def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None) -> None:
+    """``loss[r] = logsumexp(logits[r]) - logits[r, targets[r]]`` (natural log) for every row of the (M, N)
+    ``logits`` (float32, float16 or bfloat16); ``targets`` (M,) int32, ``loss`` (M,) float32: torch's
+    ``cross_entropy(logits, targets, reduction='none')``. A target outside ``[0, N)`` picks no logit (the row's
+    loss is its log-sum-exp)."""
+    _check(("logits", "targets", "loss"), (logits, targets, loss), "logits",
+           {"logits": ("MN", _FLOATS), "targets": ("M", (dt.int32,)), "loss": ("M", (dt.float32,))})
+    _kernel(cross_entropy_program(), mapping or default_mapping())(loss, logits, targets)

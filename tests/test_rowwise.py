@@ -1,0 +1,459 @@
+"""Row-wise task programs (no matrix product): a softmax, RMSNorm and LayerNorm whose rows fit one tile, written
+in the test; the library's (``nvdsl.kernels.rowwise``) over rows of several column blocks, cross-entropy over a
+vocabulary row; odd row counts and odd row lengths; the refusals. Results are checked against float64 NumPy
+within bounds derived from the arithmetic (see the ``*_bound`` helpers)."""
+
+import math
+import os
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import nvdsl
+import nvdsl.tasks as nt
+from nvdsl.errors import MappingError, TaskError
+from nvdsl.kernels import rowwise
+from nvdsl.testing import assert_matches_golden
+
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
+BF16 = ml_dtypes.bfloat16
+U = 2.0 ** -24                                   # float32's unit roundoff
+# the output's unit roundoff, and half its smallest subnormal (the absolute error of a subnormal result)
+OUT_U = {np.float32: (U, 2.0 ** -150), np.float16: (2.0 ** -11, 2.0 ** -25), BF16: (2.0 ** -8, 2.0 ** -134)}
+TRANSCENDENTAL = 8 * U                           # exp2, log2, rsqrt: a few ulps each (PTX's are within 2)
+
+
+def _out_u(dtype) -> float:
+    return OUT_U[np.dtype(dtype).type][0]
+
+
+def _tiny(dtype) -> float:
+    return OUT_U[np.dtype(dtype).type][1]
+
+
+# -- bounds --------------------------------------------------------------------------------------------------------
+
+def softmax_bound(x64, y_dtype, n_blocks: int) -> np.ndarray:
+    """The largest ``|y - softmax(x)|`` elementwise for ``exp2((x - m) * log2 e) / s`` in float32: the exponent
+    ``t`` is rounded twice (a relative error of |t| 2u, which exp2 turns into |t| ln2 2u of the result), exp2
+    itself, the sum's float32 accumulation of N positive terms (gamma_N), each block's rescaling of the running
+    sum by an exp2 (3u a block), the reciprocal and the product (2u), and the output's rounding."""
+    n = x64.shape[1]
+    t = (x64 - x64.max(axis=1, keepdims=True)) / math.log(2)
+    y = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    y /= y.sum(axis=1, keepdims=True)
+    relative = (2 * np.abs(t) * math.log(2) + 2) * U + TRANSCENDENTAL + (n + 1) * U + n_blocks * (3 * U + TRANSCENDENTAL)
+    return y * (relative + _out_u(y_dtype)) + _tiny(y_dtype) + 2.0 ** -126
+
+
+def rms_norm_reference(x64, w64, eps):
+    return x64 / np.sqrt((x64 * x64).mean(axis=1, keepdims=True) + eps) * w64
+
+
+def rms_norm_bound(x64, w64, eps, y_dtype) -> np.ndarray:
+    """``x * rsqrt(sum(x^2) / N + eps) * w``: the sum of N positive squares (each rounded: gamma_{N+1}), the
+    scaling and eps (2u), rsqrt (half the argument's relative error, and its own), two products (2u), the
+    output's rounding."""
+    n = x64.shape[1]
+    argument = ((n + 1) * U + 2 * U)
+    relative = argument / 2 + TRANSCENDENTAL + 2 * U
+    return np.abs(rms_norm_reference(x64, w64, eps)) * (relative + _out_u(y_dtype)) + _tiny(y_dtype) + 2.0 ** -126
+
+
+def layer_norm_reference(x64, w64, b64, eps):
+    mean = x64.mean(axis=1, keepdims=True)
+    return (x64 - mean) / np.sqrt(((x64 - mean) ** 2).mean(axis=1, keepdims=True) + eps) * w64 + b64
+
+
+def layer_norm_bound(x64, w64, b64, eps, y_dtype) -> np.ndarray:
+    """``(x - mean) * r * w + b``: the mean's error ``e_m`` (gamma_N sum|x| / N, and the scaling), each
+    deviation's (``e_m`` + u |d|), the variance's (gamma_{N+1} of a sum of squares, and 2 |d| e_m per term),
+    rsqrt's (half the variance's relative error, and its own), then three roundings of the output's terms and
+    the output's own rounding."""
+    n = x64.shape[1]
+    mean = x64.mean(axis=1, keepdims=True)
+    d = x64 - mean
+    var = (d * d).mean(axis=1, keepdims=True)
+    e_mean = (n + 1) * U * np.abs(x64).mean(axis=1, keepdims=True)
+    e_var = (n + 2) * U * var + 2 * e_mean * np.abs(d).mean(axis=1, keepdims=True) + e_mean ** 2
+    r = 1 / np.sqrt(var + eps)
+    e_r = r * (e_var / (var + eps) / 2 + TRANSCENDENTAL + U)
+    e_normed = (e_mean + U * np.abs(d)) * r + np.abs(d) * e_r + np.abs(d) * r * U
+    y = d * r * w64 + b64
+    return e_normed * np.abs(w64) + 3 * U * (np.abs(d * r * w64) + np.abs(b64)) + _out_u(y_dtype) * np.abs(y) + \
+        _tiny(y_dtype) + 2.0 ** -126
+
+
+def cross_entropy_reference(x64, targets):
+    m = x64.max(axis=1)
+    return m + np.log(np.exp(x64 - m[:, None]).sum(axis=1)) - x64[np.arange(len(x64)), targets]
+
+
+def cross_entropy_bound(x64, targets, n_blocks: int) -> np.ndarray:
+    """``m + log2(s) ln2 - x[target]``: the sum ``s`` as softmax's (relative error ``e``, which log2 turns into
+    an absolute ``e / ln2`` and the multiply by ln2 back into ``e``), log2 and the multiply (a few ulps of
+    |ln s|), and the two additions (u of each partial result)."""
+    n = x64.shape[1]
+    m = x64.max(axis=1)
+    t = (x64 - m[:, None]) / math.log(2)
+    ln_s = np.log(np.exp(x64 - m[:, None]).sum(axis=1))
+    e = (2 * np.abs(t).max(axis=1) * math.log(2) + 2) * U + TRANSCENDENTAL + (n + 1) * U + n_blocks * (3 * U + TRANSCENDENTAL)
+    picked = np.abs(x64[np.arange(len(x64)), targets])
+    return e + (TRANSCENDENTAL + 2 * U) * ln_s + 2 * U * (np.abs(m) + ln_s + picked) + 2.0 ** -126
+
+
+def assert_within(y, reference, bound):
+    excess = np.abs(y.astype(np.float64) - reference) - bound
+    worst = np.unravel_index(np.argmax(excess), excess.shape)
+    assert np.isfinite(y).all(), f"{np.count_nonzero(~np.isfinite(y))} elements not finite"
+    assert excess[worst] <= 0, (f"{np.count_nonzero(excess > 0)} elements past the bound; at {worst}: {y[worst]} "
+                                f"against {reference[worst]} (bound {bound[worst]})")
+
+
+def _inputs(rng, shape, dtype, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+# -- programs of one tile per row (the issue's) ------------------------------------------------------------------
+
+@nt.task(reads=("X",), writes=("Y",))
+def softmax_tile(Y, X):
+    BM, BN = nt.tunable("BM", 64), nt.tunable("BN", 128)
+    Xt, Yt = nt.blocks(X, (BM, BN)), nt.blocks(Y, (BM, BN))
+    for i, j0 in nt.prange(Xt.grid[0], 1):
+        x = nt.zeros((BM, BN))
+        x += Xt[i, 0]
+        m = x.max(axis=1)
+        p = nt.exp2(x - m[:, None])
+        Yt[i, 0] = (p / p.sum(axis=1)[:, None]).astype(Y.dtype)
+
+
+@nt.task(reads=("X", "W"), writes=("Y",))
+def rms_norm_tile(Y, X, W):
+    BM, BN = nt.tunable("BM", 64), nt.tunable("BN", 128)
+    Xt, Yt = nt.blocks(X, (BM, BN)), nt.blocks(Y, (BM, BN))
+    for i in nt.prange(Xt.grid[0]):
+        x = nt.zeros((BM, BN))
+        x += Xt[i, 0]
+        r = nt.rsqrt((x * x).sum(axis=1) * (1.0 / X.shape[1]) + 1e-6)
+        Yt[i, 0] = (x * r[:, None] * nt.blocks(W, (BN,))[0][None, :]).astype(Y.dtype)
+
+
+@nt.task(reads=("X", "W", "B"), writes=("Y",))
+def layer_norm_tile(Y, X, W, B):
+    BM, BN = nt.tunable("BM", 64), nt.tunable("BN", 128)
+    n = X.shape[1]
+    Xt, Yt, Wt, Bt = nt.blocks(X, (BM, BN)), nt.blocks(Y, (BM, BN)), nt.blocks(W, (BN,)), nt.blocks(B, (BN,))
+    for i in nt.prange(Xt.grid[0]):
+        x = nt.zeros((BM, BN))
+        x += Xt[i, 0]
+        mean = x.sum(axis=1) * (1.0 / n)
+        cols = nt.arange(BN)
+        d = nt.where((cols < n)[None, :], x - mean[:, None], 0.0)
+        r = nt.rsqrt((d * d).sum(axis=1) * (1.0 / n) + 1e-5)
+        Yt[i, 0] = (d * r[:, None] * Wt[0][None, :] + Bt[0][None, :]).astype(Y.dtype)
+
+
+ONE_CONSUMER = nt.Mapping(tiles={"BM": 64, "BN": 128}, consumers=1)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF16])
+def test_the_issues_softmax_runs(dtype):
+    """The softmax of issue 19 (exp2, one tile a row), 100 rows (not a multiple of 64) of 128; base-2 softmax."""
+    rng = np.random.default_rng(1)
+    x = _inputs(rng, (100, 128), dtype, 3.0)
+    y = np.full_like(x, np.nan)
+    nt.build(softmax_tile, ONE_CONSUMER)(y, x)
+    x64 = x.astype(np.float64) * math.log(2)              # exp2(x) = exp(x ln 2)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(y, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, dtype, 1))
+
+
+def test_the_issues_softmax_under_two_consumers_is_refused_with_a_hint_that_is_accepted():
+    """Two consumers cannot share a tile of 64 rows: the refusal names the tile size and the consumer count
+    that work, and each, applied, plans (and runs)."""
+    x = np.zeros((100, 128), np.float32)
+    kernel = nt.build(softmax_tile, nt.Mapping(tiles={"BM": 64, "BN": 128}))
+    with pytest.raises(MappingError) as refused:
+        kernel.plan(x, x)
+    assert "tiles['BM']=128" in refused.value.hint and "consumers=1" in refused.value.hint
+    kernel.with_mapping(kernel.mapping.replace(tiles={"BM": 128, "BN": 128})).plan(x, x)
+    kernel.with_mapping(kernel.mapping.replace(consumers=1)).plan(x, x)
+
+
+def test_two_consumers_share_a_tiles_rows():
+    """128 rows a tile, 64 a consumer (cooperative, with a producer warpgroup that has nothing to load)."""
+    rng = np.random.default_rng(2)
+    x = _inputs(rng, (200, 128), np.float32, 3.0)
+    y = np.full_like(x, np.nan)
+    kernel = nt.build(softmax_tile, nt.Mapping(tiles={"BM": 128, "BN": 128}))
+    assert "rows 64*c .. +64 of each tile" in kernel.explain(y, x)
+    kernel(y, x)
+    x64 = x.astype(np.float64) * math.log(2)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(y, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_rms_norm_of_one_tile(dtype):
+    rng = np.random.default_rng(3)
+    x, w = _inputs(rng, (130, 128), dtype), _inputs(rng, (128,), dtype)
+    y = np.full_like(x, np.nan)
+    nt.build(rms_norm_tile, ONE_CONSUMER)(y, x, w)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, dtype))
+
+
+def test_layer_norm_of_one_tile_with_columns_past_the_end():
+    """Rows of 100 in tiles of 128: the columns past the end read as 0 and are masked out of the variance."""
+    rng = np.random.default_rng(4)
+    x = _inputs(rng, (77, 100), np.float32) + 3.0
+    w, b = _inputs(rng, (100,), np.float32), _inputs(rng, (100,), np.float32)
+    y = np.full_like(x, np.nan)
+    nt.build(layer_norm_tile, ONE_CONSUMER)(y, x, w, b)
+    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
+    assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5), layer_norm_bound(x64, w64, b64, 1e-5, np.float32))
+
+
+# -- the library: rows over several column blocks ---------------------------------------------------------------
+
+SHAPES = [(70, 300), (64, 257), (130, 128)]      # 300: TMA stores; 257 float32 rows: 1028 bytes, clipped stores
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_library_softmax(shape):
+    rng = np.random.default_rng(5)
+    x = _inputs(rng, shape, np.float32, 4.0)
+    y = np.full_like(x, np.nan)
+    rowwise.softmax(x, y)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(y, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, -(-shape[1] // 128)))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_library_rms_norm(shape):
+    rng = np.random.default_rng(6)
+    x, w = _inputs(rng, shape, np.float32), _inputs(rng, shape[1:], np.float32)
+    y = np.full_like(x, np.nan)
+    rowwise.rms_norm(x, w, y, eps=1e-6)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, np.float32))
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_library_layer_norm(shape):
+    rng = np.random.default_rng(7)
+    x = _inputs(rng, shape, np.float32) * 2.0 + 5.0
+    w, b = _inputs(rng, shape[1:], np.float32), _inputs(rng, shape[1:], np.float32)
+    y = np.full_like(x, np.nan)
+    rowwise.layer_norm(x, w, b, y, eps=1e-5)
+    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
+    assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5), layer_norm_bound(x64, w64, b64, 1e-5, np.float32))
+
+
+def test_library_16_bit_rows_of_odd_length():
+    """bfloat16 in and out, rows of 1001 (2002 bytes: clipped stores), 3 rows (one tile, mostly empty)."""
+    rng = np.random.default_rng(8)
+    x, w = _inputs(rng, (3, 1001), BF16), _inputs(rng, (1001,), BF16)
+    y = np.full_like(x, np.nan)
+    rowwise.rms_norm(x, w, y)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, BF16))
+    s = np.full_like(x, np.nan)
+    rowwise.softmax(x, s)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, BF16, 8))
+
+
+@pytest.mark.parametrize("n, dtype", [(50257, BF16), (1000, np.float32)])
+def test_library_cross_entropy_over_a_vocabulary(n, dtype):
+    """Per-row loss over a GPT-2 vocabulary (50257 bf16 logits, 393 column blocks, the last with 81 columns);
+    targets anywhere, the last column among them."""
+    rng = np.random.default_rng(9)
+    rows = 66
+    logits = _inputs(rng, (rows, n), dtype, 3.0)
+    targets = rng.integers(0, n, rows).astype(np.int32)
+    targets[:3] = (0, n - 1, 127)
+    loss = np.full(rows, np.nan, np.float32)
+    rowwise.cross_entropy(logits, targets, loss)
+    x64 = logits.astype(np.float64)
+    assert_within(loss, cross_entropy_reference(x64, targets), cross_entropy_bound(x64, targets, -(-n // 128)))
+
+
+def test_library_arguments_are_checked():
+    x = np.zeros((4, 8), np.float32)
+    with pytest.raises(nvdsl.errors.ArgumentError) as bad:
+        rowwise.rms_norm(x, np.zeros(7, np.float32), x.copy())
+    assert bad.value.code == "bad-shape" and "test_rowwise.py" in str(bad.value) and "(8,)" in bad.value.hint
+    with pytest.raises(nvdsl.errors.ArgumentError) as bad:
+        rowwise.cross_entropy(x, np.zeros(4, np.int64), np.zeros(4, np.float32))
+    assert bad.value.code == "bad-dtype" and bad.value.hint == "convert it to int32"
+
+
+def test_library_softmax_schedule(request):
+    """The plan of a two-pass program: no ring, no producer, passes in registers, stores through staging."""
+    x = np.zeros((4096, 1000), np.float32)
+    text = rowwise.kernel("softmax").explain(x, x)
+    assert_matches_golden(text, os.path.join(GOLDEN, "tasks_rowwise_softmax.schedule.txt"),
+                          update=request.config.getoption("--update-golden"))
+
+
+# -- refusals ------------------------------------------------------------------------------------------------------
+
+def test_two_loops_with_a_product_are_refused():
+    @nt.task(reads=("A", "B"), writes=("C",))
+    def two_loops(C, A, B):
+        Ct, At, Bt = nt.blocks(C, (128, 128)), nt.blocks(A, (128, 64)), nt.blocks(B, (64, 128))
+        for i, j in nt.prange(*Ct.grid):
+            acc = nt.zeros((128, 128))
+            for k in nt.srange(At.grid[1]):
+                acc += At[i, k] @ Bt[k, j]
+            for k in nt.srange(At.grid[1]):
+                acc += At[i, k] @ Bt[k, j]
+            Ct[i, j] = acc.astype(C.dtype)
+    a, c = np.zeros((128, 128), np.float16), np.zeros((128, 128), np.float16)
+    with pytest.raises(TaskError) as refused:
+        nt.build(two_loops).plan(c, a, a)
+    assert refused.value.code == "unsupported-program" and "registers alone" in str(refused.value)
+
+
+# -- argument tiles and vectors added into computed ones (issue 19's emission crashes) ----------------------------
+
+@nt.task(reads=("X", "W"), writes=("Y",))
+def vector_plus_argument(Y, X, W):
+    Xt, Yt, Wt = nt.blocks(X, (64, 128)), nt.blocks(Y, (64,)), nt.blocks(W, (64,))
+    for i in nt.prange(Xt.grid[0]):
+        s = nt.zeros((64,))
+        s += Wt[i]
+        Yt[i] = s + Xt[i, 0].sum(axis=1)
+
+
+def test_an_argument_vector_added_into_a_computed_vector():
+    """``s += Wt[i]`` with ``s`` a vector over the rows: the argument's vector is read in the rows' layout (it
+    crashed in emission: '_Pending' object has no attribute 'dtype'). Small integers: every sum is exact."""
+    rng = np.random.default_rng(10)
+    x = rng.integers(-4, 5, (100, 128)).astype(np.float32)
+    w = rng.integers(-4, 5, 100).astype(np.float32)
+    y = np.full(100, np.nan, np.float32)
+    nt.build(vector_plus_argument, nt.Mapping(consumers=1))(y, x, w)
+    np.testing.assert_array_equal(y, w + x.sum(axis=1))
+
+
+@nt.task(reads=("A", "B", "R"), writes=("C",))
+def residual_in_place(C, A, B, R):
+    Ct, At, Bt, Rt = nt.blocks(C, (128, 128)), nt.blocks(A, (128, 64)), nt.blocks(B, (64, 128)), nt.blocks(R, (128, 128))
+    for i, j in nt.prange(*Ct.grid):
+        acc = nt.zeros((128, 128))
+        for k in nt.srange(At.grid[1]):
+            acc += At[i, k] @ Bt[k, j]
+        acc += Rt[i, j]
+        Ct[i, j] = acc.astype(C.dtype)
+
+
+@nt.task(reads=("X", "R"), writes=("Y",))
+def tile_plus_argument_after_the_loop(Y, X, R):
+    Xt, Yt, Rt = nt.blocks(X, (64, 128)), nt.blocks(Y, (64, 128)), nt.blocks(R, (64, 128))
+    for i in nt.prange(Xt.grid[0]):
+        x = nt.zeros((64, 128))
+        total = nt.zeros((64,))
+        for j in nt.srange(1):
+            total[...] = total + Xt[i, j].max(axis=1)
+        x += Rt[i, 0]
+        Yt[i, 0] = (x * total[:, None]).astype(Y.dtype)
+
+
+def test_an_argument_tile_added_in_place_after_the_main_loop():
+    """``acc += Rt[i, j]`` after the K loop (the epilogue) updates acc in place (it recursed without end: the
+    deferred sum read itself). Small integers: exact."""
+    rng = np.random.default_rng(11)
+    a, b = (rng.integers(-2, 3, s).astype(np.float16) for s in ((200, 128), (128, 136)))
+    r = rng.integers(-8, 9, (200, 136)).astype(np.float16)
+    c = np.full((200, 136), np.nan, np.float16)
+    nt.build(residual_in_place, nt.Mapping(sm_count=2))(c, a, b, r)
+    np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32) + r)
+    x, y = rng.integers(-4, 5, (70, 128)).astype(np.float32), np.full((70, 128), np.nan, np.float32)
+    nt.build(tile_plus_argument_after_the_loop, nt.Mapping(consumers=1))(y, x, r[:70, :128].astype(np.float32))
+    np.testing.assert_array_equal(y, r[:70, :128].astype(np.float32) * x.max(axis=1)[:, None])
+
+
+@nt.task(reads=("X",), writes=("Y", "L", "S"))
+def natural_softmax(Y, L, S, X):
+    Xt, Yt = nt.blocks(X, (64, 128)), nt.blocks(Y, (64, 128))
+    Lt, St = nt.blocks(L, (64,)), nt.blocks(S, (64,))
+    for i in nt.prange(Xt.grid[0]):
+        x = nt.zeros((64, 128))
+        x += Xt[i, 0]
+        m = x.max(axis=1)
+        s = nt.exp(x - m[:, None]).sum(axis=1)
+        Yt[i, 0] = nt.exp(x - m[:, None]) * nt.rsqrt(s * s)[:, None]
+        Lt[i] = nt.log(s) + m
+        St[i] = nt.sqrt(s)
+
+
+def test_natural_exp_log_sqrt_and_rsqrt():
+    """nt.exp (as exp2 of x log2 e), nt.log (log2 times ln 2), nt.sqrt and nt.rsqrt: a softmax in base e, its
+    log-sum-exp and the square root of its sum; the pass that decides the loops prints them."""
+    rng = np.random.default_rng(12)
+    x = _inputs(rng, (90, 128), np.float32, 3.0)
+    y, lse, root = np.full_like(x, np.nan), np.full(90, np.nan, np.float32), np.full(90, np.nan, np.float32)
+    kernel = nt.build(natural_softmax, nt.Mapping(consumers=1))
+    kernel(y, lse, root, x)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(y, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, 1))
+    s = e.sum(axis=1)
+    # s's relative error (N + 2 |t| + a few ulps of u, under 2^-18 for these x) is ln s's absolute error; the
+    # additions add u of |lse| <= max |x| + ln N
+    assert np.abs(lse - (np.log(s) + x64.max(axis=1))).max() <= 2 ** -18 * (np.abs(x64).max() + np.log(128))
+    np.testing.assert_allclose(root, np.sqrt(s), rtol=(128 + 16) * U)
+    assert "passes over column blocks" not in kernel.explain(y, lse, root, x, stage="row_sums")
+    two_pass = rowwise.kernel("softmax").explain(x, x, stage="row_sums")
+    assert two_pass.startswith("passes over column blocks in the consumers' registers (no ring): 2 srange loops")
+
+
+@nt.task(reads=("X",), writes=("Y",))
+def half_tile_plus_argument(Y, X):
+    Xt, Yt = nt.blocks(X, (64, 128)), nt.blocks(Y, (64, 128))
+    for i in nt.prange(Xt.grid[0]):
+        x = nt.zeros((64, 128)).astype(nt.float16)
+        x += Xt[i, 0]
+        Yt[i, 0] = (x * 2.0).astype(Y.dtype)
+
+
+def test_a_float16_tile_is_stored_a_slice_of_columns_at_a_time():
+    """A float16 tile computed in registers (not a product's accumulator) stored as float32 through TMA in two
+    slices of 64 columns (it failed: 'RegisterTile' object has no attribute 'columns'). Small integers: exact."""
+    x = np.random.default_rng(13).integers(-50, 50, (100, 128)).astype(np.float16)
+    y = np.full((100, 128), np.nan, np.float32)
+    kernel = nt.build(half_tile_plus_argument, nt.Mapping(consumers=1))
+    assert "64 columns at a time" in kernel.explain(y, x)
+    kernel(y, x)
+    np.testing.assert_array_equal(y, 2 * x.astype(np.float32))
+
+
+@nt.task(reads=("X",), writes=("Y",))
+def two_pass_reductions(Y, X):
+    Xt, Yt = nt.blocks(X, (64, 128)), nt.blocks(Y, (64, 128))
+    for i in nt.prange(Xt.grid[0]):
+        m = nt.full((64,), -math.inf)
+        for j in nt.srange(Xt.grid[1]):
+            m[...] = nt.maximum(m, Xt[i, j].max(axis=1))
+        for j in nt.srange(Xt.grid[1]):
+            x = nt.zeros((64, 128))
+            x += Xt[i, j]
+            Yt[i, j] = x - m[:, None]
+
+
+def test_reductions_of_argument_tiles_in_passes_read_them_into_registers():
+    """Row maxima of argument tiles, ``Xt[i, j].max(axis=1)``, in one of several passes: their tiles go through
+    shared memory by default (a ring), which passes do not have, so the program is refused with a hint that
+    maps them to registers; so mapped, ordinary loads read them (the result: NumPy's float32 subtraction)."""
+    x = np.random.default_rng(14).standard_normal((70, 256)).astype(np.float32)
+    y = np.full_like(x, np.nan)
+    with pytest.raises(TaskError) as refused:
+        nt.build(two_pass_reductions, nt.Mapping(consumers=1)).plan(y, x)
+    assert refused.value.code == "unsupported-program" and "'register'" in refused.value.hint
+    nt.build(two_pass_reductions, nt.Mapping(consumers=1, memory={"X": "register"}))(y, x)
+    np.testing.assert_array_equal(y, x - x.max(axis=1, keepdims=True))
