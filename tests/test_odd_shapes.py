@@ -76,16 +76,15 @@ def test_an_output_view_with_odd_row_strides_keeps_what_lies_between_its_rows(ba
     assert (out[:, :20] == SENTINEL).all() and (out[:, 116:] == SENTINEL).all()
 
 
-def test_only_inputs_tma_cannot_address_are_staged_and_such_outputs_are_stored_directly():
+def test_only_arguments_tma_cannot_address_are_staged_and_whole_outputs_are_not_copied_in():
     rng = np.random.default_rng(6)
     kernel = library._kernel(library.matmul, library.default_mapping(64, 65))
     a, b, c = operands(rng, (), 64, 64, 64)
     assert sorted(kernel.compile(c, a, b).resources) == ["matmul_kernel"]
-    # A (K = 70) and B (N = 65) are copied in; C (N = 65) is stored by each thread's clipped stores
+    # A (K = 70), B and C (N = 65) are staged: A and B copied in, C (its tiles cover it) only copied out
     a, b, c = operands(rng, (), 64, 65, 70)
     assert sorted(kernel.compile(c, a, b).resources) == ["matmul_copy_kernel", "matmul_copy_kernel_2",
-                                                         "matmul_kernel"]
-    # a 3-D output with such rows is stored by TMA into a staging copy, copied out (its tiles cover it: not in)
+                                                         "matmul_copy_kernel_3", "matmul_kernel"]
     batched = library._kernel(library.batched_matmul, library.default_mapping(64, 65, 2))
     a, b, c = operands(rng, (2,), 64, 65, 64)
     assert sorted(batched.compile(c, a, b).resources) == ["batched_matmul_copy_kernel",
