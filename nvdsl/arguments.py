@@ -25,6 +25,7 @@ import numpy as np
 from . import dtypes as dt
 from .errors import ArgumentError, SourceLocation
 from .signature import ARRAY, SCALAR, ArgSpec, row_major_strides
+from .target import TMA_ADDRESS_BYTES
 
 HOST = "host"
 DEVICE = "device"
@@ -159,11 +160,13 @@ def _keyer(kind: type):
         return lambda v: kind
     if kind.__module__.startswith("torch") and hasattr(kind, "data_ptr"):
         # Where it lives is checked when the pointer is read, so CPU and GPU tensors may share a key.
-        return lambda v: (kind, v.dtype, v.shape) if v.is_contiguous() else (kind, v.dtype, v.shape, v.stride())
+        return lambda v: (kind, v.dtype, v.shape, v.data_ptr() % TMA_ADDRESS_BYTES != 0) if v.is_contiguous() else \
+            (kind, v.dtype, v.shape, v.stride(), v.data_ptr() % TMA_ADDRESS_BYTES != 0)
 
     def generic(v):
         info = device_array_info(v)
-        return (kind, info.dtype_text, info.shape, info.strides) if info is not None else (kind, id(v))
+        return (kind, info.dtype_text, info.shape, info.strides, info.pointer % TMA_ADDRESS_BYTES != 0) \
+            if info is not None else (kind, id(v))
     return generic
 
 
@@ -227,7 +230,8 @@ def describe(value, name: str, loc: SourceLocation | None) -> tuple[ArgSpec, str
         raise ArgumentError(f"argument '{name}' is a 0-d array", code="bad-rank",
                             hint="pass a scalar or an array of rank >= 1", loc=loc)
     check_device_layout(info, name, loc)
-    return ArgSpec(name, ARRAY, info.dtype, info.shape, info.strides), DEVICE
+    return ArgSpec(name, ARRAY, info.dtype, info.shape, info.strides,
+                   unaligned=info.pointer % TMA_ADDRESS_BYTES != 0), DEVICE
 
 
 def _bad_dtype(name, found, loc) -> ArgumentError:

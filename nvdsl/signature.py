@@ -22,6 +22,8 @@ class ArgSpec:
 
     ``strides``: an array's element strides, outermost first, where it is not laid out row-major (a
     transposed, sliced or permuted view); None for a row-major (C-contiguous) array and for scalars.
+    ``unaligned``: a device array whose first element is not on a 16-byte boundary (a view starting a few
+    elements in), which no TMA descriptor can address.
     """
 
     name: str
@@ -29,6 +31,7 @@ class ArgSpec:
     dtype: dt.DType
     shape: tuple[int, ...] = ()
     strides: tuple[int, ...] | None = None
+    unaligned: bool = False
 
     @property
     def element_strides(self) -> tuple[int, ...]:

@@ -76,6 +76,7 @@ INTERLEAVE_BYTES = (0, 16, 32)
 MAX_BOX = 256
 MAX_RANK = 5
 TMA_STRIDE_BYTES = 16               # TMA steps every axis but the innermost by a multiple of this many bytes
+TMA_ADDRESS_BYTES = 16              # and starts at an address that is a multiple of this (32 interleaved)
 DESCRIPTOR_BYTES = 128
 
 TMA_DATA_TYPES = {
@@ -119,10 +120,11 @@ def _byte_stride_problem(byte_strides, itemsize: int, strides) -> str | None:
 
 
 def rule_violations(spec: "TensorMapSpec", dtype: dt.DType, shape: tuple[int, ...],
-                    strides: tuple[int, ...] | None = None) -> list[str]:
+                    strides: tuple[int, ...] | None = None, unaligned: bool = False) -> list[str]:
     """TMA's static rules that a (descriptor, array) pair breaks, each as a sentence; empty when legal.
-    ``strides``: the array's element strides (None: row-major)."""
-    problems = []
+    ``strides``: the array's element strides (None: row-major); ``unaligned``: it starts off a 16-byte boundary."""
+    problems = [f"the array starts at an address that is not a multiple of {TMA_ADDRESS_BYTES} bytes"] if unaligned \
+        else []
     if spec.ragged and (len(shape) != 2 or len(spec.box) != 3 or spec.box[0] != 1):
         return [f"a ragged descriptor spans a 2-D array of row segments with a (rows, cols) box, not a "
                 f"{len(shape)}-D array with box {spec.box[1:] if spec.box[:1] == (1,) else spec.box}"]

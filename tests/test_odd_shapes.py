@@ -91,6 +91,20 @@ def test_only_arguments_tma_cannot_address_are_staged_and_whole_outputs_are_not_
                                                           "batched_matmul_copy_kernel_2", "batched_matmul_kernel"]
 
 
+def test_a_device_array_starting_off_a_16_byte_boundary_is_staged():
+    """TMA needs a 16-byte aligned start: a view two bytes in (x[:, 1:] of a float16 x) is its own signature,
+    traced with a staging copy; the aligned array keeps the kernel without one."""
+    from helpers import FakeDLPackDeviceArray
+    from nvdsl.arguments import signature_key
+    f16, f32 = (2, 16), (2, 32)                                  # DLPack (code, bits)
+    kernel = library._kernel(library.matmul, library.default_mapping(64, 64))
+    aligned, off = FakeDLPackDeviceArray((64, 64), *f16), FakeDLPackDeviceArray((64, 64), *f16, pointer=0x7F0000000002)
+    b, c = FakeDLPackDeviceArray((64, 64), *f16), FakeDLPackDeviceArray((64, 64), *f32)
+    assert signature_key(aligned) != signature_key(off)
+    assert sorted(kernel.compile(c, aligned, b).resources) == ["matmul_kernel"]
+    assert sorted(kernel.compile(c, off, b).resources) == ["matmul_copy_kernel", "matmul_kernel"]
+
+
 def test_coverage_needs_one_box_per_parallel_index_reaching_the_end():
     p = Loop("prange", ("p0", "p1"), (2, 3), ())
     s = Loop("srange", ("k0",), (4,), ())

@@ -47,6 +47,19 @@ PROGRAMS = {
                           "s = np.where(np.tri(300, dtype=bool), s, -np.inf); "
                           "p = np.exp(s - s.max(-1, keepdims=True)); ref = p / p.sum(-1, keepdims=True) @ vv; "
                           "assert np.abs(o - ref).max() < 4e-3; print('PASS')"),
+    # odd K and N: A, B and the 3-D partials through staging copies, split-K's two kernels
+    "kernels.gemm-odd": ("import numpy as np; from nvdsl.kernels.gemm import gemm; "
+                         "rng = np.random.default_rng(0); "
+                         "a = rng.standard_normal((16, 999)).astype(np.float16); "
+                         "b = rng.standard_normal((999, 130)).astype(np.float16); c = np.zeros((16, 130), np.float16); "
+                         "gemm(a, b, c, splits=2); "
+                         "e = np.abs(c - a.astype(np.float64) @ b.astype(np.float64)).max(); "
+                         "assert e < 0.05, e; print('PASS')"),
+    # rows of odd length: loads past N masked, the output stored by each thread's clipped stores
+    "kernels.rowwise": ("import numpy as np; from nvdsl.kernels.rowwise import softmax; "
+                        "x = np.random.default_rng(0).standard_normal((100, 300)).astype(np.float32); "
+                        "y = np.zeros_like(x); softmax(x, y); e = np.exp(x - x.max(1, keepdims=True)); "
+                        "assert np.abs(y - e / e.sum(1, keepdims=True)).max() < 1e-5; print('PASS')"),
 }
 
 
@@ -56,7 +69,7 @@ def environment(tmp_path, backend):
 
 
 @pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm",
-                                     "kernels.attention"])
+                                     "kernels.attention", "kernels.gemm-odd", "kernels.rowwise"])
 def test_the_sanitized_programs_run_and_pass(program, tmp_path):
     """The programs the sanitizer runs (here in the interpreter, so this runs anywhere)."""
     run = subprocess.run([sys.executable, "-c", PROGRAMS[program]], cwd=ROOT, env=environment(tmp_path, "interpret"),

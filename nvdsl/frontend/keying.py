@@ -49,7 +49,7 @@ def call_key(fn, specs, constants: dict, options, toolchain: str, *, keyed_by=No
         function = _Keyer().value(keyed_by, 0) if keyed_by is not None else _Keyer().function(fn, 0)
         parts = [f"python={sys.version}", f"nvdsl={nvdsl_source_hash()}", f"toolchain={toolchain}",
                  f"options={options.compile_key()}", "function=" + function,
-                 "specs=" + repr([(s.name, s.kind, s.dtype.name, s.shape, s.strides) for s in specs]),
+                 "specs=" + repr([(s.name, s.kind, s.dtype.name, s.shape, s.strides, s.unaligned) for s in specs]),
                  "constants=" + _Keyer().value(dict(constants), 0)]
     except (_Unkeyable, RecursionError):
         return None

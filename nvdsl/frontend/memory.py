@@ -55,11 +55,12 @@ class Array:
     """
 
     __slots__ = ("_ir", "dtype", "shape", "name", "space", "_plan", "offset", "alignment", "lease", "scope",
-                 "box_layout", "plain_access")
+                 "box_layout", "plain_access", "unaligned")
 
     def __init__(self, ir_value: ir.Value, dtype: dt.DType, shape: tuple[int, ...], *,
                  name: str, space: str, plan: "SharedMemoryPlan | None" = None,
-                 offset: "int | Value | None" = None, alignment: int | None = None, lease=None, scope=None):
+                 offset: "int | Value | None" = None, alignment: int | None = None, lease=None, scope=None,
+                 unaligned: bool = False):
         self._ir = ir_value
         self.dtype = dtype
         self.shape = tuple(shape)
@@ -80,6 +81,8 @@ class Array:
         self.box_layout = None
         #: Where this shared array was first indexed as a row-major array (a layout set later contradicts it).
         self.plain_access = None
+        #: For a device array argument, whether it starts off a 16-byte boundary (no TMA descriptor addresses it).
+        self.unaligned = unaligned
 
     @property
     def ir(self) -> ir.Value:

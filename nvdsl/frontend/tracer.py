@@ -42,7 +42,8 @@ def trace_function(fn, name: str, definition, specs: tuple[ArgSpec, ...], consta
             wrapped = []
             for spec, arg in zip(specs, entry.arguments):
                 if spec.kind == ARRAY:
-                    wrapped.append(Array(arg, spec.dtype, spec.shape, name=spec.name, space=GLOBAL, scope=trace))
+                    wrapped.append(Array(arg, spec.dtype, spec.shape, name=spec.name, space=GLOBAL, scope=trace,
+                                         unaligned=spec.unaligned))
                 else:
                     wrapped.append(Value(arg, spec.dtype, scope=trace, origin=f"the scalar argument '{spec.name}'"))
             with activate(trace), ir.InsertionPoint(entry):

@@ -68,12 +68,12 @@ class TMA:
         self.array = array
         self.spec = TensorMapSpec(arg=-1, box=box, swizzle=swizzle, l2_promotion=l2_promotion,
                                   oob_nan=oob == "nan", interleave=interleave, ragged=ragged)
-        problems = rule_violations(self.spec, array.dtype, array.shape, array.strides)
+        problems = rule_violations(self.spec, array.dtype, array.shape, array.strides, array.unaligned)
         if problems:
             raise TraceError(f"TMA over '{array.name}' ({array.dtype.name}{list(array.shape)}) with box "
                              f"{self.segment_box} breaks TMA's rules: " + "; ".join(problems), code="bad-tma",
-                             hint=None if array.strides is None else
-                             f"pass a contiguous copy of '{array.name}' (x.contiguous(), np.ascontiguousarray(x))",
+                             hint=None if array.strides is None and not array.unaligned else
+                             f"pass a contiguous copy of '{array.name}' (x.clone(), np.ascontiguousarray(x))",
                              loc=user_location())
         self.box = box
         self.box_bytes = array.dtype.itemsize

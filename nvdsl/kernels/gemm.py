@@ -319,16 +319,27 @@ def _sum_partials(c, p):
     sum_kernel()
 
 
+_PARTIALS: dict = {}         # (device, shape) -> a torch buffer of partial products, reused call after call
+
+
 def _partials_like(c, shape: tuple[int, ...]):
     """A float32 array of ``shape`` beside ``c`` (NumPy, torch or CuPy), for split-K's partial products; None for
-    other kinds of arrays (the product then runs without splits)."""
+    other kinds of arrays (the product then runs without splits). A torch buffer is kept for the next call of
+    the shape: both kernels run on one stream (gemm takes none), in order, so the next call's products are
+    written only after this call's sum read them."""
     module = type(c).__module__
     if module.startswith("numpy"):
         import numpy as np
         return np.empty(shape, np.float32)
     if module.startswith("torch"):
-        import torch
-        return torch.empty(shape, dtype=torch.float32, device=c.device)
+        key = (c.device, shape)
+        found = _PARTIALS.get(key)
+        if found is None:
+            import torch
+            if len(_PARTIALS) >= 16:
+                _PARTIALS.clear()
+            found = _PARTIALS[key] = torch.empty(shape, dtype=torch.float32, device=c.device)
+        return found
     if module.startswith("cupy"):
         import cupy
         return cupy.empty(shape, cupy.float32)

@@ -18,6 +18,7 @@ from ..errors import ArgumentError, CudaError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ProgramPlan, TensorMapSpec, span_elements
 from ..arguments import (HOST, ArrayInfo, is_torch_tensor, check_device_layout, check_writable, device_array_info,
                          view_strides)
+from ..target import TMA_ADDRESS_BYTES
 from .device import Device, check, driver
 from .tensormap import DeviceTensorMaps
 
@@ -148,7 +149,7 @@ class LoadedProgram:
             byte_strides = sample.strides
             return lambda args: type(args[i]) is kind and args[i].dtype == dtype and args[i].shape == shape and \
                 args[i].strides == byte_strides
-        slot, name, shape, strides = self._slots[i], spec.name, spec.shape, spec.strides
+        slot, name, shape, strides, unaligned = self._slots[i], spec.name, spec.shape, spec.strides, spec.unaligned
         itemsize, ordinal, written = spec.dtype.itemsize, self.device.info.ordinal, i in self._written
         if is_torch_tensor(sample):
             torch_dtype = sample.dtype
@@ -164,6 +165,8 @@ class LoadedProgram:
                 elif value.stride() != sample_stride and view_strides(shape, tuple(value.stride())) != strides:
                     return False
                 pointer = value.data_ptr()
+                if (pointer % TMA_ADDRESS_BYTES != 0) is not unaligned:    # traced for the other alignment
+                    return False
                 if value.get_device() == ordinal and not pointer % itemsize:
                     slot.value = pointer
                     return True
@@ -182,7 +185,8 @@ class LoadedProgram:
             if type(value) is not kind:
                 return False
             info = device_array_info(value)
-            if info is None or info.dtype_text != dtype_text or info.shape != shape or info.strides != strides:
+            if info is None or info.dtype_text != dtype_text or info.shape != shape or info.strides != strides or \
+                    (info.pointer % TMA_ADDRESS_BYTES != 0) is not unaligned:
                 return False
             slot.value = _checked_pointer(info, name, ordinal, written)
             return True

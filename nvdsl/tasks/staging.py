@@ -1,8 +1,8 @@
 """Staging copies for arguments that no TMA descriptor can address.
 
-TMA steps each axis but the last by a multiple of 16 bytes: a (M, K) bfloat16 array with K = 999 (rows 1998
-bytes apart), a vocabulary of 50257 logits per row, or a view whose last axis is not unit-stride has no
-descriptor. Such an argument, where the kernel moves its tiles by TMA, is copied before the kernel into a
+TMA steps each axis but the last by a multiple of 16 bytes, from an address that is one: a (M, K) bfloat16
+array with K = 999 (rows 1998 bytes apart), a vocabulary of 50257 logits per row, a view whose last axis is not
+unit-stride, or a device view starting a few elements in (``x[:, 1:]``) has no descriptor. Such an argument, where the kernel moves its tiles by TMA, is copied before the kernel into a
 scratch array of the same shape whose rows start on 16-byte boundaries (``frontend.memory.padded_empty``) (an
 output the kernel's tiles cover whole is not copied in), and, when the kernel writes it, copied back after the
 kernel; the kernel reads and writes the copy as it would the
@@ -35,7 +35,8 @@ def stage(s: Schedule, arrays: dict[str, Array]) -> tuple[dict[str, Array], list
     staged, back = dict(arrays), []
     for name in sorted(moved_by_tma):
         array = arrays[name]
-        if not array.size or stride_problem(array.shape, array.dtype.itemsize, array.strides) is None:
+        if not array.size or not array.unaligned and \
+                stride_problem(array.shape, array.dtype.itemsize, array.strides) is None:
             continue
         copy_ = staged[name] = padded_empty(array.shape, array.dtype, name=f"{name}_staged")
         its_writes = [(w, loops) for w, loops in writes if w.tensor == name]
