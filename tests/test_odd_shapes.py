@@ -21,7 +21,7 @@ def operands(rng, lead, m, n, k, out=np.float16):
     return a, b, np.zeros(lead + (m, n), out)
 
 
-@pytest.mark.parametrize("m, n, k", [(100, 130, 999), (64, 65, 70), (1, 129, 9)])
+@pytest.mark.parametrize("m, n, k", [(100, 130, 999), (64, 65, 70), (1, 129, 9), (16, 40, 1100)])
 def test_gemm_takes_any_m_n_and_k(backend, m, n, k):
     a, b, c = operands(np.random.default_rng(m + n + k), (), m, n, k)
     library.gemm(a, b, c)

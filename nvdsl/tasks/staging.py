@@ -21,7 +21,7 @@ from ..target import stride_problem
 from .ir import Region, walk
 from .stages import Schedule
 
-COPY_THREADS = 256
+COPY_THREADS, COPY_UNROLL = 256, 4
 
 
 def stage(s: Schedule, arrays: dict[str, Array]) -> tuple[dict[str, Array], list[tuple[Array, Array]]]:
@@ -67,9 +67,12 @@ def covers(region: Region, loops, shape: tuple[int, ...]) -> bool:
 
 def copy(source: Array, target: Array) -> None:
     """Launch a kernel copying ``source`` into ``target`` (one shape and dtype, any strides): a block per row
-    (each index of every axis but the last), its threads along the row."""
+    (each index of every axis but the last), its threads along the row, each loading :data:`COPY_UNROLL`
+    elements before storing them (loads in flight together), then the row's tail one element at a time."""
     shape = source.shape
     rows, cols = math.prod(shape[:-1]), shape[-1]
+    chunk = COPY_THREADS * COPY_UNROLL
+    whole = cols // chunk * chunk                     # columns copied COPY_UNROLL at a time per thread
 
     @gpu_launch(grid=(rows, 1, 1), block=(COPY_THREADS, 1, 1))
     def copy_kernel(ctx):
@@ -77,7 +80,13 @@ def copy(source: Array, target: Array) -> None:
         for extent in reversed(shape[:-1]):
             index.insert(0, rest % extent if extent > 1 else 0)
             rest = rest // extent if extent > 1 else rest
-        for j in for_range(ctx.thread_id.x, cols, COPY_THREADS):
-            target[(*index, j)] = source[(*index, j)]
+        if whole:
+            for j in for_range(ctx.thread_id.x, whole, chunk):
+                values = [source[(*index, j + u * COPY_THREADS)] for u in range(COPY_UNROLL)]
+                for u, value in enumerate(values):
+                    target[(*index, j + u * COPY_THREADS)] = value
+        if whole < cols:
+            for j in for_range(ctx.thread_id.x + whole, cols, COPY_THREADS):
+                target[(*index, j)] = source[(*index, j)]
 
     copy_kernel()
