@@ -170,16 +170,21 @@ def test_the_issues_softmax_runs(dtype):
     assert_within(y, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, dtype, 1))
 
 
-def test_the_issues_softmax_under_two_consumers_is_refused_with_a_hint_that_is_accepted():
-    """Two consumers cannot share a tile of 64 rows: the refusal names the tile size and the consumer count
-    that work, and each, applied, plans (and runs)."""
-    x = np.zeros((100, 128), np.float32)
+def test_the_issues_softmax_under_two_consumers_shares_its_rows():
+    """The issue's softmax under the default two consumers (refused once: 64 rows cannot be shared in wgmma's
+    64-row blocks): a row-wise program's tiles lie a row per warp, so each consumer takes 32 of the 64 rows.
+    Two consumers that cannot share 6 rows (a row per warp) are refused with a change that plans."""
+    rng = np.random.default_rng(12)
+    x = _inputs(rng, (100, 128), np.float32, 3.0)
+    y = np.full_like(x, np.nan)
     kernel = nt.build(softmax_tile, nt.Mapping(tiles={"BM": 64, "BN": 128}))
+    kernel(y, x)
+    x64 = x.astype(np.float64) * math.log(2)              # exp2(x) = exp(x ln 2)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(y, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, 1))
     with pytest.raises(MappingError) as refused:
-        kernel.plan(x, x)
-    assert "tiles['BM']=128" in refused.value.hint and "consumers=1" in refused.value.hint
-    kernel.with_mapping(kernel.mapping.replace(tiles={"BM": 128, "BN": 128})).plan(x, x)
-    kernel.with_mapping(kernel.mapping.replace(consumers=1)).plan(x, x)
+        kernel.with_mapping(kernel.mapping.replace(tiles={"BM": 6, "BN": 128})).plan(x, x)
+    assert "consumers=1" in refused.value.hint or "tiles['BM']=8" in refused.value.hint, refused.value.hint
 
 
 def test_two_consumers_share_a_tiles_rows():
@@ -413,24 +418,31 @@ def test_natural_exp_log_sqrt_and_rsqrt():
     assert two_pass.startswith("passes over column blocks in the consumers' registers (no ring): 2 srange loops")
 
 
-@nt.task(reads=("X",), writes=("Y",))
-def half_tile_plus_argument(Y, X):
-    Xt, Yt = nt.blocks(X, (64, 128)), nt.blocks(Y, (64, 128))
-    for i in nt.prange(Xt.grid[0]):
-        x = nt.zeros((64, 128)).astype(nt.float16)
-        x += Xt[i, 0]
-        Yt[i, 0] = (x * 2.0).astype(Y.dtype)
+@nt.task(reads=("A", "B", "R"), writes=("C",))
+def product_plus_half_residual(C, A, B, R):
+    Ct, At, Bt, Rt = nt.blocks(C, (64, 128)), nt.blocks(A, (64, 64)), nt.blocks(B, (64, 128)), nt.blocks(R, (64, 128))
+    for i, j in nt.prange(*Ct.grid):
+        acc = nt.zeros((64, 128))
+        for k in nt.srange(At.grid[1]):
+            acc += At[i, k] @ Bt[k, j]
+        x = acc.astype(nt.float16)
+        x += Rt[i, j]
+        Ct[i, j] = (x * 2.0).astype(C.dtype)
 
 
 def test_a_float16_tile_is_stored_a_slice_of_columns_at_a_time():
-    """A float16 tile computed in registers (not a product's accumulator) stored as float32 through TMA in two
-    slices of 64 columns (it failed: 'RegisterTile' object has no attribute 'columns'). Small integers: exact."""
-    x = np.random.default_rng(13).integers(-50, 50, (100, 128)).astype(np.float16)
-    y = np.full((100, 128), np.nan, np.float32)
-    kernel = nt.build(half_tile_plus_argument, nt.Mapping(consumers=1))
-    assert "64 columns at a time" in kernel.explain(y, x)
-    kernel(y, x)
-    np.testing.assert_array_equal(y, 2 * x.astype(np.float32))
+    """A float16 tile computed in registers (a product's accumulator converted, a residual added: no longer an
+    accumulator) stored as float32 through TMA in two slices of 64 columns (it failed: 'RegisterTile' object has
+    no attribute 'columns'). Small integers: every sum exact."""
+    rng = np.random.default_rng(13)
+    a = rng.integers(-3, 4, (100, 64)).astype(np.float16)
+    b = rng.integers(-3, 4, (64, 128)).astype(np.float16)
+    r = rng.integers(-50, 50, (100, 128)).astype(np.float16)
+    c = np.full((100, 128), np.nan, np.float32)
+    kernel = nt.build(product_plus_half_residual, nt.Mapping(tiles={}, consumers=1))
+    assert "64 columns at a time" in kernel.explain(c, a, b, r)
+    kernel(c, a, b, r)
+    np.testing.assert_array_equal(c, 2 * (a.astype(np.float32) @ b.astype(np.float32) + r.astype(np.float32)))
 
 
 @nt.task(reads=("X",), writes=("Y",))

@@ -8,7 +8,7 @@ import pytest
 import nvdsl
 import nvdsl.tasks as nt
 from nvdsl.kernels.attention import attention_program, task_mapping
-from nvdsl.kernels.gemm import MAPPING, matmul
+from nvdsl.kernels.gemm import MAPPING, matmul, matmul_nk
 from nvdsl.kernels.rowwise import default_mapping as rowwise_mapping
 from nvdsl.kernels.rowwise import softmax_program
 from nvdsl.tasks.mapping import apply_change, change_text
@@ -54,8 +54,10 @@ CASES = [
     ("a ping-pong of 3 consumers", matmul, MAPPING.replace(tiles={"BM": 128, "BN": 128, "BK": 64},
                                                            schedule="pingpong", consumers=3), _GEMM,
      {"consumers": 2}, "bad-mapping"),
-    ("a row tile the consumers cannot share", softmax_tile, nt.Mapping(tiles={"BM": 64, "BN": 128}), _ROWS,
+    ("a row tile the consumers cannot share", softmax_tile, nt.Mapping(tiles={"BM": 4, "BN": 128}), _ROWS,
      {"consumers": 1}, "mapping-tile"),
+    ("a product's row tile the consumers cannot share", matmul, MAPPING.replace(tiles={"BM": 64, "BN": 256, "BK": 64}),
+     _GEMM, {"consumers": 1}, "mapping-tile"),
     ("operand rows narrower than 128 bytes", matmul, MAPPING.replace(tiles={"BM": 128, "BN": 256, "BK": 32}), _GEMM,
      {"tiles": {"BK": 64}}, "mapping-tile"),
     ("a product wider than wgmma's N", matmul, MAPPING.replace(tiles={"BM": 128, "BN": 264, "BK": 64},
@@ -70,10 +72,13 @@ CASES = [
     ("a ping-pong without a producer", matmul, MAPPING.replace(tiles={"BM": 128, "BN": 128, "BK": 64},
                                                                schedule="pingpong", warp_specialize=False), _GEMM,
      {"warp_specialize": True}, "bad-mapping"),
-    ("a staging tile of 80-byte rows", softmax_tile, _ONE_CONSUMER.replace(tiles={"BM": 64, "BN": 20}),
-     (np.zeros((64, 20), f32), np.zeros((64, 20), f32)), {"tiles": {"BN": 32}}, "mapping-tile"),
-    ("accumulators past a consumer's registers", softmax_program(), rowwise_mapping(512), _ROWS,
-     {"tiles": {"BN": 256}}, "mapping-registers"),
+    # (a program without products stores each thread's own elements, with no staging tile: a product's output)
+    ("a staging tile of 80-byte rows", matmul_nk, MAPPING.replace(tiles={"BM": 128, "BN": 40, "BK": 64},
+                                                                 persistent=False),
+     gemm_args(256, 80, 64, b_layout="NK"), {"tiles": {"BN": 64}}, "mapping-tile"),
+    ("accumulators past a consumer's registers", softmax_program(),
+     rowwise_mapping().replace(tiles={"BM": 64, "BN": 512}), _ROWS,
+     {"tiles": {"BM": 32}}, "mapping-registers"),
     ("roles past the register file", matmul, MAPPING.replace(registers={"consumer": 240}), _GEMM,
      {"registers": {"consumer": 232}}, "mapping-registers"),
     ("rings past shared memory", matmul, MAPPING.replace(pipeline=4, smem_limit=150000), _GEMM,

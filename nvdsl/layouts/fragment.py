@@ -184,3 +184,17 @@ def wgmma_accumulator(m: int, n: int) -> FragmentLayout:
     cols = make_layout(Layout(thread_shape, (2, 0, 0)), Layout(value_shape, (1, 0, 8) + ((0,) if m > 64 else ())))
     return FragmentLayout((m, n), (rows, cols), name="wgmma accumulator")
 
+
+def rows_across_lanes(m: int, n: int) -> FragmentLayout:
+    """An ``m`` x ``n`` tile over a warpgroup's 128 threads with each row along the 32 lanes of one warp: thread
+    ``t = lane + 32 w`` holds, as value ``r + (m / 4) c``, the element at row ``w + 4 r``, column ``lane + 32 c``.
+    A warp's loads and stores of one value touch 32 consecutive elements of a row (coalesced), and a row
+    reduces over the warp's lanes by butterfly shuffles: the layout of tiles that no wgmma reads or writes
+    (the task layer's row-wise programs)."""
+    if m % 4 or n % 32 or m <= 0 or n <= 0:
+        raise ValueError(f"rows across lanes take a multiple of 4 rows and of 32 columns, not {m}x{n}")
+    threads, values = (32, 4), (m // 4, n // 32)
+    rows = make_layout(Layout(threads, (0, 1)), Layout(values, (4, 0)))
+    cols = make_layout(Layout(threads, (1, 0)), Layout(values, (0, 32)))
+    return FragmentLayout((m, n), (rows, cols), name="rows across lanes")
+

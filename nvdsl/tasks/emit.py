@@ -21,7 +21,7 @@ from ..hopper.tile import ColumnVector, RegisterTile, RowVector
 from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait
 from ..hopper.warpgroup import Warpgroup
 from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wait
-from ..layouts import wgmma_accumulator
+from ..layouts import rows_across_lanes, wgmma_accumulator
 from . import staging
 from .analysis import operand_name
 from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Loop, Map, Mma, Reduce, Region, argument_loads
@@ -363,6 +363,7 @@ class _Consumer:
         self.turn = turn                 # ping-pong: this consumer's turns at the main loop
         self.rings, self.ring_tmas, self.store_tmas = block.rings, block.ring_tmas, block.store_tmas
         self.staging, self.arrays, self.env = block.staging, block.arrays, env
+        self.lanes_along_rows = s.lanes_along_rows
         self.program = s.program
         self.values: dict = dict(block.ones)
         self.ones = frozenset(block.ones)
@@ -583,11 +584,14 @@ class _Consumer:
             if op.target == joined.accumulators[0]:
                 self.values[op.target] = WGMMAAccumulator(rows, sum(joined.columns))
             return
-        if len(t.shape) == 2:
+        if self.lanes_along_rows and len(t.shape) == 2:     # a row-wise program (Schedule.lanes_along_rows)
+            tile = _zero_tile(rows, t.shape[1], True)
+            self.values[op.target] = tile if op.value == 0.0 else tile * 0.0 + op.value
+        elif len(t.shape) == 2:
             tile = WGMMAAccumulator(rows, t.shape[1])
             self.values[op.target] = tile if op.value == 0.0 else tile * 0.0 + op.value
         else:                                        # a vector over the rows of this consumer's tiles
-            layout = wgmma_accumulator(rows, 8).project(0)
+            layout = _row_layout_tile(rows, self.lanes_along_rows).layout.project(0)
             self.values[op.target] = RowVector([constant(op.value, dt.float32).ir] * layout.values, dt.float32, layout)
 
     def operand_view(self, operand):
@@ -699,7 +703,7 @@ class _Consumer:
         like = next((t for t in tiles if isinstance(t, RegisterTile)), like)
         if like is None and any(isinstance(t, RowVector) for t in tiles) and \
                 any(self.pending_vector(x) for x in op.inputs if isinstance(x, str)):
-            like = _row_layout_tile(self.rows(op.out))   # an argument's vector beside a vector over the rows
+            like = _row_layout_tile(self.rows(op.out), self.lanes_along_rows)   # an argument's vector beside one
         args = [self.value(x, like, columns, axis) for x in op.inputs]
         out_dtype = self.program.tensor(op.out).dtype
         if op.fn in _COMPARE:
@@ -726,12 +730,13 @@ class _Consumer:
             name = operand_name(op.input)
             rows, cols = self.rows(name), source.shape[-1]
             tma = self.tma_of(name)
-            tile = RegisterTile.load(source, wgmma_accumulator(rows, cols), at=(self.row0(name), 0), tma=tma)
+            tile = RegisterTile.load(source, _tile_layout(rows, cols, self.lanes_along_rows), at=(self.row0(name), 0),
+                                     tma=tma)
             source = tile.to(dt.float32)
         elif isinstance(source, _Pending):            # an argument's tile in registers: ordinary loads
             name = operand_name(op.input)
-            source = self.argument_tile(source.region, _zero_tile(self.rows(name), source.region.shape[-1]),
-                                        None).to(dt.float32)
+            source = self.argument_tile(source.region, _zero_tile(self.rows(name), source.region.shape[-1],
+                                                                  self.lanes_along_rows), None).to(dt.float32)
         elif isinstance(source, _Cast):
             source = source.acc
         reduced = getattr(source, op.fn)(axis=op.axis)
@@ -810,8 +815,8 @@ class _Consumer:
         value = self.resolve(op.source, window)
         tile = value.acc if isinstance(value, _Cast) else value
         if isinstance(tile, RegisterTile) and not isinstance(tile, WGMMAAccumulator) and \
-                tile.dtype == dt.float32 and tile.layout == wgmma_accumulator(*tile.shape):
-            tile = WGMMAAccumulator.from_values(*tile.shape, tile.values)
+                tile.layout == wgmma_accumulator(*tile.shape):
+            tile = _as_accumulator(tile)            # any computed tile of the accumulator's layout, as float32
         if not isinstance(tile, WGMMAAccumulator):
             raise TaskError(f"{op}: only float32 tiles in the accumulator layout (converted or not) are stored "
                             "through TMA", code="unsupported-program", loc=op.loc)
@@ -965,17 +970,23 @@ def _as_accumulator(tile: RegisterTile) -> WGMMAAccumulator:
     return WGMMAAccumulator.from_values(*tile.shape, (tile if tile.dtype == dt.float32 else tile.to(dt.float32)).values)
 
 
-def _zero_tile(rows: int, columns: int) -> RegisterTile:
-    """A tile of zeros in the accumulator layout: the layout an argument's tile or vector is read into (its
+def _tile_layout(rows: int, columns: int, lanes_along_rows: bool):
+    """The layout of a consumer's ``rows`` x ``columns`` tiles: wgmma's accumulator's, or in a row-wise program
+    (``Schedule.lanes_along_rows``, decided by ``passes.in_registers``) rows along a warp's lanes."""
+    return rows_across_lanes(rows, columns) if lanes_along_rows else wgmma_accumulator(rows, columns)
+
+
+def _zero_tile(rows: int, columns: int, lanes_along_rows: bool = False) -> RegisterTile:
+    """A tile of zeros in the consumers' tile layout: the layout an argument's tile or vector is read into (its
     values are never used)."""
-    layout = wgmma_accumulator(rows, columns)
+    layout = _tile_layout(rows, columns, lanes_along_rows)
     return RegisterTile([constant(0.0, dt.float32).ir] * layout.values, dt.float32, layout)
 
 
-def _row_layout_tile(rows: int) -> RegisterTile:
+def _row_layout_tile(rows: int, lanes_along_rows: bool = False) -> RegisterTile:
     """A tile whose rows are laid out as a vector filled over ``rows`` rows (see ``_Consumer.fill``): the layout
     in which an argument's vector is read to combine with such a vector."""
-    return _zero_tile(rows, 8)
+    return _zero_tile(rows, 32 if lanes_along_rows else 8, lanes_along_rows)
 
 
 def _uniform_rows(tile: RegisterTile) -> RowVector:

@@ -33,6 +33,7 @@ STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the ou
 MAX_DEPTH = 8
 OVERHEAD_REGISTERS = 40               # a consumer's registers besides its accumulators (addresses, loop state)
 MMA_ROWS = 64                         # wgmma's M
+LANE_ROWS, LANE_COLUMNS = 4, 32       # a row-wise program's tiles: a row per warp of the four, 32 lanes along it
 _MMA_DTYPES = (dt.float16, dt.bfloat16, dt.float8_e4m3fn, dt.float8_e5m2)
 
 
@@ -237,10 +238,23 @@ def _fresh(names: set, stem: str) -> str:
     return name
 
 
+def in_registers(program: Program, ops) -> bool:
+    """Whether a tile's ``ops`` compute in the consumers' registers only: no product, no argument loaded into
+    shared memory, every store a 2-D tensor's (stored by each thread, see :func:`_stores`). Such a row-wise
+    program lays its tiles out with rows along a warp's lanes (emission's ``rows_across_lanes``), in multiples
+    of LANE_ROWS rows and LANE_COLUMNS columns, not in wgmma's 64-row blocks."""
+    return not any(isinstance(op, Mma) for op in ops) and \
+        not any(program.tensor(op.target).memory == SHARED for op in argument_loads(ops)) and \
+        all(len(program.tensor(op.target.tensor).shape) == 2 and op.target.end is None
+            for op in ops if isinstance(op, Copy) and isinstance(op.target, Region) and
+            len(op.target.matrix_shape) == 2)                  # (a vector's stores take any layout)
+
+
 def split_rows(levels: Levels, body: TileBody) -> Split:
     """TileBody -> Split: how the consumer warpgroups share a tile. Every accumulator has the tile's rows;
     cooperative consumers each take an equal share of them, and of every tensor that follows their rows
-    (see :func:`_split_tensors`); ping-pong consumers each hold whole tiles."""
+    (see :func:`_split_tensors`); ping-pong consumers each hold whole tiles. A row-wise program's tiles
+    (:func:`in_registers`) share rows in multiples of LANE_ROWS, and have a multiple of LANE_COLUMNS columns."""
     mapping, program = levels.mapping, body.program
     consumers = mapping.consumers
     pingpong = mapping.schedule == PINGPONG
@@ -254,21 +268,32 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
         raise _refuse(f"the accumulators have different row counts {sorted(tile_rows)}")
     tile_rows = tile_rows.pop()
     share = 1 if pingpong else consumers
-    if tile_rows % (share * MMA_ROWS):
-        changes, note = _row_split_changes(mapping, tile_rows, share)
+    lanes = in_registers(program, body.ops)
+    granule = LANE_ROWS if lanes else MMA_ROWS
+    if tile_rows % (share * granule):
+        changes, note = _row_split_changes(mapping, tile_rows, share, granule)
         raise refusal(f"a tile of {tile_rows} rows cannot be shared by {share} consumer warpgroup(s) in multiples of "
-                      f"wgmma's {MMA_ROWS} rows", code="mapping-tile", changes=changes, note=note)
-    return Split(consumers=consumers, split=split, rows=tile_rows // share)
+                      + (f"{granule} rows (a row per warp)" if lanes else f"wgmma's {MMA_ROWS} rows"),
+                      code="mapping-tile", changes=changes, note=note)
+    columns = {program.tensor(op.target).shape[1] for op in body.ops
+               if isinstance(op, Fill) and len(program.tensor(op.target).shape) == 2}
+    odd = sorted(c for c in columns if c % LANE_COLUMNS)
+    if lanes and odd:
+        wanted = -(-odd[0] // LANE_COLUMNS) * LANE_COLUMNS
+        raise refusal(f"a tile of {odd[0]} columns cannot lie along a warp's {LANE_COLUMNS} lanes",
+                      code="mapping-tile", changes=_tunables_at(mapping, odd[0], wanted),
+                      note=f"or tiles of a multiple of {LANE_COLUMNS} columns")
+    return Split(consumers=consumers, split=split, rows=tile_rows // share, lanes_along_rows=lanes)
 
 
-def _row_split_changes(mapping: Mapping, tile_rows: int, share: int) -> tuple[list, str]:
+def _row_split_changes(mapping: Mapping, tile_rows: int, share: int, granule: int = MMA_ROWS) -> tuple[list, str]:
     """The changes under which consumers share a tile's rows: fewer consumers (a divisor of the tile's row
-    blocks of wgmma's), or the tunable that gives the rows (the mapping's tiles of ``tile_rows``) at a
+    blocks of ``granule`` rows), or the tunable that gives the rows (the mapping's tiles of ``tile_rows``) at a
     multiple of ``share`` row blocks; and a note where no tunable of the mapping gives them."""
-    blocks = tile_rows // MMA_ROWS
+    blocks = tile_rows // granule
     fewer = max((c for c in range(1, share) if blocks and blocks % c == 0), default=None)
     changes = [{"consumers": fewer}] if fewer is not None else []
-    rows = -(-max(tile_rows, 1) // (share * MMA_ROWS)) * share * MMA_ROWS
+    rows = -(-max(tile_rows, 1) // (share * granule)) * share * granule
     changes += [{"tiles": {name: rows}} for name, value in mapping.tiles if value == tile_rows]
     return changes, "" if len(changes) > (fewer is not None) else f"or a row tile of {rows} rows"
 
@@ -557,16 +582,19 @@ def _stores(program: Program, body: TileBody, split: Split, mapping: Mapping) ->
     stores, pingpong = [], mapping.schedule == PINGPONG
     tile_loads = [op for op in argument_loads(body.prologue) if program.tensor(op.target).memory == SHARED]
     # A product's tile goes out faster by TMA into a staging copy (tasks/staging.py) than by each thread's
-    # stores of its accumulator's scattered pairs (H100, bf16 4095^3: 470 against 418 TFLOP/s).
+    # stores of its accumulator's scattered pairs (H100, bf16 4095^3: 470 against 418 TFLOP/s). A program that
+    # moves nothing through shared memory computes in tiles whose rows lie along a warp's lanes (emission's
+    # ``rows_across_lanes``): its stores are coalesced, each thread storing its own elements.
     products = any(isinstance(op, Mma) for op in body.ops)
+    lanes = in_registers(program, body.ops)
     for op in body.ops:
         if not (isinstance(op, Copy) and isinstance(op.target, Region) and len(op.target.matrix_shape) == 2):
             continue
         local = program.tensor(op.source)
         out_rows = split.rows if op.source in split.split or pingpong else local.shape[0]
         target = program.tensor(op.target.tensor)
-        if (target.shape[-1] * target.dtype.itemsize) % TMA_STRIDE_BYTES and op.target.end is None and \
-                len(target.shape) == 2 and not products:    # (else TMA stores into a staging copy)
+        if ((target.shape[-1] * target.dtype.itemsize) % TMA_STRIDE_BYTES or lanes) and \
+                op.target.end is None and len(target.shape) == 2 and not products:  # (else TMA, staged if need be)
             stores.append(StorePlan(op.source, op.target, local.dtype, (out_rows, local.shape[-1]), local.shape[-1],
                                     (), direct=True))
             continue

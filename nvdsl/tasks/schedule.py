@@ -31,6 +31,7 @@ def plan_stages(program: Program, mapping: Mapping, sm_count: int) -> dict:
     schedule = Schedule(
         program=body.program, mapping=mapping, levels=levels.levels, tile_vars=body.tiles.vars,
         tile_extents=body.tiles.extents, split=split.split, rows=split.rows, consumers=split.consumers,
+        lanes_along_rows=split.lanes_along_rows,
         pingpong=mapping.schedule == PINGPONG, turns=mapping.turns, warp_specialized=mapping.warp_specialize,
         registers=registers.registers, accumulator_registers=registers.accumulators, rings=allocation.rings,
         prologue=body.prologue, main=body.main, epilogue=body.epilogue, in_flight=pipeline.in_flight,

@@ -206,11 +206,13 @@ class Split:
     consumers: int
     split: frozenset
     rows: int
+    lanes_along_rows: bool = False      # a row-wise program's tiles: each row along a warp's lanes (passes.py)
 
     def __str__(self) -> str:
         held = (f"each holds {self.rows} rows of " + ", ".join(sorted(self.split)) if self.split else
                 f"each holds whole tiles of {self.rows} rows")
-        return f"consumers: {self.consumers} warpgroup(s); {held}\n"
+        lanes = "; tiles with each row along a warp's lanes" if self.lanes_along_rows else ""
+        return f"consumers: {self.consumers} warpgroup(s); {held}{lanes}\n"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -333,8 +335,8 @@ def format_memory_map(buffers, smem_bytes: int, smem_limit: int) -> list[str]:
 
 def format_store(st: StorePlan) -> str:
     if st.direct:
-        return (f"store {st.source} -> {st.target}: each thread its own elements, clipped at the tensor's end (its "
-                "rows are not a multiple of 16 bytes, which TMA needs)")
+        return (f"store {st.source} -> {st.target}: each thread its own elements, clipped at the tensor's end (a "
+                "program without products: no TMA)")
     through = f"each consumer's rows of {st.in_tile}" if st.in_tile else ", ".join(st.staging)
     return (f"store {st.source} -> {st.target}: {st.slice_columns} columns at a time through {through}, TMA box "
             f"{list(st.box)}")
@@ -386,6 +388,7 @@ class Schedule:
     smem_bytes: int
     ones: tuple[OnesTile, ...] = ()
     joined: tuple[Joined, ...] = ()
+    lanes_along_rows: bool = False      # tiles with each row along a warp's lanes, not wgmma's layout
     grid: int
     persistent: bool                    # blocks loop over tiles (else one block per tile, or pair of tiles)
     raster: str                         # the order persistent blocks walk the tiles in
