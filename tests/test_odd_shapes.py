@@ -134,6 +134,33 @@ def test_a_task_program_stages_any_argument_it_moves_by_tma(backend):
     assert_product_close(c / 2, a, b)
 
 
+def test_float8_operands_with_rows_tma_cannot_address_are_staged():
+    """A scaled (float8) GEMM with K = 200: rows of 200 bytes; both operands go through staging copies of
+    one-byte elements (compiled here; run on the GPU in test_tasks' float8 cases)."""
+    from helpers import FakeDLPackDeviceArray
+    e4m3, f32 = (10, 8), (2, 32)                                # DLPack (code, bits)
+    a, b = FakeDLPackDeviceArray((128, 200), *e4m3), FakeDLPackDeviceArray((256, 200), *e4m3)
+    c, scale = FakeDLPackDeviceArray((128, 256), *f32), FakeDLPackDeviceArray((1,), *f32)
+    compiled = library._kernel(library.scaled_matmul, library.FP8_MAPPING).compile(c, a, b, scale, scale)
+    assert sorted(compiled.resources) == ["scaled_matmul_copy_kernel", "scaled_matmul_copy_kernel_2",
+                                          "scaled_matmul_kernel"] and compiled.cubin is not None
+
+
+@requires_gpu
+def test_float8_gemm_of_a_column_slice_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    m, n, k = 200, 256, 256
+    wide = (torch.randn(m, k + 48, device="cuda", generator=gen) * 2).to(torch.float8_e4m3fn)
+    a = wide[:, 16:16 + k]                                       # rows 304 bytes apart, 16 bytes in
+    b = (torch.randn(n, k, device="cuda", generator=gen) * 2).to(torch.float8_e4m3fn)
+    one = torch.ones(1, device="cuda")
+    c = torch.full((m, n), float("nan"), device="cuda")
+    library.scaled_gemm(a, b, c, one, one)
+    reference = a.float() @ b.float().T
+    assert float((c - reference).norm() / reference.norm()) < 1e-3      # float8 products' ~14-bit accumulation
+
+
 @requires_gpu
 def test_lm_head_and_odd_shapes_on_the_gpu():
     torch = pytest.importorskip("torch")

@@ -450,7 +450,8 @@ def test_float8_products_need_k_major_operands_and_128_byte_rows():
 @pytest.mark.parametrize("a_type, b_type, c_dtype, m, n, k", [
     ("float8_e4m3fn", "float8_e4m3fn", "bfloat16", 1000, 1000, 1024),
     ("float8_e4m3fn", "float8_e5m2", "float16", 512, 768, 4096),
-    ("float8_e5m2", "float8_e5m2", "float32", 256, 512, 272)])
+    ("float8_e5m2", "float8_e5m2", "float32", 256, 512, 272),
+    ("float8_e4m3fn", "float8_e4m3fn", "bfloat16", 130, 257, 200)])     # rows of 200 and 514 bytes: staged
 def test_float8_gemm_with_scales_matches_torch(a_type, b_type, c_dtype, m, n, k):
     torch = pytest.importorskip("torch")
     from nvdsl.kernels.gemm import scaled_gemm

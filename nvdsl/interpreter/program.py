@@ -233,8 +233,8 @@ class Program:
         with self.module.context:
             for slot, (spec, zero) in zip(self.host.args[len(specs):], self.scratch):
                 # nvdsl.empty's contents are undefined: all-ones bytes (NaN, -1) make a read before a write show
-                data = np.full(spec.dtype.itemsize * span_elements(spec.shape, spec.element_strides), 0 if zero else 0xFF,
-                               np.uint8)
+                nbytes = spec.dtype.itemsize * span_elements(spec.shape, spec.element_strides)
+                data = np.full(nbytes, 0 if zero else 0xFF, np.uint8)
                 buffer = Buffer(data, spec.name, GLOBAL)
                 buffer.watch(spec.shape, spec.dtype.itemsize, spec.element_strides)
                 env[slot] = MemRef(buffer, 0, spec.shape, spec.element_strides, spec.dtype.mlir_type())

@@ -14,12 +14,13 @@ sharing each 128 x 256 tile's rows, one wgmma product in flight, a TMA-store epi
     linear(a, w, bias, c, activation="gelu")   # act(a @ w.T + bias), w (N, K), bias (N,)
 
 M, N and K need not be multiples of the tile: TMA reads past the edges as zeros and clips the stores.
-Arrays may be strided views, used in place with no copy: a column slice of a wider activation, an output
-slice of a larger buffer, a batch of every other matrix. Their last axis must have unit stride and their
-other strides must be multiples of 16 bytes, starting on a 16-byte boundary (TMA's rules; a NumPy view is
-copied to the GPU as the span it covers, so only its strides count). A B given as the transposed view of an
-(N, K) array (``w.T``: unit stride on its first axis) is read as the K-major operand it is (``b_layout="NK"``
-on ``w``), and so is a ``linear`` weight given as the transposed view of a (K, N) array.
+Arrays may be strided views: a column slice of a wider activation, an output slice of a larger buffer, a batch
+of every other matrix. Those TMA can address (a unit-stride last axis, other strides multiples of 16 bytes, a
+16-byte aligned start; a NumPy view is copied to the GPU as the span it covers) are used in place with no copy;
+the others, and any K or N whose rows are not 16 bytes apart (K = 999 in bfloat16), go through staging copies
+with padded rows (``nvdsl.tasks.staging``: slower, same results). A B given as the transposed view of an (N, K)
+array (``w.T``: unit stride on its first axis) is read as the K-major operand it is (``b_layout="NK"`` on ``w``),
+and so is a ``linear`` weight given as the transposed view of a (K, N) array.
 """
 
 from __future__ import annotations
@@ -354,9 +355,9 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, sp
     once per dtype, shape, strides and mapping (default :func:`default_mapping` for c's shape).
 
     An output with tiles for few of the SMs (a decode step's few rows, a long-K small output) runs split-K under
-    the default mapping: :func:`split_k` shares of the K blocks computed side by side into float32 partial products (a
-    scratch array of ``splits * M * N`` floats), then added in split order into ``c`` (deterministic: the same
-    bits on every run). ``splits`` sets their number (1: never split).
+    the default mapping: :func:`split_k` shares of the K blocks computed side by side into float32 partial
+    products (``splits * M * N`` floats beside ``c``), then added in split order into ``c`` (deterministic: the
+    same bits on every run). ``splits`` sets their number (1: never split).
     """
     ndim = len(getattr(a, "shape", ()))
     if b_layout not in ("KN", "NK"):

@@ -2,12 +2,13 @@
 
 TMA steps each axis but the last by a multiple of 16 bytes, from an address that is one: a (M, K) bfloat16
 array with K = 999 (rows 1998 bytes apart), a vocabulary of 50257 logits per row, a view whose last axis is not
-unit-stride, or a device view starting a few elements in (``x[:, 1:]``) has no descriptor. Such an argument, where the kernel moves its tiles by TMA, is copied before the kernel into a
-scratch array of the same shape whose rows start on 16-byte boundaries (``frontend.memory.padded_empty``) (an
-output the kernel's tiles cover whole is not copied in), and, when the kernel writes it, copied back after the
-kernel; the kernel reads and writes the copy as it would the
-argument (TMA's bounds are the argument's shape, so the rows' padding is never read). Each copy reads and writes
-the argument once, in a kernel of its own on the same stream: results do not change, only time.
+unit-stride, or a device view starting a few elements in (``x[:, 1:]``) has no descriptor. Such an argument,
+where the kernel moves its tiles by TMA, is copied before the kernel into a scratch array of the same shape
+whose rows start on 16-byte boundaries (``frontend.memory.padded_empty``; an output the kernel's tiles cover
+whole is not copied in), and, when the kernel writes it, copied back after the kernel. The kernel reads and
+writes the copy as it would the argument (TMA's bounds are the argument's shape, so the rows' padding is never
+read). Each copy reads and writes the argument once, in a kernel of its own on the same stream: results do not
+change, only time.
 """
 
 from __future__ import annotations
