@@ -1,6 +1,8 @@
 """Any M, N and K: an argument whose rows TMA cannot address (a row stride that is not a multiple of 16 bytes)
 goes through a staging copy whose rows are padded (nvdsl.tasks.staging); results are those of the product."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -9,10 +11,11 @@ import nvdsl.kernels.gemm as library
 import nvdsl.tasks as nt
 from nvdsl.tasks import staging
 from nvdsl.tasks.ir import Affine, Loop, Region
-from nvdsl.testing import requires_gpu
+from nvdsl.testing import assert_matches_golden, requires_gpu
 from helpers import assert_product_close, product_error_bound
 
 SENTINEL = 7.0
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 
 
 def operands(rng, lead, m, n, k, out=np.float16):
@@ -89,6 +92,17 @@ def test_only_arguments_tma_cannot_address_are_staged_and_whole_outputs_are_not_
     a, b, c = operands(rng, (2,), 64, 65, 64)
     assert sorted(batched.compile(c, a, b).resources) == ["batched_matmul_copy_kernel",
                                                           "batched_matmul_copy_kernel_2", "batched_matmul_kernel"]
+
+
+def test_the_explanation_names_the_staged_arguments_and_why(request):
+    """kernel.explain() ends with the arguments that go through staging copies, why and which ways (golden)."""
+    kernel = library._kernel(library.matmul, library.default_mapping(64, 65).replace(sm_count=132))
+    a, b, c = operands(np.random.default_rng(9), (), 64, 65, 70)
+    text = kernel.explain(c, a, b)
+    assert_matches_golden(text, os.path.join(GOLDEN, "tasks_matmul_staged.schedule.txt"),
+                          update=request.config.getoption("--update-golden"))
+    a, b, c = operands(np.random.default_rng(9), (), 64, 64, 64)
+    assert "staging copies" not in kernel.explain(c, a, b)
 
 
 def test_a_device_array_starting_off_a_16_byte_boundary_is_staged():

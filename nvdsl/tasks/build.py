@@ -21,6 +21,7 @@ from . import analysis
 from .mapping import Mapping, apply_change, change_text, refusal
 from .program import Task, trace_program
 from .schedule import Schedule, plan_stages, stage_text
+from .staging import staged_arguments, staging_text
 
 
 class TaskKernel:
@@ -70,14 +71,17 @@ class TaskKernel:
         self._function(*arrays, stream=stream)
 
     def _specs(self, arrays) -> list:
+        return [(spec.name, spec.shape, spec.dtype) for spec in self._described(arrays)]
+
+    def _described(self, arrays) -> list:
         loc = user_location()
         specs = []
         for name, value in zip(self.entry.parameters, arrays):
             spec, _ = describe(value, name, loc)
             if spec.kind != ARRAY:
-                    raise ArgumentError(f"'{name}' of task '{self.entry.name}' must be an array, got {value!r}",
+                raise ArgumentError(f"'{name}' of task '{self.entry.name}' must be an array, got {value!r}",
                                     code="bad-call", loc=loc)
-            specs.append((name, spec.shape, spec.dtype))
+            specs.append(spec)
         return specs
 
     def _stages(self, specs) -> dict:
@@ -115,9 +119,17 @@ class TaskKernel:
         return {name: stage_text(stages, name) for name in stages}
 
     def explain(self, *arrays, stage: str = "schedule") -> str:
-        """How the program is mapped for these arguments: roles, rings, the shared-memory map, the schedule;
-        or, with ``stage``, the output of one pass (a name :meth:`passes` lists)."""
-        return stage_text(self._stages(self._specs(arrays)), stage)
+        """How the program is mapped for these arguments: roles, rings, the shared-memory map, the schedule and
+        the arguments that go through staging copies (see :mod:`.staging`); or, with ``stage``, the output of one
+        pass (a name :meth:`passes` lists)."""
+        described = self._described(arrays)
+        stages = self._stages([(spec.name, spec.shape, spec.dtype) for spec in described])
+        text = stage_text(stages, stage)
+        if stage == "schedule":
+            layouts = {spec.name: (spec.shape, spec.dtype.itemsize, spec.strides, spec.unaligned)
+                       for spec in described}
+            text += staging_text(staged_arguments(stages["schedule"], layouts))
+        return text
 
     @property
     def name(self) -> str:

@@ -14,36 +14,73 @@ change, only time.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..frontend.control import for_range
 from ..frontend.launch import gpu_launch
 from ..frontend.memory import Array, padded_empty
-from ..target import stride_problem
+from ..target import TMA_ADDRESS_BYTES, stride_problem
 from .ir import Region, walk
 from .stages import Schedule
 
 COPY_THREADS, COPY_UNROLL = 256, 4
 
 
-def stage(s: Schedule, arrays: dict[str, Array]) -> tuple[dict[str, Array], list[tuple[Array, Array]]]:
-    """The arrays the kernel of ``s`` uses, each argument that its TMA descriptors cannot address replaced by a
-    staging copy (copied in here, in host code before the kernel), and the (copy, argument) pairs to copy back
-    after the kernel (:func:`copy`), for the arguments it writes."""
+@dataclass(frozen=True)
+class Staged:
+    """An argument the kernel reaches through a staging copy: why, and which ways it is copied."""
+
+    name: str
+    why: str
+    copied_in: bool
+    copied_out: bool
+
+    def __str__(self) -> str:
+        ways = " and ".join(w for w, on in (("copied in before the kernel", self.copied_in),
+                                             ("copied out after it", self.copied_out)) if on)
+        return f"  {self.name}: {self.why}; {ways}"
+
+
+def staged_arguments(s: Schedule, layouts: dict) -> list[Staged]:
+    """The arguments of the kernel of ``s`` that go through staging copies: those its TMA descriptors move whose
+    layout (``layouts``: name -> (shape, itemsize, element strides or None, unaligned start)) no descriptor can
+    address. An argument the kernel reads, or writes only in part, is copied in; one it writes is copied out."""
     moved_by_tma = {t.source.tensor for r in s.rings for t in r.tiles} | \
         {st.target.tensor for st in s.stores if not st.direct}      # (direct stores clip each thread's own)
     writes = [(w, loops) for op, loops in walk(s.program.body) for w in op.writes() if isinstance(w, Region)]
     reads = {r.tensor for op, _ in walk(s.program.body) for r in op.reads() if isinstance(r, Region)}
-    staged, back = dict(arrays), []
+    found = []
     for name in sorted(moved_by_tma):
-        array = arrays[name]
-        if not array.size or not array.unaligned and \
-                stride_problem(array.shape, array.dtype.itemsize, array.strides) is None:
+        shape, itemsize, strides, unaligned = layouts[name]
+        why = (f"it starts off a {TMA_ADDRESS_BYTES}-byte boundary" if unaligned else
+               stride_problem(shape, itemsize, strides))
+        if not math.prod(shape) or why is None:
             continue
-        copy_ = staged[name] = padded_empty(array.shape, array.dtype, name=f"{name}_staged")
         its_writes = [(w, loops) for w, loops in writes if w.tensor == name]
-        if name in reads or not its_writes or not any(covers(w, loops, array.shape) for w, loops in its_writes):
+        copied_in = name in reads or not its_writes or not any(covers(w, loops, shape) for w, loops in its_writes)
+        found.append(Staged(name, why, copied_in, bool(its_writes)))
+    return found
+
+
+def staging_text(found: list[Staged]) -> str:
+    """``kernel.explain``'s lines on staging copies (none where no argument needs one)."""
+    if not found:
+        return ""
+    return "staging copies (arguments no TMA descriptor can address):\n" + "".join(f"{f}\n" for f in found)
+
+
+def stage(s: Schedule, arrays: dict[str, Array]) -> tuple[dict[str, Array], list[tuple[Array, Array]]]:
+    """The arrays the kernel of ``s`` uses, each argument of :func:`staged_arguments` replaced by a staging copy
+    (copied in here, in host code before the kernel), and the (copy, argument) pairs to copy back after the
+    kernel (:func:`copy`)."""
+    layouts = {name: (a.shape, a.dtype.itemsize, a.strides, a.unaligned) for name, a in arrays.items()}
+    staged, back = dict(arrays), []
+    for found in staged_arguments(s, layouts):
+        array = arrays[found.name]
+        copy_ = staged[found.name] = padded_empty(array.shape, array.dtype, name=f"{found.name}_staged")
+        if found.copied_in:
             copy(array, copy_)
-        if its_writes:
+        if found.copied_out:
             back.append((copy_, array))
     return staged, back
 
