@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ..frontend.control import for_range
-from ..frontend.launch import gpu_launch
-from ..frontend.memory import Array, padded_empty
 from ..target import TMA_ADDRESS_BYTES, stride_problem
 from .ir import Region, walk
 from .stages import Schedule
+
+if TYPE_CHECKING:
+    from ..frontend.memory import Array
 
 COPY_THREADS, COPY_UNROLL = 256, 4
 
@@ -73,6 +74,7 @@ def stage(s: Schedule, arrays: dict[str, Array]) -> tuple[dict[str, Array], list
     """The arrays the kernel of ``s`` uses, each argument of :func:`staged_arguments` replaced by a staging copy
     (copied in here, in host code before the kernel), and the (copy, argument) pairs to copy back after the
     kernel (:func:`copy`)."""
+    from ..frontend.memory import padded_empty    # MLIR: imported when traced (explain needs none of it)
     layouts = {name: (a.shape, a.dtype.itemsize, a.strides, a.unaligned) for name, a in arrays.items()}
     staged, back = dict(arrays), []
     for found in staged_arguments(s, layouts):
@@ -107,6 +109,8 @@ def copy(source: Array, target: Array) -> None:
     """Launch a kernel copying ``source`` into ``target`` (one shape and dtype, any strides): a block per row
     (each index of every axis but the last), its threads along the row, each loading :data:`COPY_UNROLL`
     elements before storing them (loads in flight together), then the row's tail one element at a time."""
+    from ..frontend.control import for_range      # MLIR: imported when traced
+    from ..frontend.launch import gpu_launch
     shape = source.shape
     rows, cols = math.prod(shape[:-1]), shape[-1]
     chunk = COPY_THREADS * COPY_UNROLL
