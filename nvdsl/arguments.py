@@ -140,9 +140,8 @@ def array_strides(value) -> tuple[int, ...] | None:
     """The element strides of an array argument that is a strided view (as :func:`view_strides` keys them);
     None for a row-major array and for anything that is not an array (its call then says what is wrong)."""
     if isinstance(value, np.ndarray):
-        if value.flags.c_contiguous or any(s % value.itemsize for s in value.strides):
-            return None
-        return view_strides(value.shape, tuple(s // value.itemsize for s in value.strides))
+        strides = _numpy_strides(value)
+        return None if strides == _ODD else strides
     if is_torch_tensor(value):
         return None if value.is_contiguous() else view_strides(tuple(value.shape), tuple(value.stride()))
     info = device_array_info(value) if hasattr(value, "__cuda_array_interface__") else None
@@ -251,16 +250,25 @@ def _check_int_fits(value, dtype, name, loc):
                             loc=loc)
 
 
+_ODD = "odd"          # byte strides that are not whole elements
+
+
+def _numpy_strides(value: np.ndarray):
+    """A NumPy array's element strides as :func:`view_strides` keys them (None when C-contiguous), or _ODD."""
+    if value.flags.c_contiguous:
+        return None
+    if any(s % value.itemsize for s in value.strides):
+        return _ODD
+    return view_strides(value.shape, tuple(s // value.itemsize for s in value.strides))
+
+
 def host_strides(value: np.ndarray, name: str, loc) -> tuple[int, ...] | None:
     """The element strides of a NumPy argument that is a strided view (None when C-contiguous), once they pass
     :func:`check_strides`."""
-    if value.flags.c_contiguous:
-        return None
-    itemsize = value.dtype.itemsize
-    if any(s % itemsize for s in value.strides):
-        raise ArgumentError(f"argument '{name}' has byte strides {value.strides}, not whole {itemsize}-byte "
+    strides = _numpy_strides(value)
+    if strides == _ODD:
+        raise ArgumentError(f"argument '{name}' has byte strides {value.strides}, not whole {value.itemsize}-byte "
                             "elements", code="bad-strides", hint="pass np.ascontiguousarray(x)", loc=loc)
-    strides = view_strides(value.shape, tuple(s // itemsize for s in value.strides))
     check_strides(value.shape, strides, name, loc, "np.ascontiguousarray(x)")
     return strides
 

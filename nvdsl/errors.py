@@ -88,6 +88,20 @@ class UserError(NvdslError):
         """The same error, also naming the line of the user's program it was generated for."""
         return self._replaced(origin=origin)
 
+    def from_program_line(self, line: SourceLocation | None) -> "UserError":
+        """This error, raised while nvdsl generated code for ``line`` of a program (a task's body), as the user
+        sees it: raised at that line, it points at the user's call instead; and it names ``line`` as its origin,
+        unless that is the call itself (a program of nvdsl's own, whose lines are the user's call)."""
+        if self.origin is not None or line is None:
+            return self
+        error = self
+        if self.loc == line:
+            call = user_location()
+            if call is None:
+                return self
+            error = self.with_location(call)
+        return error if error.loc == line else error.with_origin(line)
+
     def _replaced(self, **fields) -> "UserError":
         error = type(self).__new__(type(self))
         error.__dict__.update(self.__dict__, **fields)

@@ -157,11 +157,6 @@ def program_line(loc: SourceLocation | None):
     try:
         yield
     except UserError as error:
-        if error.origin is not None:
-            raise
-        if error.loc == loc:                # raised at the program's line: point at the user's call instead
-            error = error.with_location(user_location())
-        # (a program of nvdsl's own, such as the library's, is located at the user's call: no second line)
-        raise (error if error.loc == loc else error.with_origin(loc)) from None
+        raise error.from_program_line(loc) from None
     finally:
         _PROGRAM_LINE.reset(token)

@@ -25,7 +25,7 @@ from mlir.dialects import arith, gpu, llvm, memref, vector
 from .. import dtypes as dt
 from ..target import DYNAMIC_SHARED_ALIGNMENT
 from ..errors import TraceError, user_location
-from ..signature import ScratchSpec, row_major_strides
+from ..signature import ScratchSpec, row_major_strides, span_elements
 from .context import at_user_line, check_scope, current, current_kernel, current_scope, mlir_location
 from .control import report_and_trap, when
 from .ranges import out_of_bounds
@@ -170,7 +170,7 @@ class Array:
         if strides is None:
             return self.flatten()
         current_kernel(f"the span of '{self.name}'")
-        size = 1 + sum((extent - 1) * stride for extent, stride in zip(self.shape, strides)) if self.size else 0
+        size = span_elements(self.shape, strides)
         with at_user_line():
             flat = memref.reinterpret_cast(memref_type(self.dtype, (size,), self.space), self.ir, [], [], [],
                                            [0], [size], [1])

@@ -92,7 +92,7 @@ class TaskKernel:
         except MappingError as error:
             changes = getattr(error, "changes", ())
             if not changes:
-                raise _at_the_call(error) from None
+                raise error.from_program_line(error.loc) from None
             accepted = [c for c in changes if _plans(self.entry, self.mapping, c, specs, self.sm_count)]
             if accepted:
                 hint = "map with " + ", or ".join(change_text(c) for c in accepted)
@@ -100,9 +100,10 @@ class TaskKernel:
                 hint = "no single change of the mapping tried (" + "; ".join(change_text(c) for c in changes) + \
                        ") plans this program"
             note = getattr(error, "note", "")
-            raise _at_the_call(error._replaced(hint=f"{hint} ({note})" if note else hint)) from None
+            hinted = error._replaced(hint=f"{hint} ({note})" if note else hint)
+            raise hinted.from_program_line(error.loc) from None
         except UserError as error:
-            raise _at_the_call(error) from None
+            raise error.from_program_line(error.loc) from None
 
     def _plan(self, specs) -> Schedule:
         return self._stages(specs)["schedule"]
@@ -158,15 +159,6 @@ class TaskKernel:
     def with_mapping(self, mapping: Mapping) -> "TaskKernel":
         """The same program under another mapping."""
         return TaskKernel(self.entry, mapping)
-
-
-def _at_the_call(error: UserError) -> UserError:
-    """A planning error raised at a line of the task's body, as the user's call of the kernel (or of ``plan`` or
-    ``explain``) that planned it, from that task line."""
-    call = user_location()
-    if error.origin is not None or error.loc is None or call is None or error.loc == call:
-        return error
-    return error.with_location(call).with_origin(error.loc)
 
 
 def _stages(entry: Task, mapping: Mapping, specs, sm_count: int) -> dict:

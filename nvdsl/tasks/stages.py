@@ -110,7 +110,8 @@ class Buffer:
 
 @dataclass(frozen=True)
 class StorePlan:
-    """An epilogue store: a local tile to an argument region, through a staging tile and TMA."""
+    """An epilogue store: a local tile to an argument region, through a staging tile and TMA, or (``direct``)
+    by each thread's own stores."""
 
     source: str
     target: Region
