@@ -1,4 +1,5 @@
-"""``python3 -m benchmarks {gemm,gemm_family,attention,rowwise,launch,saxpy,compile,trust,all} [options]``: run, print, write results."""
+"""``python3 -m benchmarks {gemm,gemm_family,attention,attention_backward,rowwise,launch,saxpy,compile,trust,all}
+[options]``: run, print, write results."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "Each suite writes <date>_<device>_<suite>.json/.md/.png and prints its Markdown table.",
         epilog="suites: gemm (fp16/bf16 GEMM, TFLOP/s), gemm_family (dual GEMM, GEMM + row sums, batched GEMM, "
                "linear + bias + activation against Triton and torch, TFLOP/s), attention (fp16 attention "
-               "forward, TFLOP/s), rowwise (softmax, RMSNorm, LayerNorm, cross-entropy against torch and Triton, GB/s and "
+               "forward, TFLOP/s), attention_backward (dQ, dK, dV against cuDNN and FlashAttention-2 through "
+               "torch autograd, TFLOP/s; --dtypes fp16,bf16), rowwise (softmax, RMSNorm, LayerNorm, cross-entropy "
+               "against torch and Triton, GB/s and "
                "its fraction of the copy bandwidth), launch (host overhead per call, µs), saxpy (bandwidth, GB/s), compile (cold "
                "and disk-cached compile time, ms), trust (the static protocol check and the CPU interpreter, "
                "ms, no GPU needed); all runs them in turn.")

@@ -22,7 +22,7 @@ def test_cli_help_needs_no_gpu_libraries():
     result = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True,
                             text=True, env=ENV)
     assert result.returncode == 0, result.stderr
-    for suite in ("gemm", "gemm_family", "attention", "launch", "saxpy", "compile", "trust"):
+    for suite in ("gemm", "gemm_family", "attention", "attention_backward", "launch", "saxpy", "compile", "trust"):
         assert suite in result.stdout
 
 

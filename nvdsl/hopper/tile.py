@@ -270,9 +270,10 @@ class RegisterTile(_Fragment):
                          code="bad-tile")
         if tma is None and fill is not None:
             if not isinstance(layout, FragmentLayout) or not isinstance(array, Array) or \
-                    array.ndim != len(layout.shape) or at is None:
-                raise _error(f"RegisterTile.load(fill=) needs a FragmentLayout, an array of its rank and at=, got "
-                             f"{layout!r}, {array!r}, at={at!r}", code="bad-tile")
+                    array.ndim < len(layout.shape) or at is None or len(at) != array.ndim:
+                raise _error(f"RegisterTile.load(fill=) needs a FragmentLayout, an array of its rank or more and at= "
+                             f"with an index per axis of the array, got {layout!r}, {array!r}, at={at!r}",
+                             code="bad-tile")
             return cls(_load_filled(array, layout, at, fill), array.dtype, layout)
         if tma is None:
             return cls(_load(array, layout, at, "RegisterTile.load"), array.dtype, layout)
@@ -420,12 +421,15 @@ def _check_block(array, shape, at, what: str) -> None:
 
 def _load_filled(array: Array, layout: FragmentLayout, at, fill) -> list[ir.Value]:
     """Each value of ``layout`` at ``at`` read from ``array``, or ``fill`` where its index is at or past the
-    array's end on some axis (a block overhanging a ragged edge); nothing is read outside the array."""
+    array's end on some axis (a block overhanging a ragged edge); nothing is read outside the array. An array of
+    higher rank than the layout is read at ``at``'s leading indices (a block of one (batch, head) of a 4-D array)."""
+    lead = array.ndim - len(layout.shape)
     with at_user_line():
-        lasts = [extent - 1 for extent in array.shape]
+        fixed = tuple(at[:lead])
+        lasts = [extent - 1 for extent in array.shape[lead:]]
         values = []
-        for index in _coordinates(layout, at, dt.index):
-            value = array[tuple(minimum(i, last) for i, last in zip(index, lasts))]
+        for index in _coordinates(layout, at[lead:], dt.index):
+            value = array[fixed + tuple(minimum(i, last) for i, last in zip(index, lasts))]
             inside = None
             for i, last in zip(index, lasts):
                 inside = i <= last if inside is None else inside & (i <= last)

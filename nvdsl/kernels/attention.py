@@ -39,11 +39,13 @@ import functools
 import math
 
 from .. import dtypes as dt
+from .. import jit
 from .. import tasks as nt
 from ..errors import ArgumentError, user_location
 from ..arguments import describe, signature_key
 from ..signature import ARRAY
 from ..target import REGISTER_FILE
+from .scratch import float32_like
 
 ROWS = 64                   # query rows per consumer warpgroup (one wgmma M)
 PRODUCER_REGISTERS = 24
@@ -165,34 +167,7 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
     scalars = [name for name, spec in specs.items() if spec.kind != ARRAY]
     if scalars:
         raise ArgumentError(f"attention: {', '.join(scalars)} must be arrays", code="bad-argument", loc=loc)
-    shapes = {name: specs[name].shape for name in ("q", "k", "v", "o")}
-    if any(len(s) != 4 for s in shapes.values()):
-        raise ArgumentError(f"attention takes 4-D (batch, heads, seq, head_dim) arrays, got shapes {shapes}",
-                            code="bad-shape", loc=loc)
-    (batch, heads, seq_q, d), (kb, kv_heads, _, kd) = shapes["q"], shapes["k"]
-    if shapes["v"] != shapes["k"] or (kb, kd) != (batch, d) or shapes["o"] != shapes["q"]:
-        raise ArgumentError(f"attention needs k and v of one shape (B, Hkv, Lk, D) and o of q's shape, with q's B "
-                            f"and D; got {shapes}", code="bad-shape", loc=loc)
-    if d not in HEAD_DIMS:
-        raise ArgumentError(f"attention: head_dim {d} is not supported", code="bad-shape",
-                            hint=f"head_dim must be one of {HEAD_DIMS}", loc=loc)
-    if kv_heads == 0 or heads % kv_heads:
-        raise ArgumentError(f"attention: q has {heads} heads, not a multiple of k's {kv_heads}", code="bad-shape",
-                            hint="grouped-query attention shares each K/V head among H // Hkv query heads", loc=loc)
-    dtypes = {name: specs[name].dtype for name in ("q", "k", "v", "o")}
-    if len(set(dtypes.values())) != 1 or dtypes["q"] not in (dt.float16, dt.bfloat16):
-        raise ArgumentError(f"attention needs q, k, v and o all float16 or all bfloat16, got "
-                            f"{ {name: dtype.name for name, dtype in dtypes.items()} }", code="bad-dtype", loc=loc)
-    if lse is not None and (specs["lse"].shape != (batch, heads, seq_q) or specs["lse"].dtype != dt.float32):
-        raise ArgumentError(f"attention: lse must be float32 of shape {(batch, heads, seq_q)}, got "
-                            f"{specs['lse'].dtype.name}{list(specs['lse'].shape)}", code="bad-shape", loc=loc)
-    if not isinstance(causal, bool):
-        raise ArgumentError(f"attention: causal={causal!r} must be True or False", code="bad-argument",
-                            loc=loc)
-    scale = d ** -0.5 if scale is None else scale
-    if not (isinstance(scale, (int, float)) and not isinstance(scale, bool) and math.isfinite(scale) and scale > 0):
-        raise ArgumentError(f"attention: scale={scale!r} must be a positive finite number", code="bad-argument",
-                            loc=loc)
+    (batch, heads, seq_q, d), _, _, scale = _checked_problem(specs, causal, scale, loc, "attention")
     if mapping is not None and not isinstance(mapping, nt.Mapping):
         raise ArgumentError(f"attention: mapping={mapping!r} must be an nvdsl.tasks.Mapping", code="bad-argument",
                             loc=loc)
@@ -205,9 +180,285 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
         kernel(o, lse, q, k, v)
 
 
+def _listed(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+
+
+def _checked_problem(specs: dict, causal, scale, loc, what: str):
+    """q's (B, H, L, D), k's Hkv and Lk, and the scale, from the described arrays q, k, v and o (and, for the
+    backward, do, dq, dk, dv), checked: shapes, head_dim, heads, dtypes, lse, causal and scale."""
+    like_q = [name for name in ("q", "o", "do", "dq") if name in specs]
+    like_k = [name for name in ("k", "v", "dk", "dv") if name in specs]
+    shapes = {name: specs[name].shape for name in like_q + like_k}
+    if any(len(s) != 4 for s in shapes.values()):
+        raise ArgumentError(f"{what} takes 4-D (batch, heads, seq, head_dim) arrays, got shapes {shapes}",
+                            code="bad-shape", loc=loc)
+    (batch, heads, seq_q, d), (kb, kv_heads, seq_k, kd) = shapes["q"], shapes["k"]
+    if any(shapes[name] != shapes["k"] for name in like_k) or (kb, kd) != (batch, d) or \
+            any(shapes[name] != shapes["q"] for name in like_q):
+        raise ArgumentError(f"{what} needs {_listed(like_k)} of one shape (B, Hkv, Lk, D) and "
+                            f"{_listed(like_q)} of one shape (B, H, L, D), with q's B and D; got {shapes}",
+                            code="bad-shape", loc=loc)
+    if d not in HEAD_DIMS:
+        raise ArgumentError(f"{what}: head_dim {d} is not supported", code="bad-shape",
+                            hint=f"head_dim must be one of {HEAD_DIMS}", loc=loc)
+    if kv_heads == 0 or heads % kv_heads:
+        raise ArgumentError(f"{what}: q has {heads} heads, not a multiple of k's {kv_heads}", code="bad-shape",
+                            hint="grouped-query attention shares each K/V head among H // Hkv query heads", loc=loc)
+    dtypes = {name: specs[name].dtype for name in like_q + like_k}
+    if len(set(dtypes.values())) != 1 or dtypes["q"] not in (dt.float16, dt.bfloat16):
+        raise ArgumentError(f"{what} needs {_listed(like_q + like_k)} all float16 or all bfloat16, got "
+                            f"{ {name: dtype.name for name, dtype in dtypes.items()} }", code="bad-dtype", loc=loc)
+    if "lse" in specs and (specs["lse"].shape != (batch, heads, seq_q) or specs["lse"].dtype != dt.float32):
+        raise ArgumentError(f"{what}: lse must be float32 of shape {(batch, heads, seq_q)}, got "
+                            f"{specs['lse'].dtype.name}{list(specs['lse'].shape)}", code="bad-shape", loc=loc)
+    if not isinstance(causal, bool):
+        raise ArgumentError(f"{what}: causal={causal!r} must be True or False", code="bad-argument", loc=loc)
+    scale = d ** -0.5 if scale is None else scale
+    if not (isinstance(scale, (int, float)) and not isinstance(scale, bool) and math.isfinite(scale) and scale > 0):
+        raise ArgumentError(f"{what}: scale={scale!r} must be a positive finite number", code="bad-argument",
+                            loc=loc)
+    return (batch, heads, seq_q, d), kv_heads, seq_k, float(scale)
+
+
 _CHECKED: dict = {}        # call signature -> the kernel its checks chose
 
 
 @functools.lru_cache(maxsize=None)
 def _kernel(causal: bool, scale: float, with_lse: bool, mapping: nt.Mapping) -> nt.TaskKernel:
     return nt.build(attention_program(causal, scale, with_lse), mapping)
+
+
+# -- backward ---------------------------------------------------------------------------------------------------
+#
+# dS = P * (dP - D) with P = exp(S * scale - LSE), dP = dO Vᵀ and D = rowsum(dO * O); dV = Pᵀ dO,
+# dK = dSᵀ Q * scale, dQ = dS K * scale. Three task programs compute it: D per query row (row-wise, ordinary loads), then dQ with the
+# query block held (the forward's loop over key blocks, the scores recomputed), then dK and dV with the key block
+# held, walking the query blocks. The second computes the transposed scores Sᵀ = K Qᵀ directly, so that all of its
+# products take their operands as the tensor cores read them (Pᵀ and dSᵀ as register A operands, dO and Q as
+# B): no tile is transposed through shared memory and nothing is accumulated atomically. dQ is therefore the same
+# bits on every run. Query heads that share a key/value head (grouped-query attention) write float32 partial dK,
+# dV per query head, summed per group by a fourth kernel in head order.
+
+BACKWARD_KEYS = 128          # keys per dK/dV tile (two consumers, 64 each)
+BACKWARD_QUERIES = 64        # queries per step of the dK/dV loop
+BACKWARD_HEAD_DIMS = (64, 128)
+DELTA_ROWS = 4               # query rows per block of the D kernel (a row per warp, along its lanes)
+
+
+@functools.lru_cache(maxsize=None)
+def delta_program() -> nt.Task:
+    """``D[b, h, i] = sum(dO[b, h, i] * O[b, h, i])`` in float32: the backward's row dot products."""
+
+    @nt.task(reads=("O", "DO"), writes=("DELTA",))
+    def attention_delta(DELTA, O, DO):
+        BM = nt.tunable("BM", DELTA_ROWS)
+        batch, heads, seq_q, d = O.shape
+        Ot, DOt, Dt = nt.blocks(O, (1, 1, BM, d)), nt.blocks(DO, (1, 1, BM, d)), nt.blocks(DELTA, (1, 1, BM))
+        for b, h, i in nt.prange(batch, heads, Ot.grid[2]):
+            o = nt.zeros((BM, d), name="o")
+            o += Ot[b, h, i, 0]
+            do = nt.zeros((BM, d), name="do")
+            do += DOt[b, h, i, 0]
+            Dt[b, h, i] = (o * do).sum(axis=1)
+    return attention_delta
+
+
+@functools.lru_cache(maxsize=None)
+def dq_program(causal: bool, scale: float) -> nt.Task:
+    """``dQ = dS K * scale`` per block of query rows, over the key blocks (the causal triangle's only)."""
+
+    @nt.task(reads=("Q", "K", "V", "DO", "LSE", "DELTA"), writes=("DQ",))
+    def attention_dq(DQ, Q, K, V, DO, LSE, DELTA):
+        BM, BN = nt.tunable("BM", 128), nt.tunable("BN", 128)
+        batch, heads, seq_q, d = Q.shape
+        kv_heads, seq_k = K.shape[1], K.shape[2]
+        group = heads // kv_heads
+        Qt, DOt, DQt = nt.blocks(Q, (1, 1, BM, d)), nt.blocks(DO, (1, 1, BM, d)), nt.blocks(DQ, (1, 1, BM, d))
+        Lt, Dt = nt.blocks(LSE, (1, 1, BM)), nt.blocks(DELTA, (1, 1, BM))
+        Kt, Vt = nt.blocks(K, (1, 1, BN, d)), nt.blocks(V, (1, 1, BN, d))
+        for b, hk, g, i in nt.prange(batch, kv_heads, group, Qt.grid[2]):
+            h = hk * group + g
+            rows = nt.arange(BM, start=i * BM, name="rows")
+            lse = nt.zeros((BM,), name="lse")
+            lse += Lt[b, h, i]
+            lse2 = lse * LOG2_E                                    # P = 2^(S * scale * log2(e) - LSE * log2(e))
+            delta = nt.zeros((BM,), name="delta")
+            delta += Dt[b, h, i]
+            dq = nt.zeros((BM, d), name="dq")
+            for j in nt.srange(Kt.grid[2], below=(i + 1) * BM if causal else None, step=BN):
+                keys = nt.arange(BN, start=j * BN, name="keys")
+                s = nt.zeros((BM, BN), name="s")
+                dp = nt.zeros((BM, BN), name="dp")
+                s += Qt[b, h, i, 0] @ Kt[b, hk, j, 0].T
+                dp += DOt[b, h, i, 0] @ Vt[b, hk, j, 0].T
+                keep = (keys < seq_k)[None, :]
+                if causal:
+                    keep = (keys[None, :] <= rows[:, None]) & keep
+                p = nt.where(keep, nt.exp2(s * (scale * LOG2_E) - lse2[:, None]), 0.0)
+                ds = p * (dp - delta[:, None])
+                dq += ds.astype(Q.dtype) @ Kt[b, hk, j, 0]
+            DQt[b, h, i, 0] = (dq * scale).astype(DQ.dtype)
+    return attention_dq
+
+
+@functools.lru_cache(maxsize=None)
+def dkdv_program(causal: bool, scale: float) -> nt.Task:
+    """``dK = dSᵀ Q * scale`` and ``dV = Pᵀ dO`` per block of keys and query head, over the query blocks (under a
+    causal mask, those at or after the block's first key, walked from the last). ``DK`` and ``DV`` have a head per
+    query head: summed per group of heads by the caller where key/value heads are shared."""
+
+    @nt.task(reads=("Q", "K", "V", "DO", "LSE", "DELTA"), writes=("DK", "DV"))
+    def attention_dkdv(DK, DV, Q, K, V, DO, LSE, DELTA):
+        BM, BN = nt.tunable("BM", BACKWARD_QUERIES), nt.tunable("BN", BACKWARD_KEYS)
+        batch, heads, seq_q, d = Q.shape
+        kv_heads = K.shape[1]
+        group = heads // kv_heads
+        Kt, Vt = nt.blocks(K, (1, 1, BN, d)), nt.blocks(V, (1, 1, BN, d))
+        DKt, DVt = nt.blocks(DK, (1, 1, BN, d)), nt.blocks(DV, (1, 1, BN, d))
+        Qt, DOt = nt.blocks(Q, (1, 1, BM, d)), nt.blocks(DO, (1, 1, BM, d))
+        Lt, Dt = nt.blocks(LSE, (1, 1, BM)), nt.blocks(DELTA, (1, 1, BM))
+        blocks = Qt.grid[2]
+        for b, hk, g, j in nt.prange(batch, kv_heads, group, Kt.grid[2]):
+            h = hk * group + g
+            keys = nt.arange(BN, start=j * BN, name="keys")
+            dk = nt.zeros((BN, d), name="dk")
+            dv = nt.zeros((BN, d), name="dv")
+            # causal: the query blocks ending after the key block's first key, i = blocks-1 down to j*BN // BM
+            for t in nt.srange(blocks, below=blocks * BM - j * BN if causal else None, step=BM):
+                i = blocks - 1 - t if causal else t
+                rows = nt.arange(BM, start=i * BM, name="rows")
+                st = nt.zeros((BN, BM), name="st")
+                dpt = nt.zeros((BN, BM), name="dpt")
+                st += Kt[b, hk, j, 0] @ Qt[b, h, i, 0].T
+                dpt += Vt[b, hk, j, 0] @ DOt[b, h, i, 0].T
+                keep = (rows < seq_q)[None, :]
+                if causal:
+                    keep = (keys[:, None] <= rows[None, :]) & keep
+                pt = nt.where(keep, nt.exp(st * scale - Lt[b, h, i][None, :]), 0.0)
+                dv += pt.astype(Q.dtype) @ DOt[b, h, i, 0]
+                dst = pt * (dpt - Dt[b, h, i][None, :])
+                dk += dst.astype(Q.dtype) @ Qt[b, h, i, 0]
+            DKt[b, h, j, 0] = (dk * scale).astype(DK.dtype)
+            DVt[b, h, j, 0] = dv.astype(DV.dtype)
+    return attention_dkdv
+
+
+def backward_mappings(d: int) -> tuple[nt.Mapping, nt.Mapping, nt.Mapping]:
+    """How the backward's programs run: D row-wise (4 rows per block, no producer); dQ and dK/dV each as a
+    producer warpgroup and two consumers of 64 rows with 3-slot rings, stepping by 64 keys (dQ) or 64 queries
+    (dK, dV). Measured on an H100 at B4 H16 L4096: 3 slots against 2 took dQ from 537 to 650 TFLOP/s (its
+    three products) and dK/dV from 503 to 620 (its four) at D = 128; 128-key steps left dQ's products
+    serialized by ptxas for want of registers."""
+    consumer = (REGISTER_FILE // 128 - PRODUCER_REGISTERS) // 2 // 8 * 8
+    registers = {"producer": PRODUCER_REGISTERS, "consumer": consumer}
+    delta = nt.Mapping(tiles={"BM": DELTA_ROWS}, consumers=1, warp_specialize=False, persistent=False)
+    dq = nt.Mapping(tiles={"BM": 2 * ROWS, "BN": 64}, pipeline=3, consumers=2, persistent=False,
+                    registers=registers)
+    dkdv = nt.Mapping(tiles={"BM": BACKWARD_QUERIES, "BN": BACKWARD_KEYS}, pipeline=3, consumers=2,
+                      persistent=False, registers=registers)
+    return delta, dq, dkdv
+
+
+def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False, scale: float | None = None) -> None:
+    """The gradients of :func:`attention`: given its inputs ``q``, ``k``, ``v``, its output ``o`` and log-sum-exp
+    ``lse``, and the gradient ``do`` of a loss with respect to ``o``, write ``dq``, ``dk`` and ``dv``.
+
+    Args:
+        q, o, do, dq: (B, H, L, D) float16 or bfloat16 (NumPy, or a CUDA array: torch, CuPy); any may be a view.
+        k, v, dk, dv: (B, Hkv, Lk, D), q's dtype; H a multiple of Hkv (the gradient of a shared key/value head
+            sums its query heads').
+        lse: (B, H, L) float32, as :func:`attention` wrote it (with the same ``causal`` and ``scale``).
+        causal, scale: as given to :func:`attention`.
+
+    D = 64 or 128 (256 is refused, for now); L and Lk need not be multiples of anything. dQ is computed by its
+    own pass over the key blocks (no atomics), so every output is the same bits on every run. Float32 scratch (the row dot products
+    ``rowsum(do * o)``, and per-query-head dK, dV under grouped-query attention) is allocated beside ``q``.
+    """
+    loc = user_location()
+    arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do, "dq": dq, "dk": dk, "dv": dv}
+    specs = {name: describe(x, name, loc)[0] for name, x in arrays.items()}
+    scalars = [name for name, spec in specs.items() if spec.kind != ARRAY]
+    if scalars:
+        raise ArgumentError(f"attention_backward: {', '.join(scalars)} must be arrays", code="bad-argument", loc=loc)
+    (batch, heads, seq_q, d), kv_heads, seq_k, scale = _checked_problem(specs, causal, scale, loc,
+                                                                        "attention_backward")
+    if d not in BACKWARD_HEAD_DIMS:
+        raise ArgumentError(f"attention_backward: head_dim {d} is not supported yet", code="bad-shape",
+                            hint=f"head_dim must be one of {BACKWARD_HEAD_DIMS}: at 256, the tiles a consumer holds "
+                                 "and streams do not fit shared memory and registers in the task layer's pipelines",
+                            loc=loc)
+    delta_mapping, dq_mapping, dkdv_mapping = backward_mappings(d)
+    delta = float32_like(q, (batch, heads, seq_q), "attention_backward.delta")
+    if delta is None:
+        raise ArgumentError(f"attention_backward: cannot allocate scratch beside q of type {type(q).__name__}",
+                            code="bad-argument", hint="pass NumPy arrays, torch tensors or CuPy arrays", loc=loc)
+    _built(delta_program(), delta_mapping)(delta, o, do)
+    _built(dq_program(causal, scale), dq_mapping)(dq, q, k, v, do, lse, delta)
+    # Under a causal mask no query reaches the keys past the last query block: their gradients are zero, and
+    # the dK/dV loop (which walks the query blocks at or after its keys) runs over the others only.
+    step = dkdv_mapping.tile_values()["BM"]
+    reached = min(seq_k, _cdiv(seq_q, step) * step) if causal else seq_k
+    if reached < seq_k:
+        _fill_zero(dk[:, :, reached:])
+        _fill_zero(dv[:, :, reached:])
+        k, v, dk, dv = k[:, :, :reached], v[:, :, :reached], dk[:, :, :reached], dv[:, :, :reached]
+    grouped = heads != kv_heads
+    dk_heads = float32_like(q, (batch, heads, reached, d), "attention_backward.dk") if grouped else dk
+    dv_heads = float32_like(q, (batch, heads, reached, d), "attention_backward.dv") if grouped else dv
+    _built(dkdv_program(causal, scale), dkdv_mapping)(dk_heads, dv_heads, q, k, v, do, lse, delta)
+    if grouped:
+        _sum_groups(dk, dk_heads)
+        _sum_groups(dv, dv_heads)
+
+
+@functools.lru_cache(maxsize=None)
+def _built(program: nt.Task, mapping: nt.Mapping) -> nt.TaskKernel:
+    return nt.build(program, mapping)
+
+
+ELEMENTWISE_THREADS = 256
+
+
+@jit.mlir_func
+def _sum_groups(out, parts):
+    """``out[b, hk] = parts[b, hk * G] + parts[b, hk * G + 1] + ...`` (G = parts' heads // out's), added in head
+    order and converted to out's dtype: the gradient of a key/value head shared by G query heads."""
+    from ..frontend.control import when          # MLIR: imported when traced, not with the library
+    from ..frontend.launch import gpu_launch
+    batch, kv_heads, seq, d = out.shape
+    group = parts.shape[1] // kv_heads
+    total = batch * kv_heads * seq * d
+
+    @gpu_launch(grid=(_cdiv(total, ELEMENTWISE_THREADS), 1, 1), block=(ELEMENTWISE_THREADS, 1, 1))
+    def sum_kernel(ctx):
+        e = ctx.block_id.x * ELEMENTWISE_THREADS + ctx.thread_id.x
+        with when(e < total):
+            c, r = e % d, e // d
+            position, r = r % seq, r // seq
+            hk, b = r % kv_heads, r // kv_heads
+            acc = parts[b, hk * group, position, c]
+            for g in range(1, group):
+                acc = acc + parts[b, hk * group + g, position, c]
+            out[b, hk, position, c] = acc.to(out.dtype)
+    sum_kernel()
+
+
+@jit.mlir_func
+def _fill_zero(out):
+    """``out[...] = 0`` for a 4-D array (a view of one, any strides)."""
+    from ..frontend.control import when
+    from ..frontend.launch import gpu_launch
+    from ..frontend.values import constant
+    batch, heads, seq, d = out.shape
+    total = batch * heads * seq * d
+
+    @gpu_launch(grid=(_cdiv(total, ELEMENTWISE_THREADS), 1, 1), block=(ELEMENTWISE_THREADS, 1, 1))
+    def zero_kernel(ctx):
+        e = ctx.block_id.x * ELEMENTWISE_THREADS + ctx.thread_id.x
+        with when(e < total):
+            c, r = e % d, e // d
+            position, r = r % seq, r // seq
+            h, b = r % heads, r // heads
+            out[b, h, position, c] = constant(0.0, out.dtype)
+    zero_kernel()

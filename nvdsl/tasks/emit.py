@@ -492,7 +492,7 @@ class _Consumer:
             while j < len(ops) and isinstance(ops[j], Mma):
                 j += 1
             if j - i > 1:
-                with wgmma_group(in_flight=self.s.in_flight):
+                with wgmma_group(in_flight=self.in_flight(*ops[i:j])):
                     for op in ops[i:j]:
                         self.product(op)
                 i = j
@@ -528,6 +528,10 @@ class _Consumer:
                                                                       transposed=op.transpose_b)
         acc.accumulate(product, in_flight=in_flight)
 
+    def in_flight(self, *products: Mma) -> int:
+        """The wgmma groups left running after ``products`` issue: none where the step reads their results."""
+        return 0 if any(op.id in self.s.waited for op in products) else self.s.in_flight
+
     def tma_of(self, local: str) -> TMA:
         """The TMA descriptor that fills ring tile ``local``."""
         return next(tma for (_, name), tma in self.ring_tmas.items() if name == local)
@@ -537,7 +541,7 @@ class _Consumer:
         if isinstance(op, Fill):
             self.fill(op)
         elif isinstance(op, Mma):
-            self.product(op, in_flight=self.s.in_flight)
+            self.product(op, in_flight=self.in_flight(op))
         elif isinstance(op, Copy) and isinstance(op.source, Region):
             self.values[op.target] = _Pending(op.source)        # a vector: loaded where a layout is known
         elif isinstance(op, Copy) and isinstance(op.target, Region):
@@ -612,7 +616,7 @@ class _Consumer:
     def pending_vector(self, x) -> bool:
         """Whether operand ``x`` is a vector read from an argument, loaded once a tile gives it a layout."""
         v = self.values.get(operand_name(x) if isinstance(x, (str, Broadcast)) else None)
-        return isinstance(v, _Pending) and len(v.region.shape) == 1
+        return isinstance(v, _Pending) and _is_vector(v.region)
 
     def resolve(self, name: str, columns=None):
         """Local ``name`` as a value: for a ``columns`` (start, stop) window of the tile, only those columns."""
@@ -648,9 +652,9 @@ class _Consumer:
             return self.vector(x, axis, like, columns) if len(self.program.tensor(x).shape) == 1 else \
                 self.compute(self.values[x].op, columns, like)
         v = self.resolve(x, columns)
-        if isinstance(v, _Pending) and isinstance(like, RegisterTile) and len(v.region.shape) == 2:
+        if isinstance(v, _Pending) and isinstance(like, RegisterTile) and len(v.region.matrix_shape) == 2:
             return self.argument_tile(v.region, like, columns)
-        if isinstance(v, _Pending) and isinstance(like, RegisterTile) and len(v.region.shape) == 1:
+        if isinstance(v, _Pending) and isinstance(like, RegisterTile) and _is_vector(v.region):
             return self.vector(x, 1, like, columns)      # an argument's vector, one value per row of ``like``
         return v.acc.to(v.dtype) if isinstance(v, _Cast) else v
 
@@ -659,7 +663,7 @@ class _Consumer:
         product) that ``like`` holds, read into its layout by ordinary loads; rows and columns past the
         argument's end read as 0 (whatever is computed there is never stored)."""
         rows = like.shape[0]
-        row0 = self.c * rows if self.cooperative and rows < region.shape[0] else 0
+        row0 = self.c * rows if self.cooperative and rows < region.matrix_shape[0] else 0
         at = _origin(region, self.env, row0, columns[0] if columns else 0)
         return RegisterTile.load(self.arrays[region.tensor], like.layout, at, fill=0.0)
 
@@ -675,10 +679,16 @@ class _Consumer:
             return self.compute(v.op, columns, like, axis)
         if isinstance(v, _Pending):
             kind = ColumnVector if axis == 0 else RowVector
-            start = _evaluate(v.region.origin[-1], self.env)
-            offset = (columns[0] if columns else 0) if axis == 0 else self.row0(name)
             array = self.arrays[v.region.tensor]
-            return kind.load(like, array, start + offset if offset else start, fill=0 if array.dtype.is_int else 0.0)
+            origin = [_evaluate(a, self.env) for a in v.region.origin]
+            offset = (columns[0] if columns else 0) if axis == 0 else self.row0(name)
+            start = origin[-1] + offset if offset else origin[-1]
+            fill = 0 if array.dtype.is_int else 0.0
+            if len(origin) == 1:
+                return kind.load(like, array, start, fill=fill)
+            # a vector along the last axis of a higher-rank argument (a row's log-sum-exp of (B, H, L)): read from
+            # the elements the array spans, from where its row starts
+            return kind.load(like, array.span(), start + _row_start(array, origin), fill=fill)
         return self.resolve(name, columns)
 
     def map(self, op: Map) -> None:
@@ -758,15 +768,7 @@ class _Consumer:
                 raise TaskError(f"{op}: '{target.name}' is a view whose last axis has stride {strides[-1]}; a "
                                 "vector is stored along a row of consecutive elements", code="bad-strides",
                                 hint=f"pass a copy of '{target.name}' with a unit-stride last axis", loc=op.loc)
-            row_start = 0                            # where the vector's row of the target starts in its span
-            for axis, position in enumerate(origin[:-1]):
-                if strides is not None:
-                    stride = strides[axis]
-                else:
-                    stride = 1
-                    for extent in target.shape[axis + 1:]:
-                        stride *= extent
-                row_start = position * stride + row_start
+            row_start = _row_start(target, origin)
             start = origin[-1] + self.row0(op.source) if self.row0(op.source) else origin[-1]
             value.store(target.span(), start + row_start, stop=row_start + length)
             return
@@ -958,6 +960,26 @@ class _Cast:
 
     def __init__(self, acc, dtype: dt.DType):
         self.acc, self.dtype = acc, dtype
+
+
+def _is_vector(region: Region) -> bool:
+    """Whether an argument's tile is a vector: one element along every axis but the last."""
+    return len(region.shape) >= 1 and all(extent == 1 for extent in region.shape[:-1])
+
+
+def _row_start(array: Array, origin) -> int:
+    """Where the row of ``array`` at ``origin`` (all axes; the last ignored) starts among its spanned elements."""
+    strides = array.strides
+    start = 0
+    for axis, position in enumerate(origin[:-1]):
+        if strides is not None:
+            stride = strides[axis]
+        else:
+            stride = 1
+            for extent in array.shape[axis + 1:]:
+                stride *= extent
+        start = position * stride + start
+    return start
 
 
 def _as_accumulator(tile: RegisterTile) -> WGMMAAccumulator:

@@ -56,6 +56,15 @@ class Affine:
 
     __radd__ = __add__
 
+    def __neg__(self) -> "Affine":
+        return self * -1
+
+    def __sub__(self, other) -> "Affine":
+        return self + Affine.of(other) * -1
+
+    def __rsub__(self, other) -> "Affine":
+        return Affine.of(other) + self * -1
+
     def __mul__(self, factor) -> "Affine":
         if not isinstance(factor, int) or isinstance(factor, bool):
             raise TypeError("an affine index can only be scaled by a Python int")

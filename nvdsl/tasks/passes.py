@@ -402,7 +402,7 @@ def order_main_loop(levels: Levels, body: TileBody) -> MainLoop:
                       changes=[{"turns": False}, {"schedule": PINGPONG, "consumers": 2}],
                       note="schedule='pingpong' makes 2 consumers take turns at whole main loops")
     unmasked = _unmasked(main, body.prologue + tuple(main.body)) if phases is not None else None
-    return MainLoop(phases=phases, unmasked=unmasked)
+    return MainLoop(phases=phases, unmasked=unmasked, waited=_waited(main) if phases is None else frozenset())
 
 
 def _check_trips(tiles: Loop, main: Loop | None) -> None:
@@ -446,6 +446,8 @@ def _two_phases(program: Program, main: Loop | None, prologue) -> Phases | None:
     if any(second.acc in {operand_name(x) for x in op.reads()} for op in a_ops):
         return None
     loads = {op.target for op in argument_loads(main.body)}
+    if loads - {operand_name(x) for op in mmas for x in (op.a, op.b)}:
+        return None                 # an argument's vector or tile read by the loop's math: loaded in the step
     read_by = lambda ops: {operand_name(x) for op in ops for x in op.reads()} & loads   # noqa: E731
     if read_by(a_ops) & read_by(b_ops) or body.index(first) > body.index(second):
         return None
@@ -711,6 +713,22 @@ def pipeline_rings(levels: Levels, body: TileBody, transfers: Transfers) -> Pipe
     step = next((r for r in rings if r.per == "step"), None)
     lookahead = 0 if mapping.warp_specialize or step is None else step.depth - in_flight
     return Pipeline(rings=rings, in_flight=in_flight, lookahead=lookahead)
+
+
+def _waited(main: Loop | None) -> frozenset:
+    """The products of a one-phase main loop whose accumulators a later operation of the same step reads (a
+    backward pass's scores, read by its softmax): emission waits for them before that read, while the others
+    (accumulated across steps, read after the loop) stay in flight."""
+    if main is None:
+        return frozenset()
+    ops, waited = list(main.body), set()
+    for i, op in enumerate(ops):
+        if not isinstance(op, Mma):
+            continue
+        readers = [later for later in ops[i + 1:] if not (isinstance(later, Mma) and later.acc == op.acc)]
+        if any(op.acc in {operand_name(x) for x in r.reads()} for r in readers):
+            waited.add(op.id)
+    return frozenset(waited)
 
 
 # -- registers ----------------------------------------------------------------------------------------------------

@@ -400,10 +400,11 @@ _DECLARE = {"read": "reads", "reduce": "reduces (or writes)", "write": "writes"}
 
 
 def _broadcast(value, key) -> "_BroadcastOperand":
-    if len(value.shape) != 1 or key not in ((None, slice(None)), (slice(None), None)):
+    shape = value.region.matrix_shape if isinstance(value, TileRef) else value.shape
+    if len(shape) != 1 or key not in ((None, slice(None)), (slice(None), None)):
         raise _error("broadcast a vector tile as v[None, :] (a row, repeated down) or v[:, None] (a column)",
                      code="bad-tile")
-    return _BroadcastOperand(value._operand(), 0 if key[0] is None else 1, value.shape[0], value.dtype)
+    return _BroadcastOperand(value._operand(), 0 if key[0] is None else 1, shape[0], value.dtype)
 
 
 @dataclass(frozen=True, eq=False)

@@ -35,7 +35,8 @@ def plan_stages(program: Program, mapping: Mapping, sm_count: int) -> dict:
         pingpong=mapping.schedule == PINGPONG, turns=mapping.turns, warp_specialized=mapping.warp_specialize,
         registers=registers.registers, accumulator_registers=registers.accumulators, rings=allocation.rings,
         prologue=body.prologue, main=body.main, epilogue=body.epilogue, in_flight=pipeline.in_flight,
-        lookahead=pipeline.lookahead, phases=loop.phases, unmasked=loop.unmasked, stores=transfers.stores,
+        waited=loop.waited, lookahead=pipeline.lookahead, phases=loop.phases, unmasked=loop.unmasked,
+        stores=transfers.stores,
         buffers=allocation.buffers, smem_bytes=allocation.smem_bytes, ones=body.ones, joined=products.joined,
         grid=persistence.grid, persistent=persistence.persistent, raster=persistence.raster,
         group=persistence.group, tiles_per_block=persistence.tiles_per_block)
@@ -158,7 +159,8 @@ def _main_loop(s: Schedule) -> list[str]:
         lines.append(f"      get {ring.name}: " + ", ".join(t.local for t in ring.tiles))
     loads = argument_loads(s.main.body) if ring is not None else []
     in_flight = f"  [{s.in_flight} product(s) left in flight]"
-    lines += [f"        {op}" + (in_flight if isinstance(op, Mma) else "") for op in s.main.body if op not in loads]
+    lines += [f"        {op}" + (("  [waited for: the step reads it]" if op.id in s.waited else in_flight)
+                                  if isinstance(op, Mma) else "") for op in s.main.body if op not in loads]
     if ring is not None:
         lines.append("      release: each slot once the products reading it retired")
     return lines

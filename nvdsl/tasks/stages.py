@@ -219,15 +219,18 @@ class Split:
 @dataclass(frozen=True, kw_only=True)
 class MainLoop:
     """After ``order_main_loop``: the order of the main loop's work (one phase per step, or two: see
-    :class:`Phases`) and the first steps in which its masks are left out."""
+    :class:`Phases`) and the first steps in which its masks are left out; in one phase, the products whose
+    results the same step reads (waited for there; the others stay in flight into the next step)."""
 
     phases: Phases | None
     unmasked: Unmasked | None
+    waited: frozenset = frozenset()
 
     def __str__(self) -> str:
         p = self.phases
         if p is None:
-            return "main loop: one phase per step\n"
+            waited = ", ".join(f"e{i}" for i in sorted(self.waited))
+            return "main loop: one phase per step" + (f"; waited for in their step: {waited}" if waited else "") + "\n"
         ids = lambda ops: ", ".join(f"e{op.id}" for op in ops)      # noqa: E731
         lines = ["main loop: two phases per step, phase A of step k around phase B of step k-1",
                  f"  phase A issues {ids(p.issue)}, then does {ids(p.math)}",
@@ -383,6 +386,7 @@ class Schedule:
     in_flight: int
     lookahead: int
     phases: Phases | None
+    waited: frozenset                   # main-loop products the same step reads the results of (waited for)
     unmasked: Unmasked | None
     stores: tuple[StorePlan, ...]
     buffers: tuple[Buffer, ...]

@@ -1,0 +1,30 @@
+"""Scratch arrays beside a caller's array (NumPy, torch or CuPy): the partial products and row statistics that
+a library kernel's passes hand one another."""
+
+from __future__ import annotations
+
+_KEPT: dict = {}         # (purpose, device, shape) -> a torch buffer, reused call after call
+
+
+def float32_like(x, shape: tuple[int, ...], purpose: str):
+    """A float32 array of ``shape`` of ``x``'s kind and device, or None for other kinds of arrays. A torch buffer
+    is kept for the next call with the same ``purpose`` and shape: the library's kernels run on one stream, in
+    order, so the next call's kernels write it only after this call's have read it. Buffers of different
+    purposes never alias."""
+    module = type(x).__module__
+    if module.startswith("numpy"):
+        import numpy as np
+        return np.empty(shape, np.float32)
+    if module.startswith("torch"):
+        key = (purpose, x.device, shape)
+        found = _KEPT.get(key)
+        if found is None:
+            import torch
+            if len(_KEPT) >= 32:
+                _KEPT.clear()
+            found = _KEPT[key] = torch.empty(shape, dtype=torch.float32, device=x.device)
+        return found
+    if module.startswith("cupy"):
+        import cupy
+        return cupy.empty(shape, cupy.float32)
+    return None

@@ -1,0 +1,192 @@
+"""nvdsl.kernels.attention.attention_backward: dQ, dK and dV against a float64 NumPy backward, with an error bound
+derived from the arithmetic (the 16-bit roundings of P, dS, O and the outputs; float32 sums). In the interpreter
+(CI) and on the GPU: ragged lengths, causal and not, grouped-query and multi-query heads, head dims 64, 128 and
+float16 and bfloat16, strided (B, L, H, D) views; on the GPU also against torch autograd through
+``scaled_dot_product_attention`` and bitwise repeatability."""
+
+import numpy as np
+import pytest
+
+import nvdsl
+import nvdsl.kernels.attention as library
+from nvdsl.testing import requires_gpu
+from test_attention import problem
+
+UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
+SUBNORMAL_HALF_SPACING = {"float16": 2.0 ** -25, "bfloat16": 2.0 ** -134}   # absolute rounding error below normal
+U32 = 2.0 ** -24
+
+
+@pytest.fixture(autouse=True)
+def fresh_kernels():
+    """Each test builds its kernels anew, so that the ``backend`` fixture's setting applies."""
+    library._kernel.cache_clear()
+    library._CHECKED.clear()
+    library._built.cache_clear()
+
+
+def reference(q, k, v, o, do, causal, scale, dtype=None, exact_o=False):
+    """float64 gradients and the elementwise error bounds of dQ, dK and dV (grouped heads summed), from the
+    stored 16-bit q, k, v, o and do (the backward's D = rowsum(dO * O) reads the stored O, as any does). With
+    ``exact_o``, the bounds also hold against gradients computed from the exact O (torch autograd's): D then
+    differs by O's rounding to 16 bits."""
+    dtype = dtype or ("float16" if q.dtype == np.float16 else "bfloat16")
+    u, tiny = UNIT_ROUNDOFF[dtype], SUBNORMAL_HALF_SPACING[dtype]
+    b, h, seq_q, d = q.shape
+    hkv, seq_k = k.shape[1], k.shape[2]
+    group = h // hkv
+    q, k, v, o, do = (x.astype(np.float64) for x in (q, k, v, o, do))
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    s = q @ k.transpose(0, 1, 3, 2) * scale
+    if causal:
+        rows, cols = np.indices(s.shape[-2:])
+        s = np.where(cols <= rows, s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    dp = do @ v.transpose(0, 1, 3, 2)
+    delta = (do * o).sum(axis=-1, keepdims=True)
+    ds = p * (dp - delta)
+    t = lambda x: x.transpose(0, 1, 3, 2)        # noqa: E731
+    dq, dk, dv = ds @ k * scale, t(ds) @ q * scale, t(p) @ do
+    # What the kernels' arithmetic may add: P to within 2u (rounded to 16 bits for its products; its exponent
+    # from float32 scores and the forward's float32 log-sum-exp), dS to within that and the float32 errors of
+    # dP and D (gamma_d of their magnitudes), dS rounded to 16 bits, float32 sums over the keys or queries
+    # (gamma_L of the magnitudes), and the outputs rounded; each 16-bit rounding also within ``tiny`` absolute
+    # (float16's subnormals).
+    mag = lambda x, y: np.abs(x) @ np.abs(y)    # noqa: E731
+    gamma = lambda n: n * U32 / (1 - n * U32)    # noqa: E731
+    dp_error = gamma(d) * mag(do, t(v)) + gamma(d) * np.abs(do * o).sum(axis=-1, keepdims=True)
+    if exact_o:     # the forward's O: P rounded to 16 bits for P V (2u, as here), then O rounded (u)
+        o_error = u * np.abs(o) + 2 * u * mag(p, v) + tiny
+        dp_error = dp_error + (np.abs(do) * o_error).sum(axis=-1, keepdims=True)
+    p_error = 2 * u * np.abs(p) + tiny
+    ds_error = p_error * np.abs(dp - delta) + np.abs(p) * dp_error + u * np.abs(ds) + tiny
+    dq_bound = (mag(ds_error, k) + gamma(seq_k) * mag(ds, k)) * scale
+    dk_bound = (mag(t(ds_error), q) + gamma(seq_q) * mag(t(ds), q)) * scale
+    dv_bound = mag(t(p_error), do) + gamma(seq_q) * mag(t(p), do)
+    fold = lambda x: x.reshape(b, hkv, group, seq_k, d).sum(axis=2)   # noqa: E731
+    dk, dv, dk_bound, dv_bound = fold(dk), fold(dv), fold(dk_bound), fold(dv_bound)
+    out = [(dq, dq_bound), (dk, dk_bound), (dv, dv_bound)]
+    return [(g, bound + u * np.abs(g) + tiny) for g, bound in out]
+
+
+def run_backward(b, h, hkv, l, lk, d, causal, dtype, seed=0):
+    q, k, v, o, lse = problem(b, h, hkv, l, lk, d, dtype, seed)
+    library.attention(q, k, v, o, lse, causal=causal)
+    do, = problem(b, h, hkv, l, lk, d, dtype, seed + 7)[:1]
+    dq, dk, dv = np.zeros_like(q), np.full_like(k, 3), np.full_like(v, 3)
+    library.attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal=causal)
+    return (q, k, v, o, do), (dq, dk, dv)
+
+
+def assert_within(computed, expected, bound, name):
+    excess = np.abs(computed.astype(np.float64) - expected) - bound
+    worst = tuple(int(i) for i in np.unravel_index(np.argmax(excess), excess.shape))
+    assert excess[worst] <= 0, (f"{name}: {np.count_nonzero(excess > 0)} elements past the error bound; at {worst}: "
+                                f"{computed[worst]} against {expected[worst]} (bound {bound[worst]:.3g})")
+
+
+def check(inputs, grads, causal):
+    q, k, v, o, do = inputs
+    scale = q.shape[-1] ** -0.5
+    for name, computed, (expected, bound) in zip(("dq", "dk", "dv"), grads, reference(q, k, v, o, do, causal, scale)):
+        assert_within(computed, expected, bound, name)
+
+
+@pytest.mark.parametrize("b, h, hkv, l, lk, d, causal, dtype", [
+    (1, 2, 2, 200, 200, 64, False, "float16"),       # ragged: a masked last key block, rows past L
+    (1, 2, 2, 200, 200, 64, True, "bfloat16"),       # causal: the dK/dV loop walks the query blocks from the last
+    (1, 4, 2, 130, 300, 64, True, "float16"),        # grouped heads; causal keys past the last query: zero gradient
+    (1, 2, 1, 300, 130, 128, False, "bfloat16"),     # multi-query: one key/value head
+])
+def test_gradients_match_numpy(b, h, hkv, l, lk, d, causal, dtype, backend):
+    inputs, grads = run_backward(b, h, hkv, l, lk, d, causal, dtype)
+    check(inputs, grads, causal)
+
+
+def test_the_error_bound_catches_a_wrong_gradient(backend):
+    """The bound is tight enough to see a gradient whose softmax ignored the causal mask."""
+    inputs, grads = run_backward(1, 1, 1, 128, 128, 64, True, "float16")
+    q, k, v, o, do = inputs
+    (_, _), (dk, bound), _ = reference(q, k, v, o, do, False, 64 ** -0.5)
+    assert np.any(np.abs(grads[1].astype(np.float64) - dk) > bound)
+
+
+def test_strided_views_of_a_bshd_layout(backend):
+    """q, k, v, do and the gradients as (B, H, L, D) views of (B, L, H, D) arrays, used in place."""
+    rng = np.random.default_rng(3)
+    b, h, l, d = 1, 2, 150, 64
+    q, k, v, do = (rng.standard_normal((b, l, h, d)).astype(np.float16).transpose(0, 2, 1, 3) for _ in range(4))
+    o, lse = np.zeros((b, l, h, d), np.float16).transpose(0, 2, 1, 3), np.zeros((b, h, l), np.float32)
+    library.attention(q, k, v, o, lse, causal=True)
+    grads = [np.zeros((b, l, h, d), np.float16).transpose(0, 2, 1, 3) for _ in range(3)]
+    library.attention_backward(q, k, v, o, lse, do, *grads, causal=True)
+    check((q, k, v, o, do), grads, True)
+
+
+@pytest.mark.parametrize("change, code, words", [
+    ({"dq": np.zeros((1, 2, 64, 64), np.float16)}, "bad-shape", "of one shape"),
+    ({"dk": np.zeros((1, 1, 64, 64), np.float32)}, "bad-dtype", "all float16 or all bfloat16"),
+    ({"lse": np.zeros((1, 1, 64), np.float16)}, "bad-shape", "lse must be float32"),
+    ({"causal": 1}, "bad-argument", "causal=1"),
+    ({"scale": -1.0}, "bad-argument", "scale=-1.0"),
+    ({"d": 256}, "bad-shape", "head_dim 256 is not supported yet"),
+    ({"do": 3.0}, "bad-argument", "must be arrays"),
+])
+def test_bad_arguments_are_named(change, code, words):
+    q, k, v, o, lse = problem(1, 1, 1, 64, 64, change.pop("d", 64))
+    arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": np.zeros_like(q), "dq": np.zeros_like(q),
+              "dk": np.zeros_like(k), "dv": np.zeros_like(v), "causal": False, "scale": None}
+    arrays.update(change)
+    keywords = {name: arrays.pop(name) for name in ("causal", "scale")}
+    with pytest.raises(nvdsl.ArgumentError) as error:
+        library.attention_backward(*arrays.values(), **keywords)
+    assert error.value.code == code and words in str(error.value)
+    assert error.value.loc is not None and error.value.loc.filename == __file__
+
+
+# --- on the GPU ----------------------------------------------------------------------------------------------
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("h, hkv, l, d, causal, dtype", [
+    (4, 4, 1000, 128, True, "bfloat16"),
+    (8, 2, 777, 64, False, "float16"),
+    (2, 1, 513, 64, True, "bfloat16"),
+])
+def test_gradients_match_torch_autograd(h, hkv, l, d, causal, dtype):
+    """torch tensors on the GPU, against torch autograd through scaled_dot_product_attention in float64."""
+    torch = pytest.importorskip("torch")
+    half = getattr(torch, dtype)
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    make = lambda heads: torch.randn(2, heads, l, d, device="cuda", generator=gen).to(half)   # noqa: E731
+    q, k, v, do = make(h), make(hkv), make(hkv), make(h)
+    o, lse = torch.empty_like(q), torch.empty(2, h, l, device="cuda")
+    library.attention(q, k, v, o, lse, causal=causal)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    library.attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal=causal)
+    leaves = [x.double().requires_grad_() for x in (q, k, v)]
+    expanded = [x.repeat_interleave(h // hkv, dim=1) for x in leaves[1:]]
+    out = torch.nn.functional.scaled_dot_product_attention(leaves[0], *expanded, is_causal=causal)
+    out.backward(do.double())
+    numpy = lambda x: x.float().cpu().numpy()    # noqa: E731
+    bounds = reference(*(numpy(x) for x in (q, k, v, o, do)), causal, d ** -0.5, dtype, exact_o=True)
+    for name, computed, leaf, (_, bound) in zip(("dq", "dk", "dv"), (dq, dk, dv), leaves, bounds):
+        assert_within(computed.double().cpu().numpy(), leaf.grad.cpu().numpy(), bound, name)
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_gradients_are_the_same_bits_on_every_run():
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    q, k, v, do = (torch.randn(2, 8, 2048, 128, device="cuda", generator=gen).half() for _ in range(4))
+    o, lse = torch.empty_like(q), torch.empty(2, 8, 2048, device="cuda")
+    library.attention(q, k, v, o, lse, causal=True)
+    runs = []
+    for _ in range(3):
+        grads = [torch.empty_like(x) for x in (q, k, v)]
+        library.attention_backward(q, k, v, o, lse, do, *grads, causal=True)
+        runs.append(grads)
+    torch.cuda.synchronize()
+    assert all(torch.equal(a, b) for run in runs[1:] for a, b in zip(runs[0], run))
