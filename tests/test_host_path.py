@@ -41,6 +41,26 @@ def test_import_nvdsl_does_not_import_mlir():
     assert found == {"before": False, "after": True, "names": []}
 
 
+def test_import_nvdsl_loads_only_what_a_call_cannot_do_without():
+    """``import nvdsl`` loads neither MLIR, nor the CUDA driver's bindings, nor the compile cache, the call key or
+    the layout algebra: a function's first call loads what it uses (the driver to find a GPU, the key and the
+    disk cache to find its kernels), and the lazily loaded public names are the modules' own."""
+    found = python('''
+        import json, sys, nvdsl
+
+        def loaded(prefixes):
+            return sorted(m for m in sys.modules if m.startswith(prefixes))
+        deferred = ("mlir", "cuda", "nvdsl.runtime", "nvdsl.compiler", "nvdsl.frontend.keying", "nvdsl.layouts",
+                    "nvdsl.tasks", "nvdsl.kernels", "nvdsl.interpreter")
+        at_import = loaded(deferred)
+        from nvdsl.runtime.device import device_count, synchronize
+        from nvdsl.layouts import Layout
+        same = nvdsl.device_count is device_count and nvdsl.synchronize is synchronize and nvdsl.Layout is Layout
+        print(json.dumps({"at_import": at_import, "same": same and nvdsl.layouts is sys.modules["nvdsl.layouts"]}))
+    ''')
+    assert found == {"at_import": [], "same": True}
+
+
 WORKER = '''
     import json, sys, numpy as np, nvdsl
 
