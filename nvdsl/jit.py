@@ -39,7 +39,6 @@ from .target import DEFAULT_SM_COUNT
 
 if TYPE_CHECKING:
     from .compiler.compiled import CompiledModule
-    from .runtime.launch import LoadedProgram
 
 @dataclass
 class Compiled:
@@ -95,7 +94,7 @@ class TracedFunction:
         self._options: Options | None = None
         self._signature = inspect.signature(fn)
         self._programs: dict = {}
-        self._last: LoadedProgram | None = None   # the program of the latest call, tried first
+        self._run_last = _no_program   # the run of the latest call's program, tried first
         self._traced: list[tuple[ArgSpec, ...]] = []   # signatures traced so far, to explain dtype changes
         self._definition = definition or SourceLocation(fn.__code__.co_filename, fn.__code__.co_firstlineno)
         self._keyed_by = keyed_by
@@ -121,8 +120,7 @@ class TracedFunction:
     def __call__(self, *args, stream=None, **constants):
         try:
             handle = 0 if stream is None else _stream_handle(stream)
-            program = self._last
-            if program is None or not program.run(args, _constants_key(constants) if constants else (), handle):
+            if not self._run_last(args, _constants_key(constants) if constants else (), handle):
                 self._run_new_signature(args, constants, handle)
         except UserError as e:
             if e.loc is None:
@@ -141,7 +139,7 @@ class TracedFunction:
             program = self._load(args, constants, key, constants_key)
         if not program.run(args, constants_key, stream):
             raise InternalError(f"the program loaded for a call of '{self.name}' refused its arguments")
-        self._last = program
+        self._run_last = program.run
 
     def trace(self, *args, **constants) -> Trace:
         """Trace for the signature of these arguments (no GPU needed)."""
@@ -332,6 +330,11 @@ class TracedFunction:
         if key is not None:
             self._programs[key] = program
         return program
+
+
+def _no_program(args, constants_key, stream) -> bool:
+    """The run of no program: every call's signature is new."""
+    return False
 
 
 def _constants_key(constants: dict) -> tuple:

@@ -10,7 +10,10 @@ import types
 
 import numpy as np
 
+import pytest
+
 import nvdsl
+from nvdsl.testing import requires_gpu
 from nvdsl.frontend.keying import call_key
 from nvdsl.signature import ARRAY, SCALAR, ArgSpec
 
@@ -255,3 +258,33 @@ def test_a_new_process_interprets_a_call_from_the_disk_cache_without_tracing(tmp
     assert first["traced"] and not second["traced"], (first, second)
     assert first["error"] == second["error"] < 1e-2 and first["warnings"] == second["warnings"] == []
     assert python(INTERPRETED_WORKER, 3, env=env)["traced"]
+
+
+@requires_gpu
+def test_a_cached_call_on_torch_tensors_hands_what_it_does_not_inline_to_the_binders():
+    """The cached path of a program of device arrays is one generated function: contiguous aligned tensors and
+    float scalars inlined; a tensor or scalar of another kind, a tensor on the CPU, an unaligned view go to
+    their binders, which refuse the signature (a new one is loaded) or raise, as before."""
+    torch = pytest.importorskip("torch")
+
+    @nvdsl.mlir_func
+    def axpy(x, y, alpha):
+        @nvdsl.gpu_launch(grid=x.shape[0] // 128, block=128)
+        def kernel(ctx):
+            i = ctx.block_id.x * 128 + ctx.thread_id.x
+            y[i] = alpha * x[i] + y[i]
+        kernel()
+    x, y = torch.ones(1024, device="cuda"), torch.zeros(1024, device="cuda")
+    for _ in range(3):
+        axpy(x, y, 2.0)
+    axpy(x, y, np.float32(1.0))                             # a NumPy scalar: its binder takes it
+    torch.cuda.synchronize()
+    assert (y == 7).all()
+    unaligned = torch.ones(1025, device="cuda")[1:]         # 4 bytes past a 16-byte boundary: another signature
+    axpy(unaligned, y, 1.0)
+    axpy(x, y, 1.0)
+    torch.cuda.synchronize()
+    assert (y == 9).all() and len(axpy._programs) == 3
+    with pytest.raises(nvdsl.ArgumentError) as refused:
+        axpy(x.cpu(), y, 1.0)
+    assert refused.value.code == "bad-device"
