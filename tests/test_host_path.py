@@ -107,6 +107,17 @@ def test_a_new_process_runs_cached_kernels_without_tracing_and_a_changed_input_r
         assert python(WORKER, 3.0, 5.0, env=env)["y0"] == 12.0
 
 
+def test_a_new_process_interprets_an_mlir_func_from_the_disk_cache_without_tracing(tmp_path):
+    """The interpreter backend's counterpart of the test above: the traced module is kept on disk by the call's
+    key, so a second process interprets it without tracing; a changed global traces again."""
+    env = {"NVDSL_CACHE_DIR": str(tmp_path), "NVDSL_BACKEND": "interpret"}
+    first, second = python(WORKER, 1.0, 0.0, env=env), python(WORKER, 1.0, 0.0, env=env)
+    assert (first["traced"], second["traced"]) == (1, 0) and first["ran"] and second["ran"]
+    assert first["y0"] == second["y0"] == 3.0
+    changed = python(WORKER, 3.0, 0.0, env=env)
+    assert changed["traced"] == 1 and changed["y0"] == 7.0
+
+
 def keyed(fn, *, constants=None, options=None):
     return call_key(fn, SPECS, constants or {}, options or nvdsl.Options(), "toolchain")
 
