@@ -249,7 +249,7 @@ def linear(a, w, bias, c, *, activation: str = "none", mapping: nt.Mapping | Non
     ``bias`` (N,), ``c`` (M, N); ``activation`` is one of "none", "relu", "gelu" (exact, erf), "gelu_tanh"
     (torch's ``gelu(approximate="tanh")``) or "silu".
     Compiled once per dtype, shape, activation and mapping (default :func:`linear_mapping` for c's shape)."""
-    signature = _signature(("linear", activation, mapping), w, c)       # all the planning reads
+    signature = _signature(("linear", activation, mapping), w, c)
     steps = _PLANNED.get(signature) if signature is not None else None
     if steps is None:
         steps = _linear_steps(w, c, activation, mapping)
@@ -269,26 +269,26 @@ def _linear_steps(w, c, activation: str, mapping: nt.Mapping | None) -> tuple:
     return _kernel(linear_program(activation, "KN" if transposed else "NK"), mapping), transposed, None
 
 
-# A call's signature (the other arguments, and each array's kind, shape and strides: what the planning reads)
-# -> what gemm/linear run for it: a call like an earlier one skips the checks and the planning (the mapping,
-# split-K, the operand layout) and goes straight to the kernels, whose own calls still check each array's
-# dtype, layout, alignment and device (the JIT's signature). The SM count the planning reads is the process's.
+# A call's signature (the options, the weight's layout, the kinds and shapes of the others: what the planning
+# reads) -> what gemm/linear run for it: a call like an earlier one skips the checks and the planning (the
+# mapping, split-K, the operand layout) and goes straight to the kernels, whose own calls still check each
+# array's dtype, layout, alignment and device (the JIT's signature). The SM count the planning reads is the
+# process's.
 _PLANNED: dict = {}
 _PLANNED_LIMIT = 1024
 _STRIDES: dict = {}         # array type -> how to read its strides (torch: x.stride(); NumPy, CuPy: x.strides)
 
 
-def _signature(options: tuple, *arrays) -> tuple | None:
-    """The key of a call in :data:`_PLANNED`, or None where an argument cannot be keyed (its call then checks)."""
-    key = [options]
+def _signature(options: tuple, strided, *shaped) -> tuple | None:
+    """The key of a call in :data:`_PLANNED`: ``options``, the kind and strides of ``strided`` (the operand read
+    as its transpose where it is a transposed view) and the kinds and shapes of ``shaped``; None where an
+    argument cannot be keyed (the call then checks it)."""
+    kind = type(strided)
+    strides = _STRIDES.get(kind)
+    if strides is None:
+        strides = _STRIDES[kind] = _strides_reader(kind)
     try:
-        for x in arrays:
-            kind = type(x)
-            strides = _STRIDES.get(kind)
-            if strides is None:
-                strides = _STRIDES[kind] = _strides_reader(kind)
-            key += (kind, x.shape, strides(x))
-        key = tuple(key)
+        key = (options, kind, strides(strided), *[(type(x), x.shape) for x in shaped])
         hash(key)
     except (TypeError, AttributeError):
         return None
@@ -297,8 +297,8 @@ def _signature(options: tuple, *arrays) -> tuple | None:
 
 def _strides_reader(kind: type):
     if kind.__module__.startswith("torch"):
-        return lambda x: (x.dtype, x.stride())
-    return lambda x: (x.dtype, x.strides)        # in bytes: keyed with the dtype
+        return lambda x: x.stride()
+    return lambda x: (x.dtype, x.strides)        # in bytes: keyed with the dtype (its element size)
 
 
 def _remember(signature: tuple | None, steps: tuple) -> None:
@@ -408,7 +408,7 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, sp
     products (``splits * M * N`` floats beside ``c``), then added in split order into ``c`` (deterministic: the
     same bits on every run). ``splits`` sets their number (1: never split).
     """
-    signature = _signature(("gemm", b_layout, mapping, type(splits), splits), a, b, c)   # True is not 1
+    signature = _signature(("gemm", b_layout, mapping, type(splits), splits), b, a, c)   # True is not 1
     steps = _PLANNED.get(signature) if signature is not None else None
     if steps is None:
         steps = _gemm_steps(a, b, c, b_layout, mapping, splits)
