@@ -276,15 +276,9 @@ def test_a_cached_call_on_torch_tensors_hands_what_it_does_not_inline_to_the_bin
     """The cached path of a program of device arrays is one generated function: contiguous aligned tensors and
     float scalars inlined; a tensor or scalar of another kind, a tensor on the CPU, an unaligned view go to
     their binders, which refuse the signature (a new one is loaded) or raise, as before."""
+    from test_compile import make_saxpy
     torch = pytest.importorskip("torch")
-
-    @nvdsl.mlir_func
-    def axpy(x, y, alpha):
-        @nvdsl.gpu_launch(grid=x.shape[0] // 128, block=128)
-        def kernel(ctx):
-            i = ctx.block_id.x * 128 + ctx.thread_id.x
-            y[i] = alpha * x[i] + y[i]
-        kernel()
+    axpy = make_saxpy()
     x, y = torch.ones(1024, device="cuda"), torch.zeros(1024, device="cuda")
     for _ in range(3):
         axpy(x, y, 2.0)
