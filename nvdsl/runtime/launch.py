@@ -284,7 +284,8 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
     binders' checks of contiguous, aligned torch tensors inlined (anything else, and any tensor that fails them,
     goes to its binder, which decides), then the descriptors' pointers and each ``cuLaunchKernel`` with its
     arguments bound. Per call it saves a Python call per argument and per launch, and the attribute reads of
-    the general method (about half of the path's host time on a CPU)."""
+    the general method: a quarter of the host time a cached call adds to a bare launch (2.0 -> 1.5 us for
+    axpy on torch tensors, 2.6 -> 1.85 us with a descriptor per tensor, on a 2-core CI host)."""
     names = {"acquire": program._lock.acquire, "release": program._lock.release, "CK": program.constants_key,
              "check": check, "LaunchError": LaunchError, "launch_kernel": program._cu.cuLaunchKernel,
              "ordinal": program.device.info.ordinal}
