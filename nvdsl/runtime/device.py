@@ -20,7 +20,7 @@ _KERNEL_DIED_HINT = ("a kernel stopped on the GPU: it trapped (an Mbarrier.try_w
 
 
 # Imported with this module, which `import nvdsl` leaves to the first call (it is about a third of the import):
-# every run on the GPU needs it, and a program without one never loads it.
+# every call that looks for a GPU needs it; a process that calls nothing, or runs NVDSL_BACKEND=interpret, does not.
 try:
     from cuda.bindings import driver as _driver
     _DRIVER_MISSING = None
