@@ -374,9 +374,9 @@ _PARTIALS: dict = {}         # (device, shape) -> a torch buffer of partial prod
 
 def _partials_like(c, shape: tuple[int, ...]):
     """A float32 array of ``shape`` beside ``c`` (NumPy, torch or CuPy: :data:`_PARTIALS_BESIDE`), for split-K's
-    partial products; None for other kinds of arrays (the product then runs without splits). A torch buffer is kept for the next call of
-    the shape: both kernels run on one stream (gemm takes none), in order, so the next call's products are
-    written only after this call's sum read them."""
+    partial products; None for other kinds of arrays (the product then runs without splits). A torch buffer is
+    kept for the next call of the shape: both kernels run on one stream (gemm takes none), in order, so the next
+    call's products are written only after this call's sum read them."""
     module = type(c).__module__
     if module.startswith("numpy"):
         import numpy as np
