@@ -6,8 +6,9 @@ signature traces to MLIR and compiles to PTX and a cubin; later calls launch
 the cached kernels through the CUDA driver. A new process whose disk cache
 holds the kernels runs them without tracing.
 
-Importing nvdsl does not import MLIR: the names used while tracing (kernel
-bodies, values, Hopper primitives) load it on first use.
+Importing nvdsl does not import MLIR, nor the CUDA driver's bindings: the
+names used while tracing (kernel bodies, values, Hopper primitives) load MLIR
+on first use, and a function's first call loads what it needs.
 """
 
 import importlib
@@ -19,14 +20,14 @@ from .errors import (ArgumentError, CompileError, CudaError, InternalError, Kern
                      TaskError, TraceError, UserError)
 from .frontend.trace import Trace
 from .jit import Compiled, TracedFunction, mlir_func
-from . import layouts
-from .layouts import FragmentLayout, Layout
 from .options import Options
 from .version import __version__
-from .runtime.device import device_count, synchronize
 
-# Public names whose modules import MLIR, by the module that defines them: loaded on first access.
-_TRACING_NAMES = {
+# Public names loaded on first access, by the module that defines them: those whose modules import MLIR, the
+# CUDA driver (cuda.bindings, imported by a call's first launch) or the layout algebra (used while tracing).
+_LAZY_NAMES = {
+    "nvdsl.runtime.device": ("device_count", "synchronize"),
+    "nvdsl.layouts": ("FragmentLayout", "Layout"),
     "nvdsl.frontend.control": ("cond", "for_range", "fori", "when", ("print", "print_")),
     "nvdsl.frontend.launch": ("Dim3", "Kernel", "LaunchContext", "gpu_launch"),
     "nvdsl.frontend.math": ("abs", "erf", "exp", "exp2", "log", "log2", "rsqrt", "sqrt", "tanh", "where"),
@@ -41,14 +42,16 @@ _TRACING_NAMES = {
     "nvdsl.interpreter.fuzz": ("fuzz", "FuzzReport"),
 }
 _LAZY = {(n if isinstance(n, str) else n[0]): (module, n if isinstance(n, str) else n[1])
-         for module, names in _TRACING_NAMES.items() for n in names}
+         for module, names in _LAZY_NAMES.items() for n in names}
+_LAZY["layouts"] = ("nvdsl.layouts", None)       # the subpackage itself
 
 
 def __getattr__(name: str):
     if name not in _LAZY:
         raise AttributeError(f"module 'nvdsl' has no attribute '{name}'")
     module, attribute = _LAZY[name]
-    value = getattr(importlib.import_module(module), attribute)
+    value = importlib.import_module(module) if attribute is None else getattr(importlib.import_module(module),
+                                                                              attribute)
     globals()[name] = value  # later lookups find it directly
     return value
 

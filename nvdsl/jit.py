@@ -8,7 +8,9 @@ the keyword arguments, which are compile-time constants (passed to the traced
 function as plain Python values). A new signature traces again (or, in a new
 process, finds its kernels on disk by the call's key); a known one goes
 straight to the loaded kernels. This module does not import MLIR: tracing
-(:mod:`nvdsl.frontend.tracer`) and compiling load it when they first run.
+(:mod:`nvdsl.frontend.tracer`) and compiling load it when they first run. Nor does
+it import the disk cache, the call key or the CUDA driver (``cuda.bindings``, about
+a third of ``import nvdsl``): the first call of a new signature loads them, where it needs them.
 
 Callers that build the traced function themselves (the task layer) pass what the hub would otherwise read
 off it: ``definition`` (the source line errors and the module point at) and ``keyed_by`` (an object whose
@@ -25,20 +27,18 @@ import re
 import sys
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .arguments import HOST, check_writable, describe, device_array_info, signature_key
-from .compiler.cache import cache_for, cache_key, call_toolchain
-from .compiler.compiled import CompiledModule, ptxas_warnings
-from .compiler.toolchain import disassemble
 from .errors import (ArgumentError, InternalError, NoDeviceError, ProtocolCheckWarning, PtxasWarning, SourceLocation,
                      TraceError, UserError, user_location)
-from .frontend.keying import call_key
 from .frontend.trace import Trace
 from .options import GPU, INTERPRET, Options, resolve
-from .runtime.device import device_count, get_device
-from .runtime.launch import LoadedProgram, load_module, stream_handle
 from .signature import ArgSpec
 from .target import DEFAULT_SM_COUNT
+
+if TYPE_CHECKING:
+    from .compiler.compiled import CompiledModule
 
 @dataclass
 class Compiled:
@@ -62,6 +62,7 @@ class Compiled:
 
     def sass(self) -> str | None:
         """The SASS from nvdisasm, or None without a cubin or without nvdisasm."""
+        from .compiler.toolchain import disassemble
         return disassemble(self.module.cubin) if self.module.cubin is not None else None
 
 
@@ -93,7 +94,7 @@ class TracedFunction:
         self._options: Options | None = None
         self._signature = inspect.signature(fn)
         self._programs: dict = {}
-        self._last: LoadedProgram | None = None   # the program of the latest call, tried first
+        self._run_last = _no_program   # the run of the latest call's program, tried first
         self._traced: list[tuple[ArgSpec, ...]] = []   # signatures traced so far, to explain dtype changes
         self._definition = definition or SourceLocation(fn.__code__.co_filename, fn.__code__.co_firstlineno)
         self._keyed_by = keyed_by
@@ -118,9 +119,8 @@ class TracedFunction:
 
     def __call__(self, *args, stream=None, **constants):
         try:
-            handle = 0 if stream is None else stream_handle(stream)
-            program = self._last
-            if program is None or not program.run(args, _constants_key(constants) if constants else (), handle):
+            handle = 0 if stream is None else _stream_handle(stream)
+            if not self._run_last(args, _constants_key(constants) if constants else (), handle):
                 self._run_new_signature(args, constants, handle)
         except UserError as e:
             if e.loc is None:
@@ -139,7 +139,7 @@ class TracedFunction:
             program = self._load(args, constants, key, constants_key)
         if not program.run(args, constants_key, stream):
             raise InternalError(f"the program loaded for a call of '{self.name}' refused its arguments")
-        self._last = program
+        self._run_last = program.run
 
     def trace(self, *args, **constants) -> Trace:
         """Trace for the signature of these arguments (no GPU needed)."""
@@ -215,6 +215,8 @@ class TracedFunction:
     def _interpreted_trace(self, specs, constants) -> Trace:
         """The trace the interpreter runs: parsed from the disk cache, where an earlier process traced the same
         call (its protocol check's verdict kept with it), else traced, checked and kept there."""
+        from .compiler.cache import cache_for, call_toolchain
+        from .frontend.keying import call_key
         options = self.options
         cache = cache_for(options)
         call = call_key(self.fn, specs, constants, options, call_toolchain(options) + ";interpreted",
@@ -252,6 +254,7 @@ class TracedFunction:
                           stacklevel=stacklevel + 1)
 
     def _compile(self, specs, constants) -> Compiled:
+        from .compiler.cache import cache_for, cache_key
         from .compiler.driver import compile_module  # imports MLIR
         options = self.options
         trace = self._trace(specs, constants)
@@ -284,6 +287,8 @@ class TracedFunction:
     def _compiled_for_call(self, specs, constants) -> tuple[CompiledModule, frozenset[int]]:
         """The compiled module of a call, and the arguments its kernels write: from the disk cache by the
         call's key when it has one (no tracing, no MLIR), else traced and compiled."""
+        from .compiler.cache import cache_for, call_toolchain
+        from .frontend.keying import call_key
         options = self.options
         cache = cache_for(options)
         call = None
@@ -316,6 +321,8 @@ class TracedFunction:
         if choose_backend(options) == INTERPRET:
             program = InterpretedProgram(trace.module, specs, locations, written, options.seed, args, constants_key)
         else:
+            from .runtime.device import get_device
+            from .runtime.launch import LoadedProgram, load_module
             device = get_device(options.device)
             loaded = load_module(device, module.cubin, module.ptx, options.chip)
             program = LoadedProgram(device, module.plan, loaded, specs, locations, written, self.name, args,
@@ -323,6 +330,11 @@ class TracedFunction:
         if key is not None:
             self._programs[key] = program
         return program
+
+
+def _no_program(args, constants_key, stream) -> bool:
+    """The run of no program: every call's signature is new."""
+    return False
 
 
 def _constants_key(constants: dict) -> tuple:
@@ -362,6 +374,7 @@ def choose_backend(options: Options) -> str:
     global _noticed
     if options.backend is not None:
         return options.backend
+    from .runtime.device import device_count
     if device_count() > 0:
         return GPU
     if not _noticed:
@@ -373,6 +386,7 @@ def choose_backend(options: Options) -> str:
 def sm_count(options: Options | None = None) -> int:
     """The number of SMs of the device calls run on (``options.device``), or :data:`~nvdsl.target.DEFAULT_SM_COUNT`
     without a GPU."""
+    from .runtime.device import get_device
     try:
         return get_device(resolve(options).device).info.multiprocessors
     except NoDeviceError:
@@ -391,7 +405,16 @@ def _as_given(spec: ArgSpec) -> str:
         spec.dtype.name, f"np.{spec.dtype.name}(...)")
 
 
+def _stream_handle(stream) -> int:
+    """The raw CUstream handle of a call's ``stream=`` (see ``runtime.launch.stream_handle``)."""
+    if type(stream) is int:
+        return stream
+    from .runtime.launch import stream_handle
+    return stream_handle(stream)
+
+
 def _warn_ptxas(compiled: CompiledModule, function: str) -> None:
+    from .compiler.compiled import ptxas_warnings
     for kernel, message in ptxas_warnings(compiled.ptxas_log, list(compiled.resources)):
         warnings.warn(PtxasWarning(f"ptxas on kernel '{kernel}' of '{function}': {message}"), stacklevel=4)
 
@@ -408,6 +431,7 @@ def _dump(directory: str, trace: Trace, compiled: CompiledModule, lowered: str) 
     if compiled.cubin is not None:
         files["cubin"] = (".cubin", compiled.cubin)
         files["ptxas"] = (".ptxas.txt", compiled.ptxas_log)
+        from .compiler.toolchain import disassemble
         sass = disassemble(compiled.cubin)
         if sass is not None:
             files["sass"] = (".sass", sass)

@@ -363,3 +363,27 @@ def test_rowwise_triton_peers_compile_for_hopper_without_spills():
         compiled, resources = _compile_for_hopper(kernel, pointers, {"N"}, {"BLOCK": peer.BLOCK}, peer.NUM_WARPS, 1,
                                                   scalars=scalars)
         assert resources.spill_stores == 0 and resources.stack_frame == 0, (kernel.__name__, resources)
+
+
+def test_the_compile_suites_breakdown_adds_up_to_the_compile_it_splits(tmp_path, monkeypatch):
+    """The compile suite splits a GEMM's compile() into lowering, ptxas, the protocol check's time past ptxas and
+    the rest: each part is time the compile spent once (the check, run while ptxas assembles, is not counted
+    again), so none is negative and they add up to the wall time."""
+    import time
+
+    import numpy as np
+
+    import nvdsl.tasks as nt
+    from benchmarks.suites.compile import PHASES, compile_breakdown
+    from nvdsl.kernels.gemm import MAPPING, matmul
+
+    monkeypatch.setenv("NVDSL_CACHE_DIR", str(tmp_path))       # a cold compile, whatever ran before
+    kernel = nt.build(matmul, MAPPING.replace(sm_count=132, pipeline=3))
+    arrays = (np.zeros((256, 512), np.float16), np.zeros((256, 192), np.float16), np.zeros((192, 512), np.float16))
+    start = time.perf_counter()
+    timings = kernel.compile(*arrays).module.timings
+    wall = time.perf_counter() - start
+    parts = compile_breakdown(wall, timings)
+    assert set(parts) <= {key for key, _ in PHASES} and "lower_s" in timings
+    assert min(parts.values()) >= 0, (parts, timings)
+    assert abs(sum(parts.values()) - wall) < 1e-9

@@ -10,7 +10,10 @@ import types
 
 import numpy as np
 
+import pytest
+
 import nvdsl
+from nvdsl.testing import requires_gpu
 from nvdsl.frontend.keying import call_key
 from nvdsl.signature import ARRAY, SCALAR, ArgSpec
 
@@ -39,6 +42,26 @@ def test_import_nvdsl_does_not_import_mlir():
                           "names": sorted(set(nvdsl.__all__) - set(dir(nvdsl)))}))
     ''')
     assert found == {"before": False, "after": True, "names": []}
+
+
+def test_import_nvdsl_loads_only_what_a_call_cannot_do_without():
+    """``import nvdsl`` loads neither MLIR, nor the CUDA driver's bindings, nor the compile cache, the call key or
+    the layout algebra: a function's first call loads what it uses (the driver to find a GPU, the key and the
+    disk cache to find its kernels), and the lazily loaded public names are the modules' own."""
+    found = python('''
+        import json, sys, nvdsl
+
+        def loaded(prefixes):
+            return sorted(m for m in sys.modules if m.startswith(prefixes))
+        deferred = ("mlir", "cuda", "nvdsl.runtime", "nvdsl.compiler", "nvdsl.frontend.keying", "nvdsl.layouts",
+                    "nvdsl.tasks", "nvdsl.kernels", "nvdsl.interpreter")
+        at_import = loaded(deferred)
+        from nvdsl.runtime.device import device_count, synchronize
+        from nvdsl.layouts import Layout
+        same = nvdsl.device_count is device_count and nvdsl.synchronize is synchronize and nvdsl.Layout is Layout
+        print(json.dumps({"at_import": at_import, "same": same and nvdsl.layouts is sys.modules["nvdsl.layouts"]}))
+    ''')
+    assert found == {"at_import": [], "same": True}
 
 
 WORKER = '''
@@ -82,6 +105,17 @@ def test_a_new_process_runs_cached_kernels_without_tracing_and_a_changed_input_r
     if first["ran"]:
         assert (first["y0"], second["y0"]) == (3.0, 3.0)
         assert python(WORKER, 3.0, 5.0, env=env)["y0"] == 12.0
+
+
+def test_a_new_process_interprets_an_mlir_func_from_the_disk_cache_without_tracing(tmp_path):
+    """The interpreter backend's counterpart of the test above: the traced module is kept on disk by the call's
+    key, so a second process interprets it without tracing; a changed global traces again."""
+    env = {"NVDSL_CACHE_DIR": str(tmp_path), "NVDSL_BACKEND": "interpret"}
+    first, second = python(WORKER, 1.0, 0.0, env=env), python(WORKER, 1.0, 0.0, env=env)
+    assert (first["traced"], second["traced"]) == (1, 0) and first["ran"] and second["ran"]
+    assert first["y0"] == second["y0"] == 3.0
+    changed = python(WORKER, 3.0, 0.0, env=env)
+    assert changed["traced"] == 1 and changed["y0"] == 7.0
 
 
 def keyed(fn, *, constants=None, options=None):
@@ -235,3 +269,27 @@ def test_a_new_process_interprets_a_call_from_the_disk_cache_without_tracing(tmp
     assert first["traced"] and not second["traced"], (first, second)
     assert first["error"] == second["error"] < 1e-2 and first["warnings"] == second["warnings"] == []
     assert python(INTERPRETED_WORKER, 3, env=env)["traced"]
+
+
+@requires_gpu
+def test_a_cached_call_on_torch_tensors_hands_what_it_does_not_inline_to_the_binders():
+    """The cached path of a program of device arrays is one generated function: contiguous aligned tensors and
+    float scalars inlined; a tensor or scalar of another kind, a tensor on the CPU, an unaligned view go to
+    their binders, which refuse the signature (a new one is loaded) or raise, as before."""
+    from test_compile import make_saxpy
+    torch = pytest.importorskip("torch")
+    axpy = make_saxpy()
+    x, y = torch.ones(1024, device="cuda"), torch.zeros(1024, device="cuda")
+    for _ in range(3):
+        axpy(x, y, 2.0)
+    axpy(x, y, np.float32(1.0))                             # a NumPy scalar: its binder takes it
+    torch.cuda.synchronize()
+    assert (y == 7).all()
+    unaligned = torch.ones(1025, device="cuda")[1:]         # 4 bytes past a 16-byte boundary: another signature
+    axpy(unaligned, y, 1.0)
+    axpy(x, y, 1.0)
+    torch.cuda.synchronize()
+    assert (y == 9).all() and len(axpy._programs) == 3
+    with pytest.raises(nvdsl.ArgumentError) as refused:
+        axpy(x.cpu(), y, 1.0)
+    assert refused.value.code == "bad-device"

@@ -51,6 +51,7 @@ def test_the_default_runs_split_k_for_a_decode_step(monkeypatch):
     monkeypatch.setattr(library.jit, "sm_count", lambda *args: SM)
     for cached in (library.split_k, library.default_mapping):       # answers cached for another SM count
         cached.cache_clear()
+    library._PLANNED.clear()                                        # and plans made under it
     rng = np.random.default_rng(5)
     a, b = rng.standard_normal((4, 2048)).astype(np.float16), rng.standard_normal((2048, 256)).astype(np.float16)
     c = np.zeros((4, 256), np.float32)

@@ -249,15 +249,63 @@ def linear(a, w, bias, c, *, activation: str = "none", mapping: nt.Mapping | Non
     ``bias`` (N,), ``c`` (M, N); ``activation`` is one of "none", "relu", "gelu" (exact, erf), "gelu_tanh"
     (torch's ``gelu(approximate="tanh")``) or "silu".
     Compiled once per dtype, shape, activation and mapping (default :func:`linear_mapping` for c's shape)."""
+    signature = _signature(("linear", activation, mapping), w, c)
+    steps = _PLANNED.get(signature) if signature is not None else None
+    if steps is None:
+        steps = _linear_steps(w, c, activation, mapping)
+        _remember(signature, steps)
+    kernel, transposed, _ = steps
+    kernel(c, a, w.T if transposed else w, bias)
+
+
+def _linear_steps(w, c, activation: str, mapping: nt.Mapping | None) -> tuple:
+    """What :func:`linear` runs for these arguments (see :func:`_gemm_steps`)."""
     if activation not in ACTIVATIONS:
         raise ArgumentError(f"activation={activation!r} must be one of {sorted(ACTIVATIONS)}", code="bad-argument",
                             loc=user_location())
     if mapping is None:
         mapping = linear_mapping(activation, *_output_shape(c, 2)[-2:])
-    if _transposed_view(w):         # w is W.T of a (K, N) weight: its (K, N) array is the operand
-        _kernel(linear_program(activation, "KN"), mapping)(c, a, w.T, bias)
-    else:
-        _kernel(linear_program(activation), mapping)(c, a, w, bias)
+    transposed = _transposed_view(w)         # w is W.T of a (K, N) weight: its (K, N) array is the operand
+    return _kernel(linear_program(activation, "KN" if transposed else "NK"), mapping), transposed, None
+
+
+# A call's signature (the options, the weight's layout, the kinds and shapes of the others: what the planning
+# reads) -> what gemm/linear run for it: a call like an earlier one skips the checks and the planning (the
+# mapping, split-K, the operand layout) and goes straight to the kernels, whose own calls still check each
+# array's dtype, layout, alignment and device (the JIT's signature). The SM count the planning reads is the
+# process's.
+_PLANNED: dict = {}
+_PLANNED_LIMIT = 1024
+_STRIDES: dict = {}         # array type -> how to read its strides (torch: x.stride(); NumPy, CuPy: x.strides)
+
+
+def _signature(options: tuple, strided, *shaped) -> tuple | None:
+    """The key of a call in :data:`_PLANNED`: ``options``, the kind and strides of ``strided`` (the operand read
+    as its transpose where it is a transposed view) and the kinds and shapes of ``shaped``; None where an
+    argument cannot be keyed (the call then checks it)."""
+    kind = type(strided)
+    strides = _STRIDES.get(kind)
+    if strides is None:
+        strides = _STRIDES[kind] = _strides_reader(kind)
+    try:
+        key = (options, kind, strides(strided), *[(type(x), x.shape) for x in shaped])
+        hash(key)
+    except (TypeError, AttributeError):
+        return None
+    return key
+
+
+def _strides_reader(kind: type):
+    if kind.__module__.startswith("torch"):
+        return lambda x: x.stride()
+    return lambda x: (x.dtype, x.strides)        # in bytes: keyed with the dtype (its element size)
+
+
+def _remember(signature: tuple | None, steps: tuple) -> None:
+    if signature is not None:
+        if len(_PLANNED) >= _PLANNED_LIMIT:
+            _PLANNED.clear()
+        _PLANNED[signature] = steps
 
 
 def _transposed_view(x) -> bool:
@@ -320,14 +368,15 @@ def _sum_partials(c, p):
     sum_kernel()
 
 
+_PARTIALS_BESIDE = ("numpy", "torch", "cupy")     # the modules of the arrays beside which partials are made
 _PARTIALS: dict = {}         # (device, shape) -> a torch buffer of partial products, reused call after call
 
 
 def _partials_like(c, shape: tuple[int, ...]):
-    """A float32 array of ``shape`` beside ``c`` (NumPy, torch or CuPy), for split-K's partial products; None for
-    other kinds of arrays (the product then runs without splits). A torch buffer is kept for the next call of
-    the shape: both kernels run on one stream (gemm takes none), in order, so the next call's products are
-    written only after this call's sum read them."""
+    """A float32 array of ``shape`` beside ``c`` (NumPy, torch or CuPy: :data:`_PARTIALS_BESIDE`), for split-K's
+    partial products; None for other kinds of arrays (the product then runs without splits). A torch buffer is
+    kept for the next call of the shape: both kernels run on one stream (gemm takes none), in order, so the next
+    call's products are written only after this call's sum read them."""
     module = type(c).__module__
     if module.startswith("numpy"):
         import numpy as np
@@ -359,13 +408,34 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, sp
     products (``splits * M * N`` floats beside ``c``), then added in split order into ``c`` (deterministic: the
     same bits on every run). ``splits`` sets their number (1: never split).
     """
+    signature = _signature(("gemm", b_layout, mapping, type(splits), splits), b, a, c)   # True is not 1
+    steps = _PLANNED.get(signature) if signature is not None else None
+    if steps is None:
+        steps = _gemm_steps(a, b, c, b_layout, mapping, splits)
+        _remember(signature, steps)
+    kernel, transposed, partials_shape = steps
+    if transposed:
+        b = b.T
+    partials = _partials_like(c, partials_shape) if partials_shape is not None else None
+    if partials is not None:
+        kernel(partials, a, b)
+        _sum_partials(c, partials)
+    else:
+        kernel(c, a, b)
+
+
+def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int | None) -> tuple:
+    """What :func:`gemm` runs for these arguments, after checking them: ``(kernel, transposed, partials_shape)``,
+    where ``transposed`` says the kernel takes ``b.T`` and ``partials_shape`` (None: no split) the shape of
+    split-K's partial products, which ``kernel`` computes and ``_sum_partials`` adds into ``c``."""
     ndim = len(getattr(a, "shape", ()))
     if b_layout not in ("KN", "NK"):
         raise ArgumentError(f"b_layout={b_layout!r} must be 'KN' or 'NK'", code="bad-layout", loc=user_location())
     if ndim == 3 and b_layout == "NK":
         raise ArgumentError("batched GEMM takes B as (batch, K, N)", code="bad-layout", loc=user_location())
-    if ndim == 2 and _transposed_view(b):      # b is w.T of a row-major w: w is the operand in the other layout
-        b, b_layout = b.T, ("NK" if b_layout == "KN" else "KN")
+    transposed = ndim == 2 and _transposed_view(b)
+    if transposed:      # b is w.T of a row-major w: w is the operand in the other layout
+        b_layout = "NK" if b_layout == "KN" else "KN"
     program = batched_matmul if ndim == 3 else matmul_nk if b_layout == "NK" else matmul
     if splits is not None and not (isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1):
         raise ArgumentError(f"splits={splits!r} must be an int >= 1 (or None: chosen)", code="bad-argument",
@@ -378,12 +448,10 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, sp
     count = 1
     if ndim == 2 and shape[0] is not None and k is not None:
         count = splits if splits is not None else split_k(*shape, k, mapping) if chosen else 1
-    partials = _partials_like(c, (count,) + tuple(shape)) if count > 1 else None
-    if partials is not None:
-        _kernel(matmul_partials_nk if b_layout == "NK" else matmul_partials, mapping)(partials, a, b)
-        _sum_partials(c, partials)
-    else:
-        _kernel(program, mapping)(c, a, b)
+    if count > 1 and type(c).__module__.startswith(_PARTIALS_BESIDE):
+        return _kernel(matmul_partials_nk if b_layout == "NK" else matmul_partials, mapping), transposed, \
+            (count,) + tuple(shape)
+    return _kernel(program, mapping), transposed, None
 
 
 def row_tile_table(group_sizes, block_rows: int, capacity: int | None = None):

@@ -19,8 +19,8 @@ _KERNEL_DIED_HINT = ("a kernel stopped on the GPU: it trapped (an Mbarrier.try_w
                      "context is now unusable, so restart the process")
 
 
-# Imported with nvdsl (it needs no GPU): every run needs it, and importing it on the first call
-# would double that call's time.
+# Imported with this module, which `import nvdsl` leaves to the first call (it is about a third of the import):
+# every call that looks for a GPU needs it; a process that calls nothing, or runs NVDSL_BACKEND=interpret, does not.
 try:
     from cuda.bindings import driver as _driver
     _DRIVER_MISSING = None

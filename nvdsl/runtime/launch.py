@@ -109,6 +109,8 @@ class LoadedProgram:
             self._launches.append((func, params))  # params: kept alive for the driver's reads
             self._launch_calls.append((_launcher(cu.cuLaunchKernel, func, launch, ctypes.addressof(params)),
                                        launch.kernel))
+        if not (self._host or self._scratch):    # the common case: one function from the call to the driver
+            self.run = _fused_run(self, plan, locations, sample_args)
 
     def _param_slot(self, source):
         if isinstance(source, int):
@@ -275,6 +277,58 @@ class LoadedProgram:
                 cu.cuMemFreeAsync(pointer, stream)
             if self._host:
                 check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize", LaunchError)
+
+
+def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args):
+    """:meth:`LoadedProgram.run` for a program of device arrays and scalars, as one generated function: the
+    binders' checks of contiguous, aligned torch tensors inlined (anything else, and any tensor that fails them,
+    goes to its binder, which decides), then the descriptors' pointers and each ``cuLaunchKernel`` with its
+    arguments bound. Per call it saves a Python call per argument and per launch, and the attribute reads of
+    the general method: a quarter of the host time a cached call adds to a bare launch (2.0 -> 1.5 us for
+    axpy on torch tensors, 2.6 -> 1.85 us with a descriptor per tensor, on a 2-core CI host)."""
+    names = {"acquire": program._lock.acquire, "release": program._lock.release, "CK": program.constants_key,
+             "check": check, "LaunchError": LaunchError, "launch_kernel": program._cu.cuLaunchKernel,
+             "ordinal": program.device.info.ordinal}
+    count = len(program._binders)
+    lines = ["def run(args, constants_key, stream):",
+             f"    if len(args) != {count} or constants_key != CK:",
+             "        return False",
+             f"    {''.join(f'a{i}, ' for i in range(count))}= args" if count else "",
+             "    acquire()",
+             "    try:"]
+    for i, (spec, where, sample) in enumerate(zip(program.specs, locations, sample_args)):
+        names[f"bind{i}"] = program._binders[i]
+        if spec.kind == ARRAY and where != HOST and is_torch_tensor(sample) and spec.strides is None and \
+                not spec.unaligned:
+            names.update({f"K{i}": type(sample), f"D{i}": sample.dtype, f"S{i}": spec.shape,
+                          f"slot{i}": program._slots[i]})
+            lines += [f"        if type(a{i}) is K{i} and a{i}.dtype is D{i} and a{i}.shape == S{i} and "
+                      f"a{i}.is_contiguous() and not (p := a{i}.data_ptr()) & {TMA_ADDRESS_BYTES - 1} and "
+                      f"a{i}.get_device() == ordinal:",
+                      f"            slot{i}.value = p",
+                      f"        elif not bind{i}(args):",
+                      "            return False"]
+        elif spec.kind != ARRAY and type(sample) is float and spec.dtype.is_float and spec.dtype.bits >= 32:
+            names[f"slot{i}"] = program._slots[i]
+            lines += [f"        if type(a{i}) is float:",
+                      f"            slot{i}.value = a{i}",
+                      f"        elif not bind{i}(args):",
+                      "            return False"]
+        else:
+            lines += [f"        if not bind{i}(args):", "            return False"]
+    for j, (slot, array_slot, maps) in enumerate(program._tensormaps.values()):
+        names.update({f"map{j}": slot, f"array{j}": array_slot, f"pointer_for{j}": maps.pointer_for})
+        lines.append(f"        map{j}.value = pointer_for{j}(array{j}.value)")
+    for k, (launch, (func, address)) in enumerate(zip(plan.launches, program._launches)):
+        (gx, gy, gz), (bx, by, bz) = launch.grid, launch.block
+        names.update({f"F{k}": func, f"kernel{k}": f"cuLaunchKernel({launch.kernel})"})
+        lines += [f"        result = launch_kernel(F{k}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {launch.smem}, stream, "
+                  f"{ctypes.addressof(address)}, 0)[0]",
+                  "        if result:",
+                  f"            check((result,), kernel{k}, LaunchError)"]
+    lines += ["    finally:", "        release()", "    return True"]
+    exec(compile("\n".join(lines), f"<nvdsl run of {program.name}>", "exec"), names)
+    return names["run"]
 
 
 def _launcher(launch_kernel, func, launch, params_address: int):
