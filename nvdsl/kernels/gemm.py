@@ -31,6 +31,7 @@ from .. import jit
 from .. import tasks as nt
 from ..arguments import array_strides
 from ..errors import ArgumentError, user_location
+from .scratch import SCRATCH_BESIDE, float32_like
 
 
 def matmul_program(b_layout: str = "KN") -> nt.Task:
@@ -368,32 +369,10 @@ def _sum_partials(c, p):
     sum_kernel()
 
 
-_PARTIALS_BESIDE = ("numpy", "torch", "cupy")     # the modules of the arrays beside which partials are made
-_PARTIALS: dict = {}         # (device, shape) -> a torch buffer of partial products, reused call after call
-
-
 def _partials_like(c, shape: tuple[int, ...]):
-    """A float32 array of ``shape`` beside ``c`` (NumPy, torch or CuPy: :data:`_PARTIALS_BESIDE`), for split-K's
-    partial products; None for other kinds of arrays (the product then runs without splits). A torch buffer is
-    kept for the next call of the shape: both kernels run on one stream (gemm takes none), in order, so the next
-    call's products are written only after this call's sum read them."""
-    module = type(c).__module__
-    if module.startswith("numpy"):
-        import numpy as np
-        return np.empty(shape, np.float32)
-    if module.startswith("torch"):
-        key = (c.device, shape)
-        found = _PARTIALS.get(key)
-        if found is None:
-            import torch
-            if len(_PARTIALS) >= 16:
-                _PARTIALS.clear()
-            found = _PARTIALS[key] = torch.empty(shape, dtype=torch.float32, device=c.device)
-        return found
-    if module.startswith("cupy"):
-        import cupy
-        return cupy.empty(shape, cupy.float32)
-    return None
+    """A float32 array of ``shape`` beside ``c`` for split-K's partial products (:func:`scratch.float32_like`),
+    None for arrays of kinds it cannot allocate beside (the product then runs without splits)."""
+    return float32_like(c, shape, "gemm.partials")
 
 
 def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, splits: int | None = None) -> None:
@@ -448,7 +427,7 @@ def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int 
     count = 1
     if ndim == 2 and shape[0] is not None and k is not None:
         count = splits if splits is not None else split_k(*shape, k, mapping) if chosen else 1
-    if count > 1 and type(c).__module__.startswith(_PARTIALS_BESIDE):
+    if count > 1 and type(c).__module__.startswith(SCRATCH_BESIDE):
         return _kernel(matmul_partials_nk if b_layout == "NK" else matmul_partials, mapping), transposed, \
             (count,) + tuple(shape)
     return _kernel(program, mapping), transposed, None

@@ -3,11 +3,12 @@ a library kernel's passes hand one another."""
 
 from __future__ import annotations
 
+SCRATCH_BESIDE = ("numpy", "torch", "cupy")    # the modules of the arrays beside which scratch is made
 _KEPT: dict = {}         # (purpose, device, shape) -> a torch buffer, reused call after call
 
 
 def float32_like(x, shape: tuple[int, ...], purpose: str):
-    """A float32 array of ``shape`` of ``x``'s kind and device, or None for other kinds of arrays. A torch buffer
+    """A float32 array of ``shape`` of ``x``'s kind and device (:data:`SCRATCH_BESIDE`), or None for other kinds. A torch buffer
     is kept for the next call with the same ``purpose`` and shape: the library's kernels run on one stream, in
     order, so the next call's kernels write it only after this call's have read it. Buffers of different
     purposes never alias."""
