@@ -332,10 +332,11 @@ def dkdv_program(causal: bool, scale: float) -> nt.Task:
                 dpt = nt.zeros((BN, BM), name="dpt")
                 st += Kt[b, hk, j, 0] @ Qt[b, h, i, 0].T
                 dpt += Vt[b, hk, j, 0] @ DOt[b, h, i, 0].T
-                keep = (rows < seq_q)[None, :]
+                # Rows past L need no mask: their Q and dO read as zeros and their LSE and D as 0, so their
+                # P is exp(0) = 1 and their dS 0, and both meet zero rows of dO and Q in the products.
+                pt = nt.exp(st * scale - Lt[b, h, i][None, :])
                 if causal:
-                    keep = (keys[:, None] <= rows[None, :]) & keep
-                pt = nt.where(keep, nt.exp(st * scale - Lt[b, h, i][None, :]), 0.0)
+                    pt = nt.where(keys[:, None] <= rows[None, :], pt, 0.0)
                 dv += pt.astype(Q.dtype) @ DOt[b, h, i, 0]
                 dst = pt * (dpt - Dt[b, h, i][None, :])
                 dk += dst.astype(Q.dtype) @ Qt[b, h, i, 0]

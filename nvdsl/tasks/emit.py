@@ -475,12 +475,27 @@ class _Consumer:
                     env[s.main.vars[0]] = k + s.lookahead
                     _put(ring, self.step, self.ring_tmas, env)
 
-        @fori(0, _trips(s, env), carry=carried)
-        def after(k, values):
-            self.values.update(values)
-            step(k)
-            return {name: self.values[name] for name in values}
-        self.values.update(after)
+        def steps(first, stop, masked: bool) -> None:
+            @fori(first, stop, carry={name: self.values[name] for name in carried})
+            def after(k, values):
+                self.values.update(values)
+                self.unmask = not masked
+                step(k)
+                return {name: self.values[name] for name in values}
+            self.values.update(after)
+            self.unmask = False
+
+        trips = _trips(s, env)
+        unmasked = _unmasked_steps(s, env, trips)
+        if unmasked is None:
+            steps(0, trips, masked=True)
+            return
+        static = isinstance(unmasked, int) and isinstance(trips, int)   # the steps no mask changes first
+        split = min(unmasked, trips) if static else minimum(unmasked, trips)
+        if not (static and split == 0):
+            steps(0, split, masked=False)
+        if not (static and split == trips):
+            steps(split, trips, masked=True)
 
     # -- operations ------------------------------------------------------------------------------------------
     def run_all(self, ops) -> None:
@@ -842,7 +857,7 @@ class _TwoPhaseLoop:
     def run(self) -> None:
         consumer, s = self.consumer, self.s
         trips = _trips(s, consumer.env)
-        unmasked = self.unmasked_steps(trips)
+        unmasked = _unmasked_steps(s, consumer.env, trips)
         if s.turns and self.c == s.consumers - 1:
             self.their_turn()
         consumer.env[self.var] = 0
@@ -917,20 +932,22 @@ class _TwoPhaseLoop:
             for op in self.phases.second:
                 self.consumer.product(op, in_flight=in_flight) if isinstance(op, Mma) else self.consumer.run(op)
 
-    def unmasked_steps(self, trips):
-        """How many first steps of the main loop need none of its masks (see ``Unmasked``), or None."""
-        u = self.s.unmasked
-        if u is None:
-            return None
-        limit = trips
-        for rest, divisor in u.bounds:
-            r = _evaluate(rest, self.consumer.env)
-            if isinstance(r, int):
-                bound = (r // divisor + 1 if divisor else trips) if r >= 0 else 0
-            else:
-                bound = select(r >= 0, r // divisor + 1 if divisor else trips, 0)
-            limit = min(limit, bound) if isinstance(limit, int) and isinstance(bound, int) else minimum(limit, bound)
-        return limit
+
+
+def _unmasked_steps(s: Schedule, env: dict, trips):
+    """How many first steps of the main loop need none of its masks (see ``Unmasked``), or None."""
+    u = s.unmasked
+    if u is None:
+        return None
+    limit = trips
+    for rest, divisor in u.bounds:
+        r = _evaluate(rest, env)
+        if isinstance(r, int):
+            bound = (r // divisor + 1 if divisor else trips) if r >= 0 else 0
+        else:
+            bound = select(r >= 0, r // divisor + 1 if divisor else trips, 0)
+        limit = min(limit, bound) if isinstance(limit, int) and isinstance(bound, int) else minimum(limit, bound)
+    return limit
 
 
 class _Pending:

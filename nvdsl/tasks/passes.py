@@ -401,7 +401,7 @@ def order_main_loop(levels: Levels, body: TileBody) -> MainLoop:
                       "program or mapping has none to take", code="bad-mapping",
                       changes=[{"turns": False}, {"schedule": PINGPONG, "consumers": 2}],
                       note="schedule='pingpong' makes 2 consumers take turns at whole main loops")
-    unmasked = _unmasked(main, body.prologue + tuple(main.body)) if phases is not None else None
+    unmasked = _unmasked(main, body.prologue + tuple(main.body)) if main is not None else None
     return MainLoop(phases=phases, unmasked=unmasked, waited=_waited(main) if phases is None else frozenset())
 
 

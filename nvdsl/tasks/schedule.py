@@ -155,6 +155,8 @@ def _main_loop(s: Schedule) -> list[str]:
     ring = s.ring("step")
     lines = [f"    for {s.main.vars[0]} < {s.main.extents[0]}:" +
              (f" (loads run {s.lookahead} step(s) ahead)" if s.lookahead else "")]
+    if s.unmasked is not None:
+        lines.append(f"      ({s.unmasked.describe(s.main.vars[0])}: a loop without them, then one with them)")
     if ring is not None:
         lines.append(f"      get {ring.name}: " + ", ".join(t.local for t in ring.tiles))
     loads = argument_loads(s.main.body) if ring is not None else []

@@ -230,7 +230,10 @@ class MainLoop:
         p = self.phases
         if p is None:
             waited = ", ".join(f"e{i}" for i in sorted(self.waited))
-            return "main loop: one phase per step" + (f"; waited for in their step: {waited}" if waited else "") + "\n"
+            lines = ["main loop: one phase per step" + (f"; waited for in their step: {waited}" if waited else "")]
+            if self.unmasked is not None:
+                lines.append(f"  {self.unmasked.describe('k')}")
+            return "\n".join(lines) + "\n"
         ids = lambda ops: ", ".join(f"e{op.id}" for op in ops)      # noqa: E731
         lines = ["main loop: two phases per step, phase A of step k around phase B of step k-1",
                  f"  phase A issues {ids(p.issue)}, then does {ids(p.math)}",
