@@ -29,7 +29,8 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .arguments import HOST, check_writable, describe, device_array_info, signature_key
+from .arguments import (HOST, OnHostViews, check_writable, describe, device_array_info, host_views, is_cpu_tensor,
+                        signature_key)
 from .errors import (ArgumentError, InternalError, NoDeviceError, ProtocolCheckWarning, PtxasWarning, SourceLocation,
                      TraceError, UserError, user_location)
 from .frontend.trace import Trace
@@ -319,7 +320,10 @@ class TracedFunction:
                 check_writable(args[i] if locations[i] == HOST else device_array_info(args[i]), specs[i].name,
                                user_location())
         if choose_backend(options) == INTERPRET:
-            program = InterpretedProgram(trace.module, specs, locations, written, options.seed, args, constants_key)
+            views = host_views(args)        # CPU torch tensors: the NumPy arrays sharing their memory
+            program = InterpretedProgram(trace.module, specs, locations, written, options.seed, views, constants_key)
+            if any(map(is_cpu_tensor, args)):
+                program = OnHostViews(program, args)
         else:
             from .runtime.device import get_device
             from .runtime.launch import LoadedProgram, load_module

@@ -16,8 +16,8 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import ArgumentError, CudaError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ProgramPlan, TensorMapSpec, span_elements
-from ..arguments import (HOST, ArrayInfo, is_torch_tensor, check_device_layout, check_writable, device_array_info,
-                         view_strides)
+from ..arguments import (HOST, ArrayInfo, is_torch_tensor, check_device_layout, check_writable, cpu_tensor_on_gpu,
+                         device_array_info, view_strides)
 from ..target import TMA_ADDRESS_BYTES
 from .device import Device, check, driver
 from .tensormap import DeviceTensorMaps
@@ -144,6 +144,8 @@ class LoadedProgram:
         if spec.kind != ARRAY:
             return _scalar_binder(i, spec, kind, self._slots[i])
         if where == HOST:
+            if is_torch_tensor(sample):
+                raise cpu_tensor_on_gpu(spec.name)
             dtype, shape = sample.dtype, sample.shape
             if spec.strides is None:
                 return lambda args: type(args[i]) is kind and args[i].dtype == dtype and args[i].shape == shape and \
@@ -174,8 +176,7 @@ class LoadedProgram:
                     return True
                 device = value.get_device()
                 if device < 0:
-                    raise ArgumentError(f"argument '{name}' is a PyTorch tensor on the CPU", code="bad-device",
-                                        hint="pass t.numpy() (copied for the call) or t.cuda() (used in place)")
+                    raise cpu_tensor_on_gpu(name)
                 info = ArrayInfo(pointer, spec.dtype, str(value.dtype), tuple(value.shape), strides, device)
                 slot.value = _checked_pointer(info, name, ordinal, written)
                 return True
