@@ -92,15 +92,28 @@ class OnHostViews:
             return False
         args = list(args)
         for i in self.tensors:
-            if not is_torch_tensor(args[i]):
+            if not is_cpu_tensor(args[i]):      # a CUDA tensor: the GPU's program (the interpreter's refuses it)
                 return False
-            if args[i].device.type != "cpu":
-                raise ArgumentError(f"argument '{self.program.specs[i].name}' is a {args[i].device.type} tensor; "
-                                    "the interpreter (the back end without a GPU) runs on host memory",
-                                    code="device-array-needs-gpu",
-                                    hint="pass a CPU tensor, or run on a GPU (Options(backend='gpu'))")
             args[i] = host_view(args[i], self.program.specs[i].name)
         return self.program.run(args, constants_key, stream)
+
+
+def arrays_device(args, default: int) -> int:
+    """The GPU a call runs on: that of its first argument in GPU memory which says where it lives (a CUDA tensor,
+    a DLPack array), else ``default`` (``Options.device``)."""
+    found = {}
+    for i, value in enumerate(args):
+        if is_torch_tensor(value):
+            if value.is_cuda:
+                found.setdefault(value.get_device(), i)
+        elif hasattr(value, "__dlpack_device__") and not isinstance(value, np.ndarray):
+            kind, ordinal = value.__dlpack_device__()
+            if kind in (_DL_CUDA, _DL_CUDA_MANAGED):
+                found.setdefault(ordinal, i)
+    if len(found) > 1:
+        raise ArgumentError("arguments " + ", ".join(f"{i} on GPU {d}" for d, i in found.items()) + ": a call's "
+                            "arrays live on one GPU", code="bad-device", hint="move them to one device (t.to(...))")
+    return next(iter(found), default)
 
 
 def host_views(args) -> tuple:
@@ -229,9 +242,10 @@ def _keyer(kind: type):
     if issubclass(kind, np.generic):
         return lambda v: kind
     if kind.__module__.startswith("torch") and hasattr(kind, "data_ptr"):
-        # Where it lives is checked when the pointer is read, so CPU and GPU tensors may share a key.
-        return lambda v: (kind, v.dtype, v.shape, v.data_ptr() % TMA_ADDRESS_BYTES != 0) if v.is_contiguous() else \
-            (kind, v.dtype, v.shape, v.stride(), v.data_ptr() % TMA_ADDRESS_BYTES != 0)
+        # Where it lives keys it: CPU tensors run in the interpreter, CUDA tensors on their own GPU.
+        return lambda v: (kind, v.dtype, v.shape, v.get_device(), v.data_ptr() % TMA_ADDRESS_BYTES != 0) \
+            if v.is_contiguous() else (kind, v.dtype, v.shape, v.get_device(), v.stride(),
+                                       v.data_ptr() % TMA_ADDRESS_BYTES != 0)
 
     def generic(v):
         info = device_array_info(v)

@@ -171,12 +171,12 @@ class LoadedProgram:
                 pointer = value.data_ptr()
                 if (pointer % TMA_ADDRESS_BYTES != 0) is not unaligned:    # traced for the other alignment
                     return False
-                if value.get_device() == ordinal and not pointer % itemsize:
+                device = value.get_device()
+                if device != ordinal:       # a CPU tensor (the interpreter's) or another GPU's: another program
+                    return False
+                if not pointer % itemsize:
                     slot.value = pointer
                     return True
-                device = value.get_device()
-                if device < 0:
-                    raise cpu_tensor_on_gpu(name)
                 info = ArrayInfo(pointer, spec.dtype, str(value.dtype), tuple(value.shape), strides, device)
                 slot.value = _checked_pointer(info, name, ordinal, written)
                 return True
