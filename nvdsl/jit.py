@@ -137,6 +137,8 @@ class TracedFunction:
         except TypeError:  # an unhashable constant: _describe explains
             key, program = None, None
         if program is None:
+            from .runtime.launch import refuse_while_capturing
+            refuse_while_capturing(args, stream, self.fn.__name__)
             program = self._load(args, constants, key, constants_key)
         if not program.run(args, constants_key, stream):
             raise InternalError(f"the program loaded for a call of '{self.name}' refused its arguments")

@@ -87,3 +87,10 @@ def test_the_gpu_back_end_refuses_a_cpu_tensor(monkeypatch):
     with pytest.raises(nvdsl.ArgumentError) as info:                          # the cached program, then a CPU one
         kernel(x, torch.zeros(32), 1.0)
     assert info.value.code == "bad-device"
+
+
+def test_importing_nvdsl_imports_no_torch():
+    import subprocess
+    import sys
+    code = "import sys, nvdsl, nvdsl.kernels.gemm; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)

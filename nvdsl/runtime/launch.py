@@ -9,18 +9,19 @@ device arrays costs a few Python attribute reads and one driver call per kernel.
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentError, CudaError, LaunchConfigError
+from ..errors import ArgumentError, CaptureError, CudaError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ProgramPlan, TensorMapSpec, span_elements
 from ..arguments import (HOST, ArrayInfo, is_torch_tensor, check_device_layout, check_writable, cpu_tensor_on_gpu,
                          device_array_info, view_strides)
 from ..target import TMA_ADDRESS_BYTES
-from .device import Device, check, driver
-from .tensormap import DeviceTensorMaps
+from .device import Device, check, driver, several_devices
+from .tensormap import DeviceTensorMaps, is_capturing
 
 _DEFAULT_STATIC_SMEM_LIMIT = 48 * 1024
 _CUBIN_REJECTED = {"CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU",
@@ -47,6 +48,44 @@ def stream_handle(stream) -> int:
         raise ArgumentError(f"stream={stream!r} is not a CUDA stream", code="bad-stream",
                             hint="pass a torch.cuda.Stream, a CuPy stream, a cuda-python CUstream or an int handle"
                             ) from None
+
+
+def torch_current_stream(ordinal: int):
+    """``current()``: the raw handle of torch's current stream on GPU ``ordinal`` (torch is imported: its tensors
+    were passed)."""
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)      # what torch's compiled code reads: ~0.1 us
+    if raw is not None:
+        return lambda: raw(ordinal)
+    return lambda: torch.cuda.current_stream(ordinal).cuda_stream
+
+
+def _uses_torch_gpu(args) -> int | None:
+    """The GPU of the call's first CUDA torch tensor, or None."""
+    for value in args:
+        if is_torch_tensor(value) and value.is_cuda:
+            return value.get_device()
+    return None
+
+
+def call_stream(args, stream: int) -> int:
+    """The stream a call launches on: ``stream``, or torch's current stream where none was given (0) and torch
+    tensors on a GPU were passed."""
+    if stream:
+        return stream
+    ordinal = _uses_torch_gpu(args)
+    return stream if ordinal is None else torch_current_stream(ordinal)()
+
+
+def refuse_while_capturing(args, stream: int, name: str) -> None:
+    """Refuse to compile or load a program while the call's stream is being captured into a CUDA graph: loading
+    allocates and copies, which a capture forbids (a global capture would be invalidated; a relaxed one would
+    record a graph without them)."""
+    if is_capturing(call_stream(args, stream)):
+        raise CaptureError(f"'{name}' is called with a new signature while its stream is being captured into a "
+                           "CUDA graph; compiling and loading its kernels cannot be captured", code="capture-miss",
+                           hint="call it once before capture with the same shapes, dtypes and devices (a warm-up "
+                                "iteration), then capture")
 
 
 def load_module(device: Device, cubin: bytes | None, ptx: str, chip: str):
@@ -98,6 +137,9 @@ class LoadedProgram:
         self._written = written
         self._written_host = [i for i in self._host if i in written]
         self._binders = [self._binder(i, spec, locations[i], sample_args[i]) for i, spec in enumerate(specs)]
+        # Torch tensors' calls launch on torch's current stream when given none.
+        self._current_stream = torch_current_stream(device.info.ordinal) \
+            if _uses_torch_gpu(sample_args) is not None else None
         # TMA descriptors: one slot each, filled after the arrays' pointers are known.
         self._tensormaps: dict[TensorMapSpec, tuple] = {}
         self._launches, self._launch_calls = [], []
@@ -200,6 +242,10 @@ class LoadedProgram:
         have this program's signature."""
         if len(args) != len(self._binders) or constants_key != self.constants_key:
             return False
+        if not stream and self._current_stream is not None:
+            stream = self._current_stream()
+        if several_devices():       # the context of this program's device, where another's was made current
+            self.device.make_current()
         self._lock.acquire()  # the slots are shared: bind and launch as one step (`with` costs twice as much)
         try:
             for bind in self._binders:
@@ -219,8 +265,11 @@ class LoadedProgram:
         return True
 
     def _launch_all(self, stream: int) -> None:
+        # torch's own check (a fraction of a driver call) tells a capture of torch's current stream; the descriptors
+        # it reads are then kept. Other captures are seen when a new address needs a descriptor.
+        captured = self._current_stream is not None and sys.modules["torch"].cuda.is_current_stream_capturing()
         for slot, array_slot, maps in self._tensormaps.values():
-            slot.value = maps.pointer_for(array_slot.value)
+            slot.value = maps.pointer_for(array_slot.value, stream, captured)
         for launch, kernel in self._launch_calls:
             result = launch(stream)[0]
             if result:
@@ -230,6 +279,10 @@ class LoadedProgram:
         """Launch with device memory of the call's own: copies of NumPy arguments (copied back when
         written; the call then waits for the GPU) and scratch arrays, all freed stream-ordered."""
         cu = self._cu
+        if self._host and is_capturing(stream):
+            raise CaptureError(f"'{self.name}' copies its NumPy arguments to and from the GPU, which a CUDA graph "
+                               "cannot capture", code="capture-host-array",
+                               hint="pass device arrays (torch CUDA tensors) to a call that is captured")
         allocations = []
         try:
             for j, scratch in enumerate(self._scratch):
