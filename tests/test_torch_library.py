@@ -7,6 +7,7 @@ import pytest
 
 import nvdsl
 from helpers import product_error_bound, roundoff
+from nvdsl.kernels.linear_grad import linear_grad
 from nvdsl.testing import GPU_MARKS
 
 torch = pytest.importorskip("torch")
@@ -98,8 +99,8 @@ def test_linear_and_its_gradients_match_float64(device, dtype, activation):
     y_bound = SLOPE[activation] * z_error + EVALUATION * (np.abs(z) + 1) + u * np.abs(y_exact) + tiny
     assert_within(y.reshape(-1, N), y_exact, y_bound, "y")
 
-    # dz = dy * act'(z_hat), z_hat recomputed and rounded to the inputs' dtype, the product rounded again
-    z_hat_error = z_error + u * np.abs(z) + tiny
+    # dz = dy * act'(z_hat), z_hat recomputed in float32 in the backward kernel's accumulator, the product rounded
+    z_hat_error = z_error
     dz = D * slope
     dz_error = np.abs(D) * (CURVATURE[activation] * z_hat_error + EVALUATION) + u * np.abs(dz) + tiny \
         if activation else np.zeros_like(dz)
@@ -113,6 +114,17 @@ def test_linear_and_its_gradients_match_float64(device, dtype, activation):
     assert_within(dx.reshape(-1, K), dz @ W, dx_bound, "dx")
     assert_within(dw, dz.T @ X, dw_bound, "dw")
     assert_within(dbias, dz.sum(0), db_bound, "dbias")
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh", "silu"])
+def test_the_activation_gradient_at_zero_is_the_slope_there(device, activation):
+    """z = 0 exactly (zero inputs and bias): GELU's Phi(z) = gelu(z) / z is 0 / 0 there, and the kernel takes 1/2;
+    each slope at 0 is exact in float16 (ReLU's is 0: its derivative is taken as [z > 0])."""
+    x, w, bias = (torch.zeros(s, dtype=torch.float16, device=device) for s in ((M, K), (N, K), (N,)))
+    dy = torch.full((M, N), 3.0, dtype=torch.float16, device=device)
+    dz = nvtorch.activation_grad(x, w, bias, dy, activation)
+    slope = {"relu": 0.0, "gelu": 0.5, "gelu_tanh": 0.5, "silu": 0.5}[activation]
+    assert torch.equal(dz.cpu(), torch.full((M, N), 3.0 * slope, dtype=torch.float16))
 
 
 def test_linear_without_bias_is_x_times_w_transposed(device):
@@ -130,6 +142,9 @@ def test_linear_without_bias_is_x_times_w_transposed(device):
     lambda d: (nvtorch.gemm, *operands(d, torch.float16, (M, K), (K, N))),
     lambda d: (nvtorch.linear, *operands(d, torch.bfloat16, (M, K), (N, K), (N,)), "gelu"),
     lambda d: (nvtorch.linear, *operands(d, torch.float16, (M, K), (N, K)), None, "silu"),
+    # a backward's op, itself without a backward: its operands need no gradient
+    lambda d: (nvtorch.activation_grad, *(t.detach() for t in operands(d, torch.float16, (M, K), (N, K), (N,),
+                                                                          (M, N))), "gelu_tanh"),
 ])
 def test_the_library_ops_pass_opcheck(device, args):
     op, *inputs = args(device)
@@ -144,6 +159,8 @@ def test_the_library_ops_pass_opcheck(device, args):
                             activation="tanh"), "bad-argument", ["'tanh'", "gelu"]),
     (lambda: nvtorch.linear(torch.zeros(4, 8, dtype=torch.half), torch.zeros(4, 8, dtype=torch.half),
                             torch.zeros(5, dtype=torch.half)), "bad-shape", ["[5]", "(4,)"]),
+    (lambda: linear_grad(*(np.zeros(s, np.float16) for s in ((4, 8), (4, 8), (4,), (4, 4), (4, 4))),
+                         activation="none"), "bad-argument", ["'none'", "gelu"]),
 ])
 def test_bad_operands_say_what_is_wrong(call, code, words):
     with pytest.raises(nvdsl.ArgumentError) as info:

@@ -2,7 +2,8 @@
 
 * :func:`custom_op` registers any ``@nvdsl.mlir_func`` or task kernel as a ``torch.library.custom_op``.
 * :func:`gemm` and :func:`linear` are the library's GEMM and linear layer as functional torch ops with autograd
-  and fake implementations: ``torch.compile(fullgraph=True)`` traces through them, forward and backward.
+  and fake implementations: ``torch.compile(fullgraph=True)`` traces through them, forward and backward;
+  :func:`activation_grad` is linear's fused activation backward.
 
 On CUDA tensors they run on the GPU, on torch's current stream; on CPU tensors, in nvdsl's interpreter.
 """

@@ -7,9 +7,9 @@ backward without a graph break. An op's forward and backward run on CUDA tensors
 
 Backward of ``c = a @ b``: ``da = dc @ b.T`` (``b.T`` is read as the K-major operand it is, no copy) and
 ``db = a.T @ dc`` (``a.T`` as the A operand goes through the GEMM's staging copy: TMA reads A's rows).
-Backward of ``y = act(x @ w.T + bias)``: ``dz = dy * act'(z)``, with ``z`` recomputed by the library's ``linear``
-without activation (one more GEMM instead of keeping z for every layer), and ``act'`` by torch's elementwise
-ops in float32; then ``dx = dz @ w``, ``dw = dz.T @ x`` by nvdsl GEMMs and ``dbias`` a torch sum in float32.
+Backward of ``y = act(x @ w.T + bias)``: ``dz = dy * act'(z)`` by one nvdsl kernel
+(``nvdsl.kernels.linear_grad``: z recomputed in a GEMM's accumulator, never stored, the derivative applied in its
+epilogue), then ``dx = dz @ w`` and ``dw = dz.T @ x`` by nvdsl GEMMs, and ``dbias`` by a torch sum in float32.
 
 To add an op: a ``custom_op`` whose forward allocates its outputs and calls the ``nvdsl.kernels`` function, its
 ``register_fake`` giving the same shapes, and ``register_autograd`` with a backward in terms of ops.
@@ -17,12 +17,11 @@ To add an op: a ``custom_op`` whose forward allocates its outputs and calls the 
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from ..errors import ArgumentError, user_location
 from ..kernels import gemm as kernels
+from ..kernels import linear_grad as kernels_grad
 
 #: The activations of :func:`linear`: those of ``nvdsl.kernels.gemm.linear``.
 ACTIVATIONS = tuple(kernels.ACTIVATIONS)
@@ -122,34 +121,27 @@ def _linear_setup(ctx, inputs, output):
     ctx.save_for_backward(x, w, bias)
 
 
-_SQRT_HALF, _INV_SQRT_2PI = math.sqrt(0.5), 1 / math.sqrt(2 * math.pi)
-_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+@torch.library.custom_op("nvdsl::linear_activation_grad", mutates_args=())
+def activation_grad(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, dy: torch.Tensor,
+                    activation: str) -> torch.Tensor:
+    """``dy * act'(x @ w.T + bias)`` for 2-D ``x`` (M, K), ``w`` (N, K), ``bias`` (N,) and ``dy`` (M, N): the
+    gradient at the pre-activation of :func:`linear`, by one nvdsl kernel (``nvdsl.kernels.linear_grad``)."""
+    dz = dy.new_empty(dy.shape)
+    kernels_grad.linear_grad(x, w, bias, dy, dz, activation=activation)
+    return dz
 
 
-def activation_grad(z: torch.Tensor, activation: str) -> torch.Tensor:
-    """``act'(z)`` in float32, elementwise, by torch's ops (the derivative of the library's activation)."""
-    z = z.float()
-    if activation == "relu":
-        return (z > 0).float()
-    if activation == "gelu":                      # Phi(z) + z phi(z)
-        return 0.5 * (1 + torch.erf(z * _SQRT_HALF)) + z * torch.exp(-0.5 * z * z) * _INV_SQRT_2PI
-    if activation == "gelu_tanh":                 # 0.5 (1 + t) + 0.5 z (1 - t^2) u', t = tanh(u)
-        u = _SQRT_2_OVER_PI * (z + 0.044715 * z ** 3)
-        t = torch.tanh(u)
-        return 0.5 * (1 + t) + 0.5 * z * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * z * z)
-    if activation == "silu":                      # s (1 + z (1 - s))
-        s = torch.sigmoid(z)
-        return s * (1 + z * (1 - s))
-    raise ArgumentError(f"no derivative for activation {activation!r}", code="bad-argument")
+@activation_grad.register_fake
+def _(x, w, bias, dy, activation):
+    return dy.new_empty(dy.shape)
 
 
 def _linear_backward(ctx, dy):
     x, w, bias = ctx.saved_tensors
     k, n = x.shape[-1], w.shape[0]
     x2, dz = x.reshape(-1, k), _dense(dy).reshape(-1, n)
-    if ctx.activation not in (None, "none"):
-        z = linear(x2, w, bias)
-        dz = (dz.float() * activation_grad(z, ctx.activation)).to(x.dtype)
+    if ctx.activation not in (None, "none"):       # dz = dy * act'(z), z recomputed in the same kernel
+        dz = activation_grad(x2, w, bias if bias is not None else x.new_zeros(n), dz, ctx.activation)
     dx = gemm(dz, w).reshape(x.shape) if ctx.needs_input_grad[0] else None
     dw = gemm(dz.T, x2) if ctx.needs_input_grad[1] else None
     dbias = dz.sum(0, dtype=torch.float32).to(bias.dtype) if ctx.has_bias and ctx.needs_input_grad[2] else None
