@@ -123,3 +123,13 @@ def record_skips(monkeypatch) -> list:
         return done
     monkeypatch.setattr(period.Summary, "_skip", recording)
     return skipped
+
+
+@nvdsl.mlir_func
+def axpy(x, y, alpha):
+    """``y += alpha * x`` on vectors of a multiple of 32 elements, one thread each (for the torch tests)."""
+    @nvdsl.gpu_launch(grid=x.shape[0] // 32, block=32)
+    def kernel(ctx):
+        i = ctx.block_id.x * 32 + ctx.thread_id.x
+        y[i] = y[i] + x[i] * alpha
+    kernel()

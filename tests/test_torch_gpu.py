@@ -7,7 +7,7 @@ import pytest
 import nvdsl
 from nvdsl.errors import CaptureError
 from nvdsl.testing import GPU_MARKS
-from helpers import product_error_bound
+from helpers import axpy as axpy_kernel, product_error_bound
 
 torch = pytest.importorskip("torch")
 nvtorch = pytest.importorskip("nvdsl.torch")
@@ -17,13 +17,6 @@ two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPU
 M, K, N = 256, 192, 384
 
 
-@nvdsl.mlir_func
-def axpy_kernel(x, y, alpha):
-    @nvdsl.gpu_launch(grid=x.shape[0] // 128, block=128)
-    def kernel(ctx):
-        i = ctx.block_id.x * 128 + ctx.thread_id.x
-        y[i] = y[i] + x[i] * alpha
-    kernel()
 
 
 axpy = nvtorch.custom_op(axpy_kernel, name="nvdsl_gpu_test::axpy", mutates_args=("y",), types={"alpha": float})

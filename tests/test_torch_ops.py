@@ -6,19 +6,13 @@ import pytest
 import nvdsl
 from nvdsl import tasks as nt
 from nvdsl.testing import GPU_MARKS
+from helpers import axpy as axpy_kernel
 
 torch = pytest.importorskip("torch")
 nvtorch = pytest.importorskip("nvdsl.torch")
 
 
-@nvtorch.custom_op(name="nvdsl_test::axpy", mutates_args=("y",), types={"alpha": float})
-@nvdsl.mlir_func
-def axpy(x, y, alpha):
-    @nvdsl.gpu_launch(grid=1, block=x.shape[0])
-    def kernel(ctx):
-        i = ctx.thread_id.x
-        y[i] = y[i] + x[i] * alpha
-    kernel()
+axpy = nvtorch.custom_op(axpy_kernel, name="nvdsl_test::axpy", mutates_args=("y",), types={"alpha": float})
 
 
 @nt.task(reads=("A", "B"), writes=("C",))

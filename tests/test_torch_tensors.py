@@ -6,17 +6,11 @@ import pytest
 
 import nvdsl
 from nvdsl.testing import requires_gpu
+from helpers import axpy
 
 torch = pytest.importorskip("torch")
 
 
-@nvdsl.mlir_func
-def axpy(x, y, alpha):
-    @nvdsl.gpu_launch(grid=1, block=x.shape[0])
-    def kernel(ctx):
-        i = ctx.thread_id.x
-        y[i] = y[i] + x[i] * alpha
-    kernel()
 
 
 @pytest.fixture
