@@ -166,6 +166,7 @@ def test_bad_operands_say_what_is_wrong(call, code, words):
     with pytest.raises(nvdsl.ArgumentError) as info:
         call()
     assert info.value.code == code and all(w in str(info.value) for w in words), str(info.value)
+    assert info.value.loc is not None and info.value.loc.filename == __file__     # the call, not torch's dispatch
 
 
 def test_a_training_step_compiles_in_one_graph_with_the_eager_gradients():

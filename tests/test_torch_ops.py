@@ -70,6 +70,7 @@ def test_a_write_the_op_was_not_told_of_is_refused(device):
     with pytest.raises(nvdsl.ArgumentError) as info:
         sneaky(torch.zeros(32, device=device), torch.zeros(32, device=device))
     assert info.value.code == "mutates-args" and "['x']" in str(info.value) and "mutates_args" in info.value.hint
+    assert info.value.loc.filename == __file__
 
 
 def test_an_mlir_func_must_say_what_it_writes():

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import torch
 
-from ..errors import ArgumentError, user_location
+from ..errors import ArgumentError
 from ..kernels import gemm as kernels
 from ..kernels import linear_grad as kernels_grad
+from .ops import at_user_line, user_line
 
 #: The activations of :func:`linear`: those of ``nvdsl.kernels.gemm.linear``.
 ACTIVATIONS = tuple(kernels.ACTIVATIONS)
@@ -32,14 +33,14 @@ def _check_operands(op: str, a, b, *, a_ndim=2, contracted=(1, 0)) -> None:
     if a.dtype not in _DTYPES or b.dtype != a.dtype:
         raise ArgumentError(f"nvdsl.torch.{op} takes float16 or bfloat16 operands of one dtype; got {a.dtype} and "
                             f"{b.dtype}", code="bad-dtype", hint="convert both with .half() or .bfloat16()",
-                            loc=user_location())
+                            loc=user_line())
     if a.dim() < a_ndim or b.dim() != 2 or a.shape[-1] != b.shape[contracted[1]] or a.shape[-1] == 0:
         raise ArgumentError(f"nvdsl.torch.{op}: shapes {list(a.shape)} and {list(b.shape)} do not multiply",
                             code="bad-shape", hint="a (..., K) with b (K, N) for gemm, w (N, K) for linear",
-                            loc=user_location())
+                            loc=user_line())
     if a.device != b.device:
         raise ArgumentError(f"nvdsl.torch.{op}: operands on {a.device} and {b.device}", code="bad-device",
-                            hint="move them to one device", loc=user_location())
+                            hint="move them to one device", loc=user_line())
 
 
 @torch.library.custom_op("nvdsl::gemm", mutates_args=())
@@ -49,7 +50,8 @@ def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     copy); differentiable in both operands."""
     _check_operands("gemm", a, b)
     c = a.new_empty((a.shape[0], b.shape[1]))
-    kernels.gemm(a, b, c)
+    with at_user_line():
+        kernels.gemm(a, b, c)
     return c
 
 
@@ -84,11 +86,11 @@ def _check_linear(x, w, bias, activation) -> None:
     _check_operands("linear", x, w, a_ndim=1, contracted=(1, 1))
     if activation is not None and activation not in ACTIVATIONS:
         raise ArgumentError(f"activation={activation!r} must be None or one of {sorted(ACTIVATIONS)}",
-                            code="bad-argument", loc=user_location())
+                            code="bad-argument", loc=user_line())
     if bias is not None and (bias.shape != (w.shape[0],) or bias.dtype != x.dtype):
         raise ArgumentError(f"bias of shape {list(bias.shape)} and {bias.dtype} for a weight of {w.shape[0]} "
                             f"outputs in {x.dtype}", code="bad-shape",
-                            hint=f"pass a ({w.shape[0]},) bias of the inputs' dtype", loc=user_location())
+                            hint=f"pass a ({w.shape[0]},) bias of the inputs' dtype", loc=user_line())
 
 
 @torch.library.custom_op("nvdsl::linear", mutates_args=())
@@ -100,11 +102,12 @@ def linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
     _check_linear(x, w, bias, activation)
     x2 = x.reshape(-1, x.shape[-1])
     y = x.new_empty((x2.shape[0], w.shape[0]))
-    if bias is None and activation in (None, "none"):
-        kernels.gemm(x2, w.T, y)                     # w.T: the K-major operand, no copy
-    else:
-        kernels.linear(x2, w, bias if bias is not None else x.new_zeros(w.shape[0]), y,
-                       activation=activation or "none")
+    with at_user_line():
+        if bias is None and activation in (None, "none"):
+            kernels.gemm(x2, w.T, y)                     # w.T: the K-major operand, no copy
+        else:
+            kernels.linear(x2, w, bias if bias is not None else x.new_zeros(w.shape[0]), y,
+                           activation=activation or "none")
     return y.reshape(*x.shape[:-1], w.shape[0])
 
 
@@ -127,7 +130,8 @@ def activation_grad(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, dy: to
     """``dy * act'(x @ w.T + bias)`` for 2-D ``x`` (M, K), ``w`` (N, K), ``bias`` (N,) and ``dy`` (M, N): the
     gradient at the pre-activation of :func:`linear`, by one nvdsl kernel (``nvdsl.kernels.linear_grad``)."""
     dz = dy.new_empty(dy.shape)
-    kernels_grad.linear_grad(x, w, bias, dy, dz, activation=activation)
+    with at_user_line():
+        kernels_grad.linear_grad(x, w, bias, dy, dz, activation=activation)
     return dz
 
 

@@ -11,16 +11,35 @@ give.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import os
 
 import torch
 
 from ..arguments import signature_key
-from ..errors import ArgumentError, user_location
+from ..errors import ArgumentError, UserError, user_location
 from ..jit import TracedFunction
 from ..tasks import TaskKernel
 
 _SCALAR_TYPES = (float, int, bool)
+_TORCH_DIR = os.path.dirname(torch.__file__)
+
+
+def user_line():
+    """The line of the user's op call: the innermost frame that is neither nvdsl's nor torch's dispatch."""
+    return user_location((_TORCH_DIR,))
+
+
+@contextlib.contextmanager
+def at_user_line():
+    """Errors raised inside an op point at the user's call, not at torch's dispatch frames that called nvdsl."""
+    try:
+        yield
+    except UserError as e:
+        if e.loc is None or e.loc.filename.startswith(_TORCH_DIR):
+            raise e.with_location(user_line()) from None
+        raise
 
 
 def _parameters(kernel) -> tuple[str, ...]:
@@ -79,12 +98,13 @@ def custom_op(kernel=None, *, name: str, mutates_args=None, types: dict | None =
     checked: set = set()
 
     def run(*args):
-        if isinstance(kernel, TracedFunction):
-            key = tuple(map(signature_key, args))
-            if key not in checked:
-                _check_writes(kernel, name, parameters, mutates_args, args, constants)
-                checked.add(key)
-        kernel(*args, **constants)
+        with at_user_line():
+            if isinstance(kernel, TracedFunction):
+                key = tuple(map(signature_key, args))
+                if key not in checked:
+                    _check_writes(kernel, name, parameters, mutates_args, args, constants)
+                    checked.add(key)
+            kernel(*args, **constants)
 
     annotations = {p: _annotation(kernel, p, types) for p in parameters}
     run.__signature__ = inspect.Signature(
@@ -108,4 +128,4 @@ def _check_writes(kernel: TracedFunction, name: str, parameters, mutates_args, a
         raise ArgumentError(f"custom op '{name}': the kernel writes {undeclared}, not in mutates_args "
                             f"{list(mutates_args)}", code="mutates-args",
                             hint=f"add {undeclared} to mutates_args: torch.compile reorders and drops writes it "
-                                 "is not told of", loc=user_location())
+                                 "is not told of", loc=user_line())
