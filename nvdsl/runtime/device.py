@@ -147,9 +147,9 @@ _LOCK = threading.Lock()
 _THREAD = threading.local()         # .device: the Device whose context this thread made current last
 
 
-def several_devices() -> bool:
-    """Whether calls have run on more than one GPU in this process (each launch then makes its own current)."""
-    return len(_DEVICES) > 1
+def device_table() -> dict[int, Device]:
+    """The process's Devices by ordinal (more than one: each launch makes its device's context current)."""
+    return _DEVICES
 
 
 def get_device(ordinal: int = 0) -> Device:

@@ -20,7 +20,7 @@ from ..signature import ARRAY, ArgSpec, ProgramPlan, TensorMapSpec, span_element
 from ..arguments import (HOST, ArrayInfo, is_torch_tensor, check_device_layout, check_writable, cpu_tensor_on_gpu,
                          device_array_info, view_strides)
 from ..target import TMA_ADDRESS_BYTES
-from .device import Device, check, driver, several_devices
+from .device import Device, check, device_table, driver
 from .tensormap import DeviceTensorMaps, is_capturing
 
 _DEFAULT_STATIC_SMEM_LIMIT = 48 * 1024
@@ -244,7 +244,7 @@ class LoadedProgram:
             return False
         if not stream and self._current_stream is not None:
             stream = self._current_stream()
-        if several_devices():       # the context of this program's device, where another's was made current
+        if len(device_table()) > 1:     # the context of this program's device, where another's was made current
             self.device.make_current()
         self._lock.acquire()  # the slots are shared: bind and launch as one step (`with` costs twice as much)
         try:
@@ -347,9 +347,16 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
     lines = ["def run(args, constants_key, stream):",
              f"    if len(args) != {count} or constants_key != CK:",
              "        return False",
-             f"    {''.join(f'a{i}, ' for i in range(count))}= args" if count else "",
-             "    acquire()",
-             "    try:"]
+             f"    {''.join(f'a{i}, ' for i in range(count))}= args" if count else ""]
+    torch_tensors = program._current_stream is not None
+    if torch_tensors:           # torch's current stream when none is given (see LoadedProgram.run)
+        names.update({"current_stream": program._current_stream,
+                      "torch_capturing": sys.modules["torch"].cuda.is_current_stream_capturing})
+        lines += ["    if not stream:", "        stream = current_stream()"]
+    names.update({"DEVICES": device_table(), "make_current": program.device.make_current})
+    lines += ["    if len(DEVICES) > 1:", "        make_current()",
+              "    acquire()",
+              "    try:"]
     for i, (spec, where, sample) in enumerate(zip(program.specs, locations, sample_args)):
         names[f"bind{i}"] = program._binders[i]
         if spec.kind == ARRAY and where != HOST and is_torch_tensor(sample) and spec.strides is None and \
@@ -370,9 +377,11 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
                       "            return False"]
         else:
             lines += [f"        if not bind{i}(args):", "            return False"]
+    if program._tensormaps:
+        lines.append(f"        captured = {'torch_capturing()' if torch_tensors else 'False'}")
     for j, (slot, array_slot, maps) in enumerate(program._tensormaps.values()):
         names.update({f"map{j}": slot, f"array{j}": array_slot, f"pointer_for{j}": maps.pointer_for})
-        lines.append(f"        map{j}.value = pointer_for{j}(array{j}.value)")
+        lines.append(f"        map{j}.value = pointer_for{j}(array{j}.value, stream, captured)")
     for k, (launch, (func, address)) in enumerate(zip(plan.launches, program._launches)):
         (gx, gy, gz), (bx, by, bz) = launch.grid, launch.block
         names.update({f"F{k}": func, f"kernel{k}": f"cuLaunchKernel({launch.kernel})"})
