@@ -46,6 +46,11 @@ def is_cpu_tensor(value) -> bool:
     return is_torch_tensor(value) and value.device.type == "cpu"
 
 
+def is_cuda_tensor(value) -> bool:
+    """Whether ``value`` is a PyTorch tensor in GPU memory."""
+    return is_torch_tensor(value) and value.is_cuda
+
+
 def host_view(tensor, name: str = "x", loc: SourceLocation | None = None) -> np.ndarray:
     """The NumPy array that shares a CPU tensor's memory, its strides kept (no copy): ``bfloat16`` as ml_dtypes'
     bfloat16 over the same bits. Refused: dtypes NumPy cannot hold (float8: the interpreter takes them only as

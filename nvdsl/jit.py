@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .arguments import (HOST, OnHostViews, arrays_device, check_writable, describe, device_array_info, host_views,
-                        is_cpu_tensor, signature_key)
+                        is_cpu_tensor, is_cuda_tensor, signature_key)
 from .errors import (ArgumentError, InternalError, NoDeviceError, ProtocolCheckWarning, PtxasWarning, SourceLocation,
                      TraceError, UserError, user_location)
 from .frontend.trace import Trace
@@ -137,8 +137,9 @@ class TracedFunction:
         except TypeError:  # an unhashable constant: _describe explains
             key, program = None, None
         if program is None:
-            from .runtime.launch import refuse_while_capturing
-            refuse_while_capturing(args, stream, self.fn.__name__)
+            if stream or any(map(is_cuda_tensor, args)):      # a call that a CUDA graph may be capturing
+                from .runtime.launch import refuse_while_capturing
+                refuse_while_capturing(args, stream, self.fn.__name__)
             program = self._load(args, constants, key, constants_key)
         if not program.run(args, constants_key, stream):
             raise InternalError(f"the program loaded for a call of '{self.name}' refused its arguments")

@@ -41,6 +41,17 @@ def writes_both(x, y):
 sneaky = nvtorch.custom_op(writes_both, name="nvdsl_test::writes_both", mutates_args=("y",))
 
 
+@nvdsl.mlir_func
+def shift(x, *, by):
+    @nvdsl.gpu_launch(grid=1, block=x.shape[0])
+    def kernel(ctx):
+        x[ctx.thread_id.x] = x[ctx.thread_id.x] + by
+    kernel()
+
+
+shift_op = nvtorch.custom_op(shift, name="nvdsl_test::shift", mutates_args=("x",), constants={"by": 2.0})
+
+
 @pytest.fixture(params=["cpu", pytest.param("cuda", marks=GPU_MARKS)])
 def device(request):
     return request.param
@@ -106,3 +117,10 @@ def test_ops_compile_in_one_graph():
     compiled = run(torch.compile(step, fullgraph=True, backend="aot_eager"))
     for e, c in zip(eager, compiled):
         assert torch.equal(e, c)
+
+
+def test_compile_time_constants_are_bound_at_registration(device):
+    x = torch.zeros(32, device=device)
+    shift_op(x)
+    assert "float by" not in str(torch.ops.nvdsl_test.shift.default._schema)
+    assert torch.equal(x.cpu(), torch.full((32,), 2.0))

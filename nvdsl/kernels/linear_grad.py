@@ -10,8 +10,8 @@ unfused it takes a GEMM writing ``Z``, a read of ``Z`` and ``dY`` and a write of
 
 The derivatives, from the task layer's elementwise operations (exp, the activations themselves):
 ``relu' = [z > 0]``; ``gelu' = Phi(z) + z phi(z)`` with ``Phi(z) = gelu(z) / z`` (1/2 at 0);
-``gelu_tanh' = (1 + t) / 2 + z (1 - t^2) u' / 2`` with ``t = tanh(u) = 2 sigmoid(2u) - 1``; ``silu' = s (1 + z (1 - s))``
-with ``s = sigmoid(z) = 1 / (1 + exp(-z))``.
+``gelu_tanh' = (1 + t) / 2 + z (1 - t^2) u' / 2`` with ``t = tanh(u) = 2 sigmoid(2u) - 1``;
+``silu' = s (1 + z (1 - s))`` with ``s = sigmoid(z) = 1 / (1 + exp(-z))``.
 """
 
 from __future__ import annotations

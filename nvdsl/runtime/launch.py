@@ -17,8 +17,8 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import ArgumentError, CaptureError, CudaError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ProgramPlan, TensorMapSpec, span_elements
-from ..arguments import (HOST, ArrayInfo, is_torch_tensor, check_device_layout, check_writable, cpu_tensor_on_gpu,
-                         device_array_info, view_strides)
+from ..arguments import (HOST, ArrayInfo, check_device_layout, check_writable, cpu_tensor_on_gpu, device_array_info,
+                         is_cuda_tensor, is_torch_tensor, view_strides)
 from ..target import TMA_ADDRESS_BYTES
 from .device import Device, check, device_table, driver
 from .tensormap import DeviceTensorMaps, is_capturing
@@ -63,7 +63,7 @@ def torch_current_stream(ordinal: int):
 def _uses_torch_gpu(args) -> int | None:
     """The GPU of the call's first CUDA torch tensor, or None."""
     for value in args:
-        if is_torch_tensor(value) and value.is_cuda:
+        if is_cuda_tensor(value):
             return value.get_device()
     return None
 

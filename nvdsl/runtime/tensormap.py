@@ -8,7 +8,8 @@ its own device copy, reused when the same buffer comes again.
 While the launch's stream is captured into a CUDA graph, a new address (a tensor the graph allocates) cannot be
 given a descriptor by allocating and copying from the host: the descriptor goes into a slot set aside beforehand
 (:class:`_Slots`, per device), written by memset nodes on the captured stream (the graph carries its 128 bytes as
-the nodes' values and rewrites them at each replay), and that slot is never reused while the process lives (a graph may be replayed at any time).
+the nodes' values and rewrites them at each replay), and that slot is never reused while the process lives (a
+graph may be replayed at any time).
 """
 
 from __future__ import annotations

@@ -86,7 +86,8 @@ def custom_op(kernel=None, *, name: str, mutates_args=None, types: dict | None =
     types, constants = dict(types or {}), dict(constants or {})
     unknown = sorted((set(types) | set(mutates_args or ())) - set(parameters))
     if unknown:
-        raise ArgumentError(f"{unknown} are not parameters of the kernel ({', '.join(parameters)})", code="bad-argument",
+        raise ArgumentError(f"{unknown} are not parameters of the kernel ({', '.join(parameters)})",
+                            code="bad-argument",
                             hint="name the kernel's positional parameters in mutates_args and types", loc=loc)
     if mutates_args is None:
         if not isinstance(kernel, TaskKernel):
