@@ -13,11 +13,15 @@
 * ``bfloat16`` arrays come from NumPy through ``ml_dtypes``, or as torch tensors
   and DLPack device arrays; ``float8_*`` arrays have no NumPy dtype: they come as
   torch tensors or DLPack device arrays, never from NumPy (ml_dtypes included).
+* PyTorch tensors on the CPU are host arrays for the interpreter (the back end without a GPU): it runs on the
+  NumPy array that shares the tensor's memory (:func:`host_view`), so written results land in the tensor. The
+  GPU back end refuses them (a kernel there reads device memory).
 """
 
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +39,91 @@ _TORCH_DTYPES = {f"torch.{d.name}": d for d in dt.ARRAY_DTYPES}
 
 def is_torch_tensor(value) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "data_ptr")
+
+
+def is_cpu_tensor(value) -> bool:
+    """Whether ``value`` is a PyTorch tensor in host memory."""
+    return is_torch_tensor(value) and value.device.type == "cpu"
+
+
+def is_cuda_tensor(value) -> bool:
+    """Whether ``value`` is a PyTorch tensor in GPU memory."""
+    return is_torch_tensor(value) and value.is_cuda
+
+
+def host_view(tensor, name: str = "x", loc: SourceLocation | None = None) -> np.ndarray:
+    """The NumPy array that shares a CPU tensor's memory, its strides kept (no copy): ``bfloat16`` as ml_dtypes'
+    bfloat16 over the same bits. Refused: dtypes NumPy cannot hold (float8: the interpreter takes them only as
+    raw bits) and bfloat16 without ml_dtypes."""
+    tensor = tensor.detach()                 # a tensor that requires grad has no .numpy(); the memory is the same
+    dtype_text = str(tensor.dtype)
+    dtype = _TORCH_DTYPES.get(dtype_text)
+    if dtype is dt.bfloat16:
+        numpy_bf16 = dt.numpy_dtype(dt.bfloat16)
+        if numpy_bf16 is not None:
+            return tensor.view(sys.modules["torch"].int16).numpy().view(numpy_bf16)
+        raise ArgumentError(f"argument '{name}' is a bfloat16 CPU tensor, which the interpreter reads through "
+                            "ml_dtypes, not installed here", code="bad-dtype",
+                            hint="pip install ml_dtypes, or pass a float32 tensor", loc=loc)
+    if dtype is None or dtype in dt.NOT_IN_NUMPY:
+        raise ArgumentError(f"argument '{name}' is a CPU tensor of {dtype_text}, which the interpreter cannot "
+                            "hold as a NumPy array", code="bad-dtype",
+                            hint=f"pass t.view(torch.uint{tensor.element_size() * 8}) to move the raw bits, or a "
+                                 "CUDA tensor on a GPU", loc=loc)
+    return tensor.numpy()
+
+
+def cpu_tensor_on_gpu(name: str) -> ArgumentError:
+    """The GPU back end's refusal of a CPU tensor."""
+    return ArgumentError(f"argument '{name}' is a PyTorch tensor on the CPU, but the kernel runs on the GPU",
+                         code="bad-device", hint="pass t.cuda() (used in place), or run in the interpreter on CPU "
+                                                 "tensors (NVDSL_BACKEND=interpret)")
+
+
+class OnHostViews:
+    """A program run on the interpreter's NumPy arrays, called with CPU tensors: each call hands it
+    :func:`host_view`'s arrays in their place (written results land in the tensors: they share memory)."""
+
+    def __init__(self, program, sample_args):
+        self.program = program
+        self.tensors = tuple(i for i, a in enumerate(sample_args) if is_torch_tensor(a))
+
+    @property
+    def written(self) -> frozenset[int]:
+        return self.program.written
+
+    def run(self, args, constants_key, stream: int = 0) -> bool:
+        if len(args) != len(self.program.specs):
+            return False
+        args = list(args)
+        for i in self.tensors:
+            if not is_cpu_tensor(args[i]):      # a CUDA tensor: the GPU's program (the interpreter's refuses it)
+                return False
+            args[i] = host_view(args[i], self.program.specs[i].name)
+        return self.program.run(args, constants_key, stream)
+
+
+def arrays_device(args, default: int) -> int:
+    """The GPU a call runs on: that of its first argument in GPU memory which says where it lives (a CUDA tensor,
+    a DLPack array), else ``default`` (``Options.device``)."""
+    found = {}
+    for i, value in enumerate(args):
+        if is_torch_tensor(value):
+            if value.is_cuda:
+                found.setdefault(value.get_device(), i)
+        elif hasattr(value, "__dlpack_device__") and not isinstance(value, np.ndarray):
+            kind, ordinal = value.__dlpack_device__()
+            if kind in (_DL_CUDA, _DL_CUDA_MANAGED):
+                found.setdefault(ordinal, i)
+    if len(found) > 1:
+        raise ArgumentError("arguments " + ", ".join(f"{i} on GPU {d}" for d, i in found.items()) + ": a call's "
+                            "arrays live on one GPU", code="bad-device", hint="move them to one device (t.to(...))")
+    return next(iter(found), default)
+
+
+def host_views(args) -> tuple:
+    """``args`` with each CPU tensor as its :func:`host_view` (the interpreter's arrays)."""
+    return tuple(host_view(a) if is_cpu_tensor(a) else a for a in args)
 
 
 @dataclass(frozen=True)
@@ -158,9 +247,10 @@ def _keyer(kind: type):
     if issubclass(kind, np.generic):
         return lambda v: kind
     if kind.__module__.startswith("torch") and hasattr(kind, "data_ptr"):
-        # Where it lives is checked when the pointer is read, so CPU and GPU tensors may share a key.
-        return lambda v: (kind, v.dtype, v.shape, v.data_ptr() % TMA_ADDRESS_BYTES != 0) if v.is_contiguous() else \
-            (kind, v.dtype, v.shape, v.stride(), v.data_ptr() % TMA_ADDRESS_BYTES != 0)
+        # Where it lives keys it: CPU tensors run in the interpreter, CUDA tensors on their own GPU.
+        return lambda v: (kind, v.dtype, v.shape, v.get_device(), v.data_ptr() % TMA_ADDRESS_BYTES != 0) \
+            if v.is_contiguous() else (kind, v.dtype, v.shape, v.get_device(), v.stride(),
+                                       v.data_ptr() % TMA_ADDRESS_BYTES != 0)
 
     def generic(v):
         info = device_array_info(v)
@@ -210,9 +300,8 @@ def describe(value, name: str, loc: SourceLocation | None) -> tuple[ArgSpec, str
                                 hint="pass a scalar (e.g. x.item() or np.float32(x)) or an array of rank >= 1",
                                 loc=loc)
         return ArgSpec(name, ARRAY, dtype, tuple(value.shape), host_strides(value, name, loc)), HOST
-    if is_torch_tensor(value) and not value.is_cuda:
-        raise ArgumentError(f"argument '{name}' is a PyTorch tensor on the CPU", code="bad-device",
-                            hint="pass t.numpy() (copied for the call) or t.cuda() (used in place)", loc=loc)
+    if is_cpu_tensor(value):    # a host array, as its NumPy view (the GPU back end refuses it when it binds it)
+        return describe(host_view(value, name, loc), name, loc)
     info = device_array_info(value)
     if info is None:
         raise ArgumentError(f"argument '{name}' is a {type(value).__name__}, which nvdsl cannot pass to a kernel",
@@ -309,6 +398,8 @@ def check_device_layout(info: ArrayInfo, name: str, loc) -> None:
 def check_writable(array, name: str, loc) -> None:
     """Refuse a read-only argument that a kernel writes: a NumPy array that is not writeable, or a device
     array whose producer marked it read-only (``readonly`` in its CUDA array interface)."""
+    if is_torch_tensor(array):         # torch has no read-only tensors
+        return
     readonly = not array.flags.writeable if isinstance(array, np.ndarray) else array.readonly
     if readonly:
         raise ArgumentError(f"argument '{name}' is read-only, but a kernel writes it", code="read-only",

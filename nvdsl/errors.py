@@ -131,6 +131,10 @@ class LaunchConfigError(UserError, ValueError):
     """A grid, block or shared-memory size the hardware cannot launch."""
 
 
+class CaptureError(UserError, RuntimeError):
+    """A call that cannot be captured into a CUDA graph: it would compile, load, or copy host arrays."""
+
+
 class TaskError(UserError, TypeError):
     """A mistake in a tile program of the task layer (privileges, shapes, loops)."""
 

@@ -29,7 +29,8 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .arguments import HOST, check_writable, describe, device_array_info, signature_key
+from .arguments import (HOST, OnHostViews, arrays_device, check_writable, describe, device_array_info, host_views,
+                        is_cpu_tensor, is_cuda_tensor, signature_key)
 from .errors import (ArgumentError, InternalError, NoDeviceError, ProtocolCheckWarning, PtxasWarning, SourceLocation,
                      TraceError, UserError, user_location)
 from .frontend.trace import Trace
@@ -136,6 +137,9 @@ class TracedFunction:
         except TypeError:  # an unhashable constant: _describe explains
             key, program = None, None
         if program is None:
+            if stream or any(map(is_cuda_tensor, args)):      # a call that a CUDA graph may be capturing
+                from .runtime.launch import refuse_while_capturing
+                refuse_while_capturing(args, stream, self.fn.__name__)
             program = self._load(args, constants, key, constants_key)
         if not program.run(args, constants_key, stream):
             raise InternalError(f"the program loaded for a call of '{self.name}' refused its arguments")
@@ -306,7 +310,8 @@ class TracedFunction:
     def _load(self, args, constants, key, constants_key):
         specs, locations = self._describe(args, constants)
         options = self.options
-        if choose_backend(options) == INTERPRET:
+        backend = choose_backend(options, args)
+        if backend == INTERPRET:
             from .interpreter.call import InterpretedProgram  # imports MLIR
             # A dump asks for the PTX and SASS too: compile (no GPU needed) and interpret the same trace.
             trace = self._compile(specs, constants).trace if options.dump_dir else self._interpreted_trace(specs,
@@ -318,12 +323,15 @@ class TracedFunction:
             if locations[i] is not None:
                 check_writable(args[i] if locations[i] == HOST else device_array_info(args[i]), specs[i].name,
                                user_location())
-        if choose_backend(options) == INTERPRET:
-            program = InterpretedProgram(trace.module, specs, locations, written, options.seed, args, constants_key)
+        if backend == INTERPRET:
+            views = host_views(args)        # CPU torch tensors: the NumPy arrays sharing their memory
+            program = InterpretedProgram(trace.module, specs, locations, written, options.seed, views, constants_key)
+            if any(map(is_cpu_tensor, args)):
+                program = OnHostViews(program, args)
         else:
             from .runtime.device import get_device
             from .runtime.launch import LoadedProgram, load_module
-            device = get_device(options.device)
+            device = get_device(arrays_device(args, options.device))
             loaded = load_module(device, module.cubin, module.ptx, options.chip)
             program = LoadedProgram(device, module.plan, loaded, specs, locations, written, self.name, args,
                                     constants_key)
@@ -369,11 +377,14 @@ _NOTICE = ("nvdsl: no GPU found, so calls run in the CPU interpreter (slow; it r
 _noticed = False
 
 
-def choose_backend(options: Options) -> str:
-    """``options.backend``, or the GPU when the driver sees one and else the interpreter, saying so once."""
+def choose_backend(options: Options, args=()) -> str:
+    """``options.backend``, or where the call's arguments live: the interpreter for CPU torch tensors, else the GPU
+    when the driver sees one and else the interpreter, saying so once."""
     global _noticed
     if options.backend is not None:
         return options.backend
+    if any(map(is_cpu_tensor, args)):
+        return INTERPRET
     from .runtime.device import device_count
     if device_count() > 0:
         return GPU

@@ -6,7 +6,15 @@ import numpy as np
 import nvdsl
 
 # Unit roundoff (half an ulp at 1) and half the smallest subnormal of the types a product is stored in.
-_UNIT_ROUNDOFF = {np.dtype(np.float32): (2.0 ** -24, 2.0 ** -150), np.dtype(np.float16): (2.0 ** -11, 2.0 ** -25)}
+_UNIT_ROUNDOFF = {"float32": (2.0 ** -24, 2.0 ** -150), "float16": (2.0 ** -11, 2.0 ** -25),
+                  "bfloat16": (2.0 ** -8, 2.0 ** -134)}
+
+
+def roundoff(dtype) -> tuple[float, float]:
+    """Half an ulp at 1 of a float type, and half its smallest subnormal (a NumPy dtype, ml_dtypes' bfloat16, or a
+    torch dtype)."""
+    name = str(dtype).removeprefix("torch.") if type(dtype).__module__ == "torch" else np.dtype(dtype).name
+    return _UNIT_ROUNDOFF[name]
 
 
 def product_error_bound(a, b, out_dtype) -> np.ndarray:
@@ -15,11 +23,11 @@ def product_error_bound(a, b, out_dtype) -> np.ndarray:
     Stability, Lemma 3.1; the float16 or bfloat16 inputs' products are exact in float32) plus the final
     rounding. Nothing in it depends on how a BLAS library blocks its sums, which differ from machine to machine."""
     k = a.shape[-1]
-    u32 = _UNIT_ROUNDOFF[np.dtype(np.float32)][0]
+    u32 = roundoff(np.float32)[0]
     gamma = k * u32 / (1 - k * u32)
     accumulated = gamma * (np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))
     exact = a.astype(np.float64) @ b.astype(np.float64)
-    u_out, tiny = _UNIT_ROUNDOFF[np.dtype(out_dtype)]
+    u_out, tiny = roundoff(out_dtype)
     return accumulated + u_out * (np.abs(exact) + accumulated) + tiny
 
 
@@ -115,3 +123,13 @@ def record_skips(monkeypatch) -> list:
         return done
     monkeypatch.setattr(period.Summary, "_skip", recording)
     return skipped
+
+
+@nvdsl.mlir_func
+def axpy(x, y, alpha):
+    """``y += alpha * x`` on vectors of a multiple of 32 elements, one thread each (for the torch tests)."""
+    @nvdsl.gpu_launch(grid=x.shape[0] // 32, block=32)
+    def kernel(ctx):
+        i = ctx.block_id.x * 32 + ctx.thread_id.x
+        y[i] = y[i] + x[i] * alpha
+    kernel()

@@ -115,7 +115,6 @@ class Device:
                                 hint="set Options(device=...) or NVDSL_DEVICE to an existing ordinal")
         self.handle = check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
         self.context = check(cu.cuDevicePrimaryCtxRetain(self.handle), "cuDevicePrimaryCtxRetain")
-        self._thread = threading.local()
         self.make_current()
         attr = cu.CUdevice_attribute
         get = lambda a: check(cu.cuDeviceGetAttribute(a, self.handle), "cuDeviceGetAttribute")
@@ -131,11 +130,12 @@ class Device:
         )
 
     def make_current(self) -> None:
-        """Make the primary context current on this thread (once per thread)."""
-        if getattr(self._thread, "current", False):
+        """Make the primary context current on this thread, where another device's was made current after it (a
+        thread's current context is one for all devices)."""
+        if getattr(_THREAD, "device", None) is self:
             return
         check(driver().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
-        self._thread.current = True
+        _THREAD.device = self
 
     def synchronize(self) -> None:
         self.make_current()
@@ -144,6 +144,12 @@ class Device:
 
 _DEVICES: dict[int, Device] = {}
 _LOCK = threading.Lock()
+_THREAD = threading.local()         # .device: the Device whose context this thread made current last
+
+
+def device_table() -> dict[int, Device]:
+    """The process's Devices by ordinal (more than one: each launch makes its device's context current)."""
+    return _DEVICES
 
 
 def get_device(ordinal: int = 0) -> Device:

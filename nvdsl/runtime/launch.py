@@ -9,18 +9,19 @@ device arrays costs a few Python attribute reads and one driver call per kernel.
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
 
 import numpy as np
 
 from .. import dtypes as dt
-from ..errors import ArgumentError, CudaError, LaunchConfigError
+from ..errors import ArgumentError, CaptureError, CudaError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ProgramPlan, TensorMapSpec, span_elements
-from ..arguments import (HOST, ArrayInfo, is_torch_tensor, check_device_layout, check_writable, device_array_info,
-                         view_strides)
+from ..arguments import (HOST, ArrayInfo, check_device_layout, check_writable, cpu_tensor_on_gpu, device_array_info,
+                         is_cuda_tensor, is_torch_tensor, view_strides)
 from ..target import TMA_ADDRESS_BYTES
-from .device import Device, check, driver
-from .tensormap import DeviceTensorMaps
+from .device import Device, check, device_table, driver
+from .tensormap import DeviceTensorMaps, is_capturing
 
 _DEFAULT_STATIC_SMEM_LIMIT = 48 * 1024
 _CUBIN_REJECTED = {"CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU",
@@ -47,6 +48,44 @@ def stream_handle(stream) -> int:
         raise ArgumentError(f"stream={stream!r} is not a CUDA stream", code="bad-stream",
                             hint="pass a torch.cuda.Stream, a CuPy stream, a cuda-python CUstream or an int handle"
                             ) from None
+
+
+def torch_current_stream(ordinal: int):
+    """``current()``: the raw handle of torch's current stream on GPU ``ordinal`` (torch is imported: its tensors
+    were passed)."""
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)      # what torch's compiled code reads: ~0.1 us
+    if raw is not None:
+        return lambda: raw(ordinal)
+    return lambda: torch.cuda.current_stream(ordinal).cuda_stream
+
+
+def _uses_torch_gpu(args) -> int | None:
+    """The GPU of the call's first CUDA torch tensor, or None."""
+    for value in args:
+        if is_cuda_tensor(value):
+            return value.get_device()
+    return None
+
+
+def call_stream(args, stream: int) -> int:
+    """The stream a call launches on: ``stream``, or torch's current stream where none was given (0) and torch
+    tensors on a GPU were passed."""
+    if stream:
+        return stream
+    ordinal = _uses_torch_gpu(args)
+    return stream if ordinal is None else torch_current_stream(ordinal)()
+
+
+def refuse_while_capturing(args, stream: int, name: str) -> None:
+    """Refuse to compile or load a program while the call's stream is being captured into a CUDA graph: loading
+    allocates and copies, which a capture forbids (a global capture would be invalidated; a relaxed one would
+    record a graph without them)."""
+    if is_capturing(call_stream(args, stream)):
+        raise CaptureError(f"'{name}' is called with a new signature while its stream is being captured into a "
+                           "CUDA graph; compiling and loading its kernels cannot be captured", code="capture-miss",
+                           hint="call it once before capture with the same shapes, dtypes and devices (a warm-up "
+                                "iteration), then capture")
 
 
 def load_module(device: Device, cubin: bytes | None, ptx: str, chip: str):
@@ -98,6 +137,9 @@ class LoadedProgram:
         self._written = written
         self._written_host = [i for i in self._host if i in written]
         self._binders = [self._binder(i, spec, locations[i], sample_args[i]) for i, spec in enumerate(specs)]
+        # Torch tensors' calls launch on torch's current stream when given none.
+        self._current_stream = torch_current_stream(device.info.ordinal) \
+            if _uses_torch_gpu(sample_args) is not None else None
         # TMA descriptors: one slot each, filled after the arrays' pointers are known.
         self._tensormaps: dict[TensorMapSpec, tuple] = {}
         self._launches, self._launch_calls = [], []
@@ -144,6 +186,8 @@ class LoadedProgram:
         if spec.kind != ARRAY:
             return _scalar_binder(i, spec, kind, self._slots[i])
         if where == HOST:
+            if is_torch_tensor(sample):
+                raise cpu_tensor_on_gpu(spec.name)
             dtype, shape = sample.dtype, sample.shape
             if spec.strides is None:
                 return lambda args: type(args[i]) is kind and args[i].dtype == dtype and args[i].shape == shape and \
@@ -169,13 +213,12 @@ class LoadedProgram:
                 pointer = value.data_ptr()
                 if (pointer % TMA_ADDRESS_BYTES != 0) is not unaligned:    # traced for the other alignment
                     return False
-                if value.get_device() == ordinal and not pointer % itemsize:
+                device = value.get_device()
+                if device != ordinal:       # a CPU tensor (the interpreter's) or another GPU's: another program
+                    return False
+                if not pointer % itemsize:
                     slot.value = pointer
                     return True
-                device = value.get_device()
-                if device < 0:
-                    raise ArgumentError(f"argument '{name}' is a PyTorch tensor on the CPU", code="bad-device",
-                                        hint="pass t.numpy() (copied for the call) or t.cuda() (used in place)")
                 info = ArrayInfo(pointer, spec.dtype, str(value.dtype), tuple(value.shape), strides, device)
                 slot.value = _checked_pointer(info, name, ordinal, written)
                 return True
@@ -199,6 +242,10 @@ class LoadedProgram:
         have this program's signature."""
         if len(args) != len(self._binders) or constants_key != self.constants_key:
             return False
+        if not stream and self._current_stream is not None:
+            stream = self._current_stream()
+        if len(device_table()) > 1:     # the context of this program's device, where another's was made current
+            self.device.make_current()
         self._lock.acquire()  # the slots are shared: bind and launch as one step (`with` costs twice as much)
         try:
             for bind in self._binders:
@@ -218,8 +265,11 @@ class LoadedProgram:
         return True
 
     def _launch_all(self, stream: int) -> None:
+        # torch's own check (a fraction of a driver call) tells a capture of torch's current stream; the descriptors
+        # it reads are then kept. Other captures are seen when a new address needs a descriptor.
+        captured = self._current_stream is not None and sys.modules["torch"].cuda.is_current_stream_capturing()
         for slot, array_slot, maps in self._tensormaps.values():
-            slot.value = maps.pointer_for(array_slot.value)
+            slot.value = maps.pointer_for(array_slot.value, stream, captured)
         for launch, kernel in self._launch_calls:
             result = launch(stream)[0]
             if result:
@@ -229,6 +279,10 @@ class LoadedProgram:
         """Launch with device memory of the call's own: copies of NumPy arguments (copied back when
         written; the call then waits for the GPU) and scratch arrays, all freed stream-ordered."""
         cu = self._cu
+        if self._host and is_capturing(stream):
+            raise CaptureError(f"'{self.name}' copies its NumPy arguments to and from the GPU, which a CUDA graph "
+                               "cannot capture", code="capture-host-array",
+                               hint="pass device arrays (torch CUDA tensors) to a call that is captured")
         allocations = []
         try:
             for j, scratch in enumerate(self._scratch):
@@ -293,9 +347,16 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
     lines = ["def run(args, constants_key, stream):",
              f"    if len(args) != {count} or constants_key != CK:",
              "        return False",
-             f"    {''.join(f'a{i}, ' for i in range(count))}= args" if count else "",
-             "    acquire()",
-             "    try:"]
+             f"    {''.join(f'a{i}, ' for i in range(count))}= args" if count else ""]
+    torch_tensors = program._current_stream is not None
+    if torch_tensors:           # torch's current stream when none is given (see LoadedProgram.run)
+        names.update({"current_stream": program._current_stream,
+                      "torch_capturing": sys.modules["torch"].cuda.is_current_stream_capturing})
+        lines += ["    if not stream:", "        stream = current_stream()"]
+    names.update({"DEVICES": device_table(), "make_current": program.device.make_current})
+    lines += ["    if len(DEVICES) > 1:", "        make_current()",
+              "    acquire()",
+              "    try:"]
     for i, (spec, where, sample) in enumerate(zip(program.specs, locations, sample_args)):
         names[f"bind{i}"] = program._binders[i]
         if spec.kind == ARRAY and where != HOST and is_torch_tensor(sample) and spec.strides is None and \
@@ -316,9 +377,11 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
                       "            return False"]
         else:
             lines += [f"        if not bind{i}(args):", "            return False"]
+    if program._tensormaps:
+        lines.append(f"        captured = {'torch_capturing()' if torch_tensors else 'False'}")
     for j, (slot, array_slot, maps) in enumerate(program._tensormaps.values()):
         names.update({f"map{j}": slot, f"array{j}": array_slot, f"pointer_for{j}": maps.pointer_for})
-        lines.append(f"        map{j}.value = pointer_for{j}(array{j}.value)")
+        lines.append(f"        map{j}.value = pointer_for{j}(array{j}.value, stream, captured)")
     for k, (launch, (func, address)) in enumerate(zip(plan.launches, program._launches)):
         (gx, gy, gz), (bx, by, bz) = launch.grid, launch.block
         names.update({f"F{k}": func, f"kernel{k}": f"cuLaunchKernel({launch.kernel})"})

@@ -4,17 +4,75 @@ A kernel receives a descriptor as a pointer to its 128 bytes in global memory.
 Descriptors are encoded per buffer address and never rewritten in place (a
 kernel still running may be reading one), so each address a call passes gets
 its own device copy, reused when the same buffer comes again.
+
+While the launch's stream is captured into a CUDA graph, a new address (a tensor the graph allocates) cannot be
+given a descriptor by allocating and copying from the host: the descriptor goes into a slot set aside beforehand
+(:class:`_Slots`, per device), written by memset nodes on the captured stream (the graph carries its 128 bytes as
+the nodes' values and rewrites them at each replay), and that slot is never reused while the process lives (a
+graph may be replayed at any time).
 """
 
 from __future__ import annotations
 
+import ctypes
+
 from .. import dtypes as dt
-from ..errors import ArgumentError
+from ..errors import ArgumentError, CaptureError
 from ..signature import TensorMapSpec
 from ..target import DESCRIPTOR_BYTES, TMA_DATA_TYPES
 from .device import Device, check, driver
 
 _CACHE_LIMIT = 256
+#: Descriptor slots set aside per device for captures (8 KiB each 64); topped up outside captures.
+_SPARE_SLOTS = 512
+
+
+class _Slots:
+    """Descriptor slots of one device, allocated outside captures for the descriptors a capture needs."""
+
+    def __init__(self):
+        self.free: list[int] = []
+        self.blocks: list[int] = []          # kept for the process's life: a graph may read them at any replay
+
+    def top_up(self) -> None:
+        if len(self.free) >= _SPARE_SLOTS // 2:
+            return
+        block = int(check(driver().cuMemAlloc(_SPARE_SLOTS * DESCRIPTOR_BYTES), "cuMemAlloc"))
+        self.blocks.append(block)
+        self.free += [block + i * DESCRIPTOR_BYTES for i in range(_SPARE_SLOTS)]
+
+    def take(self, name: str) -> int:
+        if not self.free:
+            raise CaptureError(f"argument '{name}': the capture needs more new TMA descriptors (one per launch on a "
+                               f"buffer the graph allocates) than were set aside (at least {_SPARE_SLOTS // 2})",
+                               code="capture-descriptors",
+                               hint="capture fewer calls per graph, or pass buffers allocated before capture")
+        return self.free.pop()
+
+
+_SLOTS: dict[int, _Slots] = {}
+
+
+def is_capturing(stream: int) -> bool:
+    """Whether ``stream`` is being captured into a CUDA graph (``cuStreamIsCapturing``)."""
+    if not stream:          # the legacy default stream is never captured
+        return False
+    cu = driver()
+    status = check(cu.cuStreamIsCapturing(stream), "cuStreamIsCapturing")
+    return status == cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_ACTIVE
+
+
+def write_in_capture(pointer: int, tensor_map, stream: int) -> None:
+    """Write a descriptor's 128 bytes at ``pointer`` by memset nodes on a captured stream (no host memory read)."""
+    cu = driver()
+    words = (ctypes.c_uint32 * (DESCRIPTOR_BYTES // 4)).from_address(tensor_map.getPtr())
+    i = 0
+    while i < len(words):          # a run of equal words is one node
+        j = i
+        while j + 1 < len(words) and words[j + 1] == words[i]:
+            j += 1
+        check(cu.cuMemsetD32Async(pointer + 4 * i, words[i], j - i + 1, stream), "cuMemsetD32Async")
+        i = j + 1
 
 
 def encode(spec: TensorMapSpec, dtype: dt.DType, shape: tuple[int, ...], address: int,
@@ -51,11 +109,18 @@ class DeviceTensorMaps:
         self.device, self.spec, self.dtype, self.shape, self.name = device, spec, dtype, shape, name
         self.strides = strides
         self._by_address: dict[int, int] = {}
+        self._kept: set[int] = set()             # descriptors a captured graph reads: never freed
+        self._slots = _SLOTS.setdefault(device.info.ordinal, _Slots())
+        self._slots.top_up()
 
-    def pointer_for(self, address: int) -> int:
-        """The device address of the descriptor for the array at ``address``."""
+    def pointer_for(self, address: int, stream: int = 0, captured: bool = False) -> int:
+        """The device address of the descriptor for the array at ``address``: written on ``stream`` while it is
+        being captured (see the module's note); one a capture reads (``captured``: the caller knows it is capturing)
+        is kept for the process's life."""
         found = self._by_address.get(address)
         if found is not None:
+            if captured:
+                self._kept.add(found)
             return found
         alignment = 32 if self.spec.interleave == 32 else 16
         if address % alignment:
@@ -63,12 +128,19 @@ class DeviceTensorMaps:
                                 f"aligned to {alignment} bytes", code="misaligned",
                                 hint="pass a view that starts on a 16-byte boundary, or a fresh copy (x.clone())")
         cu = driver()
+        tensor_map = encode(self.spec, self.dtype, self.shape, address, self.strides)
+        if captured or is_capturing(stream):
+            # Not kept for later calls: the slot holds the descriptor only once a replay's memsets have run.
+            pointer = self._slots.take(self.name)
+            write_in_capture(pointer, tensor_map, stream)
+            return pointer
         if len(self._by_address) >= _CACHE_LIMIT:
             self.device.synchronize()  # no kernel still reads the old descriptors
             for pointer in self._by_address.values():
-                cu.cuMemFree(pointer)
+                if pointer not in self._kept:       # a graph's descriptor stays
+                    cu.cuMemFree(pointer)
             self._by_address.clear()
-        tensor_map = encode(self.spec, self.dtype, self.shape, address, self.strides)
+        self._slots.top_up()
         pointer = int(check(cu.cuMemAlloc(DESCRIPTOR_BYTES), "cuMemAlloc"))
         check(cu.cuMemcpyHtoD(pointer, tensor_map.getPtr(), DESCRIPTOR_BYTES), "cuMemcpyHtoD")
         self._by_address[address] = pointer

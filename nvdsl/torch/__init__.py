@@ -1,0 +1,14 @@
+"""nvdsl inside PyTorch (needs ``pip install nvdsl[torch]``; ``import nvdsl`` never imports torch).
+
+* :func:`custom_op` registers any ``@nvdsl.mlir_func`` or task kernel as a ``torch.library.custom_op``.
+* :func:`gemm` and :func:`linear` are the library's GEMM and linear layer as functional torch ops with autograd
+  and fake implementations: ``torch.compile(fullgraph=True)`` traces through them, forward and backward;
+  :func:`activation_grad` is linear's fused activation backward.
+
+On CUDA tensors they run on the GPU, on torch's current stream; on CPU tensors, in nvdsl's interpreter.
+"""
+
+from .library import ACTIVATIONS, activation_grad, gemm, linear
+from .ops import custom_op
+
+__all__ = ["ACTIVATIONS", "activation_grad", "custom_op", "gemm", "linear"]

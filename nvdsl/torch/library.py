@@ -1,0 +1,155 @@
+"""nvdsl's library as functional torch ops with autograd: ``torch.ops.nvdsl.gemm`` and ``torch.ops.nvdsl.linear``.
+
+Each op is a ``torch.library.custom_op`` returning a new tensor, with a fake implementation (shapes and dtypes
+only) and a backward made of the same ops, so ``torch.compile(fullgraph=True)`` traces through forward and
+backward without a graph break. An op's forward and backward run on CUDA tensors (the GPU) and on CPU tensors
+(the interpreter).
+
+Backward of ``c = a @ b``: ``da = dc @ b.T`` (``b.T`` is read as the K-major operand it is, no copy) and
+``db = a.T @ dc`` (``a.T`` as the A operand goes through the GEMM's staging copy: TMA reads A's rows).
+Backward of ``y = act(x @ w.T + bias)``: ``dz = dy * act'(z)`` by one nvdsl kernel
+(``nvdsl.kernels.linear_grad``: z recomputed in a GEMM's accumulator, never stored, the derivative applied in its
+epilogue), then ``dx = dz @ w`` and ``dw = dz.T @ x`` by nvdsl GEMMs, and ``dbias`` by a torch sum in float32.
+
+To add an op: a ``custom_op`` whose forward allocates its outputs and calls the ``nvdsl.kernels`` function, its
+``register_fake`` giving the same shapes, and ``register_autograd`` with a backward in terms of ops.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import ArgumentError
+from ..kernels import gemm as kernels
+from ..kernels import linear_grad as kernels_grad
+from .ops import at_user_line, user_line
+
+#: The activations of :func:`linear`: those of ``nvdsl.kernels.gemm.linear``.
+ACTIVATIONS = tuple(kernels.ACTIVATIONS)
+_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def _check_operands(op: str, a, b, *, a_ndim=2, contracted=(1, 0)) -> None:
+    if a.dtype not in _DTYPES or b.dtype != a.dtype:
+        raise ArgumentError(f"nvdsl.torch.{op} takes float16 or bfloat16 operands of one dtype; got {a.dtype} and "
+                            f"{b.dtype}", code="bad-dtype", hint="convert both with .half() or .bfloat16()",
+                            loc=user_line())
+    if a.dim() < a_ndim or b.dim() != 2 or a.shape[-1] != b.shape[contracted[1]] or a.shape[-1] == 0:
+        raise ArgumentError(f"nvdsl.torch.{op}: shapes {list(a.shape)} and {list(b.shape)} do not multiply",
+                            code="bad-shape", hint="a (..., K) with b (K, N) for gemm, w (N, K) for linear",
+                            loc=user_line())
+    if a.device != b.device:
+        raise ArgumentError(f"nvdsl.torch.{op}: operands on {a.device} and {b.device}", code="bad-device",
+                            hint="move them to one device", loc=user_line())
+
+
+@torch.library.custom_op("nvdsl::gemm", mutates_args=())
+def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for 2-D float16 or bfloat16 ``a`` (M, K) and ``b`` (K, N): a new (M, N) tensor of their dtype,
+    accumulated in float32 (``nvdsl.kernels.gemm.gemm``). Strided views are taken as they are (``w.T`` with no
+    copy); differentiable in both operands."""
+    _check_operands("gemm", a, b)
+    c = a.new_empty((a.shape[0], b.shape[1]))
+    with at_user_line():
+        kernels.gemm(a, b, c)
+    return c
+
+
+@gemm.register_fake
+def _(a, b):
+    _check_operands("gemm", a, b)
+    return a.new_empty((a.shape[0], b.shape[1]))
+
+
+def _gemm_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _gemm_backward(ctx, dc):
+    a, b = ctx.saved_tensors
+    dc = _dense(dc)
+    da = gemm(dc, b.T) if ctx.needs_input_grad[0] else None
+    db = gemm(a.T, dc) if ctx.needs_input_grad[1] else None
+    return da, db
+
+
+gemm.register_autograd(_gemm_backward, setup_context=_gemm_setup)
+
+
+def _dense(t):
+    """A gradient as the GEMMs take it: torch hands broadcast ones (stride 0, e.g. of a ``sum()``), which no kernel
+    may write or read as an array; a copy for those, the tensor itself otherwise."""
+    return t if all(s != 0 or n == 1 for s, n in zip(t.stride(), t.shape)) else t.contiguous()
+
+
+def _check_linear(x, w, bias, activation) -> None:
+    _check_operands("linear", x, w, a_ndim=1, contracted=(1, 1))
+    if activation is not None and activation not in ACTIVATIONS:
+        raise ArgumentError(f"activation={activation!r} must be None or one of {sorted(ACTIVATIONS)}",
+                            code="bad-argument", loc=user_line())
+    if bias is not None and (bias.shape != (w.shape[0],) or bias.dtype != x.dtype):
+        raise ArgumentError(f"bias of shape {list(bias.shape)} and {bias.dtype} for a weight of {w.shape[0]} "
+                            f"outputs in {x.dtype}", code="bad-shape",
+                            hint=f"pass a ({w.shape[0]},) bias of the inputs' dtype", loc=user_line())
+
+
+@torch.library.custom_op("nvdsl::linear", mutates_args=())
+def linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None,
+           activation: str | None = None) -> torch.Tensor:
+    """``act(x @ w.T + bias)``, a linear layer as ``torch.nn.functional.linear`` with the activation fused into the
+    GEMM's epilogue: ``x`` (..., K), ``w`` (N, K), ``bias`` (N,) or None, float16 or bfloat16; ``activation`` one of
+    None, "relu", "gelu" (exact, erf), "gelu_tanh", "silu". Differentiable in x, w and bias."""
+    _check_linear(x, w, bias, activation)
+    x2 = x.reshape(-1, x.shape[-1])
+    y = x.new_empty((x2.shape[0], w.shape[0]))
+    with at_user_line():
+        if bias is None and activation in (None, "none"):
+            kernels.gemm(x2, w.T, y)                     # w.T: the K-major operand, no copy
+        else:
+            kernels.linear(x2, w, bias if bias is not None else x.new_zeros(w.shape[0]), y,
+                           activation=activation or "none")
+    return y.reshape(*x.shape[:-1], w.shape[0])
+
+
+@linear.register_fake
+def _(x, w, bias=None, activation=None):
+    _check_linear(x, w, bias, activation)
+    return x.new_empty((*x.shape[:-1], w.shape[0]))
+
+
+def _linear_setup(ctx, inputs, output):
+    x, w, bias, activation = inputs
+    ctx.activation = activation
+    ctx.has_bias = bias is not None
+    ctx.save_for_backward(x, w, bias)
+
+
+@torch.library.custom_op("nvdsl::linear_activation_grad", mutates_args=())
+def activation_grad(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor, dy: torch.Tensor,
+                    activation: str) -> torch.Tensor:
+    """``dy * act'(x @ w.T + bias)`` for 2-D ``x`` (M, K), ``w`` (N, K), ``bias`` (N,) and ``dy`` (M, N): the
+    gradient at the pre-activation of :func:`linear`, by one nvdsl kernel (``nvdsl.kernels.linear_grad``)."""
+    dz = dy.new_empty(dy.shape)
+    with at_user_line():
+        kernels_grad.linear_grad(x, w, bias, dy, dz, activation=activation)
+    return dz
+
+
+@activation_grad.register_fake
+def _(x, w, bias, dy, activation):
+    return dy.new_empty(dy.shape)
+
+
+def _linear_backward(ctx, dy):
+    x, w, bias = ctx.saved_tensors
+    k, n = x.shape[-1], w.shape[0]
+    x2, dz = x.reshape(-1, k), _dense(dy).reshape(-1, n)
+    if ctx.activation not in (None, "none"):       # dz = dy * act'(z), z recomputed in the same kernel
+        dz = activation_grad(x2, w, bias if bias is not None else x.new_zeros(n), dz, ctx.activation)
+    dx = gemm(dz, w).reshape(x.shape) if ctx.needs_input_grad[0] else None
+    dw = gemm(dz.T, x2) if ctx.needs_input_grad[1] else None
+    dbias = dz.sum(0, dtype=torch.float32).to(bias.dtype) if ctx.has_bias and ctx.needs_input_grad[2] else None
+    return dx, dw, dbias, None
+
+
+linear.register_autograd(_linear_backward, setup_context=_linear_setup)
