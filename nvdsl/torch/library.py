@@ -1,4 +1,5 @@
-"""nvdsl's library as functional torch ops with autograd: ``torch.ops.nvdsl.gemm`` and ``torch.ops.nvdsl.linear``.
+"""nvdsl's library as functional torch ops with autograd: ``torch.ops.nvdsl.gemm``, ``torch.ops.nvdsl.linear`` and
+``torch.ops.nvdsl.attention`` (with its backward, ``torch.ops.nvdsl.attention_backward``).
 
 Each op is a ``torch.library.custom_op`` returning a new tensor, with a fake implementation (shapes and dtypes
 only) and a backward made of the same ops, so ``torch.compile(fullgraph=True)`` traces through forward and
@@ -10,6 +11,8 @@ Backward of ``c = a @ b``: ``da = dc @ b.T`` (``b.T`` is read as the K-major ope
 Backward of ``y = act(x @ w.T + bias)``: ``dz = dy * act'(z)`` by one nvdsl kernel
 (``nvdsl.kernels.linear_grad``: z recomputed in a GEMM's accumulator, never stored, the derivative applied in its
 epilogue), then ``dx = dz @ w`` and ``dw = dz.T @ x`` by nvdsl GEMMs, and ``dbias`` by a torch sum in float32.
+Backward of attention: ``nvdsl.kernels.attention.attention_backward`` from the saved q, k, v, o and the forward's
+log-sum-exp.
 
 To add an op: a ``custom_op`` whose forward allocates its outputs and calls the ``nvdsl.kernels`` function, its
 ``register_fake`` giving the same shapes, and ``register_autograd`` with a backward in terms of ops.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import torch
 
 from ..errors import ArgumentError
+from ..kernels import attention as kernels_attention
 from ..kernels import gemm as kernels
 from ..kernels import linear_grad as kernels_grad
 from .ops import at_user_line, user_line
@@ -153,3 +157,66 @@ def _linear_backward(ctx, dy):
 
 
 linear.register_autograd(_linear_backward, setup_context=_linear_setup)
+
+
+# -- attention ----------------------------------------------------------------------------------------------------
+
+@torch.library.custom_op("nvdsl::attention", mutates_args=())
+def attention_with_lse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+                       scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(o, lse)`` of ``nvdsl.kernels.attention.attention``: ``o`` (B, H, L, D) in q's dtype and the float32
+    log-sum-exp (B, H, L) the backward reads. ``q`` (B, H, L, D), ``k`` and ``v`` (B, Hkv, Lk, D), float16 or
+    bfloat16, views included (``x.transpose(1, 2)`` of a (B, L, H, D) projection)."""
+    o = q.new_empty(q.shape)
+    lse = q.new_empty(q.shape[:3], dtype=torch.float32)
+    with at_user_line():
+        kernels_attention.attention(q, k, v, o, lse, causal=causal, scale=scale)
+    return o, lse
+
+
+@attention_with_lse.register_fake
+def _(q, k, v, causal=False, scale=None):
+    return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
+@torch.library.custom_op("nvdsl::attention_backward", mutates_args=())
+def attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor,
+                       do: torch.Tensor, causal: bool = False,
+                       scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(dq, dk, dv)`` of :func:`attention_with_lse` given the gradient ``do`` of its ``o``
+    (``nvdsl.kernels.attention.attention_backward``)."""
+    dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+    with at_user_line():
+        kernels_attention.attention_backward(q, k, v, o, lse, _dense(do), dq, dk, dv, causal=causal, scale=scale)
+    return dq, dk, dv
+
+
+@attention_backward.register_fake
+def _(q, k, v, o, lse, do, causal=False, scale=None):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _attention_setup(ctx, inputs, output):
+    q, k, v, causal, scale = inputs
+    o, lse = output
+    ctx.causal, ctx.scale = causal, scale
+    ctx.mark_non_differentiable(lse)
+    ctx.save_for_backward(q, k, v, o, lse)
+
+
+def _attention_backward(ctx, do, dlse):
+    q, k, v, o, lse = ctx.saved_tensors
+    dq, dk, dv = attention_backward(q, k, v, o, lse, do, ctx.causal, ctx.scale)
+    return dq, dk, dv, None, None
+
+
+attention_with_lse.register_autograd(_attention_backward, setup_context=_attention_setup)
+
+
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
+              scale: float | None = None) -> torch.Tensor:
+    """``softmax(q kᵀ · scale [+ causal mask]) v``, as ``torch.nn.functional.scaled_dot_product_attention(q, k, v,
+    is_causal=causal, scale=scale)`` with grouped-query heads (``k``, ``v`` may have fewer heads than ``q``):
+    differentiable in q, k and v (head_dim 64 or 128 for the gradients), and traced whole by
+    ``torch.compile(fullgraph=True)``."""
+    return attention_with_lse(q, k, v, causal, scale)[0]

@@ -1,0 +1,123 @@
+"""nvdsl.torch.attention: the library's attention as a torch op with autograd. Its output and gradients against a
+float64 reference within the bounds of tests/test_attention_backward.py, opcheck, torch.compile(fullgraph=True)
+equal to eager; on CPU tensors (the interpreter) and CUDA tensors (the GPU, also against torch's own
+scaled_dot_product_attention and with inductor)."""
+
+import numpy as np
+import pytest
+
+import nvdsl
+from nvdsl.testing import GPU_MARKS, requires_gpu
+from test_attention import reference as forward_reference
+from test_attention_backward import assert_within, reference
+
+torch = pytest.importorskip("torch")
+nvtorch = pytest.importorskip("nvdsl.torch")
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=GPU_MARKS)])
+def device(request):
+    return request.param
+
+
+def qkv(device, dtype, b, h, hkv, l, d, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    make = lambda heads: torch.randn(b, heads, l, d, generator=g).to(dtype).to(device).requires_grad_()  # noqa: E731
+    return make(h), make(hkv), make(hkv)
+
+
+def numpy(t) -> np.ndarray:
+    t = t.detach().cpu()
+    return t.numpy() if t.dtype != torch.bfloat16 else t.float().numpy()
+
+
+@pytest.mark.parametrize("dtype, b, h, hkv, l, d, causal", [
+    (torch.float16, 1, 2, 1, 100, 64, True),          # grouped heads, a ragged causal block
+    (torch.bfloat16, 1, 2, 2, 130, 128, False),
+])
+def test_output_and_gradients_match_float64(device, dtype, b, h, hkv, l, d, causal):
+    q, k, v = qkv(device, dtype, b, h, hkv, l, d)
+    o = nvtorch.attention(q, k, v, causal=causal)
+    assert o.shape == q.shape and o.dtype == dtype and o.device.type == device
+    do = torch.randn(o.shape, generator=torch.Generator().manual_seed(9)).to(dtype).to(device)
+    grads = torch.autograd.grad(o, (q, k, v), do)
+    o_ref, _ = forward_reference(numpy(q), numpy(k), numpy(v), causal)
+    tolerance = 4e-3 if dtype == torch.float16 else 3e-2      # as tests/test_attention.py's check
+    np.testing.assert_allclose(numpy(o), o_ref, atol=tolerance, rtol=tolerance)
+    name = "float16" if dtype == torch.float16 else "bfloat16"
+    bounds = reference(*(numpy(x) for x in (q, k, v, o, do)), causal, d ** -0.5, name)
+    for what, got, (expected, bound) in zip(("dq", "dk", "dv"), grads, bounds):
+        assert_within(numpy(got), expected, bound, what)
+
+
+def test_the_attention_ops_pass_opcheck(device):
+    q, k, v = qkv(device, torch.float16, 1, 2, 1, 64, 64)
+    torch.library.opcheck(torch.ops.nvdsl.attention.default, (q, k, v, True, None))
+    o, lse = nvtorch.attention_with_lse(q, k, v, True)
+    do = torch.randn_like(o)
+    torch.library.opcheck(torch.ops.nvdsl.attention_backward.default,
+                          tuple(t.detach() for t in (q, k, v, o, lse, do)) + (True, None))
+
+
+def test_a_training_step_through_attention_compiles_in_one_graph():
+    """torch.compile(fullgraph=True) with AOTAutograd traces attention's forward and backward ops; loss and
+    gradients are the eager ones bit for bit (the same kernels on the same inputs)."""
+    def step(q, k, v):
+        return nvtorch.attention(q, k, v, causal=True).float().square().mean()
+
+    def run(fn):
+        q, k, v = qkv("cpu", torch.bfloat16, 1, 2, 1, 64, 64, seed=3)
+        loss = fn(q, k, v)
+        return (loss, *torch.autograd.grad(loss, (q, k, v)))
+
+    eager = run(step)
+    compiled = run(torch.compile(step, fullgraph=True, backend="aot_eager"))
+    assert all(torch.equal(e, c) for e, c in zip(eager, compiled))
+
+
+def test_bad_arguments_point_at_the_call():
+    q = torch.zeros(1, 2, 64, 64, dtype=torch.float16)
+    with pytest.raises(nvdsl.ArgumentError) as info:
+        nvtorch.attention(q, q[:, :1, :, :32], q[:, :1, :, :32])
+    assert info.value.code == "bad-shape" and info.value.loc.filename == __file__
+
+
+# --- on the GPU ----------------------------------------------------------------------------------------------
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_gradients_are_sdpas_within_the_bounds(causal):
+    """Against torch's own scaled_dot_product_attention in float64, on the GPU."""
+    q, k, v = qkv("cuda", torch.bfloat16, 2, 4, 4, 300, 128, seed=5)
+    o = nvtorch.attention(q, k, v, causal=causal)
+    do = torch.randn_like(o)
+    grads = torch.autograd.grad(o, (q, k, v), do)
+    leaves = [x.detach().double().requires_grad_() for x in (q, k, v)]
+    exact = torch.autograd.grad(torch.nn.functional.scaled_dot_product_attention(*leaves, is_causal=causal),
+                                leaves, do.double())
+    bounds = reference(*(numpy(x) for x in (q, k, v, o, do)), causal, 128 ** -0.5, "bfloat16", exact_o=True)
+    for what, got, want, (_, bound) in zip(("dq", "dk", "dv"), grads, exact, bounds):
+        assert_within(numpy(got), want.cpu().numpy(), bound, what)
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_inductor_compiles_a_training_step_through_attention():
+    """Inductor compiles the step in one graph; it may fuse the loss's own arithmetic differently from eager, so
+    the loss and the gradient reaching attention (dO = 2 o / n) may differ by a rounding or two (float16's unit
+    roundoff 2^-11), which the backward carries linearly: gradients within 8 of those units of the largest."""
+
+    def step(q, k, v):
+        return nvtorch.attention(q, k, v, causal=True).float().square().mean()
+
+    def run(fn):
+        q, k, v = qkv("cuda", torch.float16, 2, 4, 2, 256, 64, seed=7)
+        loss = fn(q, k, v)
+        return (loss, *torch.autograd.grad(loss, (q, k, v)))
+
+    eager = run(step)
+    compiled = run(torch.compile(step, fullgraph=True))
+    assert torch.allclose(eager[0], compiled[0], rtol=2 ** -20)           # a float32 mean of float32 squares
+    for e, c in zip(eager[1:], compiled[1:]):
+        assert (e.float() - c.float()).abs().max() <= 8 * 2 ** -11 * e.float().abs().max()
