@@ -383,7 +383,13 @@ def choose_backend(options: Options, args=()) -> str:
     global _noticed
     if options.backend is not None:
         return options.backend
-    if any(map(is_cpu_tensor, args)):
+    on_cpu = [i for i, a in enumerate(args) if is_cpu_tensor(a)]
+    if on_cpu:
+        on_gpu = [i for i, a in enumerate(args) if is_cuda_tensor(a)]
+        if on_gpu:
+            raise ArgumentError(f"argument {on_cpu[0]} is a PyTorch tensor on the CPU and argument {on_gpu[0]} one on "
+                                "the GPU: a call's arrays live on one device", code="bad-device",
+                                hint="move them to one device (t.cuda() or t.cpu())")
         return INTERPRET
     from .runtime.device import device_count
     if device_count() > 0:

@@ -75,7 +75,8 @@ def test_the_tensor_parallel_mlp_matches_one_device(backend, tmp_path):
     y, dx, dw1, db1, dw2 = (t.cpu() for t in mlp_step(x, w1, b1, w2, dy))
     ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(RANKS)]
     X, W1, W2, DY = (np.abs(t.double().cpu().numpy()) for t in (x, w1, w2, dy))
-    H = np.abs(torch.nn.functional.gelu(torch.nn.functional.linear(x.double(), w1.double(), b1.double())).numpy())
+    hidden = torch.nn.functional.gelu(torch.nn.functional.linear(x.double(), w1.double(), b1.double()))
+    H = np.abs(hidden.cpu().numpy())
     DH = DY @ W2.T
     scales = {"y": H @ W2, "dx": (DH * 1.13) @ W1, "dw1": (DH * 1.13).T @ X, "db1": (DH * 1.13).sum(0),
               "dw2": H.T @ DY}
@@ -86,5 +87,5 @@ def test_the_tensor_parallel_mlp_matches_one_device(backend, tmp_path):
                                        ("dw1", tdw1, dw1[rows[r]], scales["dw1"][rows[r]]),
                                        ("db1", tdb1, db1[rows[r]], scales["db1"][rows[r]]),
                                        ("dw2", tdw2, dw2[rows[r]], scales["dw2"][rows[r]])]:
-            excess = np.abs(got.double().numpy() - want.double().numpy()) - 8 * u * scale
+            excess = np.abs(got.double().cpu().numpy() - want.double().cpu().numpy()) - 8 * u * scale
             assert excess.max() <= 0, f"rank {r}, {name}: {np.count_nonzero(excess > 0)} elements past the bound"

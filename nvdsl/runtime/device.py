@@ -131,10 +131,14 @@ class Device:
 
     def make_current(self) -> None:
         """Make the primary context current on this thread, where another device's was made current after it (a
-        thread's current context is one for all devices)."""
-        if getattr(_THREAD, "device", None) is self:
+        thread's current context is one for all devices). With one device, what this thread made current last
+        stays current; with several, torch (cudaSetDevice) may have made another current since, so the driver is
+        asked."""
+        if len(_DEVICES) <= 1 and getattr(_THREAD, "device", None) is self:
             return
-        check(driver().cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        cu = driver()
+        if len(_DEVICES) <= 1 or int(check(cu.cuCtxGetCurrent(), "cuCtxGetCurrent")) != int(self.context):
+            check(cu.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
         _THREAD.device = self
 
     def synchronize(self) -> None:

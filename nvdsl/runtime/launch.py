@@ -264,10 +264,19 @@ class LoadedProgram:
             self._lock.release()
         return True
 
+    def capturing(self, stream: int) -> bool:
+        """Whether ``stream`` is being captured, so that the descriptors a capture reads are kept. With one device,
+        torch's own check of its current stream (a fraction of a driver call); with several, the driver's: torch's
+        reads its current device's stream and may make that device's context current. Other captures are seen
+        when a new address needs a descriptor."""
+        if self._current_stream is None:
+            return False
+        if len(device_table()) > 1:
+            return is_capturing(stream)
+        return sys.modules["torch"].cuda.is_current_stream_capturing()
+
     def _launch_all(self, stream: int) -> None:
-        # torch's own check (a fraction of a driver call) tells a capture of torch's current stream; the descriptors
-        # it reads are then kept. Other captures are seen when a new address needs a descriptor.
-        captured = self._current_stream is not None and sys.modules["torch"].cuda.is_current_stream_capturing()
+        captured = self.capturing(stream)
         for slot, array_slot, maps in self._tensormaps.values():
             slot.value = maps.pointer_for(array_slot.value, stream, captured)
         for launch, kernel in self._launch_calls:
@@ -350,8 +359,7 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
              f"    {''.join(f'a{i}, ' for i in range(count))}= args" if count else ""]
     torch_tensors = program._current_stream is not None
     if torch_tensors:           # torch's current stream when none is given (see LoadedProgram.run)
-        names.update({"current_stream": program._current_stream,
-                      "torch_capturing": sys.modules["torch"].cuda.is_current_stream_capturing})
+        names.update({"current_stream": program._current_stream, "capturing": program.capturing})
         lines += ["    if not stream:", "        stream = current_stream()"]
     names.update({"DEVICES": device_table(), "make_current": program.device.make_current})
     lines += ["    if len(DEVICES) > 1:", "        make_current()",
@@ -378,7 +386,7 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
         else:
             lines += [f"        if not bind{i}(args):", "            return False"]
     if program._tensormaps:
-        lines.append(f"        captured = {'torch_capturing()' if torch_tensors else 'False'}")
+        lines.append(f"        captured = {'capturing(stream)' if torch_tensors else 'False'}")
     for j, (slot, array_slot, maps) in enumerate(program._tensormaps.values()):
         names.update({f"map{j}": slot, f"array{j}": array_slot, f"pointer_for{j}": maps.pointer_for})
         lines.append(f"        map{j}.value = pointer_for{j}(array{j}.value, stream, captured)")
