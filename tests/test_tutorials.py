@@ -174,3 +174,20 @@ def test_the_readme_example_runs_and_computes(tmp_path):
                             timeout=300, env=dict(os.environ, PYTHONPATH=os.pathsep.join(
                                 [ROOT] + os.environ.get("PYTHONPATH", "").split(os.pathsep))))
     assert result.returncode == 0 and "README OK" in result.stdout, result.stderr
+
+
+@pytest.mark.skipif(has_gpu(), reason="the GPU configuration runs below")
+def test_ch8_trains_with_nvdsl_ops_as_with_torch_ops_in_the_interpreter(tmp_path):
+    """A tiny configuration, three steps on CPU tensors: nvdsl's ops (the interpreter) and torch's give one loss
+    curve (the chapter checks it)."""
+    pytest.importorskip("torch")
+    run = run_chapter("ch8_training", tmp_path)
+    assert run.returncode == 0 and "PASS" in run.stdout, run.stderr[-3000:]
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_ch8_trains_with_nvdsl_ops_as_with_torch_ops_on_the_gpu(tmp_path):
+    pytest.importorskip("torch")
+    run = run_chapter("ch8_training", tmp_path)
+    assert run.returncode == 0 and "PASS" in run.stdout and "tokens/s" in run.stdout, run.stderr[-3000:]
