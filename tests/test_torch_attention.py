@@ -59,19 +59,23 @@ def test_the_attention_ops_pass_opcheck(device):
                           tuple(t.detach() for t in (q, k, v, o, lse, do)) + (True, None))
 
 
+def step(q, k, v):
+    return nvtorch.attention(q, k, v, causal=True).float().square().mean()
+
+
+def eager_and_compiled(device, dtype, b, h, hkv, l, d, seed, **compile_options):
+    """The loss of :func:`step` and its gradients, eager and under ``torch.compile(fullgraph=True)``."""
+    def run(fn):
+        q, k, v = qkv(device, dtype, b, h, hkv, l, d, seed=seed)
+        loss = fn(q, k, v)
+        return (loss, *torch.autograd.grad(loss, (q, k, v)))
+    return run(step), run(torch.compile(step, fullgraph=True, **compile_options))
+
+
 def test_a_training_step_through_attention_compiles_in_one_graph():
     """torch.compile(fullgraph=True) with AOTAutograd traces attention's forward and backward ops; loss and
     gradients are the eager ones bit for bit (the same kernels on the same inputs)."""
-    def step(q, k, v):
-        return nvtorch.attention(q, k, v, causal=True).float().square().mean()
-
-    def run(fn):
-        q, k, v = qkv("cpu", torch.bfloat16, 1, 2, 1, 64, 64, seed=3)
-        loss = fn(q, k, v)
-        return (loss, *torch.autograd.grad(loss, (q, k, v)))
-
-    eager = run(step)
-    compiled = run(torch.compile(step, fullgraph=True, backend="aot_eager"))
+    eager, compiled = eager_and_compiled("cpu", torch.bfloat16, 1, 2, 1, 64, 64, 3, backend="aot_eager")
     assert all(torch.equal(e, c) for e, c in zip(eager, compiled))
 
 
@@ -107,17 +111,7 @@ def test_inductor_compiles_a_training_step_through_attention():
     """Inductor compiles the step in one graph; it may fuse the loss's own arithmetic differently from eager, so
     the loss and the gradient reaching attention (dO = 2 o / n) may differ by a rounding or two (float16's unit
     roundoff 2^-11), which the backward carries linearly: gradients within 8 of those units of the largest."""
-
-    def step(q, k, v):
-        return nvtorch.attention(q, k, v, causal=True).float().square().mean()
-
-    def run(fn):
-        q, k, v = qkv("cuda", torch.float16, 2, 4, 2, 256, 64, seed=7)
-        loss = fn(q, k, v)
-        return (loss, *torch.autograd.grad(loss, (q, k, v)))
-
-    eager = run(step)
-    compiled = run(torch.compile(step, fullgraph=True))
+    eager, compiled = eager_and_compiled("cuda", torch.float16, 2, 4, 2, 256, 64, 7)
     assert torch.allclose(eager[0], compiled[0], rtol=2 ** -20)           # a float32 mean of float32 squares
     for e, c in zip(eager[1:], compiled[1:]):
         assert (e.float() - c.float()).abs().max() <= 8 * 2 ** -11 * e.float().abs().max()

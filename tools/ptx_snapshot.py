@@ -83,6 +83,16 @@ def cases():
                     args = (q, f32(2, 4, 1000), q, kv, kv) if lse else (q, q, kv, kv)
                     return kernel.compile(*args)
                 yield f"attention_d{d}_causal{int(causal)}_lse{int(lse)}", thunk
+    for d in att.BACKWARD_HEAD_DIMS:
+        delta, dq, dkdv = att.backward_mappings(d)
+        q, kv, rows = f16(2, 4, 1000, d), f16(2, 2, 700, d), f32(2, 4, 1000)
+        for causal in (False, True):
+            yield f"attention_dq_d{d}_causal{int(causal)}", lambda d=d, c=causal, m=dq: nt.build(
+                att.dq_program(c, d ** -0.5), m).compile(q, q, kv, kv, q, rows, rows)
+            yield f"attention_dkdv_d{d}_causal{int(causal)}", lambda d=d, c=causal, m=dkdv: nt.build(
+                att.dkdv_program(c, d ** -0.5), m).compile(f32(2, 4, 700, d), f32(2, 4, 700, d), q, kv, kv, q, rows,
+                                                           rows)
+        yield f"attention_delta_d{d}", lambda m=delta: nt.build(att.delta_program(), m).compile(rows, q, q)
 
 
 def main(out: str, pattern: str = "") -> None:

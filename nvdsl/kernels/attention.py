@@ -421,23 +421,32 @@ def _built(program: nt.Task, mapping: nt.Mapping) -> nt.TaskKernel:
 ELEMENTWISE_THREADS = 256
 
 
+def _element(ctx, shape):
+    """This thread's element of a 4-D array of ``shape`` (one thread per element, ``ELEMENTWISE_THREADS`` a
+    block), and whether there is one."""
+    batch, heads, seq, d = shape
+    e = ctx.block_id.x * ELEMENTWISE_THREADS + ctx.thread_id.x
+    c, r = e % d, e // d
+    position, r = r % seq, r // seq
+    return e < batch * heads * seq * d, (r // heads, r % heads, position, c)
+
+
+def _elementwise_grid(shape) -> dict:
+    return {"grid": (_cdiv(math.prod(shape), ELEMENTWISE_THREADS), 1, 1), "block": (ELEMENTWISE_THREADS, 1, 1)}
+
+
 @jit.mlir_func
 def _sum_groups(out, parts):
     """``out[b, hk] = parts[b, hk * G] + parts[b, hk * G + 1] + ...`` (G = parts' heads // out's), added in head
     order and converted to out's dtype: the gradient of a key/value head shared by G query heads."""
     from ..frontend.control import when          # MLIR: imported when traced, not with the library
     from ..frontend.launch import gpu_launch
-    batch, kv_heads, seq, d = out.shape
-    group = parts.shape[1] // kv_heads
-    total = batch * kv_heads * seq * d
+    group = parts.shape[1] // out.shape[1]
 
-    @gpu_launch(grid=(_cdiv(total, ELEMENTWISE_THREADS), 1, 1), block=(ELEMENTWISE_THREADS, 1, 1))
+    @gpu_launch(**_elementwise_grid(out.shape))
     def sum_kernel(ctx):
-        e = ctx.block_id.x * ELEMENTWISE_THREADS + ctx.thread_id.x
-        with when(e < total):
-            c, r = e % d, e // d
-            position, r = r % seq, r // seq
-            hk, b = r % kv_heads, r // kv_heads
+        inside, (b, hk, position, c) = _element(ctx, out.shape)
+        with when(inside):
             acc = parts[b, hk * group, position, c]
             for g in range(1, group):
                 acc = acc + parts[b, hk * group + g, position, c]
@@ -451,15 +460,10 @@ def _fill_zero(out):
     from ..frontend.control import when
     from ..frontend.launch import gpu_launch
     from ..frontend.values import constant
-    batch, heads, seq, d = out.shape
-    total = batch * heads * seq * d
 
-    @gpu_launch(grid=(_cdiv(total, ELEMENTWISE_THREADS), 1, 1), block=(ELEMENTWISE_THREADS, 1, 1))
+    @gpu_launch(**_elementwise_grid(out.shape))
     def zero_kernel(ctx):
-        e = ctx.block_id.x * ELEMENTWISE_THREADS + ctx.thread_id.x
-        with when(e < total):
-            c, r = e % d, e // d
-            position, r = r % seq, r // seq
-            h, b = r % heads, r // heads
-            out[b, h, position, c] = constant(0.0, out.dtype)
+        inside, index = _element(ctx, out.shape)
+        with when(inside):
+            out[index] = constant(0.0, out.dtype)
     zero_kernel()
