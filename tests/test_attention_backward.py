@@ -9,8 +9,10 @@ import pytest
 
 import nvdsl
 import nvdsl.kernels.attention as library
+from nvdsl import tasks as nt
 from nvdsl.testing import requires_gpu
 from test_attention import problem
+from test_tasks import golden
 
 UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
 SUBNORMAL_HALF_SPACING = {"float16": 2.0 ** -25, "bfloat16": 2.0 ** -134}   # absolute rounding error below normal
@@ -122,6 +124,21 @@ def test_strided_views_of_a_bshd_layout(backend):
     grads = [np.zeros((b, l, h, d), np.float16).transpose(0, 2, 1, 3) for _ in range(3)]
     library.attention_backward(q, k, v, o, lse, do, *grads, causal=True)
     check((q, k, v, o, do), grads, True)
+
+
+def test_the_backward_schedules_are_explained(request):
+    """The dK/dV program under a causal mask: its scores and dP products are waited for in their step (the step's
+    softmax reads them), the others stay in flight; its query blocks are walked from the last, the causal mask
+    left out of the steps before the diagonal; LSE and D are read as vectors along the columns."""
+    q, k, v, o, lse = problem(1, 2, 1, 512, 512, 64)
+    delta_mapping, dq_mapping, dkdv_mapping = library.backward_mappings(64)
+    parts = np.zeros((1, 2, 512, 64), np.float32)
+    text = nt.build(library.dkdv_program(True, 0.125), dkdv_mapping).explain(parts, parts, q, k, v, q, lse, lse)
+    golden("tasks_attention_dkdv_causal.schedule.txt", text, request)
+    assert "[waited for: the step reads it]" in text and "[1 product(s) left in flight]" in text
+    assert "a loop without them, then one with them" in text
+    text = nt.build(library.dq_program(True, 0.125), dq_mapping).explain(q, q, k, v, q, lse, lse)
+    golden("tasks_attention_dq_causal.schedule.txt", text, request)
 
 
 @pytest.mark.parametrize("change, code, words", [

@@ -115,3 +115,22 @@ def test_inductor_compiles_a_training_step_through_attention():
     assert torch.allclose(eager[0], compiled[0], rtol=2 ** -20)           # a float32 mean of float32 squares
     for e, c in zip(eager[1:], compiled[1:]):
         assert (e.float() - c.float()).abs().max() <= 8 * 2 ** -11 * e.float().abs().max()
+
+
+def test_a_transformer_block_compiles_in_one_graph_for_inference_and_training():
+    """Chapter 8's model (pre-norm blocks: qkv, attention on (B, H, L, D) views of the projection, output
+    projection, a GELU MLP) under torch.compile(fullgraph=True) with AOTAutograd: the inference loss and a
+    training step's loss and gradients equal eager's bit for bit."""
+    ch8 = __import__("test_tutorials").chapter("ch8_training")
+    config = ch8.CPU
+    w = ch8.init_weights(config["vocab"], config["width"], config["layers"], "cpu")
+    tokens, targets = next(ch8.synthetic_batches(config["vocab"], config["seq"], config["batch"], "cpu"))
+    loss = lambda tokens, targets: ch8.loss_fn("nvdsl", w, tokens, targets, config["heads"], config["layers"])  # noqa
+    compiled = torch.compile(loss, fullgraph=True, backend="aot_eager")
+    with torch.no_grad():
+        assert torch.equal(loss(tokens, targets), compiled(tokens, targets))
+    runs = []
+    for fn in (loss, compiled):
+        value = fn(tokens, targets)
+        runs.append((value, *torch.autograd.grad(value, list(w.values()))))
+    assert all(torch.equal(e, c) for e, c in zip(*runs))

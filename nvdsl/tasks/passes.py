@@ -405,6 +405,22 @@ def order_main_loop(levels: Levels, body: TileBody) -> MainLoop:
     return MainLoop(phases=phases, unmasked=unmasked, waited=_waited(main) if phases is None else frozenset())
 
 
+def _waited(main: Loop | None) -> frozenset:
+    """The products of a one-phase main loop whose accumulators a later operation of the same step reads (a
+    backward pass's scores, read by its softmax): emission waits for them before that read, while the others
+    (accumulated across steps, read after the loop) stay in flight."""
+    if main is None:
+        return frozenset()
+    ops, waited = list(main.body), set()
+    for i, op in enumerate(ops):
+        if not isinstance(op, Mma):
+            continue
+        readers = [later for later in ops[i + 1:] if not (isinstance(later, Mma) and later.acc == op.acc)]
+        if any(op.acc in {operand_name(x) for x in r.reads()} for r in readers):
+            waited.add(op.id)
+    return frozenset(waited)
+
+
 def _check_trips(tiles: Loop, main: Loop | None) -> None:
     """An srange with ``below`` must run at least once for every tile (a two-phase loop issues its first
     step before the loop): ``below`` is affine in the prange's variables, and its least value over the
@@ -713,22 +729,6 @@ def pipeline_rings(levels: Levels, body: TileBody, transfers: Transfers) -> Pipe
     step = next((r for r in rings if r.per == "step"), None)
     lookahead = 0 if mapping.warp_specialize or step is None else step.depth - in_flight
     return Pipeline(rings=rings, in_flight=in_flight, lookahead=lookahead)
-
-
-def _waited(main: Loop | None) -> frozenset:
-    """The products of a one-phase main loop whose accumulators a later operation of the same step reads (a
-    backward pass's scores, read by its softmax): emission waits for them before that read, while the others
-    (accumulated across steps, read after the loop) stay in flight."""
-    if main is None:
-        return frozenset()
-    ops, waited = list(main.body), set()
-    for i, op in enumerate(ops):
-        if not isinstance(op, Mma):
-            continue
-        readers = [later for later in ops[i + 1:] if not (isinstance(later, Mma) and later.acc == op.acc)]
-        if any(op.acc in {operand_name(x) for x in r.reads()} for r in readers):
-            waited.add(op.id)
-    return frozenset(waited)
 
 
 # -- registers ----------------------------------------------------------------------------------------------------
