@@ -15,9 +15,9 @@ import importlib
 
 from .dtypes import (DType, bfloat16, bool_, float8_e4m3fn, float8_e5m2, float16, float32, float64, index,
                      int8, int16, int32, int64, uint8, uint16, uint32, uint64)
-from .errors import (ArgumentError, CompileError, CudaError, InternalError, KernelFault, LaunchConfigError,
-                     MappingError, NoDeviceError, NvdslError, ProtocolCheckWarning, ProtocolError, PtxasWarning,
-                     TaskError, TraceError, UserError)
+from .errors import (ArgumentError, CaptureError, CompileError, CudaError, InternalError, KernelFault,
+                     LaunchConfigError, MappingError, NoDeviceError, NvdslError, ProtocolCheckWarning, ProtocolError,
+                     PtxasWarning, TaskError, TraceError, UserError)
 from .frontend.trace import Trace
 from .jit import Compiled, TracedFunction, mlir_func
 from .options import Options
@@ -81,7 +81,8 @@ __all__ = [
     "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "index",
     # configuration, the interpreter's schedule fuzzing, errors
     "Options", "device_count", "synchronize", "fuzz", "FuzzReport",
-    "NvdslError", "UserError", "TraceError", "ArgumentError", "LaunchConfigError", "TaskError", "MappingError",
+    "NvdslError", "UserError", "TraceError", "ArgumentError", "CaptureError", "LaunchConfigError", "TaskError",
+    "MappingError",
     "CompileError", "CudaError", "NoDeviceError", "InternalError", "PtxasWarning", "KernelFault", "ProtocolError",
     "ProtocolCheckWarning",
 ]
