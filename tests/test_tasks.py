@@ -481,3 +481,14 @@ def test_a_register_refusal_names_a_change_that_is_accepted(mapping, change):
     named = ", ".join(f"{k}={v!r}" if isinstance(v, str) else f"{k}={v}" for k, v in change.items())
     assert info.value.code == "mapping-registers" and first.startswith(named), info.value.hint
     nt.build(matmul, mapping.replace(sm_count=2, **change)).plan(*args)
+
+
+def test_tile_indices_subtract():
+    """``blocks - 1 - t`` (a loop walked from its last block, as the backward's causal dK/dV loop) is an affine index."""
+    from nvdsl.tasks.ir import Affine
+    t, j = Affine.var("t"), Affine.var("j")
+    walked = 8 - 1 - t
+    assert (walked.const, walked.coefficient("t")) == (7, -1)
+    bound = 8 * 64 - j * 128
+    assert (bound.const, bound.coefficient("j"), str(bound)) == (512, -128, "j*-128+512")
+    assert (t - j - 2).terms == (("j", -1), ("t", 1)) and (-t).coefficient("t") == -1
