@@ -232,13 +232,13 @@ def _kernel(causal: bool, scale: float, with_lse: bool, mapping: nt.Mapping) -> 
 # -- backward ---------------------------------------------------------------------------------------------------
 #
 # dS = P * (dP - D) with P = exp(S * scale - LSE), dP = dO Vᵀ and D = rowsum(dO * O); dV = Pᵀ dO,
-# dK = dSᵀ Q * scale, dQ = dS K * scale. Three task programs compute it: D per query row (row-wise, ordinary loads), then dQ with the
-# query block held (the forward's loop over key blocks, the scores recomputed), then dK and dV with the key block
-# held, walking the query blocks. The second computes the transposed scores Sᵀ = K Qᵀ directly, so that all of its
-# products take their operands as the tensor cores read them (Pᵀ and dSᵀ as register A operands, dO and Q as
-# B): no tile is transposed through shared memory and nothing is accumulated atomically. dQ is therefore the same
-# bits on every run. Query heads that share a key/value head (grouped-query attention) write float32 partial dK,
-# dV per query head, summed per group by a fourth kernel in head order.
+# dK = dSᵀ Q * scale, dQ = dS K * scale. Three task programs compute it: D per query row (row-wise, ordinary
+# loads), then dQ with the query block held (the forward's loop over key blocks, the scores recomputed), then dK
+# and dV with the key block held, walking the query blocks. The last computes the transposed scores Sᵀ = K Qᵀ
+# directly, so that all of its products take their operands as the tensor cores read them (Pᵀ and dSᵀ as register
+# A operands, dO and Q as B): no tile is transposed through shared memory and nothing is accumulated atomically.
+# dQ is therefore the same bits on every run. Query heads that share a key/value head (grouped-query attention)
+# write float32 partial dK, dV per query head, summed per group by a fourth kernel in head order.
 
 BACKWARD_KEYS = 128          # keys per dK/dV tile (two consumers, 64 each)
 BACKWARD_QUERIES = 64        # queries per step of the dK/dV loop
@@ -373,8 +373,9 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
         causal, scale: as given to :func:`attention`.
 
     D = 64 or 128 (256 is refused, for now); L and Lk need not be multiples of anything. dQ is computed by its
-    own pass over the key blocks (no atomics), so every output is the same bits on every run. Float32 scratch (the row dot products
-    ``rowsum(do * o)``, and per-query-head dK, dV under grouped-query attention) is allocated beside ``q``.
+    own pass over the key blocks (no atomics), so every output is the same bits on every run. Float32 scratch
+    (the row dot products ``rowsum(do * o)``, and per-query-head dK, dV under grouped-query attention) is
+    allocated beside ``q``.
     """
     loc = user_location()
     arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do, "dq": dq, "dk": dk, "dv": dv}

@@ -8,10 +8,10 @@ _KEPT: dict = {}         # (purpose, device, shape) -> a torch buffer, reused ca
 
 
 def float32_like(x, shape: tuple[int, ...], purpose: str):
-    """A float32 array of ``shape`` of ``x``'s kind and device (:data:`SCRATCH_BESIDE`), or None for other kinds. A torch buffer
-    is kept for the next call with the same ``purpose`` and shape: the library's kernels run on one stream, in
-    order, so the next call's kernels write it only after this call's have read it. Buffers of different
-    purposes never alias."""
+    """A float32 array of ``shape`` of ``x``'s kind and device (:data:`SCRATCH_BESIDE`), or None for other kinds.
+    A torch buffer is kept for the next call with the same ``purpose`` and shape: the library's kernels run on one
+    stream, in order, so the next call's kernels write it only after this call's have read it. Buffers of
+    different purposes never alias."""
     module = type(x).__module__
     if module.startswith("numpy"):
         import numpy as np
