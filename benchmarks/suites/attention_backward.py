@@ -19,16 +19,10 @@ from types import SimpleNamespace
 from typing import Callable
 
 from .. import harness
+# the forward's shapes, table and plot
+from .attention import BATCH, HEAD_DIMS, HEADS, PLOT, QUICK_SEQ, SEQ, TABLE_METRIC, row_label  # noqa: F401
 
-BATCH, HEADS = 4, 16
-HEAD_DIMS = (128, 64)
-SEQ = (1024, 4096, 16384)
-QUICK_SEQ = (4096,)
 RTOL = 2e-2
-
-TABLE_METRIC = "tflops"
-PLOT = {"x": "L", "xlabel": f"sequence length L (B = {BATCH}, H = {HEADS})", "group": ("dtype", "D", "causal"),
-        "peak": True}
 _DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 
 
@@ -37,10 +31,6 @@ def shapes(args) -> list[dict]:
     return [{"dtype": dtype, "B": BATCH, "H": HEADS, "L": L, "D": D, "causal": causal}
             for dtype in dtypes for D in ((128,) if args.quick else HEAD_DIMS) for causal in (False, True)
             for L in (QUICK_SEQ if args.quick else SEQ)]
-
-
-def row_label(p: dict) -> str:
-    return f"{p['dtype']} B={p['B']} H={p['H']} L={p['L']} D={p['D']}{' causal' if p['causal'] else ''}"
 
 
 def flops(p: dict) -> float:
