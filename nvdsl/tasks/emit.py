@@ -557,6 +557,10 @@ class _Consumer:
             self.fill(op)
         elif isinstance(op, Mma):
             self.product(op, in_flight=self.in_flight(op))
+        elif isinstance(op, Copy) and isinstance(op.source, Region) and self.scalar(op.target):
+            # one element of an argument (nt.scalar, slopes[h]): read here, where the program reads it
+            self.values[op.target] = self.arrays[op.source.tensor][tuple(_evaluate(a, self.env)
+                                                                         for a in op.source.origin)]
         elif isinstance(op, Copy) and isinstance(op.source, Region):
             self.values[op.target] = _Pending(op.source)        # a vector: loaded where a layout is known
         elif isinstance(op, Copy) and isinstance(op.target, Region):
@@ -628,10 +632,14 @@ class _Consumer:
         v = self.values.get(name)
         return isinstance(v, _Iota) or (isinstance(v, _Deferred) and v.positions)
 
+    def scalar(self, x) -> bool:
+        """Whether operand ``x`` is one value (an argument's element), which combines with any layout."""
+        return isinstance(x, str) and self.program.tensor(x).shape == ()
+
     def pending_vector(self, x) -> bool:
         """Whether operand ``x`` is a vector read from an argument, loaded once a tile gives it a layout."""
         v = self.values.get(operand_name(x) if isinstance(x, (str, Broadcast)) else None)
-        return isinstance(v, _Pending) and _is_vector(v.region)
+        return isinstance(v, _Pending) and _is_vector(v.region) and not self.scalar(operand_name(x))
 
     def resolve(self, name: str, columns=None):
         """Local ``name`` as a value: for a ``columns`` (start, stop) window of the tile, only those columns."""
@@ -643,8 +651,6 @@ class _Consumer:
             if key not in self._slice:
                 self._slice[key] = self.compute(v.op, columns)
             return self._slice[key]
-        if isinstance(v, _Pending) and v.region.shape in ((1,), ()):    # a scalar: one element of an argument
-            v = self.values[name] = self.arrays[v.region.tensor][(0,) * len(v.region.shape)]
         if columns is not None and isinstance(v, WGMMAAccumulator) and columns != (0, v.shape[1]):
             return v.columns(*columns)
         if columns is not None and isinstance(v, _Cast):
@@ -670,7 +676,8 @@ class _Consumer:
         if isinstance(v, _Pending) and isinstance(like, RegisterTile) and len(v.region.matrix_shape) == 2:
             return self.argument_tile(v.region, like, columns)
         if isinstance(v, _Pending) and isinstance(like, RegisterTile) and _is_vector(v.region):
-            return self.vector(x, 1, like, columns)      # an argument's vector, one value per row of ``like``
+            # an argument's vector: one value per row of ``like`` (or per column, along ``axis`` 0)
+            return self.vector(x, 1 if axis is None else axis, like, columns)
         return v.acc.to(v.dtype) if isinstance(v, _Cast) else v
 
     def argument_tile(self, region: Region, like: RegisterTile, columns) -> RegisterTile:
@@ -710,7 +717,10 @@ class _Consumer:
         inputs = [x for x in op.inputs if isinstance(x, (str, Broadcast))]
         # positions and masks (of positions, and of vectors read from arguments: a row's target column) are
         # computed where a tile uses them, in its layout
-        if inputs and all(self.lazy(x) or self.pending_vector(x) for x in inputs) and any(map(self.lazy, inputs)):
+        # (with scalars: ALiBi's slope times distances); so are comparisons of argument vectors broadcast against
+        # each other (a document mask)
+        if inputs and all(self.lazy(x) or self.pending_vector(x) or self.scalar(x) for x in inputs) and \
+                any(self.lazy(x) or self.pending_vector(x) for x in inputs):
             self.values[op.out] = _Deferred(op, positions=True)
             return
         self.values[op.out] = self.compute(op, None)
@@ -730,11 +740,17 @@ class _Consumer:
                 any(self.pending_vector(x) for x in op.inputs if isinstance(x, str)):
             like = _row_layout_tile(self.rows(op.out), self.lanes_along_rows)   # an argument's vector beside one
         args = [self.value(x, like, columns, axis) for x in op.inputs]
+        if isinstance(like, RegisterTile) and any(isinstance(a, RowVector) for a in args) and \
+                any(isinstance(a, ColumnVector) for a in args):          # a row and a column: over the tile
+            rows = like.indices()[0] * 0
+            args = [rows + a if isinstance(a, RowVector) else a for a in args]
         out_dtype = self.program.tensor(op.out).dtype
         if op.fn in _COMPARE:
             return _COMPARE[op.fn](*args)
         converted = [a if isinstance(a, (int, float)) or a.dtype == out_dtype else a.to(out_dtype) for a in args]
         if op.fn == "where":
+            if all(isinstance(a, (int, float)) for a in converted[1:]):      # two numbers: typed by the result
+                converted = [args[0]] + [constant(a, out_dtype) for a in converted[1:]]
             return where(args[0], *converted[1:])
         args = converted
         if op.fn == "mul" and op.inputs[0] == op.out and isinstance(args[0], WGMMAAccumulator) and \
@@ -744,9 +760,14 @@ class _Consumer:
             acc, factor = args
             return cond((factor != 1.0).any_of_thread(), lambda: acc * factor, lambda: acc)
         if op.fn in _BINARY:
-            return _BINARY[op.fn](*args)
+            a, b = args
+            if isinstance(b, _TILES) and not isinstance(a, (*_TILES, int, float)):
+                return _REFLECTED[op.fn](b, a)           # a scalar and a tile: the tile's operator
+            return _BINARY[op.fn](a, b)
         if op.fn == "maximum":
             return maximum(*args)
+        if op.fn == "minimum":
+            return minimum(*args)
         return _UNARY[op.fn](args[0])
 
     def reduce(self, op: Reduce) -> None:
@@ -1048,8 +1069,12 @@ def _carried(s: Schedule) -> list[str]:
 
 _BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
            "div": lambda a, b: a / b}
+_TILES = (RegisterTile, RowVector, ColumnVector)
+_REFLECTED = {"add": lambda b, a: b.__radd__(a), "sub": lambda b, a: b.__rsub__(a),
+              "mul": lambda b, a: b.__rmul__(a), "div": lambda b, a: b.__rtruediv__(a)}
 _COMPARE = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
-            "ge": lambda a, b: a >= b, "and": lambda a, b: a & b}
+            "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+            "and": lambda a, b: a & b, "or": lambda a, b: a | b, "not": lambda a: ~a}
 _SQRT_HALF = 0.7071067811865476
 _SQRT_TWO_OVER_PI = 0.7978845608028654
 _UNARY = {
@@ -1059,6 +1084,8 @@ _UNARY = {
     "gelu_tanh": lambda x: x * (tanh((x * x * 0.044715 + 1.0) * x * _SQRT_TWO_OVER_PI) + 1.0) * 0.5,
     # x * sigmoid(x), with sigmoid(x) = (1 + tanh(x / 2)) / 2: no division per element, so no spills
     "silu": lambda x: x * (tanh(x * 0.5) * 0.5 + 0.5),
+    "tanh": lambda x: tanh(x),
+    "tanh_approx": lambda x: tanh(x, approx=True),
     "exp2": lambda x: exp2(x),
     "exp2_approx": lambda x: exp2(x, approx=True),
     "log2": lambda x: log2(x),

@@ -461,14 +461,18 @@ def _two_phases(program: Program, main: Loop | None, prologue) -> Phases | None:
     a_ops = [op for op in body if op not in b_ops]
     if any(second.acc in {operand_name(x) for x in op.reads()} for op in a_ops):
         return None
-    loads = {op.target for op in argument_loads(main.body)}
+    # Loads into shared memory feed the products through a ring per phase; loads into registers (an argument's
+    # vector read by the first phase's math, such as a document id per key) are that math's, done in its step.
+    in_registers = [op for op in argument_loads(main.body) if program.tensor(op.target).memory != SHARED]
+    loads = {op.target for op in argument_loads(main.body)} - {op.target for op in in_registers}
     if loads - {operand_name(x) for op in mmas for x in (op.a, op.b)}:
-        return None                 # an argument's vector or tile read by the loop's math: loaded in the step
-    read_by = lambda ops: {operand_name(x) for op in ops for x in op.reads()} & loads   # noqa: E731
-    if read_by(a_ops) & read_by(b_ops) or body.index(first) > body.index(second):
+        return None                 # an argument's tile read by the loop's math: loaded in the step
+    read_by = lambda ops, of: {operand_name(x) for op in ops for x in op.reads()} & of   # noqa: E731
+    if read_by(a_ops, loads) & read_by(b_ops, loads) or body.index(first) > body.index(second) or \
+            read_by(b_ops, {op.target for op in in_registers}):
         return None
     issue = (fills[first.acc], first)
-    math = tuple(op for op in a_ops if op not in issue)
+    math = tuple(in_registers) + tuple(op for op in a_ops if op not in issue)
     written_in_a = {name for op in a_ops for name in map(operand_name, op.writes())}
     handed = sorted({operand_name(x) for op in b_ops for x in op.reads()} & written_in_a)
     return Phases(issue, math, tuple(b_ops), tuple(handed))

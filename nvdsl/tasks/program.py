@@ -51,6 +51,7 @@ class _Trace:
         self.next_id = 0
         self.loop_depth = {"prange": 0, "srange": 0}
         self.indices: dict[str, ir.Index] = {}
+        self.positions: dict[str, Affine] = {}   # nt.arange vectors: their starts, for indexing arguments
         self.tasks: list[str] = [name]          # the chain of launches being traced, the entry task first
 
     def fresh(self, stem: str) -> str:
@@ -95,6 +96,39 @@ class Tensor:
 
     def region(self) -> "TileRef":
         return TileRef(self, tuple(Affine.of(0) for _ in self.shape), self.shape, self._privilege)
+
+    def __getitem__(self, key):
+        """Elements read by index, for tile math: with ints or loop variables on every axis, one element
+        (``slopes[h]``, a value that combines with any tile); with positions (an :func:`arange` vector, or
+        one broadcast) on the last axis, the run of elements at those positions, as a vector or broadcast
+        alike (``doc[b, q_idx] == doc[b, kv_idx]``, a mask of which query and key share a document)."""
+        trace = _current(f"indexing {self.name}")
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) != len(self.shape):
+            raise _error(f"{self.name}{list(self.shape)} takes {len(self.shape)} indices, got {len(key)}",
+                         code="bad-tile")
+        _check_privilege(self.region(), "read", "read")
+        *leading, last = key
+        positions = last.source if isinstance(last, _BroadcastOperand) else \
+            last.name if isinstance(last, Local) else None
+        if positions is not None and positions not in trace.positions:
+            raise _error(f"{self.name}[..., {last!r}]: a vector index must be positions (nt.arange, or a broadcast of "
+                         "them)", code="bad-tile")
+        try:
+            origin = [Affine.of(x) for x in leading] + [trace.positions[positions] if positions is not None
+                                                        else Affine.of(last)]
+        except TypeError:
+            raise _error(f"{self.name}[{', '.join(map(repr, key))}]: indices must be ints or loop variables (times "
+                         "ints), and positions on the last axis", code="bad-tile") from None
+        if positions is None:                      # one element, as a scalar
+            out = Local(trace.fresh(self.name + "_value"), (), self.dtype)
+            trace.declare(ir.TensorDecl(out.name, (), self.dtype, ir.REGISTER))
+            trace.add(ir.Copy, source=Region(self.name, tuple(origin), (1,) * len(self.shape)), target=out.name)
+            return out
+        length = trace.tensors[positions].shape[0]
+        run = TileRef(self, tuple(origin), (1,) * len(leading) + (length,), self._privilege)
+        return _broadcast(run, (None, slice(None)) if last.axis == 0 else (slice(None), None)) \
+            if isinstance(last, _BroadcastOperand) else run
 
     def __repr__(self):
         return f"<task tensor {self.name}: {self.dtype.name}{list(self.shape)}>"
@@ -294,9 +328,12 @@ class Local(_TileMath):
         return self
 
     def _binary(self, fn: str, other, reverse=False) -> "Local":
-        operand = _as_operand(other, self.shape, self.dtype)
+        if not self.shape and isinstance(other, _BroadcastOperand):     # a scalar and a broadcast vector
+            return other._elementwise(fn, self, not reverse)
+        shape = self.shape or _shape(other)          # a scalar (nt.scalar, slopes[h]) takes the other's shape
+        operand = _as_operand(other, shape, self.dtype)
         inputs = (operand, self.name) if reverse else (self.name, operand)
-        return _map(fn, inputs, self.shape, _promote(self.dtype, other))
+        return _map(fn, inputs, shape, _promote(self.dtype, other))
 
     def __imul__(self, other) -> "Local":
         """``t *= x`` updates ``t`` in place (as ``+=``): a loop-carried tile rescaled each step."""
@@ -324,17 +361,39 @@ class Local(_TileMath):
     def __gt__(self, o): return self._compare("gt", o)
     def __ge__(self, o): return self._compare("ge", o)
 
-    def __and__(self, o):
+    def __eq__(self, o): return self._compare("eq", o)    # elementwise, as NumPy's; tiles hash by identity
+    def __ne__(self, o): return self._compare("ne", o)
+    __hash__ = object.__hash__
+
+    def _logical(self, fn: str, o) -> "Local":
         if self.dtype != dt.bool_ or getattr(o, "dtype", None) != dt.bool_:
-            raise _error("'&' combines masks (tiles of comparisons)", code="bad-dtype")
-        return _map("and", (self.name, _as_operand(o, self.shape, dt.bool_)), self.shape, dt.bool_)
+            raise _error(f"'{_LOGICAL[fn]}' combines masks (tiles of comparisons), got {self!r} and {o!r}",
+                         code="bad-dtype", hint="compare first, e.g. (kv_idx <= q_idx) & (q_idx - kv_idx < 1024)")
+        return _map(fn, (self.name, _as_operand(o, self.shape, dt.bool_)), self.shape, dt.bool_)
+
+    def __and__(self, o): return self._logical("and", o)
+    def __rand__(self, o): return self._logical("and", o)
+    def __or__(self, o): return self._logical("or", o)
+    def __ror__(self, o): return self._logical("or", o)
+
+    def __invert__(self) -> "Local":
+        """``~mask``: where the mask does not hold."""
+        if self.dtype != dt.bool_:
+            raise _error(f"'~' negates a mask (a tile of comparisons), got {self!r}", code="bad-dtype")
+        return _map("not", (self.name,), self.shape, dt.bool_)
+
+    def __neg__(self) -> "Local":
+        return self._binary("mul", -1 if self.dtype.is_int else -1.0)
 
     def _compare(self, fn: str, other) -> "Local":
-        if isinstance(other, Affine) or (isinstance(other, int) and not isinstance(other, bool)):
+        if not self.shape and isinstance(other, _BroadcastOperand):
+            return other._elementwise(_SWAPPED[fn], self)
+        if isinstance(other, Affine) or (isinstance(other, int) and not isinstance(other, bool) and self.dtype.is_int):
             if not self.dtype.is_int:
                 raise _error(f"comparing a {self.dtype.name} tile with an index", code="bad-dtype")
             return _map(fn, (self.name, Affine.of(other)), self.shape, dt.bool_)
-        return _map(fn, (self.name, _as_operand(other, self.shape, self.dtype)), self.shape, dt.bool_)
+        shape = self.shape or _shape(other)
+        return _map(fn, (self.name, _as_operand(other, shape, self.dtype)), shape, dt.bool_)
 
     def __add__(self, o): return self._binary("add", o)
     def __radd__(self, o): return self._binary("add", o, True)
@@ -367,16 +426,28 @@ class Local(_TileMath):
 
 def _promote(dtype: dt.DType, other) -> dt.DType:
     """The dtype of elementwise math between a tile of ``dtype`` and ``other``: as NumPy, the wider float
-    (a float16 bias added to a float32 accumulator gives float32); Python numbers take the tile's."""
+    (a float16 bias added to a float32 accumulator gives float32), and a float with positions (an int32 tile,
+    such as ``q_idx - kv_idx``) the float; Python numbers take the tile's, or float32 for a float number and
+    an int tile."""
     other_dtype = getattr(other, "dtype", None)
-    if isinstance(other, _BroadcastOperand):
-        other_dtype = other.dtype
-    if other_dtype is None or other_dtype == dtype:
+    if other_dtype is None:
+        return dt.float32 if dtype.is_int and isinstance(other, float) else dtype
+    if other_dtype == dtype:
         return dtype
     if dtype.is_float and other_dtype.is_float:
         return dtype if dtype.bits >= other_dtype.bits else other_dtype
+    if {dtype.is_float, other_dtype.is_float} == {True, False} and dt.bool_ not in (dtype, other_dtype):
+        return dtype if dtype.is_float else other_dtype
     raise _error(f"tile math between {dtype.name} and {other_dtype.name}", code="bad-dtype",
                  hint="convert one side with .astype(...)")
+
+
+def _shape(x) -> tuple[int, ...]:
+    """The shape of a tile math operand (a number's: none)."""
+    return _matrix(x) if isinstance(x, (TileRef, Local)) else ()
+
+
+_LOGICAL = {"and": "&", "or": "|"}
 
 
 def _matrix(x) -> tuple[int, ...]:
@@ -414,20 +485,61 @@ class _BroadcastOperand:
     length: int
     dtype: dt.DType
 
-    def _outer(self, fn: str, other) -> "Local":
-        """``cols[None, :] <= rows[:, None]``: the comparison of a row and a column of positions, a 2-D mask."""
-        if not isinstance(other, _BroadcastOperand) or other.axis == self.axis:
-            raise _error("compare a broadcast row with a broadcast column (v[None, :] <= w[:, None]), or compare "
-                         "the vectors themselves", code="bad-tile")
-        if not (self.dtype.is_int and other.dtype.is_int):
-            raise _error("outer comparisons compare positions (nt.arange vectors)", code="bad-dtype")
-        shape = (self.length, other.length) if self.axis == 1 else (other.length, self.length)
-        return _map(fn, (Broadcast(self.source, self.axis), Broadcast(other.source, other.axis)), shape, dt.bool_)
+    def _elementwise(self, fn: str, other, reverse: bool = False):
+        """``q_idx - kv_idx`` (a broadcast row and column: a tile), ``kv_idx + 1`` or ``q_idx < n`` (with a
+        number, an index or a scalar: the vector's map, broadcast alike), ``s + kv_idx`` (with a tile)."""
+        if isinstance(other, Local) and other.shape:
+            return other._binary(fn, self, not reverse) if fn in _ARITHMETIC else other._compare(_SWAPPED[fn], self)
+        if isinstance(other, _BroadcastOperand):
+            if other.axis == self.axis:
+                raise _error("combine a broadcast row with a broadcast column (v[None, :] - w[:, None]); two rows "
+                             "(or columns) combine as the vectors themselves", code="bad-tile")
+            shape = (self.length, other.length) if self.axis == 1 else (other.length, self.length)
+            inputs = (Broadcast(other.source, other.axis), Broadcast(self.source, self.axis)) if reverse else \
+                (Broadcast(self.source, self.axis), Broadcast(other.source, other.axis))
+            dtype = dt.bool_ if fn in _COMPARISONS else _promote(self.dtype, other)
+            return _map(fn, inputs, shape, dtype)
+        if isinstance(other, bool) or not isinstance(other, (int, float, Affine, Local)):
+            raise _error(f"tile math combines tiles, broadcast vectors, indices and Python numbers, not {other!r}",
+                         code="bad-tile")
+        operand = other if isinstance(other, Affine) else _as_operand(other, (self.length,), self.dtype)
+        dtype = dt.bool_ if fn in _COMPARISONS else \
+            _promote(self.dtype, other) if not isinstance(other, Affine) else self.dtype
+        if isinstance(other, float) and self.dtype.is_int and fn not in _COMPARISONS:
+            dtype = dt.float32
+        inputs = (operand, self.source) if reverse else (self.source, operand)
+        vector = _map(fn, inputs, (self.length,), dtype)
+        return _BroadcastOperand(vector.name, self.axis, self.length, dtype)
+
+    def _outer(self, fn: str, other):
+        """``cols[None, :] <= rows[:, None]``: the comparison of a row and a column (a 2-D mask), or of a vector
+        and a number (a vector mask, broadcast alike)."""
+        return self._elementwise(fn, other)
 
     def __lt__(self, o): return self._outer("lt", o)
     def __le__(self, o): return self._outer("le", o)
     def __gt__(self, o): return self._outer("gt", o)
     def __ge__(self, o): return self._outer("ge", o)
+    def __eq__(self, o): return self._outer("eq", o)      # noqa: E704 - elementwise, as NumPy's
+    def __ne__(self, o): return self._outer("ne", o)
+    def __add__(self, o): return self._elementwise("add", o)
+    def __radd__(self, o): return self._elementwise("add", o, True)
+    def __sub__(self, o): return self._elementwise("sub", o)
+    def __rsub__(self, o): return self._elementwise("sub", o, True)
+    def __mul__(self, o): return self._elementwise("mul", o)
+    def __rmul__(self, o): return self._elementwise("mul", o, True)
+    def __truediv__(self, o): return self._elementwise("div", o)
+    def __rtruediv__(self, o): return self._elementwise("div", o, True)
+    def __and__(self, o): return self._elementwise("and", o)
+    def __rand__(self, o): return self._elementwise("and", o, True)
+    def __or__(self, o): return self._elementwise("or", o)
+    def __ror__(self, o): return self._elementwise("or", o, True)
+    __hash__ = object.__hash__
+
+
+_ARITHMETIC = ("add", "sub", "mul", "div")
+_COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne", "and", "or")
+_SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne", "and": "and", "or": "or"}
 
 
 def _as_operand(x, shape, dtype: dt.DType | None = None):
@@ -519,6 +631,7 @@ def arange(length: int, start=0, *, name: str = "pos") -> Local:
     out = Local(trace.fresh(name), (length,), dt.int32)
     trace.declare(ir.TensorDecl(out.name, out.shape, dt.int32, ir.REGISTER))
     trace.add(ir.Iota, out=out.name, start=start, length=length)
+    trace.positions[out.name] = start
     return out
 
 
@@ -753,7 +866,9 @@ relu, gelu, gelu_tanh, silu = (_unary(f) for f in ("relu", "gelu", "gelu_tanh", 
 gelu.__doc__ = "The exact GELU of every element of a tile, ``x * (1 + erf(x / sqrt(2))) / 2`` (torch's default)."
 gelu_tanh.__doc__ = ("GELU by its tanh formula, ``x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 x^3))) / 2``, of every "
                      "element of a tile: torch's ``gelu(approximate='tanh')``, computed with an accurate tanh.")
-exp2, log2 = _unary("exp2", True), _unary("log2", True)
+exp2, log2, tanh = _unary("exp2", True), _unary("log2", True), _unary("tanh", True)
+tanh.__doc__ = ("The hyperbolic tangent of every element of a tile (``tanhf``, 2 ulp; ``approx=True``: PTX's "
+                "``tanh.approx.f32``, 2^-11 relative): a soft cap on attention's scores, ``cap * nt.tanh(s / cap)``.")
 sqrt, rsqrt = _unary("sqrt", True), _unary("rsqrt", True)
 sqrt.__doc__ = "The square root of every element of a tile (``approx=True``: PTX's ``sqrt.approx``)."
 rsqrt.__doc__ = "``1 / sqrt(x)`` of every element of a tile (``approx=True``: PTX's ``rsqrt.approx``)."
@@ -785,9 +900,135 @@ def _as_tile(x, fn: str) -> Local:
 
 def maximum(a, b) -> Local:
     """The larger of two tiles (or a tile and a number), elementwise."""
+    return _extremum("maximum", a, b)
+
+
+def minimum(a, b) -> Local:
+    """The smaller of two tiles (or a tile and a number), elementwise."""
+    return _extremum("minimum", a, b)
+
+
+def _extremum(fn: str, a, b) -> Local:
     base = a if isinstance(a, Local) else b
     if not isinstance(base, Local):
-        raise _error("nt.maximum needs at least one computed tile", code="bad-tile")
+        raise _error(f"nt.{fn} needs at least one computed tile", code="bad-tile")
     other = b if base is a else a
-    return _map("maximum", (_as_operand(a, base.shape, base.dtype), _as_operand(b, base.shape, base.dtype)),
+    return _map(fn, (_as_operand(a, base.shape, base.dtype), _as_operand(b, base.shape, base.dtype)),
                 base.shape, _promote(base.dtype, other))
+
+
+# --- derivatives of elementwise tile math ---------------------------------------------------------------
+
+def value_and_derivative(fn, x, *args):
+    """``(fn(x, *args), d fn(x, *args) / dx)`` for elementwise tile math ``fn`` of the computed tile ``x``.
+
+    The derivative is derived from the events ``fn`` records (forward mode: each event's rule applied to the
+    derivatives of its operands), so it is computed, not written: attention's backward differentiates a
+    ``score_mod`` this way. ``fn`` may use arithmetic, comparisons, :func:`where`, :func:`maximum`,
+    :func:`minimum`, :func:`exp2`, :func:`exp`, :func:`log2`, :func:`log`, :func:`tanh`, :func:`sqrt`,
+    :func:`rsqrt`, :func:`relu`, positions and arguments' elements; operands other than ``x`` are constants.
+    The derivative is a tile, or, where it does not vary over the tile, what combines with one: a Python number
+    (``1.0`` for ``x + c``), a scalar or a broadcast vector.
+    """
+    trace = _current("nt.value_and_derivative")
+    if not isinstance(x, Local) or not x.dtype.is_float or len(x.shape) != 2:
+        raise _error(f"nt.value_and_derivative differentiates with respect to a computed float tile, got {x!r}",
+                     code="bad-tile")
+    body = trace.bodies[-1]
+    start = len(body)
+    y = fn(x, *args)
+    if not isinstance(y, Local) or y.shape != x.shape or not y.dtype.is_float:
+        raise _error(f"nt.value_and_derivative: {getattr(fn, '__name__', fn)} returned {y!r}; it must return a float "
+                     f"tile of the shape of its argument, {list(x.shape)}", code="bad-tile")
+    events = body[start:]
+    tangents: dict[str, object] = {x.name: 1.0}     # derivatives: None (zero), numbers, or tile math operands
+    for op in events:
+        if isinstance(op, ir.Map):
+            tangent = _tangent(trace, op, tangents)
+            if tangent is not None:
+                tangents[op.out] = tangent
+        elif any(name in tangents for name in map(_name_of, op.reads())):
+            raise TaskError(f"nt.value_and_derivative: {op} is not elementwise; only elementwise tile math is "
+                            "differentiated", code="bad-tile", loc=op.loc)
+    derivative = tangents.get(y.name)
+    return y, 0.0 if derivative is None else derivative
+
+
+def _name_of(x):
+    return x if isinstance(x, str) else x.tensor if isinstance(x, Broadcast) and isinstance(x.tensor, str) else None
+
+
+def _tangent(trace: _Trace, op: ir.Map, tangents: dict):
+    """The derivative of ``op``'s result (None: zero) from its operands' derivatives."""
+    def operand(x):
+        if isinstance(x, str):
+            decl = trace.tensors[x]
+            return Local(x, decl.shape, decl.dtype)
+        if isinstance(x, Broadcast):
+            decl = trace.tensors[x.tensor]
+            return _BroadcastOperand(x.tensor, x.axis, decl.shape[0], decl.dtype)
+        return x
+
+    inputs = [tangents.get(x) if isinstance(x, str) else None for x in op.inputs]
+    if all(t is None for t in inputs) or trace.tensors[op.out].dtype == dt.bool_:
+        return None
+    a_t, b_t = (inputs + [None])[:2]
+    args = [_as_float(operand(x)) for x in op.inputs]
+    out, fn = operand(op.out), op.fn.removesuffix("_approx")
+    if fn in ("copy", "cast"):
+        return a_t
+    if fn == "add":
+        return _plus(a_t, b_t)
+    if fn == "sub":
+        return _plus(a_t, _times(b_t, -1.0))
+    if fn == "mul":
+        return _plus(_times(a_t, args[1]), _times(b_t, args[0]))
+    if fn == "div":      # (a' - out b') / b
+        return _times(_plus(a_t, _times(_times(b_t, out), -1.0)), 1.0 / args[1])
+    if fn in ("maximum", "minimum"):
+        first = (args[0] >= args[1]) if fn == "maximum" else (args[0] <= args[1])
+        return _select(first, a_t, b_t, out)
+    if fn == "where":
+        return _select(args[0], inputs[1], inputs[2], out)
+    if fn == "relu":
+        return _select(args[0] > 0.0, a_t, None, out)
+    factor = {"exp2": lambda: out * _LN_2, "log2": lambda: 1.0 / (args[0] * _LN_2),
+              "tanh": lambda: 1.0 - out * out, "sqrt": lambda: 0.5 / out,
+              "rsqrt": lambda: out * out * out * -0.5}.get(fn)
+    if factor is None:
+        raise TaskError(f"nt.value_and_derivative: no derivative rule for '{op.fn}' ({op})", code="bad-tile",
+                        hint="write the function with arithmetic, where, maximum, minimum, exp2, log2, tanh, "
+                             "sqrt or rsqrt", loc=op.loc)
+    return _times(a_t, factor())
+
+
+def _as_float(x):
+    return x.astype(dt.float32) if isinstance(x, Local) and x.dtype.is_int else x
+
+
+def _times(t, factor):
+    """A derivative ``t`` (None: zero) times ``factor``: numbers multiply as numbers, and a number times tile math
+    is that tile math times the number (no tile of the number is made)."""
+    if t is None:
+        return None
+    if isinstance(t, (int, float)):
+        if t == 1.0:
+            return factor
+        return t * factor
+    return t * factor
+
+
+def _plus(a, b):
+    if a is None or b is None:
+        return b if a is None else a
+    return b + a if isinstance(a, (int, float)) else a + b
+
+
+def _select(condition, a, b, like: Local):
+    """``where(condition, a, b)`` of two derivatives (None: zero)."""
+    a, b = (0.0 if t is None else t for t in (a, b))
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == b:
+        return a or None
+    inputs = (_as_operand(condition, like.shape), _as_operand(a, like.shape, dt.float32),
+              _as_operand(b, like.shape, dt.float32))
+    return _map("where", inputs, like.shape, dt.float32)
