@@ -27,11 +27,12 @@ def fresh_kernels():
     library._built.cache_clear()
 
 
-def reference(q, k, v, o, do, causal, scale, dtype=None, exact_o=False):
+def reference(q, k, v, o, do, causal, scale, dtype=None, exact_o=False, score_mod=None, keep=None):
     """float64 gradients and the elementwise error bounds of dQ, dK and dV (grouped heads summed), from the
     stored 16-bit q, k, v, o and do (the backward's D = rowsum(dO * O) reads the stored O, as any does). With
     ``exact_o``, the bounds also hold against gradients computed from the exact O (torch autograd's): D then
-    differs by O's rounding to 16 bits."""
+    differs by O's rounding to 16 bits. A variant: ``score_mod(s)`` gives the modified scores and their
+    derivative (float64, of the scores' shape (B, H, L, Lk)); ``keep`` (broadcast to that shape) masks keys."""
     dtype = dtype or ("float16" if q.dtype == np.float16 else "bfloat16")
     u, tiny = UNIT_ROUNDOFF[dtype], SUBNORMAL_HALF_SPACING[dtype]
     b, h, seq_q, d = q.shape
@@ -40,14 +41,24 @@ def reference(q, k, v, o, do, causal, scale, dtype=None, exact_o=False):
     q, k, v, o, do = (x.astype(np.float64) for x in (q, k, v, o, do))
     k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
     s = q @ k.transpose(0, 1, 3, 2) * scale
+    slope, mod_error, slope_error = 1.0, 0.0, 0.0
+    if score_mod is not None:
+        raw = s
+        s, slope = score_mod(s)
+        mod_error = 8 * U32 * (np.abs(s) + np.abs(raw))     # the mod's float32 arithmetic on float32 scores
+        slope_error = 8 * U32                                # and on its derivative
+    keep = np.ones(s.shape, bool) if keep is None else np.broadcast_to(keep, s.shape)
     if causal:
         rows, cols = np.indices(s.shape[-2:])
-        s = np.where(cols <= rows, s, -np.inf)
-    p = np.exp(s - s.max(axis=-1, keepdims=True))
-    p /= p.sum(axis=-1, keepdims=True)
+        keep = keep & (cols <= rows)
+    s = np.where(keep, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    p = np.exp(s - np.where(np.isfinite(m), m, 0.0))
+    total = p.sum(axis=-1, keepdims=True)
+    p = p / np.where(total > 0, total, 1.0)             # a row with no key left: P = 0
     dp = do @ v.transpose(0, 1, 3, 2)
     delta = (do * o).sum(axis=-1, keepdims=True)
-    ds = p * (dp - delta)
+    ds = p * (dp - delta) * slope
     t = lambda x: x.transpose(0, 1, 3, 2)        # noqa: E731
     dq, dk, dv = ds @ k * scale, t(ds) @ q * scale, t(p) @ do
     # What the kernels' arithmetic may add: P to within 2u (rounded to 16 bits for its products; its exponent
@@ -61,8 +72,8 @@ def reference(q, k, v, o, do, causal, scale, dtype=None, exact_o=False):
     if exact_o:     # the forward's O: P rounded to 16 bits for P V (2u, as here), then O rounded (u)
         o_error = u * np.abs(o) + 2 * u * mag(p, v) + tiny
         dp_error = dp_error + (np.abs(do) * o_error).sum(axis=-1, keepdims=True)
-    p_error = 2 * u * np.abs(p) + tiny
-    ds_error = p_error * np.abs(dp - delta) + np.abs(p) * dp_error + u * np.abs(ds) + tiny
+    p_error = (2 * u + mod_error) * np.abs(p) + tiny
+    ds_error = (p_error * np.abs(dp - delta) + np.abs(p) * dp_error) * np.abs(slope) + (u + slope_error) * np.abs(ds) + tiny
     dq_bound = (mag(ds_error, k) + gamma(seq_k) * mag(ds, k)) * scale
     dk_bound = (mag(t(ds_error), q) + gamma(seq_q) * mag(t(ds), q)) * scale
     dv_bound = mag(t(p_error), do) + gamma(seq_q) * mag(t(p), do)

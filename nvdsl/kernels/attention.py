@@ -36,7 +36,9 @@ Pass ``mapping=`` to run the same program otherwise (persistent, other tiles): r
 from __future__ import annotations
 
 import functools
+import inspect
 import math
+from dataclasses import dataclass
 
 from .. import dtypes as dt
 from .. import jit
@@ -71,19 +73,72 @@ def _tiles(d: int, causal: bool, seq_q: int) -> tuple[int, int]:
     return (128 if d <= 128 else 64), 2
 
 
+@dataclass(frozen=True)
+class Variant:
+    """An attention variant: a ``score_mod`` and a ``mask_mod`` (FlexAttention's meaning, written in tile math),
+    and how many arrays they read (``mod_args``, passed to both after the positions).
+
+    ``score_mod(score, b, h, q_idx, kv_idx, *mod_args) -> score``: ``score`` is a tile of ``q k * scale``, ``b``
+    and ``h`` the batch and query head (indices), ``q_idx`` and ``kv_idx`` the positions of the tile's queries
+    and keys (broadcast so that ``q_idx - kv_idx`` is a tile); ``mask_mod(b, h, q_idx, kv_idx, *mod_args)`` a
+    mask: where it is False, the key is not attended to. Arrays read by index: ``slopes[h]``,
+    ``doc[b, q_idx] == doc[b, kv_idx]``."""
+
+    score_mod: object = None
+    mask_mod: object = None
+    arity: int = 0
+
+    def score(self, s, b, h, q_idx, kv_idx, mods):
+        """The modified scores of the tile ``s`` (``q k * scale``), checked."""
+        out = self.score_mod(s, b, h, q_idx, kv_idx, *mods)
+        if type(out) is not type(s) or out.shape != s.shape or not out.dtype.is_float:
+            raise ArgumentError(f"score_mod {getattr(self.score_mod, '__name__', self.score_mod)} returned {out!r}; it "
+                                f"must return a float tile of the scores' shape {list(s.shape)}", code="bad-argument",
+                                hint="return tile math on score, e.g. cap * nt.tanh(score / cap)", loc=user_location())
+        return out
+
+    def keep(self, keep, b, h, q_idx, kv_idx, mods):
+        """``keep`` and the mask of ``mask_mod``, checked."""
+        mask = self.mask_mod(b, h, q_idx, kv_idx, *mods)
+        if getattr(mask, "dtype", None) != dt.bool_:
+            raise ArgumentError(f"mask_mod {getattr(self.mask_mod, '__name__', self.mask_mod)} returned {mask!r}; it "
+                                "must return a mask (comparisons of positions or of arrays' elements)",
+                                code="bad-argument", hint="e.g. return (q_idx >= kv_idx) & (q_idx - kv_idx < 1024)",
+                                loc=user_location())
+        return keep & mask
+
+
+PLAIN = Variant()
+
+
+def _taking(body, fixed: tuple[str, ...], variant: Variant, name: str):
+    """``body`` as a function of the tensors ``fixed`` and then the variant's arrays (``MOD0``, ``MOD1``, ...)."""
+    names = fixed + tuple(f"MOD{n}" for n in range(variant.arity))
+
+    def program(*tensors):
+        body(*tensors)
+    program.__signature__ = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                               for n in names])
+    program.__name__ = name
+    return program, names[len(fixed):]
+
+
 @functools.lru_cache(maxsize=None)
-def attention_program(causal: bool = False, scale: float | None = None, with_lse: bool = True) -> nt.Task:
+def attention_program(causal: bool = False, scale: float | None = None, with_lse: bool = True,
+                      variant: Variant = PLAIN) -> nt.Task:
     """Attention as a tile program (``nvdsl.tasks``): what is computed per block of query rows, with no
     roles, rings or barriers; :func:`task_mapping` says how it runs. ``O`` (B, H, L, D) and ``LSE`` (B, H, L)
     are written (``with_lse=False``: the task takes no LSE); ``K`` and ``V`` may have fewer heads than ``Q``
-    (grouped-query attention)."""
+    (grouped-query attention). A ``variant`` modifies the scores and masks keys (:class:`Variant`); its arrays
+    are the task's last arguments."""
 
-    def attention(O, LSE, Q, K, V):
+    def attention(O, LSE, Q, K, V, *mods):
         BM, BN = nt.tunable("BM", 128), nt.tunable("BN", 128)
         batch, heads, seq_q, d = Q.shape
         kv_heads, seq_k = K.shape[1], K.shape[2]
         group = heads // kv_heads
-        c = (d ** -0.5 if scale is None else scale) * LOG2_E      # softmax in base 2, the scale folded in
+        scale_ = d ** -0.5 if scale is None else scale
+        c = LOG2_E if variant.score_mod else scale_ * LOG2_E     # softmax in base 2, the scale folded in
         Qt, Ot = nt.blocks(Q, (1, 1, BM, d)), nt.blocks(O, (1, 1, BM, d))
         Lt = nt.blocks(LSE, (1, 1, BM)) if with_lse else None
         Kt, Vt = nt.blocks(K, (1, 1, BN, d)), nt.blocks(V, (1, 1, BN, d))
@@ -96,29 +151,40 @@ def attention_program(causal: bool = False, scale: float | None = None, with_lse
                 keys = nt.arange(BN, start=j * BN, name="keys")
                 s = nt.zeros((BM, BN), name="s")
                 s += Qt[b, h, i, 0] @ Kt[b, hk, j, 0].T
+                if variant.score_mod:
+                    s = variant.score(s * scale_, b, h, rows[:, None], keys[None, :], mods)
                 keep = (keys < seq_k)[None, :]                      # keys past the end (a ragged last block)
                 if causal:
                     keep = (keys[None, :] <= rows[:, None]) & keep     # and keys after the query
+                if variant.mask_mod:
+                    keep = variant.keep(keep, b, h, rows[:, None], keys[None, :], mods)
                 s = nt.where(keep, s, -math.inf)
                 m_new = nt.maximum(m, s.max(axis=1))
                 m_new = nt.where((m_new - m) * c > RESCALE_ABOVE, m_new, m)   # lazy rescaling (RESCALE_ABOVE)
-                p = nt.exp2(s * c - (m_new * c)[:, None], approx=True)
-                alpha = nt.exp2((m - m_new) * c, approx=True)
+                m_from = m_new
+                if variant.mask_mod:             # a row with no key yet: its exponentials measured from 0, not -inf
+                    m_from = nt.where(m_new > -math.inf, m_new, 0.0)
+                p = nt.exp2(s * c - (m_from * c)[:, None], approx=True)
+                alpha = nt.exp2((m - m_from) * c, approx=True)
                 l[...] = l * alpha + p.sum(axis=1)
                 o *= alpha[:, None]
                 o += p.astype(Q.dtype) @ Vt[b, hk, j, 0]
                 m[...] = m_new
-            Ot[b, h, i, 0] = (o * (1.0 / l)[:, None]).astype(O.dtype)
+            inverse = 1.0 / l
+            if variant.mask_mod:                 # a row whose keys are all masked: O = 0, LSE = -inf
+                inverse = nt.where(l > 0.0, inverse, 0.0)
+            Ot[b, h, i, 0] = (o * inverse[:, None]).astype(O.dtype)
             if with_lse:
                 Lt[b, h, i] = (m * c + nt.log2(l, approx=True)) * LN_2
 
     if with_lse:
-        return nt.task(reads=("Q", "K", "V"), writes=("O", "LSE"))(attention)
+        program, mods = _taking(attention, ("O", "LSE", "Q", "K", "V"), variant, "attention")
+        return nt.task(reads=("Q", "K", "V") + mods, writes=("O", "LSE"))(program)
 
-    def attention_o(O, Q, K, V):
-        attention(O, None, Q, K, V)
-    attention_o.__name__ = "attention"
-    return nt.task(reads=("Q", "K", "V"), writes=("O",))(attention_o)
+    def attention_o(O, Q, K, V, *mods):
+        attention(O, None, Q, K, V, *mods)
+    program, mods = _taking(attention_o, ("O", "Q", "K", "V"), variant, "attention")
+    return nt.task(reads=("Q", "K", "V") + mods, writes=("O",))(program)
 
 
 def task_mapping(d: int, causal: bool, seq_q: int) -> nt.Mapping:
@@ -134,8 +200,8 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None = None,
-              mapping: nt.Mapping | None = None) -> None:
+def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None = None, score_mod=None,
+              mask_mod=None, mod_args=(), mapping: nt.Mapping | None = None) -> None:
     """``o[:] = softmax(q kᵀ · scale) v`` per (batch, head), and ``lse[:]`` the natural log of each row's sum
     of ``exp(q kᵀ · scale)`` (scores measured from 0), if given.
 
@@ -146,20 +212,28 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
         lse: (B, H, L) float32, or None.
         causal: mask key j for query i where j > i.
         scale: the factor on q kᵀ, default D ** -0.5.
+        score_mod: ``score_mod(score, b, h, q_idx, kv_idx, *mod_args) -> score``, tile math on the scores
+            ``q kᵀ · scale`` before the softmax (a soft cap: ``cap * nt.tanh(score / cap)``); see :class:`Variant`.
+        mask_mod: ``mask_mod(b, h, q_idx, kv_idx, *mod_args) -> mask``: keys where the mask is False are not
+            attended to (a sliding window: ``(q_idx >= kv_idx) & (q_idx - kv_idx < 1024)``). A row with no key
+            left gets ``o = 0`` and ``lse = -inf``.
+        mod_args: arrays the mods read (a document id per token, a slope per head), passed to both after
+            ``kv_idx``; kernel arguments, not constants: new values need no new compile.
         mapping: how :func:`attention_program` runs (default :func:`task_mapping`'s); results do not change.
 
-    Compiled once per shape, dtype, ``causal``, ``scale`` and mapping.
+    Compiled once per shape, dtype, ``causal``, ``scale``, mods and mapping.
     """
-    arrays = (q, k, v, o) if lse is None else (q, k, v, o, lse)
+    mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
+    arrays = ((q, k, v, o) if lse is None else (q, k, v, o, lse))
     plan = None
     if isinstance(causal, bool) and (scale is None or type(scale) in (int, float)) and \
-            (mapping is None or isinstance(mapping, nt.Mapping)):
+            (mapping is None or isinstance(mapping, nt.Mapping)) and isinstance(mod_args, tuple):
         # The checks below are per signature (kinds, dtypes, shapes); a call like an earlier one skips them:
         # the kernel's own call still checks each array's layout and device.
-        plan = (tuple(map(signature_key, arrays)), causal, scale, mapping)
+        plan = (tuple(map(signature_key, arrays + mod_args)), causal, scale, mapping, score_mod, mask_mod)
         kernel = _CHECKED.get(plan)
         if kernel is not None:
-            kernel(o, *arrays[:3]) if lse is None else kernel(o, lse, *arrays[:3])
+            kernel(o, *arrays[:3], *mod_args) if lse is None else kernel(o, lse, *arrays[:3], *mod_args)
             return
     loc = user_location()
     specs = {name: describe(x, name, loc)[0] for name, x in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse))
@@ -171,13 +245,33 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
     if mapping is not None and not isinstance(mapping, nt.Mapping):
         raise ArgumentError(f"attention: mapping={mapping!r} must be an nvdsl.tasks.Mapping", code="bad-argument",
                             loc=loc)
-    kernel = _kernel(causal, float(scale), lse is not None, mapping or task_mapping(d, causal, seq_q))
+    variant = _variant(score_mod, mask_mod, mod_args, loc, "attention")
+    kernel = _kernel(causal, float(scale), lse is not None, mapping or task_mapping(d, causal, seq_q), variant)
     if plan is not None:
         _CHECKED[plan] = kernel
     if lse is None:
-        kernel(o, q, k, v)
+        kernel(o, q, k, v, *mod_args)
     else:
-        kernel(o, lse, q, k, v)
+        kernel(o, lse, q, k, v, *mod_args)
+
+
+def _variant(score_mod, mask_mod, mod_args, loc, what: str) -> Variant:
+    """The :class:`Variant` of a call's mods, checked (the mods' bodies are checked as they are traced)."""
+    for name, mod in (("score_mod", score_mod), ("mask_mod", mask_mod)):
+        if mod is not None and not callable(mod):
+            raise ArgumentError(f"{what}: {name}={mod!r} must be a function", code="bad-argument",
+                                hint="see nvdsl.kernels.attention.Variant for its parameters", loc=loc)
+    if not isinstance(mod_args, tuple):
+        raise ArgumentError(f"{what}: mod_args={mod_args!r} must be a tuple of arrays", code="bad-argument", loc=loc)
+    if mod_args and score_mod is None and mask_mod is None:
+        raise ArgumentError(f"{what}: mod_args given without a score_mod or mask_mod to read them",
+                            code="bad-argument", hint="pass score_mod= or mask_mod=, or leave mod_args out", loc=loc)
+    for n, x in enumerate(mod_args):
+        if describe(x, f"mod_args[{n}]", loc)[0].kind != ARRAY:
+            raise ArgumentError(f"{what}: mod_args[{n}] must be an array, got {type(x).__name__}",
+                                code="bad-argument", hint="pass numbers as a one-element array, or in the mod's code",
+                                loc=loc)
+    return Variant(score_mod, mask_mod, len(mod_args)) if score_mod or mask_mod else PLAIN
 
 
 def _listed(names: list[str]) -> str:
@@ -225,8 +319,8 @@ _CHECKED: dict = {}        # call signature -> the kernel its checks chose
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(causal: bool, scale: float, with_lse: bool, mapping: nt.Mapping) -> nt.TaskKernel:
-    return nt.build(attention_program(causal, scale, with_lse), mapping)
+def _kernel(causal: bool, scale: float, with_lse: bool, mapping: nt.Mapping, variant: Variant = PLAIN) -> nt.TaskKernel:
+    return nt.build(attention_program(causal, scale, with_lse, variant), mapping)
 
 
 # -- backward ---------------------------------------------------------------------------------------------------
@@ -264,12 +358,21 @@ def delta_program() -> nt.Task:
     return attention_delta
 
 
+def _probabilities(s, scale: float, lse_row, keep, variant: Variant, positions, mods):
+    """The backward's ``P = exp(S · scale - LSE)`` of raw scores ``s`` (zero where ``keep`` is False; ``lse_row`` a
+    broadcast row's log-sum-exp in base 2), and the derivative of the ``score_mod`` at each score (None
+    without one): dS of the raw scores is ``P (dP - D)`` times it."""
+    if not variant.score_mod:
+        return nt.where(keep, nt.exp2(s * (scale * LOG2_E) - lse_row), 0.0), None
+    modded, slope = nt.value_and_derivative(lambda x: variant.score(x, *positions, mods), s * scale)
+    return nt.where(keep, nt.exp2(modded * LOG2_E - lse_row), 0.0), slope
+
+
 @functools.lru_cache(maxsize=None)
-def dq_program(causal: bool, scale: float) -> nt.Task:
+def dq_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Task:
     """``dQ = dS K * scale`` per block of query rows, over the key blocks (the causal triangle's only)."""
 
-    @nt.task(reads=("Q", "K", "V", "DO", "LSE", "DELTA"), writes=("DQ",))
-    def attention_dq(DQ, Q, K, V, DO, LSE, DELTA):
+    def attention_dq(DQ, Q, K, V, DO, LSE, DELTA, *mods):
         BM, BN = nt.tunable("BM", 128), nt.tunable("BN", 128)
         batch, heads, seq_q, d = Q.shape
         kv_heads, seq_k = K.shape[1], K.shape[2]
@@ -295,24 +398,29 @@ def dq_program(causal: bool, scale: float) -> nt.Task:
                 keep = (keys < seq_k)[None, :]
                 if causal:
                     keep = (keys[None, :] <= rows[:, None]) & keep
-                p = nt.where(keep, nt.exp2(s * (scale * LOG2_E) - lse2[:, None]), 0.0)
+                if variant.mask_mod:
+                    keep = variant.keep(keep, b, h, rows[:, None], keys[None, :], mods)
+                p, slope = _probabilities(s, scale, lse2[:, None], keep, variant, (b, h, rows[:, None], keys[None, :]),
+                                          mods)
                 ds = p * (dp - delta[:, None])
+                if slope is not None:
+                    ds = ds * slope
                 dq += ds.astype(Q.dtype) @ Kt[b, hk, j, 0]
             DQt[b, h, i, 0] = (dq * scale).astype(DQ.dtype)
-    return attention_dq
+    program, mods = _taking(attention_dq, ("DQ", "Q", "K", "V", "DO", "LSE", "DELTA"), variant, "attention_dq")
+    return nt.task(reads=("Q", "K", "V", "DO", "LSE", "DELTA") + mods, writes=("DQ",))(program)
 
 
 @functools.lru_cache(maxsize=None)
-def dkdv_program(causal: bool, scale: float) -> nt.Task:
+def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Task:
     """``dK = dSᵀ Q * scale`` and ``dV = Pᵀ dO`` per block of keys and query head, over the query blocks (under a
     causal mask, those at or after the block's first key, walked from the last). ``DK`` and ``DV`` have a head per
     query head: summed per group of heads by the caller where key/value heads are shared."""
 
-    @nt.task(reads=("Q", "K", "V", "DO", "LSE", "DELTA"), writes=("DK", "DV"))
-    def attention_dkdv(DK, DV, Q, K, V, DO, LSE, DELTA):
+    def attention_dkdv(DK, DV, Q, K, V, DO, LSE, DELTA, *mods):
         BM, BN = nt.tunable("BM", BACKWARD_QUERIES), nt.tunable("BN", BACKWARD_KEYS)
         batch, heads, seq_q, d = Q.shape
-        kv_heads = K.shape[1]
+        kv_heads, seq_k = K.shape[1], K.shape[2]
         group = heads // kv_heads
         Kt, Vt = nt.blocks(K, (1, 1, BN, d)), nt.blocks(V, (1, 1, BN, d))
         DKt, DVt = nt.blocks(DK, (1, 1, BN, d)), nt.blocks(DV, (1, 1, BN, d))
@@ -333,16 +441,30 @@ def dkdv_program(causal: bool, scale: float) -> nt.Task:
                 st += Kt[b, hk, j, 0] @ Qt[b, h, i, 0].T
                 dpt += Vt[b, hk, j, 0] @ DOt[b, h, i, 0].T
                 # Rows past L need no mask: their Q and dO read as zeros and their LSE and D as 0, so their
-                # P is exp(0) = 1 and their dS 0, and both meet zero rows of dO and Q in the products.
-                pt = nt.exp(st * scale - Lt[b, h, i][None, :])
-                if causal:
-                    pt = nt.where(keys[:, None] <= rows[None, :], pt, 0.0)
+                # P is exp(0) = 1 and their dS 0, and both meet zero rows of dO and Q in the products. (Under a
+                # variant they are masked: a score_mod may make their P overflow, and inf times 0 is NaN.)
+                if variant.score_mod or variant.mask_mod:
+                    keep = (rows < seq_q)[None, :]
+                    if causal:
+                        keep = (keys[:, None] <= rows[None, :]) & keep
+                    if variant.mask_mod:
+                        keep = variant.keep(keep, b, h, rows[None, :], keys[:, None], mods)
+                    pt, slope = _probabilities(st, scale, Lt[b, h, i][None, :] * LOG2_E, keep, variant,
+                                               (b, h, rows[None, :], keys[:, None]), mods)
+                else:
+                    pt, slope = nt.exp(st * scale - Lt[b, h, i][None, :]), None
+                    if causal:
+                        pt = nt.where(keys[:, None] <= rows[None, :], pt, 0.0)
                 dv += pt.astype(Q.dtype) @ DOt[b, h, i, 0]
                 dst = pt * (dpt - Dt[b, h, i][None, :])
+                if slope is not None:
+                    dst = dst * slope
                 dk += dst.astype(Q.dtype) @ Qt[b, h, i, 0]
             DKt[b, h, j, 0] = (dk * scale).astype(DK.dtype)
             DVt[b, h, j, 0] = dv.astype(DV.dtype)
-    return attention_dkdv
+    program, mods = _taking(attention_dkdv, ("DK", "DV", "Q", "K", "V", "DO", "LSE", "DELTA"), variant,
+                            "attention_dkdv")
+    return nt.task(reads=("Q", "K", "V", "DO", "LSE", "DELTA") + mods, writes=("DK", "DV"))(program)
 
 
 def backward_mappings(d: int) -> tuple[nt.Mapping, nt.Mapping, nt.Mapping]:
@@ -361,7 +483,8 @@ def backward_mappings(d: int) -> tuple[nt.Mapping, nt.Mapping, nt.Mapping]:
     return delta, dq, dkdv
 
 
-def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False, scale: float | None = None) -> None:
+def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False, scale: float | None = None,
+                       score_mod=None, mask_mod=None, mod_args=()) -> None:
     """The gradients of :func:`attention`: given its inputs ``q``, ``k``, ``v``, its output ``o`` and log-sum-exp
     ``lse``, and the gradient ``do`` of a loss with respect to ``o``, write ``dq``, ``dk`` and ``dv``.
 
@@ -370,7 +493,8 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
         k, v, dk, dv: (B, Hkv, Lk, D), q's dtype; H a multiple of Hkv (the gradient of a shared key/value head
             sums its query heads').
         lse: (B, H, L) float32, as :func:`attention` wrote it (with the same ``causal`` and ``scale``).
-        causal, scale: as given to :func:`attention`.
+        causal, scale, score_mod, mask_mod, mod_args: as given to :func:`attention`. The ``score_mod``'s
+            derivative is derived from its tile math (:func:`nvdsl.tasks.value_and_derivative`).
 
     D = 64 or 128 (256 is refused, for now); L and Lk need not be multiples of anything. dQ is computed by its
     own pass over the key blocks (no atomics), so every output is the same bits on every run. Float32 scratch
@@ -390,13 +514,15 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
                             hint=f"head_dim must be one of {BACKWARD_HEAD_DIMS}: at 256, the tiles a consumer holds "
                                  "and streams do not fit shared memory and registers in the task layer's pipelines",
                             loc=loc)
+    mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
+    variant = _variant(score_mod, mask_mod, mod_args, loc, "attention_backward")
     delta_mapping, dq_mapping, dkdv_mapping = backward_mappings(d)
     delta = float32_like(q, (batch, heads, seq_q), "attention_backward.delta")
     if delta is None:
         raise ArgumentError(f"attention_backward: cannot allocate scratch beside q of type {type(q).__name__}",
                             code="bad-argument", hint="pass NumPy arrays, torch tensors or CuPy arrays", loc=loc)
     _built(delta_program(), delta_mapping)(delta, o, do)
-    _built(dq_program(causal, scale), dq_mapping)(dq, q, k, v, do, lse, delta)
+    _built(dq_program(causal, scale, variant), dq_mapping)(dq, q, k, v, do, lse, delta, *mod_args)
     # Under a causal mask no query reaches the keys past the last query block: their gradients are zero, and
     # the dK/dV loop (which walks the query blocks at or after its keys) runs over the others only.
     step = dkdv_mapping.tile_values()["BM"]
@@ -408,7 +534,7 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
     grouped = heads != kv_heads
     dk_heads = float32_like(q, (batch, heads, reached, d), "attention_backward.dk") if grouped else dk
     dv_heads = float32_like(q, (batch, heads, reached, d), "attention_backward.dv") if grouped else dv
-    _built(dkdv_program(causal, scale), dkdv_mapping)(dk_heads, dv_heads, q, k, v, do, lse, delta)
+    _built(dkdv_program(causal, scale, variant), dkdv_mapping)(dk_heads, dv_heads, q, k, v, do, lse, delta, *mod_args)
     if grouped:
         _sum_groups(dk, dk_heads)
         _sum_groups(dv, dv_heads)

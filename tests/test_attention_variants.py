@@ -1,0 +1,267 @@
+"""Attention variants written in Python (``score_mod``, ``mask_mod``, FlexAttention's meaning) in
+nvdsl.kernels.attention: the forward and the backward (the score_mod's derivative derived by nvdsl) against
+float64 NumPy, with arrays the mods read passed as kernel arguments. In the interpreter (CI) and on the GPU, where
+they are also checked against torch autograd."""
+
+import numpy as np
+import pytest
+
+import nvdsl.kernels.attention as library
+from nvdsl import tasks as nt
+from nvdsl.errors import ArgumentError
+from nvdsl.testing import requires_gpu
+from test_attention import problem
+from test_attention_backward import assert_within, reference as backward_reference
+
+CAP, WINDOW = 20.0, 48
+
+
+def softcap(score, b, h, q_idx, kv_idx):
+    return CAP * nt.tanh(score / CAP)
+
+
+def alibi(score, b, h, q_idx, kv_idx, slopes):
+    return score + slopes[h] * (kv_idx - q_idx)
+
+
+def sliding_window(b, h, q_idx, kv_idx):
+    return (q_idx >= kv_idx) & (q_idx - kv_idx < WINDOW)
+
+
+def document(b, h, q_idx, kv_idx, doc):
+    return doc[b, q_idx] == doc[b, kv_idx]
+
+
+def causal(b, h, q_idx, kv_idx):
+    return q_idx >= kv_idx
+
+
+def documents(b, length, seed=0):
+    """A document id per token: documents of random lengths, packed."""
+    rng = np.random.default_rng(seed)
+    return np.cumsum(rng.random((b, length)) < 0.02, axis=1).astype(np.int32)
+
+
+def variant(name, b, h, l, lk):
+    """(kwargs for the kernels, the float64 score mod of the reference (scores -> (modded, derivative)), the
+    reference's mask (B, H, L, Lk)) of variant ``name``."""
+    bb, hh, qi, ki = np.meshgrid(np.arange(b), np.arange(h), np.arange(l), np.arange(lk), indexing="ij")
+    if name == "softcap":
+        return {"score_mod": softcap}, lambda s: (CAP * np.tanh(s / CAP), 1 - np.tanh(s / CAP) ** 2), None
+    if name == "alibi":
+        slopes = (2.0 ** -np.arange(1, h + 1)).astype(np.float32)
+        return {"score_mod": alibi, "mod_args": (slopes,)}, lambda s: (s + slopes[hh] * (ki - qi), 1.0), None
+    if name == "sliding_window":
+        return {"mask_mod": sliding_window}, None, (qi >= ki) & (qi - ki < WINDOW)
+    if name == "document":
+        doc = documents(b, max(l, lk))
+        return {"mask_mod": document, "mod_args": (doc,)}, None, doc[bb, qi] == doc[bb, ki]
+    if name == "causal_mask_mod":
+        return {"mask_mod": causal}, None, qi >= ki
+    if name == "softcap_and_window":
+        return {"score_mod": softcap, "mask_mod": sliding_window}, \
+            lambda s: (CAP * np.tanh(s / CAP), 1 - np.tanh(s / CAP) ** 2), (qi >= ki) & (qi - ki < WINDOW)
+    raise ValueError(name)
+
+
+def forward_reference(q, k, v, score_mod, keep):
+    """float64 (O, lse) of a variant; a row with no key left gets O = 0, lse = -inf."""
+    scale = q.shape[-1] ** -0.5
+    group = q.shape[1] // k.shape[1]
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+    s = q @ k.transpose(0, 1, 3, 2) * scale
+    if score_mod is not None:
+        s = score_mod(s)[0]
+    if keep is not None:
+        s = np.where(keep, s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(s - m)
+    total = e.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        return e / np.where(total > 0, total, 1.0) @ v, (m + np.log(total))[..., 0]
+
+
+def check_forward(o, lse, q, k, v, score_mod, keep, dtype):
+    o_ref, lse_ref = forward_reference(q, k, v, score_mod, keep)
+    tolerance = 4e-3 if dtype == "float16" else 3e-2          # P rounded to 16 bits for P V, O to the output type
+    np.testing.assert_allclose(o.astype(np.float32), o_ref, atol=tolerance, rtol=tolerance)
+    np.testing.assert_allclose(lse, lse_ref, atol=2e-4, rtol=1e-5)
+
+
+def run(name, b, h, hkv, l, lk, d, dtype):
+    kwargs, score_mod, keep = variant(name, b, h, l, lk)
+    q, k, v, o, lse = problem(b, h, hkv, l, lk, d, dtype)
+    library.attention(q, k, v, o, lse, **kwargs)
+    check_forward(o, lse, q, k, v, score_mod, keep, dtype)
+    do, = problem(b, h, hkv, l, lk, d, dtype, 7)[:1]
+    dq, dk, dv = np.zeros_like(q), np.full_like(k, 3), np.full_like(v, 3)
+    library.attention_backward(q, k, v, o, lse, do, dq, dk, dv, **kwargs)
+    expected = backward_reference(q, k, v, o, do, False, d ** -0.5, score_mod=score_mod, keep=keep)
+    for grad_name, computed, (value, bound) in zip(("dq", "dk", "dv"), (dq, dk, dv), expected):
+        assert_within(computed, value, bound, f"{name} {grad_name}")
+    return (q, k, v, o, lse, do), (dq, dk, dv)
+
+
+@pytest.fixture(autouse=True)
+def fresh_kernels():
+    library._kernel.cache_clear()
+    library._CHECKED.clear()
+    library._built.cache_clear()
+
+
+VARIANTS = ["softcap", "alibi", "sliding_window", "document", "causal_mask_mod", "softcap_and_window"]
+
+
+@pytest.mark.parametrize("name", VARIANTS)
+def test_variant_forward_and_backward_match_numpy(name, backend):
+    """Ragged L (a masked last key block, rows past L), grouped heads."""
+    run(name, 1, 2, 1, 200, 200, 64, "float16")
+
+
+def test_variants_with_bfloat16_and_head_dim_128(backend):
+    run("softcap_and_window", 1, 2, 2, 130, 257, 128, "bfloat16")
+
+
+def test_a_row_with_no_key_left_gets_zero(backend):
+    """A document mask over keys that share no document with some queries: their rows are O = 0, lse = -inf, and
+    the gradients stay finite (as FlexAttention's)."""
+    b, h, l, d = 1, 2, 64, 64
+    q, k, v, o, lse = problem(b, h, h, l, l, d, "float16")
+    doc = np.zeros((b, l), np.int32)
+    doc[:, 32:] = 1
+    doc_k = doc.copy()
+    doc_k[:, :32] = 2                   # queries 0..31 (document 0) find no key of their document
+
+    def across(b, h, q_idx, kv_idx, dq_, dk_):
+        return dq_[b, q_idx] == dk_[b, kv_idx]
+    library.attention(q, k, v, o, lse, mask_mod=across, mod_args=(doc, doc_k))
+    assert np.all(o[:, :, :32] == 0) and np.all(lse[:, :, :32] == -np.inf)
+    keep = (doc[:, None, :, None] == doc_k[:, None, None, :])
+    check_forward(o, lse, q, k, v, None, keep, "float16")
+    do, = problem(b, h, h, l, l, d, "float16", 7)[:1]
+    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    library.attention_backward(q, k, v, o, lse, do, dq, dk, dv, mask_mod=across, mod_args=(doc, doc_k))
+    assert all(np.isfinite(g.astype(np.float32)).all() for g in (dq, dk, dv))
+    assert np.all(dq[:, :, :32] == 0)
+
+
+def test_the_mod_arrays_are_arguments_not_constants(backend):
+    """New ALiBi slopes run through the same compiled kernel and change the result."""
+    b, h, l, d = 1, 2, 96, 64
+    q, k, v, o, lse = problem(b, h, h, l, l, d, "float16")
+    first = np.array([0.5, 0.25], np.float32)
+    library.attention(q, k, v, o, lse, score_mod=alibi, mod_args=(first,))
+    compiled = library._kernel.cache_info().currsize
+    second = np.array([0.125, 1.0], np.float32)
+    library.attention(q, k, v, o, lse, score_mod=alibi, mod_args=(second,))
+    assert library._kernel.cache_info().currsize == compiled
+    _, hh, qi, ki = np.meshgrid(np.arange(b), np.arange(h), np.arange(l), np.arange(l), indexing="ij")
+    check_forward(o, lse, q, k, v, lambda s: (s + second[hh] * (ki - qi), 1.0), None, "float16")
+
+
+@pytest.mark.parametrize("kwargs, code, words", [
+    ({"score_mod": 3}, "bad-argument", "score_mod=3 must be a function"),
+    ({"mod_args": (np.zeros(2, np.float32),)}, "bad-argument", "without a score_mod or mask_mod"),
+    ({"mask_mod": lambda b, h, q_idx, kv_idx: q_idx - kv_idx}, "bad-argument", "must return a mask"),
+    ({"score_mod": lambda s, b, h, q_idx, kv_idx: q_idx - kv_idx}, "bad-argument", "must return a float tile"),
+    ({"score_mod": lambda s, b, h, q_idx, kv_idx, t: s + t[q_idx, 0]}, "bad-tile", "positions"),
+])
+def test_bad_mods_are_named(kwargs, code, words, backend):
+    b, h, l, d = 1, 1, 64, 64
+    q, k, v, o, lse = problem(b, h, h, l, l, d, "float16")
+    if "mod_args" not in kwargs and kwargs.get("score_mod") is not None and not isinstance(kwargs["score_mod"], int) \
+            and kwargs["score_mod"].__code__.co_argcount == 6:
+        kwargs = dict(kwargs, mod_args=(np.zeros((l, 2), np.float32),))
+    with pytest.raises(Exception) as raised:
+        library.attention(q, k, v, o, lse, **kwargs)
+    assert getattr(raised.value, "code", None) == code, raised.value
+    assert words in str(raised.value)
+    assert "test_attention_variants.py" in str(raised.value)      # the user's line
+
+
+def test_value_and_derivative_differentiates_traced_tile_math(backend):
+    """The derivative nvdsl derives for a score_mod, on its own: a task program writes f(x) and f'(x)."""
+
+    def f(x):
+        return nt.where(x > 0.0, nt.tanh(x * 0.5) * 3.0, nt.exp(x) - 1.0) / (nt.maximum(x, 0.5) + 1.0)
+
+    @nt.task(reads=("X",), writes=("Y", "DY"))
+    def program(Y, DY, X):
+        Xt, Yt, DYt = nt.blocks(X, (64, 64)), nt.blocks(Y, (64, 64)), nt.blocks(DY, (64, 64))
+        for i, j in nt.prange(*Xt.grid):
+            x = nt.zeros((64, 64), name="x")
+            x += Xt[i, j]
+            y, dy = nt.value_and_derivative(f, x)
+            Yt[i, j] = y
+            DYt[i, j] = dy
+
+    x = np.linspace(-4, 4, 64 * 128, dtype=np.float32).reshape(64, 128)
+    y, dy = np.zeros_like(x), np.zeros_like(x)
+    nt.build(program, nt.Mapping(consumers=1, warp_specialize=False, persistent=False))(y, dy, x)
+    xd = x.astype(np.float64)
+    g = np.where(xd > 0, np.tanh(xd / 2) * 3, np.exp(xd) - 1)
+    dg = np.where(xd > 0, 1.5 * (1 - np.tanh(xd / 2) ** 2), np.exp(xd))
+    h = np.maximum(xd, 0.5) + 1
+    dh = np.where(xd >= 0.5, 1.0, 0.0)
+    np.testing.assert_allclose(y, g / h, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(dy, (dg * h - g * dh) / h ** 2, rtol=1e-5, atol=1e-6)
+
+
+# --- on the GPU: against torch autograd --------------------------------------------------------------------
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", VARIANTS)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_variants_on_the_gpu(name, dtype):
+    run(name, 2, 4, 2, 1000, 1000, 128, dtype)
+
+
+TORCH_MODS = {
+    "softcap": (lambda s, qi, ki: CAP * torch_tanh(s / CAP), None),
+    "sliding_window": (None, lambda qi, ki: (qi >= ki) & (qi - ki < WINDOW)),
+    "causal_mask_mod": (None, lambda qi, ki: qi >= ki),
+}
+
+
+def torch_tanh(x):
+    import torch
+    return torch.tanh(x)
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(TORCH_MODS))
+def test_variants_match_torch_autograd(name):
+    """The forward and the gradients against torch autograd through the same variant written in torch (float32
+    math on the GPU), within the 16-bit roundings' tolerance."""
+    torch = pytest.importorskip("torch")
+    b, h, l, d = 2, 4, 1000, 128
+    kwargs, _, _ = variant(name, b, h, l, l)
+    score_mod, mask_mod = TORCH_MODS[name]
+    g = torch.Generator(device="cuda").manual_seed(0)
+    q, k, v, do = (torch.randn(b, h, l, d, device="cuda", dtype=torch.float16, generator=g) for _ in range(4))
+    o = torch.empty_like(q)
+    lse = torch.empty(b, h, l, device="cuda", dtype=torch.float32)
+    library.attention(q, k, v, o, lse, **kwargs)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    library.attention_backward(q, k, v, o, lse, do, dq, dk, dv, **kwargs)
+    torch.cuda.synchronize()
+
+    qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
+    s = qf @ kf.transpose(-1, -2) * d ** -0.5
+    qi = torch.arange(l, device="cuda")[:, None]
+    ki = torch.arange(l, device="cuda")[None, :]
+    if score_mod is not None:
+        s = score_mod(s, qi, ki)
+    if mask_mod is not None:
+        s = s.masked_fill(~mask_mod(qi, ki), float("-inf"))
+    expected = torch.softmax(s, dim=-1) @ vf
+    expected.backward(do.float())
+    torch.testing.assert_close(o.float(), expected, atol=4e-3, rtol=4e-3)
+    torch.testing.assert_close(lse, torch.logsumexp(s, dim=-1), atol=2e-4, rtol=1e-5)
+    for computed, reference_grad in ((dq, qf.grad), (dk, kf.grad), (dv, vf.grad)):
+        scale = reference_grad.abs().max().item()
+        torch.testing.assert_close(computed.float(), reference_grad, atol=1e-2 * scale, rtol=1e-2)
