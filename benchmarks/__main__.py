@@ -1,4 +1,4 @@
-"""``python3 -m benchmarks {gemm,gemm_family,attention,attention_backward,rowwise,launch,saxpy,compile,trust,all}
+"""``python3 -m benchmarks {gemm,gemm_family,attention,attention_backward,attention_variants,rowwise,launch,saxpy,compile,trust,all}
 [options]``: run, print, write results."""
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="suites: gemm (fp16/bf16 GEMM, TFLOP/s), gemm_family (dual GEMM, GEMM + row sums, batched GEMM, "
                "linear + bias + activation against Triton and torch, TFLOP/s), attention (fp16 attention "
                "forward, TFLOP/s), attention_backward (dQ, dK, dV against cuDNN and FlashAttention-2 through "
-               "torch autograd, TFLOP/s; --dtypes fp16,bf16), rowwise (softmax, RMSNorm, LayerNorm, cross-entropy "
+               "torch autograd, TFLOP/s; --dtypes fp16,bf16), attention_variants (soft cap, sliding window, document "
+               "mask, causal as a mask_mod, forward and backward, against torch.compile'd FlexAttention and plain "
+               "attention, TFLOP/s of the unmasked work), rowwise (softmax, RMSNorm, LayerNorm, cross-entropy "
                "against torch and Triton, GB/s and "
                "its fraction of the copy bandwidth), launch (host overhead per call, µs), saxpy (bandwidth, GB/s), compile (cold "
                "and disk-cached compile time, ms), trust (the static protocol check and the CPU interpreter, "
@@ -36,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--k", default="",
                         help="gemm, gemm_family: comma-separated K values to sweep instead of the default")
     parser.add_argument("--dtypes", default="",
-                        help="gemm, gemm_family: comma-separated dtypes (fp16, bf16) instead of the default")
+                        help="gemm, gemm_family, attention_backward, attention_variants: comma-separated dtypes (fp16, "
+                             "bf16) instead of the default")
     parser.add_argument("--reps", type=int, default=50, help="timed repetitions per system and shape (default 50)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed warm-up calls before timing (default 10)")
     parser.add_argument("--rounds", type=int, default=1,

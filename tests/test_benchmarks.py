@@ -22,8 +22,47 @@ def test_cli_help_needs_no_gpu_libraries():
     result = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True,
                             text=True, env=ENV)
     assert result.returncode == 0, result.stderr
-    for suite in ("gemm", "gemm_family", "attention", "attention_backward", "launch", "saxpy", "compile", "trust"):
+    for suite in ("gemm", "gemm_family", "attention", "attention_backward", "attention_variants", "launch", "saxpy",
+                  "compile", "trust"):
         assert suite in result.stdout
+
+
+@pytest.mark.parametrize("variant", ["softcap", "sliding_window", "document", "causal_mask_mod"])
+def test_attention_variants_count_the_pairs_their_masks_keep(variant):
+    """The variants suite's FLOPs count the (query, key) pairs its masks keep: against a brute-force count."""
+    import numpy as np
+    from benchmarks.suites import attention_variants as suite
+
+    L = 3000
+    q, kv = np.arange(L)[:, None], np.arange(L)[None, :]
+    ids = suite.document_ids(L)
+    keep = {"softcap": np.ones((L, L), bool), "causal_mask_mod": q >= kv,
+            "sliding_window": (q >= kv) & (q - kv < suite.WINDOW),
+            "document": (q >= kv) & (ids[q] == ids[kv])}[variant]
+    p = {"L": L, "variant": variant, "direction": "backward", "B": 2, "H": 3, "D": 64}
+    assert suite.kept_pairs(p) == np.count_nonzero(keep)
+    assert suite.flops(p) == 10 * 2 * 3 * 64 * np.count_nonzero(keep)
+
+
+def test_attention_variants_suite_mods_run_in_the_interpreter():
+    """The suite's nvdsl document mask (ids a 1-D argument) computes masked attention (on NumPy arrays: in the
+    interpreter without a GPU)."""
+    import numpy as np
+    from benchmarks.suites import attention_variants as suite
+    from nvdsl.kernels.attention import attention
+
+    L, d = 600, 64
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((1, 1, L, d)).astype(np.float16) for _ in range(3))
+    ids = suite.document_ids(L)
+    o = np.zeros_like(q)
+    attention(q, k, v, o, **suite._nvdsl_mods("document", ids))
+    s = q[0, 0].astype(np.float64) @ k[0, 0].astype(np.float64).T * d ** -0.5
+    rows, cols = np.indices(s.shape)
+    s = np.where((rows >= cols) & (ids[rows] == ids[cols]), s, -np.inf)
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    expected = (p / p.sum(axis=1, keepdims=True)) @ v[0, 0].astype(np.float64)
+    np.testing.assert_allclose(o[0, 0].astype(np.float64), expected, atol=4e-3, rtol=4e-3)
 
 
 
