@@ -191,3 +191,19 @@ def test_ch8_trains_with_nvdsl_ops_as_with_torch_ops_on_the_gpu(tmp_path):
     pytest.importorskip("torch")
     run = run_chapter("ch8_training", tmp_path)
     assert run.returncode == 0 and "PASS" in run.stdout and "tokens/s" in run.stdout, run.stderr[-3000:]
+
+
+def test_ch9_checks_an_attention_variant_in_the_interpreter(tmp_path):
+    """A soft cap and a document mask written in tile math: forward and backward against NumPy (the chapter checks
+    them and prints PASS)."""
+    run = run_chapter("ch9_attention_variants", tmp_path)
+    assert run.returncode == 0 and "PASS" in run.stdout, run.stderr[-3000:]
+    assert "dK: relative error" in run.stdout
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_ch9_times_an_attention_variant_on_the_gpu(tmp_path):
+    pytest.importorskip("torch")
+    run = run_chapter("ch9_attention_variants", tmp_path)
+    assert run.returncode == 0 and "PASS" in run.stdout and "variant  backward" in run.stdout, run.stderr[-3000:]
