@@ -401,7 +401,13 @@ class Local(_TileMath):
     def __rsub__(self, o): return self._binary("sub", o, True)
     def __mul__(self, o): return self._binary("mul", o)
     def __rmul__(self, o): return self._binary("mul", o, True)
-    def __truediv__(self, o): return self._binary("div", o)
+    def __truediv__(self, o):
+        """``t / x``; by a Python number, ``t * (1 / x)`` (within an ulp of the quotient, and one multiply per
+        element instead of a division: a soft cap's ``score / cap``)."""
+        if isinstance(o, (int, float)) and not isinstance(o, bool) and o != 0 and self.dtype.is_float:
+            return self._binary("mul", 1.0 / o)
+        return self._binary("div", o)
+
     def __rtruediv__(self, o): return self._binary("div", o, True)
 
     def __matmul__(self, other) -> "_Product":
