@@ -265,3 +265,42 @@ def test_variants_match_torch_autograd(name):
     for computed, reference_grad in ((dq, qf.grad), (dk, kf.grad), (dv, vf.grad)):
         scale = reference_grad.abs().max().item()
         torch.testing.assert_close(computed.float(), reference_grad, atol=1e-2 * scale, rtol=1e-2)
+
+
+def test_causal_written_as_a_mask_mod_runs_the_causal_kernel(backend):
+    """``q_idx >= kv_idx`` (or ``kv_idx <= q_idx``) as a mask_mod gives causal=True's bits, its block skipping and
+    its unmasked steps; a sliding window is a mask of its own, and so is a mask reading an array."""
+    b, h, l, d = 1, 2, 200, 64
+    q, k, v, o, lse = problem(b, h, h, l, l, d, "float16")
+    library.attention(q, k, v, o, lse, causal=True)
+    for mask in (causal, lambda b, h, q_idx, kv_idx: kv_idx <= q_idx):
+        o2, lse2 = np.zeros_like(o), np.zeros_like(lse)
+        library.attention(q, k, v, o2, lse2, mask_mod=mask)
+        assert np.array_equal(o, o2) and np.array_equal(lse, lse2)
+    assert library._recognized(False, library.Variant(None, sliding_window))[0] is False
+    assert library._recognized(False, library.Variant(None, document, 1))[0] is False
+
+
+@pytest.mark.parametrize("block_rows, block_range, along_keys", [(128, 128, True), (192, 128, True), (64, 128, False)])
+def test_visited_blocks_are_the_first_to_last_kept(block_rows, block_range, along_keys, backend):
+    """The block ranges a mask_mod leaves (per query block over key blocks, or per key block over query blocks),
+    against NumPy: from the first block with a kept pair to the last, (0, 0) where none; rows and keys past the
+    ends never kept."""
+    b, h, l, lk = 2, 2, 700, 650
+    q = np.zeros((b, h, l, 64), np.float16)
+    doc = documents(b, max(l, lk))
+    doc[1, 300:] = 99                          # queries of batch 1 past 300 share no document with any key
+    doc_k = doc.copy()
+    doc_k[1, 300:] = 98
+
+    def across(b, h, q_idx, kv_idx, dq_, dk_):
+        return (dq_[b, q_idx] == dk_[b, kv_idx]) & (q_idx - kv_idx < 100)
+    ranges = library.visited_blocks(q, across, False, lk, (doc, doc_k), block_rows, block_range, along_keys)
+    qi, ki = np.meshgrid(np.arange(l), np.arange(lk), indexing="ij")
+    for batch in range(b):
+        keep = (doc[batch, qi] == doc_k[batch, ki]) & (qi - ki < 100)
+        keep = keep if along_keys else keep.T
+        for x in range(ranges.shape[2]):
+            kept = np.nonzero(keep[x * block_rows:(x + 1) * block_rows].any(axis=0))[0] // block_range
+            expected = (kept.min(), kept.max() + 1) if len(kept) else (0, 0)
+            assert tuple(ranges[batch, 0, x]) == expected, (batch, x)

@@ -47,7 +47,7 @@ from ..errors import ArgumentError, user_location
 from ..arguments import describe, signature_key
 from ..signature import ARRAY
 from ..target import REGISTER_FILE
-from .scratch import float32_like
+from .scratch import float32_like, scratch_like
 
 ROWS = 64                   # query rows per consumer warpgroup (one wgmma M)
 PRODUCER_REGISTERS = 24
@@ -245,7 +245,7 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
     if mapping is not None and not isinstance(mapping, nt.Mapping):
         raise ArgumentError(f"attention: mapping={mapping!r} must be an nvdsl.tasks.Mapping", code="bad-argument",
                             loc=loc)
-    variant = _variant(score_mod, mask_mod, mod_args, loc, "attention")
+    causal, variant = _recognized(causal, _variant(score_mod, mask_mod, mod_args, loc, "attention"))
     kernel = _kernel(causal, float(scale), lse is not None, mapping or task_mapping(d, causal, seq_q), variant)
     if plan is not None:
         _CHECKED[plan] = kernel
@@ -272,6 +272,93 @@ def _variant(score_mod, mask_mod, mod_args, loc, what: str) -> Variant:
                                 code="bad-argument", hint="pass numbers as a one-element array, or in the mod's code",
                                 loc=loc)
     return Variant(score_mod, mask_mod, len(mod_args)) if score_mod or mask_mod else PLAIN
+
+
+class _NotPositional(Exception):
+    """A mask_mod that reads more than the positions' differences (an array, the batch or the head)."""
+
+
+class _Opaque:
+    """An argument a positional mask does not read: any use of it ends the probe."""
+
+    def __getattr__(self, name):
+        raise _NotPositional(name)
+
+    def _refuse(self, *args):
+        raise _NotPositional()
+    __getitem__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __index__ = __int__ = _refuse
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = __and__ = __rand__ = __or__ = __ror__ = _refuse
+    __hash__ = object.__hash__
+
+
+class _HalfPlanes(frozenset):
+    """A conjunction of half-planes: ``&`` adds to it; ``|`` and ``~`` leave the shapes recognized here."""
+
+    def __and__(self, o):
+        if not isinstance(o, _HalfPlanes):
+            raise _NotPositional()
+        return _HalfPlanes(frozenset(self) | frozenset(o))
+
+    def _refuse(self, *args):
+        raise _NotPositional()
+    __rand__ = __or__ = __ror__ = __invert__ = __xor__ = _refuse
+
+
+@dataclass(frozen=True)
+class _Position:
+    """``q * q_idx + kv * kv_idx + c``: what a positional mask compares."""
+
+    q: int = 0
+    kv: int = 0
+    c: int = 0
+
+    def _plus(self, o, sign: int):
+        if isinstance(o, _Position):
+            return _Position(self.q + sign * o.q, self.kv + sign * o.kv, self.c + sign * o.c)
+        if isinstance(o, int) and not isinstance(o, bool):
+            return _Position(self.q, self.kv, self.c + sign * o)
+        raise _NotPositional()
+
+    def __add__(self, o): return self._plus(o, 1)
+    def __radd__(self, o): return self._plus(o, 1)
+    def __sub__(self, o): return self._plus(o, -1)
+    def __rsub__(self, o): return _Position(-self.q, -self.kv, -self.c)._plus(o, 1)
+
+    def _at_least(self, o, strict: bool, flip: bool) -> frozenset:
+        """The half-plane ``self >= o`` (``>`` if strict; the other way if flip), as {(q, kv, c)}: q*q_idx +
+        kv*kv_idx + c >= 0 over integers."""
+        diff = self._plus(o, -1)
+        if flip:
+            diff = _Position(-diff.q, -diff.kv, -diff.c)
+        return _HalfPlanes({(diff.q, diff.kv, diff.c - (1 if strict else 0))})
+
+    def __ge__(self, o): return self._at_least(o, False, False)
+    def __gt__(self, o): return self._at_least(o, True, False)
+    def __le__(self, o): return self._at_least(o, False, True)
+    def __lt__(self, o): return self._at_least(o, True, True)
+
+
+def _half_planes(mask_mod, arity: int):
+    """The half-planes (a frozenset of (q, kv, c), see :class:`_Position`) whose intersection a mask_mod is, if it
+    only compares its positions and combines the comparisons with ``&``; else None."""
+    try:
+        mask = mask_mod(_Opaque(), _Opaque(), _Position(q=1), _Position(kv=1), *(_Opaque() for _ in range(arity)))
+    except Exception:           # any other use of the arguments: not a positional mask (traced as tile math)
+        return None
+    return frozenset(mask) if isinstance(mask, _HalfPlanes) else None
+
+
+CAUSAL_HALF_PLANE = frozenset({(1, -1, 0)})       # q_idx - kv_idx >= 0
+
+
+def _recognized(causal: bool, variant: Variant) -> tuple[bool, Variant]:
+    """``(causal, variant)`` with a mask_mod that is exactly the causal mask (``q_idx >= kv_idx``) run as
+    ``causal=True``: the same result, with the causal kernel's block skipping and unmasked steps."""
+    if variant.mask_mod is None or _half_planes(variant.mask_mod, variant.arity) != CAUSAL_HALF_PLANE:
+        return causal, variant
+    if variant.score_mod is None:
+        return (True, PLAIN) if variant.arity == 0 else (causal, variant)
+    return True, Variant(variant.score_mod, None, variant.arity)
 
 
 def _listed(names: list[str]) -> str:
@@ -515,7 +602,7 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
                                  "and streams do not fit shared memory and registers in the task layer's pipelines",
                             loc=loc)
     mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
-    variant = _variant(score_mod, mask_mod, mod_args, loc, "attention_backward")
+    causal, variant = _recognized(causal, _variant(score_mod, mask_mod, mod_args, loc, "attention_backward"))
     delta_mapping, dq_mapping, dkdv_mapping = backward_mappings(d)
     delta = float32_like(q, (batch, heads, seq_q), "attention_backward.delta")
     if delta is None:
@@ -592,5 +679,108 @@ def _fill_zero(out):
     def zero_kernel(ctx):
         inside, index = _element(ctx, out.shape)
         with when(inside):
-            out[index] = constant(0.0, out.dtype)
+            out[index] = constant(0 if out.dtype.is_int else 0.0, out.dtype)
     zero_kernel()
+
+
+# -- blocks a mask_mod masks entirely ---------------------------------------------------------------------------
+#
+# A mask_mod is evaluated over every (query, key) pair once per call, at the granularity of MASK_BLOCK x MASK_BLOCK
+# blocks (one thread per query row of a block, looping over its keys: the mask written with operators and indexing
+# runs on scalars as it runs on tiles): a block is kept if any pair in it is. Each kernel then visits, per block of
+# its loop, the range of blocks from the first kept to the last (masks, sliding windows and documents keep a
+# contiguous range; blocks inside a range are visited even if masked).
+
+MASK_BLOCK = 64
+
+
+@functools.lru_cache(maxsize=None)
+def _kept_blocks(mask_mod, causal: bool, seq_q: int, seq_k: int):
+    """The kernel marking ``kept[b, h, i, j] = 1`` where ``mask_mod`` (and ``causal``) keeps any pair of query block
+    ``i`` and key block ``j`` (of :data:`MASK_BLOCK`); ``kept`` is zero before."""
+
+    def kept_blocks(kept, *mods):
+        from ..frontend.control import fori, when      # MLIR: imported when traced, not with the library
+        from ..frontend.launch import gpu_launch
+        from ..frontend.values import constant, minimum
+        batch, heads, query_blocks, key_blocks = kept.shape
+
+        @gpu_launch(grid=(batch * heads * query_blocks * key_blocks, 1, 1), block=(MASK_BLOCK, 1, 1))
+        def mark(ctx):
+            e = ctx.block_id.x
+            j, e = e % key_blocks, e // key_blocks
+            i, e = e % query_blocks, e // query_blocks
+            b, h = e // heads, e % heads
+            row = i * MASK_BLOCK + ctx.thread_id.x
+            first = j * MASK_BLOCK
+            at_row = minimum(row, seq_q - 1)         # rows and keys past the ends: a pair inside, never kept
+
+            @fori(0, MASK_BLOCK, carry=constant(False, dt.bool_))
+            def found(c, any_kept):
+                key = first + c
+                keep = mask_mod(b, h, at_row, minimum(key, seq_k - 1), *mods) & (key < seq_k)
+                if causal:
+                    keep = keep & (key <= row)
+                return any_kept | keep
+            with when(found & (row < seq_q)):
+                kept[b, h, i, j] = constant(1, dt.int32)
+        mark()
+    kept_blocks.__name__ = f"kept_blocks_{getattr(mask_mod, '__name__', 'mask')}"
+    return jit.mlir_func(kept_blocks)
+
+
+@jit.mlir_func
+def _block_ranges(ranges, kept, *, along_keys: bool, factor_rows: int, factor_range: int):
+    """``ranges[b, h, r] = (first, end)`` of the blocks kept beside block ``r``: with ``along_keys``, ``r`` a query
+    block of ``factor_rows`` :data:`MASK_BLOCK` rows and the range over key blocks of ``factor_range``; else ``r`` a
+    key block and the range over query blocks. (0, 0) where none is kept."""
+    from ..frontend.control import fori, when
+    from ..frontend.launch import gpu_launch
+    from ..frontend.values import constant, minimum, select
+    batch, heads, query_blocks, key_blocks = kept.shape
+    count = ranges.shape[2]
+    span = _cdiv(key_blocks if along_keys else query_blocks, factor_range)
+
+    @gpu_launch(grid=(_cdiv(batch * heads * count, 128), 1, 1), block=(128, 1, 1))
+    def scan(ctx):
+        e = ctx.block_id.x * 128 + ctx.thread_id.x
+        r, bh = e % count, e // count
+        b, h = bh // heads, bh % heads
+        with when(e < batch * heads * count):
+            none = constant(-1, dt.int32)
+
+            @fori(0, span, carry=(constant(span, dt.int32), none))
+            def bounds(t, carried):
+                lo, last = carried
+                any_kept = constant(False, dt.bool_)
+                for a in range(factor_rows):
+                    for z in range(factor_range):
+                        fine_r, fine_t = r * factor_rows + a, t * factor_range + z
+                        q, k = (fine_r, fine_t) if along_keys else (fine_t, fine_r)
+                        inside = (q < query_blocks) & (k < key_blocks)
+                        value = kept[b, h, minimum(q, query_blocks - 1), minimum(k, key_blocks - 1)]
+                        any_kept = any_kept | (inside & (value != 0))
+                t32 = t.to(dt.int32)
+                return minimum(lo, select(any_kept, t32, lo)), select(any_kept, t32, last)
+            lo, last = bounds
+            ranges[b, h, r, 0] = select(last >= 0, lo, constant(0, dt.int32))
+            ranges[b, h, r, 1] = last + 1
+    scan()
+
+
+def visited_blocks(q, mask_mod, causal: bool, seq_k: int, mod_args, block_rows: int, block_range: int,
+                   along_keys: bool = True):
+    """``ranges`` (B, H, blocks, 2) int32: per block of ``block_rows`` queries (``along_keys``; else keys), the first
+    block of ``block_range`` keys (else queries) that ``mask_mod`` keeps any pair of, and the end of the last; (0, 0)
+    where none. Scratch beside ``q``; the mask is evaluated on every pair once (:func:`_kept_blocks`)."""
+    batch, heads, seq_q = q.shape[:3]
+    fine = (_cdiv(seq_q, MASK_BLOCK), _cdiv(seq_k, MASK_BLOCK))
+    kept = scratch_like(q, (batch, heads) + fine, "attention.kept_blocks", "int32")
+    _fill_zero(kept)
+    _kept_blocks(mask_mod, causal, seq_q, seq_k)(kept, *mod_args)
+    count = _cdiv(seq_q if along_keys else seq_k, block_rows)
+    ranges = scratch_like(q, (batch, heads, count, 2), f"attention.ranges_{block_rows}_{block_range}_{along_keys}",
+                          "int32")
+    _block_ranges(ranges, kept, along_keys=along_keys, factor_rows=block_rows // MASK_BLOCK,
+                  factor_range=block_range // MASK_BLOCK)
+    return ranges

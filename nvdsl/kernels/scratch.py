@@ -12,20 +12,25 @@ def float32_like(x, shape: tuple[int, ...], purpose: str):
     A torch buffer is kept for the next call with the same ``purpose`` and shape: the library's kernels run on one
     stream, in order, so the next call's kernels write it only after this call's have read it. Buffers of
     different purposes never alias."""
+    return scratch_like(x, shape, purpose, "float32")
+
+
+def scratch_like(x, shape: tuple[int, ...], purpose: str, dtype: str):
+    """As :func:`float32_like`, of ``dtype`` (a name NumPy, torch and CuPy share: "float32", "int32")."""
     module = type(x).__module__
     if module.startswith("numpy"):
         import numpy as np
-        return np.empty(shape, np.float32)
+        return np.empty(shape, dtype)
     if module.startswith("torch"):
-        key = (purpose, x.device, shape)
+        key = (purpose, x.device, shape, dtype)
         found = _KEPT.get(key)
         if found is None:
             import torch
             if len(_KEPT) >= 32:
                 _KEPT.clear()
-            found = _KEPT[key] = torch.empty(shape, dtype=torch.float32, device=x.device)
+            found = _KEPT[key] = torch.empty(shape, dtype=getattr(torch, dtype), device=x.device)
         return found
     if module.startswith("cupy"):
         import cupy
-        return cupy.empty(shape, cupy.float32)
+        return cupy.empty(shape, dtype)
     return None
