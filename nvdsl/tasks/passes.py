@@ -385,7 +385,7 @@ def order_main_loop(levels: Levels, body: TileBody) -> MainLoop:
     product), and then the first steps in which its masks change no value and are left out."""
     mapping, main = levels.mapping, body.main
     pingpong = mapping.schedule == PINGPONG
-    _check_trips(body.tiles, main)
+    _check_trips(body.program, body.tiles, main)
     phases = _two_phases(body.program, main, body.prologue)
     if pingpong and phases is not None:
         tile = levels.levels[-2][0]
@@ -421,17 +421,22 @@ def _waited(main: Loop | None) -> frozenset:
     return frozenset(waited)
 
 
-def _check_trips(tiles: Loop, main: Loop | None) -> None:
-    """An srange with ``below`` must run at least once for every tile (a two-phase loop issues its first
-    step before the loop): ``below`` is affine in the prange's variables, and its least value over the
-    tiles must be positive."""
+def _check_trips(program: Program, tiles: Loop, main: Loop | None) -> None:
+    """An srange with ``below`` affine in the prange's variables alone must run at least once for every
+    tile: its least value over the tiles must be positive (a triangle that leaves a tile out is a mistake).
+    Where ``below`` depends on indices read on the GPU (``nt.load_index``) nothing is known of its value
+    here: a tile may have no step (emission guards a two-phase loop's first step, issued before the loop),
+    and a negative ``below`` runs none."""
     if main is None or main.below is None:
         return
     extents = dict(zip(tiles.vars, tiles.extents))
-    unknown = [v for v in main.below.variables if v not in extents]
+    read = {index.name for index in program.indices}
+    unknown = [v for v in main.below.variables if v not in extents and v not in read]
     if unknown:
         raise _refuse(f"nt.srange(below={main.below}) depends on {unknown}; below= is affine in the prange's "
-                      "variables", loc=main.loc)
+                      "variables and in indices read with nt.load_index", loc=main.loc)
+    if read & set(main.below.variables):
+        return
     least = main.below.const + sum(c * (extents[v] - 1) for v, c in main.below.terms if c < 0)
     if least <= 0:
         raise TaskError(f"nt.srange(below={main.below}) runs no iteration for some tiles (below = {least} there); "
@@ -885,7 +890,10 @@ def persist(levels: Levels, body: TileBody, sm_count: int) -> Persistence:
     else:
         grid = -(-total // per_block)
         order = "one block per tile" if per_block == 1 else "one block per pair of tiles"
-    if main is not None and main.below is not None and any(c > 0 for _, c in main.below.terms):
-        order += "; " + ", ".join(v for v, c in main.below.terms if c > 0) + " descending (tiles with more steps first)"
+    # (an index read on the GPU says nothing of which tiles are longer: tiles are ordered by prange variables)
+    longer = [v for v, c in main.below.terms if c > 0 and v in body.tiles.vars] if main is not None and \
+        main.below is not None else []
+    if longer:
+        order += "; " + ", ".join(longer) + " descending (tiles with more steps first)"
     return Persistence(grid=grid, persistent=mapping.persistent, raster=mapping.raster, group=mapping.group,
                        tiles_per_block=order)
