@@ -401,7 +401,8 @@ def order_main_loop(levels: Levels, body: TileBody) -> MainLoop:
                       "program or mapping has none to take", code="bad-mapping",
                       changes=[{"turns": False}, {"schedule": PINGPONG, "consumers": 2}],
                       note="schedule='pingpong' makes 2 consumers take turns at whole main loops")
-    unmasked = _unmasked(main, body.prologue + tuple(main.body)) if main is not None else None
+    read = frozenset(index.name for index in body.program.indices)
+    unmasked = _unmasked(main, body.prologue + tuple(main.body), read) if main is not None else None
     return MainLoop(phases=phases, unmasked=unmasked, waited=_waited(main) if phases is None else frozenset())
 
 
@@ -483,11 +484,13 @@ def _two_phases(program: Program, main: Loop | None, prologue) -> Phases | None:
     return Phases(issue, math, tuple(b_ops), tuple(handed))
 
 
-def _unmasked(main: Loop | None, ops) -> Unmasked | None:
+def _unmasked(main: Loop | None, ops, read: frozenset = frozenset()) -> Unmasked | None:
     """Where every mask of the main loop's ``where`` events (a ``where`` whose condition is computed from
     positions, ``nt.arange``) compares positions with positions or indices, the steps for which all of them
     hold: while a block of keys lies wholly before a causal diagonal or a ragged end, its scores need no mask.
-    None if a mask is anything else. A ``where`` on values alone (a running max's) is math, not a mask."""
+    None if a mask is anything else, or if where it holds depends on an index read on the GPU (``read``: such
+    masks stay in every step, so that the steps' count is the only thing a table decides, which the
+    protocol check can try in full). A ``where`` on values alone (a running max's) is math, not a mask."""
     if main is None:
         return None
     var = main.vars[0]
@@ -521,9 +524,9 @@ def _unmasked(main: Loop | None, ops) -> Unmasked | None:
         margin = rhs[0] + lhs[1] * -1 + (-1 if op.fn in ("lt", "gt") else 0)   # all hold iff margin >= 0
         slope = margin.coefficient(var)
         if slope >= 0:
-            return None if slope > 0 else [(margin, 0)]
+            return None if slope > 0 or read & set(margin.variables) else [(margin, 0)]
         rest = ir.Affine(tuple(t for t in margin.terms if t[0] != var), margin.const)
-        return [(rest, -slope)]
+        return None if read & set(rest.variables) else [(rest, -slope)]
 
     def of_positions(x, seen=frozenset()) -> bool:
         """Whether operand ``x`` is computed from positions: a mask, rather than math on values."""
