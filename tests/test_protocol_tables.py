@@ -128,3 +128,91 @@ def test_a_loop_that_does_more_than_branch_on_the_table_is_undecided():
     trace = kernel.trace(*inputs)
     reason = check_protocol(trace.module, trace.specs)
     assert reason is not None and "does more than branch on them" in reason, reason
+
+
+# --- trip counts read from a table (nt.load_index's ranges) ---------------------------------------------------
+
+def _table_trips(consumer: str = "same", tiles: int = 1, most: int = 3):
+    """A producer warpgroup putting ``clamp(end - first, 0, most)`` tiles into an aref for each of ``tiles`` rows of
+    ``table`` (first, end), a consumer warpgroup taking as many. ``consumer``: "same" computes the count as the
+    producer does; "first-unguarded" takes one tile before its loop whatever the count (a two-phase loop's first
+    step without the guard a tile without steps needs), then the rest; "branches" also puts and takes one more tile
+    where the row is not empty (a branch on the entries)."""
+    @nvdsl.mlir_func
+    def table_trips(a, table, out):
+        a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=256)
+        def kernel(ctx):
+            ring = nvdsl.Aref(ctx, [((64, 64), nvdsl.float16)], depth=2, name="tiles")
+
+            def trips(t):
+                return nvdsl.maximum(nvdsl.minimum((table[t, 1] - table[t, 0]).to(nvdsl.index), most), 0)
+            with nvdsl.Warpgroup(ctx, 0):
+                for t in nvdsl.for_range(tiles):
+                    for _ in nvdsl.for_range(trips(t)):
+                        ring.put((a_tma, (0, 0)))
+                    if consumer == "branches":
+                        with nvdsl.when(table[t, 0] < table[t, 1]):
+                            ring.put((a_tma, (0, 0)))
+            with nvdsl.Warpgroup(ctx, 128):
+                for t in nvdsl.for_range(tiles):
+                    n = trips(t)
+                    if consumer == "first-unguarded":
+                        with ring.get() as (tile,):
+                            pass
+                        n = n - 1
+                    for _ in nvdsl.for_range(n):
+                        with ring.get() as (tile,):
+                            pass
+                    if consumer == "branches":
+                        with nvdsl.when(table[t, 0] < table[t, 1]):
+                            with ring.get() as (tile,):
+                                pass
+            out[ctx.thread_id.x] = 1
+        kernel()
+    table = np.array([[2, 5], [4, 4], [0, 9]][:tiles], np.int32)
+    return table_trips, (np.zeros((64, 64), f16), table, np.zeros(256, np.int32))
+
+
+def test_trip_counts_read_from_a_table_are_decided_for_every_value(monkeypatch):
+    """Each block runs once per combination of the values its clamped trip counts can take (0..3 for one tile, 16
+    for two), both roles taking the same value for the same count."""
+    from nvdsl.interpreter import machine
+    met = []
+    run = machine.Block.run
+
+    def recording(block):
+        run(block)
+        met.append(tuple(value for _, _, value in block.trip_met))
+    monkeypatch.setattr(machine.Block, "run", recording)
+    for tiles, combinations in ((1, [(n,) for n in range(4)]), (2, [(n, m) for n in range(4) for m in range(4)])):
+        met.clear()
+        kernel, inputs = _table_trips("same", tiles)
+        trace = kernel.trace(*inputs)
+        assert check_protocol(trace.module, trace.specs) is None
+        assert met == combinations
+    kernel.with_options(backend="interpret")(*inputs)
+    assert (inputs[2] == 1).all()
+
+
+def test_a_step_taken_before_the_loop_without_a_guard_is_refused_at_zero_trips():
+    kernel, inputs = _table_trips("first-unguarded", tiles=2)
+    trace = kernel.trace(*inputs)
+    with pytest.raises(nvdsl.ProtocolError) as info:
+        check_protocol(trace.module, trace.specs)
+    assert info.value.code == "deadlock", str(info.value)
+    assert "when the trip counts read from a table that block (0, 0, 0) meets are 0, 0, in order" in str(info.value)
+
+
+def test_trip_counts_beside_branches_on_the_same_table_or_too_many_combinations_are_undecided(monkeypatch):
+    kernel, inputs = _table_trips("branches")
+    trace = kernel.trace(*inputs)
+    reason = check_protocol(trace.module, trace.specs)
+    assert reason is not None and "both through branches and through trip counts" in reason, reason
+    import nvdsl.interpreter.protocol as protocol
+    monkeypatch.setattr(protocol, "MAX_TRIP_RUNS", 10)          # 16 combinations of two tiles' counts
+    kernel, inputs = _table_trips("same", tiles=2)
+    trace = kernel.trace(*inputs)
+    reason = check_protocol(trace.module, trace.specs)
+    assert reason is not None and "in more combinations per block than the check runs (10)" in reason, reason

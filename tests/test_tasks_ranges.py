@@ -11,6 +11,7 @@ import pytest
 
 import nvdsl
 from nvdsl import tasks as nt
+from nvdsl.interpreter.protocol import check_protocol
 from nvdsl.kernels.attention import LN_2, LOG2_E, RESCALE_ABOVE, task_mapping
 from helpers import product_error_bound
 from test_attention import problem
@@ -187,6 +188,27 @@ def test_the_ranged_schedules_are_explained(request):
     text = nt.build(ranged_gemm, GEMM_MAPPINGS["pipeline2"]).explain(c, a, b, r)
     golden("tasks_ranged_gemm.schedule.txt", text, request)
     assert "A[p0*128:+128, R[p0,0]*64+k0*64:+64]" in text
+
+
+# --- the barrier-protocol check ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mapping", GEMM_MAPPINGS)
+def test_the_protocol_check_tries_every_trip_count_a_block_can_read(mapping):
+    """A block of one tile runs once per trip count, 0 to the loop's extent (zero trips included); a block of
+    several tiles has too many combinations, and the check says it cannot decide (its first call warns)."""
+    c, a, b, r = gemm_problem(RANGES)
+    trace = nt.build(ranged_gemm, GEMM_MAPPINGS[mapping]).trace(c, a, b, r)
+    reason = check_protocol(trace.module, trace.specs)
+    if GEMM_MAPPINGS[mapping].persistent:
+        assert "trip counts read from a table, in more combinations per block than the check runs" in reason
+    else:
+        assert reason is None
+
+
+def test_the_protocol_check_decides_the_two_phase_loop_with_zero_trips():
+    o, lse, q, k, v, r = attention_problem()
+    trace = nt.build(ranged_attention_program(), task_mapping(64, False, 300)).trace(o, lse, q, k, v, r)
+    assert check_protocol(trace.module, trace.specs) is None
 
 
 # --- mistakes ------------------------------------------------------------------------------------------------
