@@ -23,11 +23,11 @@ these it does decide. A table the kernel only reads, on whose entries every role
 tile table, whose empty tiles every role skips; see :func:`table_branches`), or through trip counts that clamp its
 entries between two constants (a range of steps per tile read on the GPU, ``nt.load_index``: every role computes
 ``max(min(x, most), least)`` of the same entries; each block runs every combination of the values its clamps can
-take, :class:`~.program.TripCases`, while they are few enough: :data:`MAX_TRIP_RUNS`). And a runtime scalar that is only the
-trip count of loops (``for_range(n)`` in each role; see :func:`check_trip_counts`): the skeleton's states repeat
-with a period in the trip count, which two probe runs find, so the trip counts below the first repeat plus one
-period cover them all (:func:`_decide_every_trip_count`); a violation names the least one ("when n = 3").
-Generic-proxy fences and TMA store sources involve ordinary stores, which the skeleton leaves out:
+take, :class:`~.program.TripCases`, while they are few enough: :data:`MAX_TRIP_RUNS`). And a runtime scalar
+that is only the trip count of loops (``for_range(n)`` in each role; see :func:`check_trip_counts`): the
+skeleton's states repeat with a period in the trip count, which two probe runs find, so the trip counts below the
+first repeat plus one period cover them all (:func:`_decide_every_trip_count`); a violation names the least one
+("when n = 3"). Generic-proxy fences and TMA store sources involve ordinary stores, which the skeleton leaves out:
 the interpreter checks those when the kernel runs.
 """
 
@@ -495,7 +495,7 @@ def _decide(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], deadline: Deadlin
         if cases is not None:
             if not cases.advance():
                 return None, units
-            if cases.runs + cases.combinations() > MAX_TRIP_RUNS:
+            if cases.combinations() > MAX_TRIP_RUNS or cases.runs >= MAX_TRIP_RUNS:
                 return (f"the synchronisation of a kernel depends on trip counts read from a table, in more "
                         f"combinations per block than the check runs ({MAX_TRIP_RUNS}): fewer tiles per block "
                         f"(persistent=False) or shorter loops can be checked"), units

@@ -201,8 +201,8 @@ def _notes(s: Schedule) -> list[str]:
         notes.append("indices read on the GPU once per tile by each role (nt.load_index): " +
                      ", ".join(i.name for i in read))
     if s.main is not None and s.main.below is not None and {i.name for i in read} & set(s.main.below.variables):
-        notes.append(f"the main loop's trips, min({s.main.extents[0]}, ceil(({s.main.below}) / {s.main.step})), are read "
-                     "on the GPU; a tile with none (below <= 0) skips the loop" +
+        notes.append(f"the main loop's trips, min({s.main.extents[0]}, ceil(({s.main.below}) / {s.main.step})), are "
+                     "read on the GPU; a tile with none (below <= 0) skips the loop" +
                      (" and its first step" if s.phases is not None else "") + " in every role, and its epilogue "
                      "reads the values from before it")
     if any(b.aliases for b in s.buffers):
