@@ -12,7 +12,7 @@ import pytest
 import nvdsl
 from nvdsl import tasks as nt
 from nvdsl.interpreter.protocol import check_protocol
-from nvdsl.kernels.attention import LN_2, LOG2_E, RESCALE_ABOVE, task_mapping
+from nvdsl.kernels.attention import LN_2, LOG2_E, online_softmax_step, task_mapping
 from helpers import product_error_bound
 from test_attention import problem
 from test_tasks import golden
@@ -86,8 +86,8 @@ def test_the_same_kernel_follows_the_table_it_is_given(backend):
 # --- a two-phase loop: attention over each query block's range of key blocks ---------------------------------
 
 def ranged_attention_program():
-    """``nvdsl.kernels.attention.attention_program``'s online softmax, over the key blocks [lo, hi) that
-    ``R[b, h, i]`` gives query block i of head h (keys past the end masked, as there)."""
+    """The online softmax of ``nvdsl.kernels.attention.attention_program`` (its step, shared), over the key blocks
+    [lo, hi) that ``R[b, h, i]`` gives query block i of head h (keys past the end masked, as there)."""
 
     @nt.task(reads=("Q", "K", "V", "R"), writes=("O", "LSE"))
     def ranged_attention(O, LSE, Q, K, V, R):
@@ -109,14 +109,7 @@ def ranged_attention_program():
                 s = nt.zeros((BM, BN), name="s")
                 s += Qt[b, h, i, 0] @ Kt[b, hk, j, 0].T
                 s = nt.where((keys < seq_k)[None, :], s, -math.inf)
-                m_new = nt.maximum(m, s.max(axis=1))
-                m_new = nt.where((m_new - m) * c > RESCALE_ABOVE, m_new, m)
-                p = nt.exp2(s * c - (m_new * c)[:, None], approx=True)
-                alpha = nt.exp2((m - m_new) * c, approx=True)
-                l[...] = l * alpha + p.sum(axis=1)
-                o *= alpha[:, None]
-                o += p.astype(Q.dtype) @ Vt[b, hk, j, 0]
-                m[...] = m_new
+                online_softmax_step(s, m, l, o, Vt[b, hk, j, 0], c, Q.dtype)
             Ot[b, h, i, 0] = (o * (1.0 / l)[:, None]).astype(O.dtype)
             Lt[b, h, i] = (m * c + nt.log2(l, approx=True)) * LN_2
 
