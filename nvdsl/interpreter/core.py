@@ -198,6 +198,7 @@ class Compiler:
         self.constants: dict[int, object] = {}     # slot -> value, set before anything runs
         self.symbolic: set = set()          # skeletons: operations computing conditions from a table's entries
         self.table_branches: set = set()    # and the branches on them (protocol.table_branches)
+        self.table_clamps: dict = {}        # and the clamps that make trip counts of them: op -> (least, most)
 
     @property
     def slot_count(self) -> int:

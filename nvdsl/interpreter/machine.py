@@ -173,6 +173,8 @@ class Block:
         self.exited = 0                         # warps that have exited (a unit counts as its warps)
         self.decisions: dict = {}       # skeletons: table condition -> whether its branch is taken
         self.condition = None           # the computation every branch on a table entry must share
+        self.trip_values: dict = {}     # skeletons: clamp of a table's entries -> the value it takes in this run
+        self.trip_met: list = []        # and (least, most, value) of each, in the order the block met them
 
     @property
     def name(self) -> str:
@@ -205,6 +207,19 @@ class Block:
             decided = self.decisions[condition] = host.table_taken is None or len(self.decisions) < host.table_taken
             host.table_entries = max(host.table_entries, len(self.decisions))
         return decided
+
+    def trip_choice(self, clamp: tuple, least: int, most: int) -> int:
+        """The value a skeleton's clamp of table entries takes (a trip count read on the GPU; ``protocol.
+        table_branches``): the same for the same computation of the same entries, whichever role computes it; the
+        n-th new one the block meets takes the n-th value of its ``Host.trip_cases`` prefix, or its least."""
+        value = self.trip_values.get(clamp)
+        if value is None:
+            cases = self.launch.host.trip_cases
+            prefix = cases.prefix.get(self.block_id, ()) if cases is not None else ()
+            n = len(self.trip_met)
+            value = self.trip_values[clamp] = prefix[n] if n < len(prefix) else least
+            self.trip_met.append((least, most, value))
+        return value
 
     def line_of(self, op_id: int) -> str:
         if op_id is None or op_id < 0:

@@ -1,8 +1,10 @@
 """A protocol skeleton's instructions for the operations that compute from a table's entries
-(``protocol.table_branches``): they move no data, so they compute which entries a condition reads."""
+(``protocol.table_branches``): they move no data, so they compute which entries a condition reads; a clamp of
+them (a trip count read on the GPU) takes the value the run tries (``Block.trip_choice``)."""
 
 from __future__ import annotations
 
+from . import values as V
 from .core import PLAIN, SYMBOLIC, handles
 from .skeleton import MEMORY_READS, Undecided
 
@@ -10,7 +12,8 @@ from .skeleton import MEMORY_READS, Undecided
 @handles(SYMBOLIC)
 def compile_symbolic(op, c, info):
     """A table's load gives the entry it reads, ``("load", name, indices)``, and arithmetic on such values the
-    expression it computes; a branch on one asks the block which way it goes (``Block.table_decision``)."""
+    expression it computes; a branch on one asks the block which way it goes (``Block.table_decision``), and a clamp
+    of one (``Compiler.table_clamps``) which value it takes (``Block.trip_choice``): a number again."""
     results = [c.slot(v) for v in op.results]
     operands = [c.slot(v) for v in op.operands]
     if op.name in MEMORY_READS:
@@ -26,6 +29,17 @@ def compile_symbolic(op, c, info):
             env[results[0]] = ("load", mem.name, entry)
         return PLAIN, load
     attributes = tuple(sorted((name, str(op.attributes[name])) for name in op.attributes))
+    clamp = c.table_clamps.get(op)
+    if clamp is not None:
+        least, most = clamp
+        dtype = V.element_kind(op.results[0].type)[0]
+
+        def choose(w):
+            env = w.env
+            expression = (op.name, attributes) + tuple(
+                env[i] if type(env[i]) is tuple else _uniform(w, env[i], info) for i in operands)
+            env[results[0]] = V.lane_array(w.block.trip_choice(expression, least, most), dtype)
+        return PLAIN, choose
 
     def compute(w):
         env = w.env

@@ -77,6 +77,8 @@ STATE_FIELDS: dict[str, dict[str, str]] = {
         "decisions": "in the state: how many there are (the table conditions decided so far; the conditions "
                      "are registers, in the state)",
         "condition": "checked, not a state: every branch on a table must share the first one's computation",
+        "trip_values": "in the state: the values the clamps of a table's entries met so far took (Block.trip_choice)",
+        "trip_met": "the same values in the order met (one per clamp of trip_values): which one a new clamp takes",
     },
     "Warp": {
         "mask": IN_STATE, "vc": IN_STATE, "wait": IN_STATE, "done": IN_STATE, "frames": IN_STATE,
@@ -350,6 +352,8 @@ class Summary:
             return None
         clocks = _Clocks(block)
         parts = [current, block.exited, tuple(sorted(block.registers.items())), len(block.decisions)]
+        if block.trip_values:
+            parts.append(frozenset(block.trip_values.items()))
         owners = {}
         for w in block.warps:
             if w.done:

@@ -93,6 +93,7 @@ class Host:
         # least that many is the same run again (see Launch.run)
         self.entries_when_all_taken: dict = {}
         self.units: frozenset | None = None     # skeletons: the warpgroups whose warps run as one unit
+        self.trip_cases: TripCases | None = None    # skeletons: the values of clamped trip counts read from a table
         self.probe = None                       # skeletons: the .period.TripProbe loop summaries report to
 
 
@@ -100,6 +101,51 @@ class Host:
 # enough to show two blocks' updates of one element overlapping, few enough to keep memory bounded (each
 # running block has its shared memory and race detector).
 INTERLEAVED_BLOCKS = 4
+
+
+class TripCases:
+    """Which values a skeleton's clamps of a table's entries take (``protocol.table_branches``: trip counts read on
+    the GPU, each between a least and a most value), run after run, so that every block runs every combination of
+    the clamps it meets: per block, the values of the first clamps it meets (``prefix``; the ones after take their
+    least value), what it met in its last run (``met``: (least, most, value) in order), and the blocks whose every
+    combination has run (``done``). The combinations form a tree (which clamps come later may depend on the values
+    of earlier ones); :meth:`advance` walks it depth first, as an odometer whose last digit turns fastest."""
+
+    def __init__(self):
+        self.prefix: dict = {}
+        self.met: dict = {}
+        self.done: set = set()
+        self.runs = 0
+
+    def advance(self) -> bool:
+        """Set each block's next combination after its last run; False once every block has run all of its."""
+        self.runs += 1
+        for block_id, met in self.met.items():
+            if block_id in self.done:
+                continue
+            values = [value for _, _, value in met]
+            i = len(values) - 1
+            while i >= 0 and values[i] >= met[i][1]:
+                i -= 1
+            if i < 0:
+                self.done.add(block_id)
+            else:
+                self.prefix[block_id] = values[:i] + [values[i] + 1]
+        return len(self.done) < len(self.met)
+
+    def combinations(self) -> int:
+        """A lower bound on the runs left: the combinations of the clamps each block met in its last run."""
+        most = 1
+        for block_id, met in self.met.items():
+            count = 1
+            for least, highest, _ in met:
+                count *= highest - least + 1
+            most = max(most, count if block_id not in self.done else 1)
+        return most
+
+    def describe(self, block_id) -> str:
+        values = [value for _, _, value in self.met.get(block_id, ())]
+        return ", ".join(map(str, values))
 
 
 class Launch:
@@ -162,7 +208,11 @@ class Launch:
                     # it meets no more entries than are taken: every branch it meets is taken, as in the run where
                     # all were, which found nothing (the skeleton's run is deterministic)
                     continue
+                if host.trip_cases is not None and block_id in host.trip_cases.done:
+                    continue            # it has run every combination of its trip counts
                 block = Block(self, block_id, skeleton=True)
+                if host.trip_cases is not None:
+                    host.trip_cases.met[block_id] = block.trip_met
                 block.run()
                 if host.table_taken is None:
                     host.entries_when_all_taken[(self.kernel, block_id)] = len(block.decisions)
@@ -196,7 +246,7 @@ class Program:
 
     def __init__(self, module: ir.Module, fuzz: bool = False, keep: set | None = None,
                  skeleton_blocks: dict | None = None, block_ops: dict | None = None,
-                 symbolic: tuple[set, set] | None = None):
+                 symbolic: tuple[set, set, dict] | None = None):
         functions = [op for op in module.body.operations if op.operation.name == "func.func"]
         if len(functions) != 1:
             raise ValueError(f"expected one host function in the module, found {len(functions)}")
@@ -206,7 +256,7 @@ class Program:
             if keep is not None:
                 keep = keep | {op.operation for op in host.operations}
             compiler = Compiler(fuzz, keep, block_ops)
-            compiler.symbolic, compiler.table_branches = symbolic or (set(), set())
+            compiler.symbolic, compiler.table_branches, compiler.table_clamps = symbolic or (set(), set(), {})
             compiler.mbarriers = 0
             compiler.skeleton_blocks = skeleton_blocks
             self.host = compiler.block(host)
@@ -255,7 +305,8 @@ class Program:
 
     def run_skeleton(self, specs: tuple[ArgSpec, ...], budget: int, deadline: Deadline | None = None,
                      table_taken: int | None = None, units: frozenset | None = None,
-                     all_taken: dict | None = None, scalars: dict[int, int] | None = None, probe=None) -> int:
+                     all_taken: dict | None = None, scalars: dict[int, int] | None = None, probe=None,
+                     trip_cases: TripCases | None = None) -> int:
         """Run a protocol skeleton (``keep=``): arguments are shapes only, nothing is printed; give up (Undecided)
         after ``budget`` scheduling steps of a block or once ``deadline`` passes. Branches on a table's entries
         (``protocol.table_branches``) are taken for the first ``table_taken`` entries a block meets, not for the
@@ -263,7 +314,8 @@ class Program:
         :class:`~.machine.Block`). ``all_taken`` (a dict, filled by a run with ``table_taken`` None that finds
         nothing) holds how many entries each block met with every branch taken; later runs skip the blocks that meet
         no more entries than they take. Scalar arguments are 0 but those ``scalars`` gives (by position); the loop
-        summaries report to ``probe`` (a :class:`~.period.TripProbe`). Returns the most entries a block met."""
+        summaries report to ``probe`` (a :class:`~.period.TripProbe`). Clamps of a table's entries (trip counts read
+        on the GPU) take the values ``trip_cases`` gives. Returns the most entries a block met."""
         env = self._registers()
         scalars = scalars or {}
         with self.module.context:
@@ -273,6 +325,7 @@ class Program:
         host.probe = probe
         host.table_taken = table_taken
         host.units = units
+        host.trip_cases = trip_cases
         if table_taken is not None and all_taken is not None:
             host.entries_when_all_taken = all_taken
         with np.errstate(all="ignore"):

@@ -20,11 +20,14 @@ and shared-memory tiles outside their range, barriers reached by part of a warp.
 with the lines involved. Where the skeleton depends on memory contents or runtime scalars, or is
 too long to run, the check cannot decide and says so (it returns the reason) instead of guessing. Two kinds of
 these it does decide. A table the kernel only reads, on whose entries every role branches alike (a grouped GEMM's
-tile table, whose empty tiles every role skips; see :func:`table_branches`). And a runtime scalar that is only the
-trip count of loops (``for_range(n)`` in each role; see :func:`check_trip_counts`): the skeleton's states repeat
-with a period in the trip count, which two probe runs find, so the trip counts below the first repeat plus one
-period cover them all (:func:`_decide_every_trip_count`); a violation names the least one ("when n = 3").
-Generic-proxy fences and TMA store sources involve ordinary stores, which the skeleton leaves out:
+tile table, whose empty tiles every role skips; see :func:`table_branches`), or through trip counts that clamp its
+entries between two constants (a range of steps per tile read on the GPU, ``nt.load_index``: every role computes
+``max(min(x, most), least)`` of the same entries; each block runs every combination of the values its clamps can
+take, :class:`~.program.TripCases`, while they are few enough: :data:`MAX_TRIP_RUNS`). And a runtime scalar
+that is only the trip count of loops (``for_range(n)`` in each role; see :func:`check_trip_counts`): the
+skeleton's states repeat with a period in the trip count, which two probe runs find, so the trip counts below the
+first repeat plus one period cover them all (:func:`_decide_every_trip_count`); a violation names the least one
+("when n = 3"). Generic-proxy fences and TMA store sources involve ordinary stores, which the skeleton leaves out:
 the interpreter checks those when the kernel runs.
 """
 
@@ -42,7 +45,7 @@ from .budget import Deadline
 from .core import source_location
 from .memory import is_private
 from .period import TripProbe
-from .program import Program
+from .program import Program, TripCases
 from .skeleton import MEMORY_READS, SKELETON_OMITS, Diverged, OverBudget, Undecided
 
 ROOTS = frozenset({
@@ -72,6 +75,9 @@ MAX_WARPGROUPS = 8      # of a block of at most 1024 threads
 # it then runs in full; a kernel whose loops need more is undecided.
 TRIP_PROBES = (1031, 1033)
 MAX_TRIP_SWEEP = 64
+# Skeleton runs the check may spend on the combinations of trip counts read from a table (a block of one tile with
+# up to 8 steps needs 9; one of 2 such tiles 81): beyond it, the check says it cannot decide.
+MAX_TRIP_RUNS = 128
 
 
 # Operations whose semantics in the interpreter are lane by lane, or that know a warpgroup may run as one unit of
@@ -254,10 +260,19 @@ def _memory_contents(op) -> str:
     return f"the kernel's synchronisation depends on memory contents ({op.name} at {source_location(op.location)})"
 
 
-def table_branches(piece: _Slice) -> tuple[set, set]:
+def table_branches(piece: _Slice) -> tuple[set, set, dict]:
     """Where a kernel's synchronisation depends on a table it reads (a grouped GEMM's tile table, whose empty
-    tiles every role skips): ``(symbolic, branches)``, the operations that compute conditions from the table
-    (its loads and the arithmetic on them) and the ``scf.if`` ops that branch on them.
+    tiles every role skips): ``(symbolic, branches, clamps)``, the operations that compute conditions from the
+    table (its loads and the arithmetic on them), the ``scf.if`` ops that branch on them, and the clamps that make
+    numbers of them (each ``arith.maxsi(arith.minsi(x, most), least)`` with constant bounds, ``least <= most``,
+    whose ``x`` is computed from the table: a trip count read on the GPU) with their bounds.
+
+    A kernel with clamps is decided where the table's entries reach the skeleton through clamps alone (anything
+    else computed from them, a branch included, makes it undecided): its blocks then run once per combination of
+    the values their clamps can take (:class:`~.program.TripCases`), the same clamp of the same entries taking the
+    same value in every role. That covers every table: whatever the entries, each clamp takes one of those values.
+    (Where two different clamps read the same entries, some combinations may be impossible: a violation the check
+    reports names the values it found it for.)
 
     The check decides such a kernel only where the table's contents matter through these branches alone, so
     that it can run the skeleton for every way they may go (see :func:`check_protocol`): each branch is inside
@@ -267,9 +282,9 @@ def table_branches(piece: _Slice) -> tuple[set, set]:
     is checked when the skeleton runs: each branch's condition must be the same computation of the same loads.
     """
     if not piece.table_reads:
-        return set(), set()
+        return set(), set(), {}
     keep = piece.keep
-    symbolic, branches = set(piece.table_reads), set()
+    symbolic, branches, clamps = set(piece.table_reads), set(), {}
     work = [result for op in piece.table_reads for result in op.results]
     while work:
         value = work.pop()
@@ -281,9 +296,16 @@ def table_branches(piece: _Slice) -> tuple[set, set]:
                 branches.add(user)
             elif user.name.startswith("arith.") and not user.regions and user not in symbolic:
                 symbolic.add(user)
-                work.extend(user.results)
+                bounds = _clamp_bounds(user)
+                if bounds is not None:
+                    clamps[user] = bounds       # a number, not an expression of the table: nothing to follow
+                else:
+                    work.extend(user.results)
             elif user not in symbolic:
                 raise Undecided(_memory_contents(piece.table_reads[0]))
+    if clamps and branches:
+        raise Undecided(f"the kernel's synchronisation depends on memory contents both through branches and through "
+                        f"trip counts ({_memory_contents(piece.table_reads[0])})")
     loops = set()
     for branch in branches:
         loop = _parent(branch)
@@ -316,7 +338,23 @@ def table_branches(piece: _Slice) -> tuple[set, set]:
                             raise Undecided(f"the kernel's synchronisation depends on memory contents and on the index "
                                     f"of the loop at {source_location(loop.location)}")
                 derived.extend(user.results)
-    return symbolic, branches
+    return symbolic, branches, clamps
+
+
+def _clamp_bounds(op) -> tuple[int, int] | None:
+    """(least, most) of ``arith.maxsi(arith.minsi(x, most), least)`` with constant bounds (either operand order),
+    else None."""
+    if op.name != "arith.maxsi":
+        return None
+    for inner, low in (tuple(op.operands), tuple(op.operands)[::-1]):
+        least = _constant(low)
+        if least is None or not isinstance(inner, ir.OpResult) or inner.owner.name != "arith.minsi":
+            continue
+        highs = [_constant(v) for v in inner.owner.operands]
+        most = next((h for h in highs if h is not None), None)
+        if most is not None and None in highs and least <= most:
+            return least, most
+    return None
 
 
 def _terminator(block):
@@ -421,6 +459,9 @@ def _decide(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], deadline: Deadlin
     # for every n, are all the table's contents can do.
     taken, entries = None, 0
     all_taken: dict = {}        # per block, the entries it met with every branch taken (Launch.run)
+    # Trip counts read from a table (clamps of its entries, table_branches): each block runs every combination of
+    # the values they can take.
+    cases = TripCases() if skeleton.clamps else None
     while True:
         if probe is not None:
             probe.blocks.clear()        # what an earlier attempt (run as units, then warp by warp) saw
@@ -428,7 +469,7 @@ def _decide(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], deadline: Deadlin
             try:
                 entries = max(entries, program.run_skeleton(specs, STEP_BUDGET, deadline, table_taken=taken,
                                                             units=units, all_taken=all_taken, scalars=scalars,
-                                                            probe=probe))
+                                                            probe=probe, trip_cases=cases))
             except Diverged as parted:
                 units = units - {parted.warpgroup} or None
                 continue
@@ -445,9 +486,20 @@ def _decide(skeleton: "_Skeleton", specs: tuple[ArgSpec, ...], deadline: Deadlin
         except KernelFault as fault:
             case = "" if taken is None else (f" (when the first {taken} of the table entries it branches on "
                                              f"take their branch and the others do not)")
+            if cases is not None:
+                case = (f" (when the trip counts read from a table that block {fault.details.get('block')} meets "
+                        f"are {cases.describe(fault.details.get('block'))}, in order)")
             raise ProtocolError("the barrier protocol check found a violation before running the kernel"
                                 + when + case + ": " + fault.message, code=fault.code, hint=fault.hint,
                                 loc=fault.loc) from None
+        if cases is not None:
+            if not cases.advance():
+                return None, units
+            if cases.combinations() > MAX_TRIP_RUNS or cases.runs >= MAX_TRIP_RUNS:
+                return (f"the synchronisation of a kernel depends on trip counts read from a table, in more "
+                        f"combinations per block than the check runs ({MAX_TRIP_RUNS}): fewer tiles per block "
+                        f"(persistent=False) or shorter loops can be checked"), units
+            continue
         taken = 0 if taken is None else taken + 1
         if not branches or taken >= entries:
             return None, units
@@ -526,6 +578,7 @@ class _Skeleton:
     units: frozenset | None
     branches: set
     trips: _TripCount | None
+    clamps: bool = False
 
 
 def _compile_skeleton(module: ir.Module, specs: tuple[ArgSpec, ...]) -> _Skeleton | None:
@@ -550,15 +603,16 @@ def _compile_skeleton(module: ir.Module, specs: tuple[ArgSpec, ...]) -> _Skeleto
     keep = set()
     blocks = {}
     block_ops = {}
-    symbolic, branches = set(), set()
+    symbolic, branches, clamps = set(), set(), {}
     for launch, piece in kernels:
         keep |= piece.keep
         block_ops.update(kept_by_block(piece))
-        reads, ways = table_branches(piece)
+        reads, ways, numbers = table_branches(piece)
         symbolic |= reads
         branches |= ways
+        clamps.update(numbers)
         blocks[launch] = "first-and-last" if piece.uses_block_id else "first"
-    if trips is not None and branches:
+    if trips is not None and (branches or clamps):
         raise Undecided(f"the synchronisation of a kernel depends on a table's entries and on the runtime scalar "
                         f"argument '{trips.name}'")
     # Warpgroups run as units of 128 lanes where every kept operation allows it (UNIT_OPS). A unit run is
@@ -568,8 +622,8 @@ def _compile_skeleton(module: ir.Module, specs: tuple[ArgSpec, ...]) -> _Skeleto
     units = frozenset(range(MAX_WARPGROUPS)) if all(_unit_safe(op) for op in keep) else None
     with module.context:
         program = Program(module, keep=keep, skeleton_blocks=blocks, block_ops=block_ops,
-                          symbolic=(symbolic, branches))
-    return _Skeleton(program, units, branches, trips)
+                          symbolic=(symbolic, branches, clamps))
+    return _Skeleton(program, units, branches, trips, bool(clamps))
 
 
 SIGNED_CASTS = frozenset({"arith.index_cast", "arith.extsi"})

@@ -159,17 +159,7 @@ def attention_program(causal: bool = False, scale: float | None = None, with_lse
                 if variant.mask_mod:
                     keep = variant.keep(keep, b, h, rows[:, None], keys[None, :], mods)
                 s = nt.where(keep, s, -math.inf)
-                m_new = nt.maximum(m, s.max(axis=1))
-                m_new = nt.where((m_new - m) * c > RESCALE_ABOVE, m_new, m)   # lazy rescaling (RESCALE_ABOVE)
-                m_from = m_new
-                if variant.mask_mod:             # a row with no key yet: its exponentials measured from 0, not -inf
-                    m_from = nt.where(m_new > -math.inf, m_new, 0.0)
-                p = nt.exp2(s * c - (m_from * c)[:, None], approx=True)
-                alpha = nt.exp2((m - m_from) * c, approx=True)
-                l[...] = l * alpha + p.sum(axis=1)
-                o *= alpha[:, None]
-                o += p.astype(Q.dtype) @ Vt[b, hk, j, 0]
-                m[...] = m_new
+                online_softmax_step(s, m, l, o, Vt[b, hk, j, 0], c, Q.dtype, empty_rows=bool(variant.mask_mod))
             inverse = 1.0 / l
             if variant.mask_mod:                 # a row whose keys are all masked: O = 0, LSE = -inf
                 inverse = nt.where(l > 0.0, inverse, 0.0)
@@ -185,6 +175,25 @@ def attention_program(causal: bool = False, scale: float | None = None, with_lse
         attention(O, None, Q, K, V, *mods)
     program, mods = _taking(attention_o, ("O", "Q", "K", "V"), variant, "attention")
     return nt.task(reads=("Q", "K", "V") + mods, writes=("O",))(program)
+
+
+def online_softmax_step(s, m, l, o, v, c: float, dtype, empty_rows: bool = False) -> None:
+    """One key block of an online softmax in a tile program, in base 2 with the scale folded into ``c``: the
+    running max ``m`` moves to the block's (lazily: :data:`RESCALE_ABOVE`), the row sums ``l`` and the output
+    ``o`` are rescaled by how far it moved, and the block's exponentials of the (masked) scores ``s`` add to
+    ``l``, their product with the value tile ``v`` (P rounded to ``dtype``) to ``o``. ``empty_rows``: a row may
+    have no key yet (all masked): its exponentials are measured from 0, not -inf."""
+    m_new = nt.maximum(m, s.max(axis=1))
+    m_new = nt.where((m_new - m) * c > RESCALE_ABOVE, m_new, m)   # lazy rescaling (RESCALE_ABOVE)
+    m_from = m_new
+    if empty_rows:                       # a row with no key yet: its exponentials measured from 0, not -inf
+        m_from = nt.where(m_new > -math.inf, m_new, 0.0)
+    p = nt.exp2(s * c - (m_from * c)[:, None], approx=True)
+    alpha = nt.exp2((m - m_from) * c, approx=True)
+    l[...] = l * alpha + p.sum(axis=1)
+    o *= alpha[:, None]
+    o += p.astype(dtype) @ v
+    m[...] = m_new
 
 
 def task_mapping(d: int, causal: bool, seq_q: int) -> nt.Mapping:

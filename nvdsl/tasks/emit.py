@@ -123,8 +123,9 @@ class _Block:
 
     def coordinates(self, number) -> dict:
         env = _tile_coordinates(self.s, number)
-        for index in self.s.program.indices:          # a row tile's group and rows, read from its table
-            env[index.name] = self.arrays[index.table][env[index.var], index.column]
+        for index in self.s.program.indices:          # a row tile's group and rows, and nt.load_index's indices
+            value = self.arrays[index.table][tuple(_index_at(a, env) for a in index.at)]
+            env[index.name] = value if index.role else value.to(dt.index)
         return env
 
     def steps_of(self, group, member: int):
@@ -307,9 +308,18 @@ def _longest_first(s: Schedule, env: dict) -> dict:
     if s.main is not None and s.main.below is not None:
         extents = dict(zip(s.tile_vars, s.tile_extents))
         for var, coefficient in s.main.below.terms:
-            if coefficient > 0:
+            if coefficient > 0 and var in extents:       # not an index read from a table (nt.load_index)
                 env[var] = (extents[var] - 1) - env[var]
     return env
+
+
+def _index_at(affine: Affine, env: dict):
+    """An index into a table (:class:`~nvdsl.tasks.ir.Index`): a bare variable or int as itself."""
+    if not affine.terms:
+        return affine.const
+    if len(affine.terms) == 1 and affine.terms[0][1] == 1 and not affine.const:
+        return env[affine.terms[0][0]]
+    return _evaluate(affine, env)
 
 
 def _evaluate(affine: Affine, env: dict):
@@ -330,18 +340,27 @@ def _origin(region: Region, env: dict, row_offset: int = 0, column_offset: int =
 
 def _trips(s: Schedule, env: dict):
     """The main loop's trip count for the tile of ``env``: its extent, or fewer under ``below``."""
-    return _loop_trips(s.main, env)
+    return _loop_trips(s, s.main, env)
 
 
-def _loop_trips(loop: Loop, env: dict):
-    """The trips of srange ``loop`` for the tile of ``env``: its extent, or fewer under ``below``."""
+def _loop_trips(s: Schedule, loop: Loop, env: dict):
+    """The trips of srange ``loop`` for the tile of ``env``: its extent, or fewer under ``below``; none where a
+    ``below`` read on the GPU is not positive."""
     extent = loop.extents[0]
     if loop.below is None:
         return extent
     below = _evaluate(loop.below, env)
     if isinstance(below, int):
-        return min(extent, -(-below // loop.step))
-    return minimum((below + (loop.step - 1)) // loop.step, extent)
+        return max(0, min(extent, -(-below // loop.step)))
+    trips = minimum((below + (loop.step - 1)) // loop.step, extent)
+    return maximum(trips, 0) if _read_trips(s, loop) else trips
+
+
+def _read_trips(s: Schedule, loop: Loop | None) -> bool:
+    """Whether ``loop``'s trip count depends on indices read on the GPU, so that a tile may have no step (a
+    ``below`` of prange variables alone is checked positive when planning: ``passes._check_trips``)."""
+    read = {index.name for index in s.program.indices}
+    return loop is not None and loop.below is not None and any(v in read for v in loop.below.variables)
 
 
 def _put(ring: Aref, plan, tmas: dict, env: dict) -> None:
@@ -452,11 +471,15 @@ class _Consumer:
         loads = [op for op in argument_loads(s.main.body) if op.target in in_ring]   # the others: vectors, tiles
         issuer = not s.warp_specialized and self.c == 0
         ring = self.rings[self.step.name] if self.step is not None else None
+        read = _read_trips(s, s.main)
+        if read:
+            extent = _trips(s, env)                  # the issuer puts no step past the tile's last (read on the GPU)
         if issuer and ring is not None:
             with when(self.wg.thread_index.eq(0)):   # one thread waits for free slots and issues (as a producer)
-                for k in range(min(s.lookahead, extent)):
+                for k in range(min(s.lookahead, s.main.extents[0])):
                     env[s.main.vars[0]] = k
-                    _put(ring, self.step, self.ring_tmas, env)
+                    with when(extent > k) if read else contextlib.nullcontext():
+                        _put(ring, self.step, self.ring_tmas, env)
 
         body = [op for op in s.main.body if op not in loads]
 
@@ -485,7 +508,7 @@ class _Consumer:
             self.values.update(after)
             self.unmask = False
 
-        trips = _trips(s, env)
+        trips = extent if read else _trips(s, env)
         unmasked = _unmasked_steps(s, env, trips)
         if unmasked is None:
             steps(0, trips, masked=True)
@@ -586,7 +609,7 @@ class _Consumer:
         before = {name for name, v in self.values.items() if not isinstance(v, (_Pending, _Iota, _Deferred))}
         written = {operand_name(x) for op in loop.body for x in op.writes()}
         carried = {name: self.values[name] for name in sorted(written & before)}
-        trips = _loop_trips(loop, env)
+        trips = _loop_trips(self.s, loop, env)
 
         @fori(0, trips, carry=carried)
         def after(k, values):
@@ -878,6 +901,26 @@ class _TwoPhaseLoop:
     def run(self) -> None:
         consumer, s = self.consumer, self.s
         trips = _trips(s, consumer.env)
+        if not _read_trips(s, s.main):
+            self.run_steps(trips)
+            return
+        # A tile may have no step (its range read on the GPU is empty): it skips the loop, its first step (issued
+        # before the loop) and its turns alike (the other consumers skip theirs: they share the tile), and its
+        # epilogue reads the values from before the loop.
+        values, names = consumer.values, _carried(self.s)
+        before = dict(values)
+
+        def looped():
+            self.run_steps(trips)
+            return {name: values[name] for name in names}
+        after = cond(trips > 0, looped, lambda: {name: before[name] for name in names})
+        values.clear()                              # what the loop's region defined is not seen after it
+        values.update(before)
+        values.update(after)
+
+    def run_steps(self, trips) -> None:
+        """The loop over ``trips`` steps, at least one."""
+        consumer, s = self.consumer, self.s
         unmasked = _unmasked_steps(s, consumer.env, trips)
         if s.turns and self.c == s.consumers - 1:
             self.their_turn()

@@ -296,7 +296,8 @@ class Loop:
     """``prange`` (parallel: iterations must not write the same data) or ``srange`` (in order) over ``vars``.
 
     An srange with ``below`` runs only its iterations ``k`` with ``k * step < below`` (``below`` affine in
-    the enclosing prange's variables): a triangular loop, such as causal attention's key blocks. ``task``:
+    the enclosing prange's variables and in indices read from tables, :class:`Index`): a triangular loop, such
+    as causal attention's key blocks, or a range read on the GPU (a negative ``below`` runs none). ``task``:
     the chain of launches of the task that wrote the loop, as an event's."""
 
     kind: str
@@ -315,17 +316,24 @@ class Loop:
 
 @dataclass(frozen=True)
 class Index:
-    """An index read from memory: column ``column`` of row ``var`` (a prange variable) of the int32
-    ``table`` argument; ``role`` says what it is ("group", "start" or "end" of a row tile)."""
+    """An index read from memory: element ``at`` (one index per axis, affine in prange variables) of the
+    int32 ``table`` argument, read on the GPU once per tile by each role that uses it. ``role`` says what a
+    row tile's index is ("group", "start" or "end" of row tile ``var``; ``nt.row_tiles``), or is "" for
+    ``nt.load_index``. ``name`` is the variable affine expressions use for it."""
 
     name: str
     table: str
-    var: str
-    column: int
-    role: str
+    at: tuple[Affine, ...]
+    role: str = ""
+
+    @property
+    def var(self) -> str:
+        """A row tile's prange variable: the row of the table its index is read from."""
+        return self.at[0].variables[0]
 
     def __str__(self) -> str:
-        return f"index {self.name} = {self.table}[{self.var}, {self.column}] ({self.role} of row tile {self.var})"
+        text = f"index {self.name} = {self.table}[{', '.join(map(str, self.at))}]"
+        return text + (f" ({self.role} of row tile {self.var})" if self.role else "")
 
 
 @dataclass(frozen=True)

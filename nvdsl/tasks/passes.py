@@ -385,7 +385,7 @@ def order_main_loop(levels: Levels, body: TileBody) -> MainLoop:
     product), and then the first steps in which its masks change no value and are left out."""
     mapping, main = levels.mapping, body.main
     pingpong = mapping.schedule == PINGPONG
-    _check_trips(body.tiles, main)
+    _check_trips(body.program, body.tiles, main)
     phases = _two_phases(body.program, main, body.prologue)
     if pingpong and phases is not None:
         tile = levels.levels[-2][0]
@@ -401,7 +401,8 @@ def order_main_loop(levels: Levels, body: TileBody) -> MainLoop:
                       "program or mapping has none to take", code="bad-mapping",
                       changes=[{"turns": False}, {"schedule": PINGPONG, "consumers": 2}],
                       note="schedule='pingpong' makes 2 consumers take turns at whole main loops")
-    unmasked = _unmasked(main, body.prologue + tuple(main.body)) if main is not None else None
+    read = frozenset(index.name for index in body.program.indices)
+    unmasked = _unmasked(main, body.prologue + tuple(main.body), read) if main is not None else None
     return MainLoop(phases=phases, unmasked=unmasked, waited=_waited(main) if phases is None else frozenset())
 
 
@@ -421,17 +422,22 @@ def _waited(main: Loop | None) -> frozenset:
     return frozenset(waited)
 
 
-def _check_trips(tiles: Loop, main: Loop | None) -> None:
-    """An srange with ``below`` must run at least once for every tile (a two-phase loop issues its first
-    step before the loop): ``below`` is affine in the prange's variables, and its least value over the
-    tiles must be positive."""
+def _check_trips(program: Program, tiles: Loop, main: Loop | None) -> None:
+    """An srange with ``below`` affine in the prange's variables alone must run at least once for every
+    tile: its least value over the tiles must be positive (a triangle that leaves a tile out is a mistake).
+    Where ``below`` depends on indices read on the GPU (``nt.load_index``) nothing is known of its value
+    here: a tile may have no step (emission guards a two-phase loop's first step, issued before the loop),
+    and a negative ``below`` runs none."""
     if main is None or main.below is None:
         return
     extents = dict(zip(tiles.vars, tiles.extents))
-    unknown = [v for v in main.below.variables if v not in extents]
+    read = {index.name for index in program.indices}
+    unknown = [v for v in main.below.variables if v not in extents and v not in read]
     if unknown:
         raise _refuse(f"nt.srange(below={main.below}) depends on {unknown}; below= is affine in the prange's "
-                      "variables", loc=main.loc)
+                      "variables and in indices read with nt.load_index", loc=main.loc)
+    if read & set(main.below.variables):
+        return
     least = main.below.const + sum(c * (extents[v] - 1) for v, c in main.below.terms if c < 0)
     if least <= 0:
         raise TaskError(f"nt.srange(below={main.below}) runs no iteration for some tiles (below = {least} there); "
@@ -478,11 +484,13 @@ def _two_phases(program: Program, main: Loop | None, prologue) -> Phases | None:
     return Phases(issue, math, tuple(b_ops), tuple(handed))
 
 
-def _unmasked(main: Loop | None, ops) -> Unmasked | None:
+def _unmasked(main: Loop | None, ops, read: frozenset = frozenset()) -> Unmasked | None:
     """Where every mask of the main loop's ``where`` events (a ``where`` whose condition is computed from
     positions, ``nt.arange``) compares positions with positions or indices, the steps for which all of them
     hold: while a block of keys lies wholly before a causal diagonal or a ragged end, its scores need no mask.
-    None if a mask is anything else. A ``where`` on values alone (a running max's) is math, not a mask."""
+    None if a mask is anything else, or if where it holds depends on an index read on the GPU (``read``: such
+    masks stay in every step, so that the steps' count is the only thing a table decides, which the
+    protocol check can try in full). A ``where`` on values alone (a running max's) is math, not a mask."""
     if main is None:
         return None
     var = main.vars[0]
@@ -516,9 +524,9 @@ def _unmasked(main: Loop | None, ops) -> Unmasked | None:
         margin = rhs[0] + lhs[1] * -1 + (-1 if op.fn in ("lt", "gt") else 0)   # all hold iff margin >= 0
         slope = margin.coefficient(var)
         if slope >= 0:
-            return None if slope > 0 else [(margin, 0)]
+            return None if slope > 0 or read & set(margin.variables) else [(margin, 0)]
         rest = ir.Affine(tuple(t for t in margin.terms if t[0] != var), margin.const)
-        return [(rest, -slope)]
+        return None if read & set(rest.variables) else [(rest, -slope)]
 
     def of_positions(x, seen=frozenset()) -> bool:
         """Whether operand ``x`` is computed from positions: a mask, rather than math on values."""
@@ -885,7 +893,10 @@ def persist(levels: Levels, body: TileBody, sm_count: int) -> Persistence:
     else:
         grid = -(-total // per_block)
         order = "one block per tile" if per_block == 1 else "one block per pair of tiles"
-    if main is not None and main.below is not None and any(c > 0 for _, c in main.below.terms):
-        order += "; " + ", ".join(v for v, c in main.below.terms if c > 0) + " descending (tiles with more steps first)"
+    # (an index read on the GPU says nothing of which tiles are longer: tiles are ordered by prange variables)
+    longer = [v for v, c in main.below.terms if c > 0 and v in body.tiles.vars] if main is not None and \
+        main.below is not None else []
+    if longer:
+        order += "; " + ", ".join(longer) + " descending (tiles with more steps first)"
     return Persistence(grid=grid, persistent=mapping.persistent, raster=mapping.raster, group=mapping.group,
                        tiles_per_block=order)

@@ -52,6 +52,7 @@ class _Trace:
         self.loop_depth = {"prange": 0, "srange": 0}
         self.indices: dict[str, ir.Index] = {}
         self.positions: dict[str, Affine] = {}   # nt.arange vectors: their starts, for indexing arguments
+        self.pranges: dict[str, int] = {}       # the enclosing prange loops' variables and their extents
         self.tasks: list[str] = [name]          # the chain of launches being traced, the entry task first
 
     def fresh(self, stem: str) -> str:
@@ -261,10 +262,7 @@ class RowTiles:
         t = Affine.of(t) if isinstance(t, (int, Affine)) else t
         if not isinstance(t, Affine) or len(t.terms) != 1 or t.terms[0][1] != 1 or t.const:
             raise _error(f"a row tile is indexed by a prange variable, got {t!r}", code="bad-tile")
-        var = t.terms[0][0]
-        name = f"{self.table.name}[{var},{column}]"
-        trace.indices.setdefault(name, ir.Index(name, self.table.name, var, column, role))
-        return Affine.var(name)
+        return _read_index(trace, self.table, (t, Affine.of(column)), role)
 
     def group(self, t) -> Affine:
         """The group of row tile ``t`` (an index for the group's operand: ``Bt[rows.group(t), k, j]``)."""
@@ -287,6 +285,54 @@ def row_tiles(table) -> RowTiles:
                      code="bad-tile", hint="make it with nvdsl.kernels.gemm.row_tile_table(group_sizes, BM)")
     _check_privilege(table.region(), "read", "read")
     return RowTiles(table)
+
+
+def _read_index(trace: _Trace, table: Tensor, at: tuple[Affine, ...], role: str = "") -> Affine:
+    """The variable of element ``at`` of ``table``, read on the GPU once per tile (one :class:`ir.Index` per
+    element, however often the program asks for it)."""
+    name = f"{table.name}[{','.join(map(str, at))}]"
+    trace.indices.setdefault(name, ir.Index(name, table.name, tuple(at), role))
+    return Affine.var(name)
+
+
+def load_index(table, *indices) -> Affine:
+    """Element ``table[indices]`` of a task's int32 tensor argument, read on the GPU once per tile: an index
+    usable wherever loop variables are, in tile indices (``Kt[b, h, lo + t, 0]``), ``nt.arange(start=...)``
+    and ``nt.srange(below=...)`` (a range of key blocks per query block, computed on the GPU).
+
+    ``indices``: one per axis of ``table``, each a Python int or prange variables times ints plus an int
+    (``nt.load_index(ranges, b, h, i, 0)``). An srange whose ``below`` depends on such an index runs
+    ``min(extent, ceil(below / step))`` steps, none where ``below <= 0``: a tile without steps still runs
+    what follows its loop, on the values from before it. Nothing checks the table's values against the
+    partitions: a tile index read from it must stay inside the tensor (TMA reads zeros past its edges)."""
+    trace = _current("nt.load_index")
+    if not isinstance(table, Tensor) or table.dtype != dt.int32:
+        raise _error(f"nt.load_index reads a task's int32 tensor argument, got {table!r}", code="bad-index",
+                     hint="pass the table as an int32 array (numpy.int32, torch.int32) listed in the task's reads=")
+    if len(indices) != table.ndim:
+        raise _error(f"nt.load_index({table.name}, ...) needs {table.ndim} indices (one per axis of "
+                     f"{list(table.shape)}), got {len(indices)}", code="bad-index")
+    at = []
+    for axis, x in enumerate(indices):
+        try:
+            index = Affine.of(x)
+        except TypeError:
+            index = None
+        outside = [] if index is None else [v for v in index.variables if v not in trace.pranges]
+        if index is None or outside:
+            raise _error(f"nt.load_index's index {x!r} along axis {axis} is not affine in the prange variables"
+                         + (f" (it depends on {outside})" if outside else ""), code="bad-index",
+                         hint="index the table by Python ints and the enclosing nt.prange's variables times ints; "
+                              "an srange variable or another loaded index cannot address it")
+        low = index.const + sum(c * (trace.pranges[v] - 1) for v, c in index.terms if c < 0)
+        high = index.const + sum(c * (trace.pranges[v] - 1) for v, c in index.terms if c > 0)
+        if low < 0 or high >= table.shape[axis]:
+            raise _error(f"nt.load_index's index {index} along axis {axis} takes values {low}..{high}, outside "
+                         f"0..{table.shape[axis] - 1} of {table.name}{list(table.shape)}", code="bad-index",
+                         hint=f"make {table.name} one row per tile: its shape is the prange's extents")
+        at.append(index)
+    _check_privilege(table.region(), "read", "read")
+    return _read_index(trace, table, tuple(at))
 
 
 class _Product:
@@ -700,6 +746,8 @@ def _loop(kind: str, extents, below=None, step: int = 1):
         names.append(f"{stem}{trace.loop_depth[kind]}")
         trace.loop_depth[kind] += 1
     trace.bodies.append([])
+    if kind == "prange":
+        trace.pranges.update(zip(names, extents))
     finished = False
     try:
         variables = tuple(Affine.var(n) for n in names)
@@ -707,6 +755,8 @@ def _loop(kind: str, extents, below=None, step: int = 1):
         finished = True
     finally:
         body = trace.bodies.pop()
+        for name in names:
+            trace.pranges.pop(name, None)
         for _ in extents:
             trace.loop_depth[kind] -= 1
         if finished:
@@ -725,13 +775,17 @@ def srange(extent: int, *, below=None, step: int = 1):
 
     With ``below`` (affine in the prange's variables), only iterations ``k`` with ``k * step < below`` run:
     ``nt.srange(Kt.grid[2], below=(i + 1) * BM, step=BN)`` visits the key blocks that start before the
-    end of query block ``i`` (a causal mask's triangle). At least one iteration must run."""
+    end of query block ``i`` (a causal mask's triangle); every tile must run at least one iteration (checked
+    when the kernel is planned). ``below`` may also depend on indices read on the GPU (:func:`load_index`):
+    ``nt.srange(Kt.grid[2], below=(hi - lo) * BN, step=BN)`` runs ``hi - lo`` steps, none where it is zero
+    or negative; that part cannot be checked before the kernel runs."""
     if below is not None:
         _current("nt.srange")
         try:
             below = Affine.of(below)
         except TypeError:
-            raise _error(f"nt.srange's below= must be an int or prange variables times ints, got {below!r}",
+            raise _error(f"nt.srange's below= must be an int or prange variables (or loaded indices) times ints, "
+                         f"got {below!r}",
                          code="bad-loop") from None
         if not isinstance(step, int) or isinstance(step, bool) or step <= 0:
             raise _error(f"nt.srange's step={step!r} must be a positive int", code="bad-loop")

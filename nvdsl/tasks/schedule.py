@@ -193,9 +193,18 @@ def _phases(s: Schedule) -> list[str]:
 
 
 def _notes(s: Schedule) -> list[str]:
-    tables = dict.fromkeys(i.table for i in s.program.indices)
+    tables = dict.fromkeys(i.table for i in s.program.indices if i.role)
     notes = [f"row tiles are read from '{table}' on the GPU: a tile with no rows is skipped by every role, and "
              "stores stop at the tile's group's end (ragged TMA)" for table in tables]
+    read = [i for i in s.program.indices if not i.role]
+    if read:
+        notes.append("indices read on the GPU once per tile by each role (nt.load_index): " +
+                     ", ".join(i.name for i in read))
+    if s.main is not None and s.main.below is not None and {i.name for i in read} & set(s.main.below.variables):
+        notes.append(f"the main loop's trips, min({s.main.extents[0]}, ceil(({s.main.below}) / {s.main.step})), are "
+                     "read on the GPU; a tile with none (below <= 0) skips the loop" +
+                     (" and its first step" if s.phases is not None else "") + " in every role, and its epilogue "
+                     "reads the values from before it")
     if any(b.aliases for b in s.buffers):
         notes.append("the epilogue's staging tiles reuse the ring's memory once every consumer has left the main loop")
     return notes
