@@ -304,3 +304,18 @@ def test_visited_blocks_are_the_first_to_last_kept(block_rows, block_range, alon
             kept = np.nonzero(keep[x * block_rows:(x + 1) * block_rows].any(axis=0))[0] // block_range
             expected = (kept.min(), kept.max() + 1) if len(kept) else (0, 0)
             assert tuple(ranges[batch, 0, x]) == expected, (batch, x)
+
+
+def test_a_masked_forward_schedule_visits_its_ranges(request):
+    """The forward under a sliding-window mask_mod: each query block's loop runs over its row of RANGES (an index
+    read on the GPU), the first step's block offset by the range's start, the masks in every step; the window
+    and the scores' math computed in the step."""
+    from test_tasks import golden
+    b, h, l, d = 1, 2, 512, 64
+    q, k, v, o, lse = problem(b, h, h, l, l, d, "float16")
+    mapping = library.task_mapping(d, False, l)
+    ranges = np.zeros((b, h, -(-l // mapping.tile_values()["BM"]), 2), np.int32)
+    program = library.attention_program(False, None, True, library.Variant(None, sliding_window))
+    text = nt.build(program, mapping).explain(o, lse, q, k, v, ranges)
+    golden("tasks_attention_sliding_window.schedule.txt", text, request)
+    assert "RANGES[" in text

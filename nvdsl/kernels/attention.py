@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from .. import dtypes as dt
 from .. import jit
 from .. import tasks as nt
-from ..errors import ArgumentError, user_location
+from ..errors import ArgumentError, TaskError, TraceError, user_location
 from ..arguments import describe, signature_key
 from ..signature import ARRAY
 from ..target import REGISTER_FILE
@@ -97,6 +97,20 @@ class Variant:
                                 hint="return tile math on score, e.g. cap * nt.tanh(score / cap)", loc=user_location())
         return out
 
+    def blocks(self, partition, j, step: int, causal_below, b, h, ranges_and_mods):
+        """The loop over the blocks a tile visits, and the block of each step (``srange`` variable -> block index):
+        with a mask_mod, those of its row of ``RANGES`` (the first argument after the fixed ones); else all, or the
+        causal triangle's (``causal_below``)."""
+        if not self.mask_mod:
+            return nt.srange(partition.grid[2], below=causal_below, step=step), lambda t: t
+        lo, hi = (nt.load_index(ranges_and_mods[0], b, h, j, column) for column in (0, 1))
+        return nt.srange(partition.grid[2], below=(hi - lo) * step, step=step), lambda t: lo + t
+
+    @staticmethod
+    def arrays(ranges_and_mods, mask_mod) -> tuple:
+        """The mods' arrays among a program's last arguments (after ``RANGES`` where there is a mask_mod)."""
+        return tuple(ranges_and_mods[1:] if mask_mod else ranges_and_mods)
+
     def keep(self, keep, b, h, q_idx, kv_idx, mods):
         """``keep`` and the mask of ``mask_mod``, checked."""
         mask = self.mask_mod(b, h, q_idx, kv_idx, *mods)
@@ -112,8 +126,9 @@ PLAIN = Variant()
 
 
 def _taking(body, fixed: tuple[str, ...], variant: Variant, name: str):
-    """``body`` as a function of the tensors ``fixed`` and then the variant's arrays (``MOD0``, ``MOD1``, ...)."""
-    names = fixed + tuple(f"MOD{n}" for n in range(variant.arity))
+    """``body`` as a function of the tensors ``fixed`` and then, with a mask_mod, the ranges of blocks to visit
+    (``RANGES``, :func:`block_ranges`), and the variant's arrays (``MOD0``, ``MOD1``, ...)."""
+    names = fixed + (("RANGES",) if variant.mask_mod else ()) + tuple(f"MOD{n}" for n in range(variant.arity))
 
     def program(*tensors):
         body(*tensors)
@@ -132,7 +147,7 @@ def attention_program(causal: bool = False, scale: float | None = None, with_lse
     (grouped-query attention). A ``variant`` modifies the scores and masks keys (:class:`Variant`); its arrays
     are the task's last arguments."""
 
-    def attention(O, LSE, Q, K, V, *mods):
+    def attention(O, LSE, Q, K, V, *extra):
         BM, BN = nt.tunable("BM", 128), nt.tunable("BN", 128)
         batch, heads, seq_q, d = Q.shape
         kv_heads, seq_k = K.shape[1], K.shape[2]
@@ -142,12 +157,15 @@ def attention_program(causal: bool = False, scale: float | None = None, with_lse
         Qt, Ot = nt.blocks(Q, (1, 1, BM, d)), nt.blocks(O, (1, 1, BM, d))
         Lt = nt.blocks(LSE, (1, 1, BM)) if with_lse else None
         Kt, Vt = nt.blocks(K, (1, 1, BN, d)), nt.blocks(V, (1, 1, BN, d))
+        mods = Variant.arrays(extra, variant.mask_mod)
         for b, hk, g, i in nt.prange(batch, kv_heads, group, Qt.grid[2]):
             h = hk * group + g
             rows = nt.arange(BM, start=i * BM, name="rows")
             m, l = nt.full((BM,), -math.inf, name="m"), nt.zeros((BM,), name="l")
             o = nt.zeros((BM, d), name="o")
-            for j in nt.srange(Kt.grid[2], below=(i + 1) * BM if causal else None, step=BN):
+            steps, block = variant.blocks(Kt, i, BN, (i + 1) * BM if causal else None, b, h, extra)
+            for t in steps:
+                j = block(t)
                 keys = nt.arange(BN, start=j * BN, name="keys")
                 s = nt.zeros((BM, BN), name="s")
                 s += Qt[b, h, i, 0] @ Kt[b, hk, j, 0].T
@@ -168,13 +186,13 @@ def attention_program(causal: bool = False, scale: float | None = None, with_lse
                 Lt[b, h, i] = (m * c + nt.log2(l, approx=True)) * LN_2
 
     if with_lse:
-        program, mods = _taking(attention, ("O", "LSE", "Q", "K", "V"), variant, "attention")
-        return nt.task(reads=("Q", "K", "V") + mods, writes=("O", "LSE"))(program)
+        program, extra = _taking(attention, ("O", "LSE", "Q", "K", "V"), variant, "attention")
+        return nt.task(reads=("Q", "K", "V") + extra, writes=("O", "LSE"))(program)
 
-    def attention_o(O, Q, K, V, *mods):
-        attention(O, None, Q, K, V, *mods)
-    program, mods = _taking(attention_o, ("O", "Q", "K", "V"), variant, "attention")
-    return nt.task(reads=("Q", "K", "V") + mods, writes=("O",))(program)
+    def attention_o(O, Q, K, V, *extra):
+        attention(O, None, Q, K, V, *extra)
+    program, extra = _taking(attention_o, ("O", "Q", "K", "V"), variant, "attention")
+    return nt.task(reads=("Q", "K", "V") + extra, writes=("O",))(program)
 
 
 def online_softmax_step(s, m, l, o, v, c: float, dtype, empty_rows: bool = False) -> None:
@@ -240,9 +258,9 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
         # The checks below are per signature (kinds, dtypes, shapes); a call like an earlier one skips them:
         # the kernel's own call still checks each array's layout and device.
         plan = (tuple(map(signature_key, arrays + mod_args)), causal, scale, mapping, score_mod, mask_mod)
-        kernel = _CHECKED.get(plan)
-        if kernel is not None:
-            kernel(o, *arrays[:3], *mod_args) if lse is None else kernel(o, lse, *arrays[:3], *mod_args)
+        launch = _CHECKED.get(plan)
+        if launch is not None:
+            launch(q, k, v, o, lse, mod_args)
             return
     loc = user_location()
     specs = {name: describe(x, name, loc)[0] for name, x in (("q", q), ("k", k), ("v", v), ("o", o), ("lse", lse))
@@ -255,13 +273,23 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
         raise ArgumentError(f"attention: mapping={mapping!r} must be an nvdsl.tasks.Mapping", code="bad-argument",
                             loc=loc)
     causal, variant = _recognized(causal, _variant(score_mod, mask_mod, mod_args, loc, "attention"))
-    kernel = _kernel(causal, float(scale), lse is not None, mapping or task_mapping(d, causal, seq_q), variant)
+    mapping = mapping or task_mapping(d, causal, seq_q)
+    launch = functools.partial(_forward, _kernel(causal, float(scale), lse is not None, mapping, variant),
+                               variant.mask_mod, causal, mapping.tile_values())
     if plan is not None:
-        _CHECKED[plan] = kernel
+        _CHECKED[plan] = launch
+    launch(q, k, v, o, lse, mod_args)
+
+
+def _forward(kernel, mask_mod, causal: bool, tiles: dict, q, k, v, o, lse, mod_args) -> None:
+    """Run the forward's kernel; with a mask_mod, on the ranges of key blocks it leaves each query block."""
+    extra = mod_args
+    if mask_mod is not None:
+        extra = (visited_blocks(q, mask_mod, causal, k.shape[2], mod_args, tiles["BM"], tiles["BN"]),) + mod_args
     if lse is None:
-        kernel(o, q, k, v, *mod_args)
+        kernel(o, q, k, v, *extra)
     else:
-        kernel(o, lse, q, k, v, *mod_args)
+        kernel(o, lse, q, k, v, *extra)
 
 
 def _variant(score_mod, mask_mod, mod_args, loc, what: str) -> Variant:
@@ -468,7 +496,7 @@ def _probabilities(s, scale: float, lse_row, keep, variant: Variant, positions, 
 def dq_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Task:
     """``dQ = dS K * scale`` per block of query rows, over the key blocks (the causal triangle's only)."""
 
-    def attention_dq(DQ, Q, K, V, DO, LSE, DELTA, *mods):
+    def attention_dq(DQ, Q, K, V, DO, LSE, DELTA, *extra):
         BM, BN = nt.tunable("BM", 128), nt.tunable("BN", 128)
         batch, heads, seq_q, d = Q.shape
         kv_heads, seq_k = K.shape[1], K.shape[2]
@@ -476,6 +504,7 @@ def dq_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Task:
         Qt, DOt, DQt = nt.blocks(Q, (1, 1, BM, d)), nt.blocks(DO, (1, 1, BM, d)), nt.blocks(DQ, (1, 1, BM, d))
         Lt, Dt = nt.blocks(LSE, (1, 1, BM)), nt.blocks(DELTA, (1, 1, BM))
         Kt, Vt = nt.blocks(K, (1, 1, BN, d)), nt.blocks(V, (1, 1, BN, d))
+        mods = Variant.arrays(extra, variant.mask_mod)
         for b, hk, g, i in nt.prange(batch, kv_heads, group, Qt.grid[2]):
             h = hk * group + g
             rows = nt.arange(BM, start=i * BM, name="rows")
@@ -485,7 +514,9 @@ def dq_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Task:
             delta = nt.zeros((BM,), name="delta")
             delta += Dt[b, h, i]
             dq = nt.zeros((BM, d), name="dq")
-            for j in nt.srange(Kt.grid[2], below=(i + 1) * BM if causal else None, step=BN):
+            steps, block = variant.blocks(Kt, i, BN, (i + 1) * BM if causal else None, b, h, extra)
+            for t in steps:
+                j = block(t)
                 keys = nt.arange(BN, start=j * BN, name="keys")
                 s = nt.zeros((BM, BN), name="s")
                 dp = nt.zeros((BM, BN), name="dp")
@@ -503,8 +534,8 @@ def dq_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Task:
                     ds = ds * slope
                 dq += ds.astype(Q.dtype) @ Kt[b, hk, j, 0]
             DQt[b, h, i, 0] = (dq * scale).astype(DQ.dtype)
-    program, mods = _taking(attention_dq, ("DQ", "Q", "K", "V", "DO", "LSE", "DELTA"), variant, "attention_dq")
-    return nt.task(reads=("Q", "K", "V", "DO", "LSE", "DELTA") + mods, writes=("DQ",))(program)
+    program, extra = _taking(attention_dq, ("DQ", "Q", "K", "V", "DO", "LSE", "DELTA"), variant, "attention_dq")
+    return nt.task(reads=("Q", "K", "V", "DO", "LSE", "DELTA") + extra, writes=("DQ",))(program)
 
 
 @functools.lru_cache(maxsize=None)
@@ -513,7 +544,7 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Tas
     causal mask, those at or after the block's first key, walked from the last). ``DK`` and ``DV`` have a head per
     query head: summed per group of heads by the caller where key/value heads are shared."""
 
-    def attention_dkdv(DK, DV, Q, K, V, DO, LSE, DELTA, *mods):
+    def attention_dkdv(DK, DV, Q, K, V, DO, LSE, DELTA, *extra):
         BM, BN = nt.tunable("BM", BACKWARD_QUERIES), nt.tunable("BN", BACKWARD_KEYS)
         batch, heads, seq_q, d = Q.shape
         kv_heads, seq_k = K.shape[1], K.shape[2]
@@ -523,14 +554,17 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Tas
         Qt, DOt = nt.blocks(Q, (1, 1, BM, d)), nt.blocks(DO, (1, 1, BM, d))
         Lt, Dt = nt.blocks(LSE, (1, 1, BM)), nt.blocks(DELTA, (1, 1, BM))
         blocks = Qt.grid[2]
+        mods = Variant.arrays(extra, variant.mask_mod)
         for b, hk, g, j in nt.prange(batch, kv_heads, group, Kt.grid[2]):
             h = hk * group + g
             keys = nt.arange(BN, start=j * BN, name="keys")
             dk = nt.zeros((BN, d), name="dk")
             dv = nt.zeros((BN, d), name="dv")
-            # causal: the query blocks ending after the key block's first key, i = blocks-1 down to j*BN // BM
-            for t in nt.srange(blocks, below=blocks * BM - j * BN if causal else None, step=BM):
-                i = blocks - 1 - t if causal else t
+            # causal: the query blocks ending after the key block's first key, i = blocks-1 down to j*BN // BM;
+            # with a mask_mod, those of the key block's range
+            steps, block = variant.blocks(Qt, j, BM, blocks * BM - j * BN if causal else None, b, h, extra)
+            for t in steps:
+                i = block(t) if variant.mask_mod else blocks - 1 - t if causal else t
                 rows = nt.arange(BM, start=i * BM, name="rows")
                 st = nt.zeros((BN, BM), name="st")
                 dpt = nt.zeros((BN, BM), name="dpt")
@@ -558,9 +592,9 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Tas
                 dk += dst.astype(Q.dtype) @ Qt[b, h, i, 0]
             DKt[b, h, j, 0] = (dk * scale).astype(DK.dtype)
             DVt[b, h, j, 0] = dv.astype(DV.dtype)
-    program, mods = _taking(attention_dkdv, ("DK", "DV", "Q", "K", "V", "DO", "LSE", "DELTA"), variant,
-                            "attention_dkdv")
-    return nt.task(reads=("Q", "K", "V", "DO", "LSE", "DELTA") + mods, writes=("DK", "DV"))(program)
+    program, extra = _taking(attention_dkdv, ("DK", "DV", "Q", "K", "V", "DO", "LSE", "DELTA"), variant,
+                             "attention_dkdv")
+    return nt.task(reads=("Q", "K", "V", "DO", "LSE", "DELTA") + extra, writes=("DK", "DV"))(program)
 
 
 def backward_mappings(d: int) -> tuple[nt.Mapping, nt.Mapping, nt.Mapping]:
@@ -618,19 +652,26 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
         raise ArgumentError(f"attention_backward: cannot allocate scratch beside q of type {type(q).__name__}",
                             code="bad-argument", hint="pass NumPy arrays, torch tensors or CuPy arrays", loc=loc)
     _built(delta_program(), delta_mapping)(delta, o, do)
-    _built(dq_program(causal, scale, variant), dq_mapping)(dq, q, k, v, do, lse, delta, *mod_args)
+    kept = kept_blocks(q, variant.mask_mod, causal, seq_k, mod_args) if variant.mask_mod else None
+    dq_extra = mod_args if kept is None else \
+        (block_ranges(q, kept, dq_mapping.tile_values()["BM"], dq_mapping.tile_values()["BN"]),) + mod_args
+    _built(dq_program(causal, scale, variant), dq_mapping)(dq, q, k, v, do, lse, delta, *dq_extra)
     # Under a causal mask no query reaches the keys past the last query block: their gradients are zero, and
     # the dK/dV loop (which walks the query blocks at or after its keys) runs over the others only.
     step = dkdv_mapping.tile_values()["BM"]
     reached = min(seq_k, _cdiv(seq_q, step) * step) if causal else seq_k
     if reached < seq_k:
-        _fill_zero(dk[:, :, reached:])
-        _fill_zero(dv[:, :, reached:])
+        _fill(dk[:, :, reached:], value=0)
+        _fill(dv[:, :, reached:], value=0)
         k, v, dk, dv = k[:, :, :reached], v[:, :, :reached], dk[:, :, :reached], dv[:, :, :reached]
     grouped = heads != kv_heads
     dk_heads = float32_like(q, (batch, heads, reached, d), "attention_backward.dk") if grouped else dk
     dv_heads = float32_like(q, (batch, heads, reached, d), "attention_backward.dv") if grouped else dv
-    _built(dkdv_program(causal, scale, variant), dkdv_mapping)(dk_heads, dv_heads, q, k, v, do, lse, delta, *mod_args)
+    # per key block, the query blocks its keys are kept by (the table's key blocks past ``reached`` are never read)
+    dkdv_extra = mod_args if kept is None else \
+        (block_ranges(q, kept, dkdv_mapping.tile_values()["BN"], step, along_keys=False)[:, :, :_cdiv(reached, dkdv_mapping.tile_values()["BN"])],) + mod_args
+    _built(dkdv_program(causal, scale, variant), dkdv_mapping)(dk_heads, dv_heads, q, k, v, do, lse, delta,
+                                                               *dkdv_extra)
     if grouped:
         _sum_groups(dk, dk_heads)
         _sum_groups(dv, dv_heads)
@@ -678,18 +719,18 @@ def _sum_groups(out, parts):
 
 
 @jit.mlir_func
-def _fill_zero(out):
-    """``out[...] = 0`` for a 4-D array (a view of one, any strides)."""
+def _fill(out, *, value: int):
+    """``out[...] = value`` for a 4-D array (a view of one, any strides)."""
     from ..frontend.control import when
     from ..frontend.launch import gpu_launch
     from ..frontend.values import constant
 
     @gpu_launch(**_elementwise_grid(out.shape))
-    def zero_kernel(ctx):
+    def fill_kernel(ctx):
         inside, index = _element(ctx, out.shape)
         with when(inside):
-            out[index] = constant(0 if out.dtype.is_int else 0.0, out.dtype)
-    zero_kernel()
+            out[index] = constant(value if out.dtype.is_int else float(value), out.dtype)
+    fill_kernel()
 
 
 # -- blocks a mask_mod masks entirely ---------------------------------------------------------------------------
@@ -777,19 +818,42 @@ def _block_ranges(ranges, kept, *, along_keys: bool, factor_rows: int, factor_ra
     scan()
 
 
-def visited_blocks(q, mask_mod, causal: bool, seq_k: int, mod_args, block_rows: int, block_range: int,
-                   along_keys: bool = True):
-    """``ranges`` (B, H, blocks, 2) int32: per block of ``block_rows`` queries (``along_keys``; else keys), the first
-    block of ``block_range`` keys (else queries) that ``mask_mod`` keeps any pair of, and the end of the last; (0, 0)
-    where none. Scratch beside ``q``; the mask is evaluated on every pair once (:func:`_kept_blocks`)."""
+def kept_blocks(q, mask_mod, causal: bool, seq_k: int, mod_args):
+    """``kept`` (B, H, ceil(L / 64), ceil(Lk / 64)) int32: 1 where ``mask_mod`` (and ``causal``) keeps any pair of a
+    block of :data:`MASK_BLOCK` queries and keys (scratch beside ``q``). A mask that does not run on scalars (one
+    calling ``nt`` functions rather than operators) keeps every block: the kernels then visit all of them."""
     batch, heads, seq_q = q.shape[:3]
-    fine = (_cdiv(seq_q, MASK_BLOCK), _cdiv(seq_k, MASK_BLOCK))
-    kept = scratch_like(q, (batch, heads) + fine, "attention.kept_blocks", "int32")
-    _fill_zero(kept)
-    _kept_blocks(mask_mod, causal, seq_q, seq_k)(kept, *mod_args)
-    count = _cdiv(seq_q if along_keys else seq_k, block_rows)
+    kept = scratch_like(q, (batch, heads, _cdiv(seq_q, MASK_BLOCK), _cdiv(seq_k, MASK_BLOCK)), "attention.kept_blocks",
+                        "int32")
+    if mask_mod in _NOT_SCALAR:
+        _fill(kept, value=1)
+        return kept
+    _fill(kept, value=0)
+    try:
+        _kept_blocks(mask_mod, causal, seq_q, seq_k)(kept, *mod_args)
+    except (TraceError, TaskError):
+        _NOT_SCALAR.add(mask_mod)
+        _fill(kept, value=1)
+    return kept
+
+
+_NOT_SCALAR: set = set()      # mask_mods that trace as tile math only
+
+
+def block_ranges(q, kept, block_rows: int, block_range: int, along_keys: bool = True):
+    """``ranges`` (B, H, blocks, 2) int32 from :func:`kept_blocks`' table: per block of ``block_rows`` queries
+    (``along_keys``; else keys), the first block of ``block_range`` keys (else queries) with a kept pair and the end
+    of the last; (0, 0) where none (scratch beside ``q``)."""
+    batch, heads, query_blocks, key_blocks = kept.shape
+    count = _cdiv((query_blocks if along_keys else key_blocks) * MASK_BLOCK, block_rows)
     ranges = scratch_like(q, (batch, heads, count, 2), f"attention.ranges_{block_rows}_{block_range}_{along_keys}",
                           "int32")
     _block_ranges(ranges, kept, along_keys=along_keys, factor_rows=block_rows // MASK_BLOCK,
                   factor_range=block_range // MASK_BLOCK)
     return ranges
+
+
+def visited_blocks(q, mask_mod, causal: bool, seq_k: int, mod_args, block_rows: int, block_range: int,
+                   along_keys: bool = True):
+    """:func:`block_ranges` of :func:`kept_blocks`."""
+    return block_ranges(q, kept_blocks(q, mask_mod, causal, seq_k, mod_args), block_rows, block_range, along_keys)
