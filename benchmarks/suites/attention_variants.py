@@ -140,7 +140,8 @@ def _operands(p: dict):
     do = harness.randn(shape, dtype, seed=4)
     doc = torch.from_numpy(document_ids(p["L"])).cuda()
     # the backward is timed by calling it again on one graph (retain_graph), which donated buffers forbid
-    torch._functorch.config.donated_buffer = False
+    import torch._functorch.config as functorch_config
+    functorch_config.donated_buffer = False
     flex = torch.compile(flex_attention, dynamic=False)
     mods = _flex_mods(p["variant"], doc, p["L"])
     leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
