@@ -319,3 +319,20 @@ def test_a_masked_forward_schedule_visits_its_ranges(request):
     text = nt.build(program, mapping).explain(o, lse, q, k, v, ranges)
     golden("tasks_attention_sliding_window.schedule.txt", text, request)
     assert "RANGES[" in text
+
+
+def test_a_mask_is_evaluated_once_for_what_it_does_not_read(backend):
+    """A sliding window reads neither the batch nor the head: its blocks are found once for all; a document mask
+    reads the batch (once per batch); a mask reading the head, once per head; a mask of nt calls, never (every
+    block visited)."""
+    q = np.zeros((2, 3, 200, 64), np.float16)
+    doc, windows = documents(2, 200), np.array([10, 50, 100], np.int32)
+
+    def per_head(b, h, q_idx, kv_idx, w):
+        return (q_idx >= kv_idx) & (q_idx - kv_idx < w[h])
+    cases = [(sliding_window, (), (1, 1)), (document, (doc,), (2, 1)), (per_head, (windows,), (1, 3))]
+    for mask, args, extents in cases:
+        kept = library.kept_blocks(q, mask, False, 200, args)
+        assert kept.shape[:2] == extents, mask.__name__
+    assert library.kept_blocks(q, lambda b, h, q_idx, kv_idx: nt.where(q_idx >= kv_idx, True, False), False, 200,
+                               ()).min() == 1

@@ -192,7 +192,7 @@ def _nvdsl(plain: bool) -> Callable:
 
 def systems() -> dict[str, Callable | harness.System]:
     return {"flex-attention": _flex, "nvdsl-variant": _nvdsl(False),
-            "nvdsl-plain": harness.System(_nvdsl(True), flops=_plain_flops)}
+            "nvdsl-plain": harness.System(_nvdsl(True), role=harness.REFERENCE, flops=_plain_flops)}
 
 
 def run(args) -> list[harness.Measurement]:

@@ -745,9 +745,10 @@ MASK_BLOCK = 64
 
 
 @functools.lru_cache(maxsize=None)
-def _kept_blocks(mask_mod, causal: bool, seq_q: int, seq_k: int):
+def _kept_blocks(mask_mod, causal: bool, seq_q: int, seq_k: int, batch_given=None, head_given=None):
     """The kernel marking ``kept[b, h, i, j] = 1`` where ``mask_mod`` (and ``causal``) keeps any pair of query block
-    ``i`` and key block ``j`` (of :data:`MASK_BLOCK`); ``kept`` is zero before."""
+    ``i`` and key block ``j`` (of :data:`MASK_BLOCK`); ``kept`` is zero before. With ``batch_given`` (``head_given``)
+    the mask is given that batch (head) for all: ``kept`` then has one."""
 
     def kept_blocks(kept, *mods):
         from ..frontend.control import fori, when      # MLIR: imported when traced, not with the library
@@ -768,7 +769,8 @@ def _kept_blocks(mask_mod, causal: bool, seq_q: int, seq_k: int):
             @fori(0, MASK_BLOCK, carry=constant(False, dt.bool_))
             def found(c, any_kept):
                 key = first + c
-                keep = mask_mod(b, h, at_row, minimum(key, seq_k - 1), *mods) & (key < seq_k)
+                keep = mask_mod(b if batch_given is None else batch_given, h if head_given is None else head_given,
+                                at_row, minimum(key, seq_k - 1), *mods) & (key < seq_k)
                 if causal:
                     keep = keep & (key <= row)
                 return any_kept | keep
@@ -783,12 +785,13 @@ def _kept_blocks(mask_mod, causal: bool, seq_q: int, seq_k: int):
 def _block_ranges(ranges, kept, *, along_keys: bool, factor_rows: int, factor_range: int):
     """``ranges[b, h, r] = (first, end)`` of the blocks kept beside block ``r``: with ``along_keys``, ``r`` a query
     block of ``factor_rows`` :data:`MASK_BLOCK` rows and the range over key blocks of ``factor_range``; else ``r`` a
-    key block and the range over query blocks. (0, 0) where none is kept."""
+    key block and the range over query blocks. (0, 0) where none is kept. ``kept`` may have one batch or head for
+    all."""
     from ..frontend.control import fori, when
     from ..frontend.launch import gpu_launch
     from ..frontend.values import constant, minimum, select
-    batch, heads, query_blocks, key_blocks = kept.shape
-    count = ranges.shape[2]
+    batch, heads, count = ranges.shape[:3]
+    kept_batch, kept_head, query_blocks, key_blocks = kept.shape
     span = _cdiv(key_blocks if along_keys else query_blocks, factor_range)
 
     @gpu_launch(grid=(_cdiv(batch * heads * count, 128), 1, 1), block=(128, 1, 1))
@@ -808,7 +811,8 @@ def _block_ranges(ranges, kept, *, along_keys: bool, factor_rows: int, factor_ra
                         fine_r, fine_t = r * factor_rows + a, t * factor_range + z
                         q, k = (fine_r, fine_t) if along_keys else (fine_t, fine_r)
                         inside = (q < query_blocks) & (k < key_blocks)
-                        value = kept[b, h, minimum(q, query_blocks - 1), minimum(k, key_blocks - 1)]
+                        value = kept[b if kept_batch > 1 else 0, h if kept_head > 1 else 0,
+                                     minimum(q, query_blocks - 1), minimum(k, key_blocks - 1)]
                         any_kept = any_kept | (inside & (value != 0))
                 t32 = t.to(dt.int32)
                 return minimum(lo, select(any_kept, t32, lo)), select(any_kept, t32, last)
@@ -823,30 +827,45 @@ def kept_blocks(q, mask_mod, causal: bool, seq_k: int, mod_args):
     block of :data:`MASK_BLOCK` queries and keys (scratch beside ``q``). A mask that does not run on scalars (one
     calling ``nt`` functions rather than operators) keeps every block: the kernels then visit all of them."""
     batch, heads, seq_q = q.shape[:3]
-    kept = scratch_like(q, (batch, heads, _cdiv(seq_q, MASK_BLOCK), _cdiv(seq_k, MASK_BLOCK)), "attention.kept_blocks",
-                        "int32")
-    if mask_mod in _NOT_SCALAR:
-        _fill(kept, value=1)
-        return kept
-    _fill(kept, value=0)
-    try:
-        _kept_blocks(mask_mod, causal, seq_q, seq_k)(kept, *mod_args)
-    except (TraceError, TaskError):
-        _NOT_SCALAR.add(mask_mod)
-        _fill(kept, value=1)
+    blocks = (_cdiv(seq_q, MASK_BLOCK), _cdiv(seq_k, MASK_BLOCK))
+    reads = _mask_reads(q, mask_mod, causal, seq_k, mod_args)
+    kept = scratch_like(q, ((batch if reads[0] else 1, heads if reads[1] else 1) if reads else (1, 1)) + blocks,
+                        "attention.kept_blocks", "int32")
+    _fill(kept, value=0 if reads else 1)
+    if reads:
+        _kept_blocks(mask_mod, causal, seq_q, seq_k, None if reads[0] else 0, None if reads[1] else 0)(kept, *mod_args)
     return kept
 
 
-_NOT_SCALAR: set = set()      # mask_mods that trace as tile math only
+def _mask_reads(q, mask_mod, causal: bool, seq_k: int, mod_args):
+    """(whether ``mask_mod`` reads the batch, whether it reads the head), or None if it does not run on scalars:
+    its kernel traced with batch 1 (head 1) differs from its kernel traced with 0. A mask that reads neither (a
+    sliding window) is evaluated once for all batches and heads, one that reads the batch (a document id per
+    token) once per batch."""
+    seq_q = q.shape[2]
+    key = (mask_mod, causal, seq_q, seq_k, tuple(map(signature_key, (q,) + mod_args)))
+    if key not in _MASK_READS:
+        kept = scratch_like(q, (1, 1, _cdiv(seq_q, MASK_BLOCK), _cdiv(seq_k, MASK_BLOCK)), "attention.kept_blocks",
+                            "int32")
+        try:
+            text = lambda b, h: _kept_blocks(mask_mod, causal, seq_q, seq_k, b, h).trace(kept, *mod_args).mlir  # noqa
+            base = text(0, 0)
+            _MASK_READS[key] = (text(1, 0) != base, text(0, 1) != base)
+        except (TraceError, TaskError):
+            _MASK_READS[key] = None
+    return _MASK_READS[key]
+
+
+_MASK_READS: dict = {}
 
 
 def block_ranges(q, kept, block_rows: int, block_range: int, along_keys: bool = True):
     """``ranges`` (B, H, blocks, 2) int32 from :func:`kept_blocks`' table: per block of ``block_rows`` queries
     (``along_keys``; else keys), the first block of ``block_range`` keys (else queries) with a kept pair and the end
     of the last; (0, 0) where none (scratch beside ``q``)."""
-    batch, heads, query_blocks, key_blocks = kept.shape
+    query_blocks, key_blocks = kept.shape[2:]
     count = _cdiv((query_blocks if along_keys else key_blocks) * MASK_BLOCK, block_rows)
-    ranges = scratch_like(q, (batch, heads, count, 2), f"attention.ranges_{block_rows}_{block_range}_{along_keys}",
+    ranges = scratch_like(q, q.shape[:2] + (count, 2), f"attention.ranges_{block_rows}_{block_range}_{along_keys}",
                           "int32")
     _block_ranges(ranges, kept, along_keys=along_keys, factor_rows=block_rows // MASK_BLOCK,
                   factor_range=block_range // MASK_BLOCK)
