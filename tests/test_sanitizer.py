@@ -76,6 +76,10 @@ PROGRAMS = {
         "refs = (ds @ K / 8, (ds.transpose(0, 2, 1) @ Q / 8).sum(0), (p.transpose(0, 2, 1) @ dO).sum(0)); "
         "errs = [np.abs(g.astype(np.float64).squeeze() - r).max() for g, r in zip((dq, dk, dv), refs)]; "
         "assert max(errs) < 2e-2, errs; print('PASS')"),
+    # a variant: a soft cap and a causal document mask reading an argument, forward and backward on ragged L, the
+    # mask's kept blocks found per batch and the kernels visiting their ranges (chapter 9's check against NumPy)
+    "kernels.attention-variants": (
+        "from ch9_attention_variants import check; check(batch=2, heads=2, length=300, d=64); print('PASS')"),
 }
 
 
@@ -86,7 +90,7 @@ def environment(tmp_path, backend):
 
 @pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm",
                                      "kernels.attention", "kernels.gemm-odd", "kernels.rowwise",
-                                     "kernels.attention-backward"])
+                                     "kernels.attention-backward", "kernels.attention-variants"])
 def test_the_sanitized_programs_run_and_pass(program, tmp_path):
     """The programs the sanitizer runs (here in the interpreter, so this runs anywhere)."""
     run = subprocess.run([sys.executable, "-c", PROGRAMS[program]], cwd=ROOT, env=environment(tmp_path, "interpret"),
