@@ -140,8 +140,12 @@ def _operands(p: dict):
     do = harness.randn(shape, dtype, seed=4)
     doc = torch.from_numpy(document_ids(p["L"])).cuda()
     # the backward is timed by calling it again on one graph (retain_graph), which donated buffers forbid
+    import torch._dynamo.config as dynamo_config
     import torch._functorch.config as functorch_config
     functorch_config.donated_buffer = False
+    # one compile per shape and variant: past dynamo's default of 8 recompiles flex_attention would run eagerly
+    # (materializing the L x L scores: 64 GiB at L = 16384)
+    dynamo_config.cache_size_limit = dynamo_config.accumulated_cache_size_limit = 1024
     flex = torch.compile(flex_attention, dynamic=False)
     mods = _flex_mods(p["variant"], doc, p["L"])
     leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
