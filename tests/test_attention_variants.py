@@ -36,6 +36,13 @@ def causal(b, h, q_idx, kv_idx):
     return q_idx >= kv_idx
 
 
+def wide_window(b, h, q_idx, kv_idx):
+    return (q_idx >= kv_idx) & (q_idx - kv_idx < WIDE)
+
+
+WIDE = 300          # a window that keeps whole blocks: their steps skip the mask
+
+
 def documents(b, length, seed=0):
     """A document id per token: documents of random lengths, packed."""
     rng = np.random.default_rng(seed)
@@ -58,6 +65,12 @@ def variant(name, b, h, l, lk):
         return {"mask_mod": document, "mod_args": (doc,)}, None, doc[bb, qi] == doc[bb, ki]
     if name == "causal_mask_mod":
         return {"mask_mod": causal}, None, qi >= ki
+    if name == "wide_window_softcap":
+        return {"score_mod": softcap, "mask_mod": wide_window}, \
+            lambda s: (CAP * np.tanh(s / CAP), 1 - np.tanh(s / CAP) ** 2), (qi >= ki) & (qi - ki < WIDE)
+    if name == "long_documents":
+        doc = np.repeat((np.arange(max(l, lk)) // 256)[None].astype(np.int32), b, axis=0)   # whole blocks in them
+        return {"mask_mod": document, "mod_args": (doc,)}, None, doc[bb, qi] == doc[bb, ki]
     if name == "softcap_and_window":
         return {"score_mod": softcap, "mask_mod": sliding_window}, \
             lambda s: (CAP * np.tanh(s / CAP), 1 - np.tanh(s / CAP) ** 2), (qi >= ki) & (qi - ki < WINDOW)
@@ -118,6 +131,21 @@ VARIANTS = ["softcap", "alibi", "sliding_window", "document", "causal_mask_mod",
 def test_variant_forward_and_backward_match_numpy(name, backend):
     """Ragged L (a masked last key block, rows past L), grouped heads."""
     run(name, 1, 2, 1, 200, 200, 64, "float16")
+
+
+@pytest.mark.parametrize("name", ["wide_window_softcap", "long_documents"])
+def test_blocks_a_mask_keeps_whole_skip_it(name, backend):
+    """Masks that keep whole blocks (a window of 300 keys, documents of ~200 tokens): the steps on those blocks run
+    without the mask (the ranges' full runs), the others with it, in the forward, dQ and dK/dV alike."""
+    run(name, 1, 2, 1, 700, 700, 64, "float16")
+    kwargs, _, keep = variant(name, 1, 2, 700, 700)
+    q = np.zeros((1, 2, 700, 64), np.float16)
+    ranges = library.block_ranges(q, library.kept_blocks(q, kwargs["mask_mod"], False, 700, kwargs.get("mod_args", ())),
+                                  128, 128)
+    assert (ranges[..., 3] > ranges[..., 2]).any(), "no block is kept whole: the test would not see the skip"
+    for x in range(ranges.shape[2]):                 # every block of a full run keeps every pair
+        for j in range(ranges[0, 0, x, 2], ranges[0, 0, x, 3]):
+            assert keep[0, 0, x * 128:(x + 1) * 128, j * 128:(j + 1) * 128].all()
 
 
 def test_variants_with_bfloat16_and_head_dim_128(backend):
@@ -303,7 +331,16 @@ def test_visited_blocks_are_the_first_to_last_kept(block_rows, block_range, alon
         for x in range(ranges.shape[2]):
             kept = np.nonzero(keep[x * block_rows:(x + 1) * block_rows].any(axis=0))[0] // block_range
             expected = (kept.min(), kept.max() + 1) if len(kept) else (0, 0)
-            assert tuple(ranges[batch, 0, x]) == expected, (batch, x)
+            assert tuple(ranges[batch, 0, x, :2]) == expected, (batch, x)
+            # the full run: the first block keeping all its pairs (none past an end) and those right after it
+            whole = [(x + 1) * block_rows <= keep.shape[0] and (t + 1) * block_range <= keep.shape[1] and
+                     keep[x * block_rows:(x + 1) * block_rows, t * block_range:(t + 1) * block_range].all()
+                     for t in range(-(-keep.shape[1] // block_range))]
+            start = whole.index(True) if True in whole else None
+            end = start
+            while start is not None and end < len(whole) and whole[end]:
+                end += 1
+            assert tuple(ranges[batch, 0, x, 2:]) == ((start, end) if start is not None else (0, 0)), (batch, x)
 
 
 def test_a_masked_forward_schedule_visits_its_ranges(request):
@@ -314,7 +351,7 @@ def test_a_masked_forward_schedule_visits_its_ranges(request):
     b, h, l, d = 1, 2, 512, 64
     q, k, v, o, lse = problem(b, h, h, l, l, d, "float16")
     mapping = library.task_mapping(d, False, l)
-    ranges = np.zeros((b, h, -(-l // mapping.tile_values()["BM"]), 2), np.int32)
+    ranges = np.zeros((b, h, -(-l // mapping.tile_values()["BM"]), 4), np.int32)
     program = library.attention_program(False, None, True, library.Variant(None, sliding_window))
     text = nt.build(program, mapping).explain(o, lse, q, k, v, ranges)
     golden("tasks_attention_sliding_window.schedule.txt", text, request)
@@ -332,7 +369,8 @@ def test_a_mask_is_evaluated_once_for_what_it_does_not_read(backend):
         return (q_idx >= kv_idx) & (q_idx - kv_idx < w[h])
     cases = [(sliding_window, (), (1, 1)), (document, (doc,), (2, 1)), (per_head, (windows,), (1, 3))]
     for mask, args, extents in cases:
-        kept = library.kept_blocks(q, mask, False, 200, args)
-        assert kept.shape[:2] == extents, mask.__name__
-    assert library.kept_blocks(q, lambda b, h, q_idx, kv_idx: nt.where(q_idx >= kv_idx, True, False), False, 200,
-                               ()).min() == 1
+        kept, missing = library.kept_blocks(q, mask, False, 200, args)
+        assert kept.shape[:2] == missing.shape[:2] == extents, mask.__name__
+    kept, missing = library.kept_blocks(q, lambda b, h, q_idx, kv_idx: nt.where(q_idx >= kv_idx, True, False), False,
+                                        200, ())
+    assert kept.min() == missing.min() == 1        # every block visited, and masked

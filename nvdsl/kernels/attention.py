@@ -98,13 +98,15 @@ class Variant:
         return out
 
     def blocks(self, partition, j, step: int, causal_below, b, h, ranges_and_mods):
-        """The loop over the blocks a tile visits, and the block of each step (``srange`` variable -> block index):
-        with a mask_mod, those of its row of ``RANGES`` (the first argument after the fixed ones); else all, or the
-        causal triangle's (``causal_below``)."""
+        """The loop over the blocks a tile visits, the block of each step (``srange`` variable -> block index) and
+        the steps whose blocks the mask keeps whole (block index -> ``nt.within``, for ``nt.where(..., unless=)``;
+        None without a mask_mod): with a mask_mod, those of its row of ``RANGES`` (the first argument after the
+        fixed ones); else all, or the causal triangle's (``causal_below``)."""
         if not self.mask_mod:
-            return nt.srange(partition.grid[2], below=causal_below, step=step), lambda t: t
-        lo, hi = (nt.load_index(ranges_and_mods[0], b, h, j, column) for column in (0, 1))
-        return nt.srange(partition.grid[2], below=(hi - lo) * step, step=step), lambda t: lo + t
+            return nt.srange(partition.grid[2], below=causal_below, step=step), lambda t: t, None
+        lo, hi, full_lo, full_end = (nt.load_index(ranges_and_mods[0], b, h, j, column) for column in range(4))
+        return nt.srange(partition.grid[2], below=(hi - lo) * step, step=step), lambda t: lo + t, \
+            lambda block: nt.within(block, full_lo, full_end)
 
     @staticmethod
     def arrays(ranges_and_mods, mask_mod) -> tuple:
@@ -163,7 +165,7 @@ def attention_program(causal: bool = False, scale: float | None = None, with_lse
             rows = nt.arange(BM, start=i * BM, name="rows")
             m, l = nt.full((BM,), -math.inf, name="m"), nt.zeros((BM,), name="l")
             o = nt.zeros((BM, d), name="o")
-            steps, block = variant.blocks(Kt, i, BN, (i + 1) * BM if causal else None, b, h, extra)
+            steps, block, whole = variant.blocks(Kt, i, BN, (i + 1) * BM if causal else None, b, h, extra)
             for t in steps:
                 j = block(t)
                 keys = nt.arange(BN, start=j * BN, name="keys")
@@ -176,7 +178,7 @@ def attention_program(causal: bool = False, scale: float | None = None, with_lse
                     keep = (keys[None, :] <= rows[:, None]) & keep     # and keys after the query
                 if variant.mask_mod:
                     keep = variant.keep(keep, b, h, rows[:, None], keys[None, :], mods)
-                s = nt.where(keep, s, -math.inf)
+                s = nt.where(keep, s, -math.inf, unless=whole(j) if whole else None)
                 online_softmax_step(s, m, l, o, Vt[b, hk, j, 0], c, Q.dtype, empty_rows=bool(variant.mask_mod))
             inverse = 1.0 / l
             if variant.mask_mod:                 # a row whose keys are all masked: O = 0, LSE = -inf
@@ -482,14 +484,14 @@ def delta_program() -> nt.Task:
     return attention_delta
 
 
-def _probabilities(s, scale: float, lse_row, keep, variant: Variant, positions, mods):
-    """The backward's ``P = exp(S · scale - LSE)`` of raw scores ``s`` (zero where ``keep`` is False; ``lse_row`` a
-    broadcast row's log-sum-exp in base 2), and the derivative of the ``score_mod`` at each score (None
-    without one): dS of the raw scores is ``P (dP - D)`` times it."""
+def _probabilities(s, scale: float, lse_row, keep, variant: Variant, positions, mods, whole=None):
+    """The backward's ``P = exp(S · scale - LSE)`` of raw scores ``s`` (zero where ``keep`` is False, unless
+    ``whole`` holds; ``lse_row`` a broadcast row's log-sum-exp in base 2), and the derivative of the ``score_mod``
+    at each score (None without one): dS of the raw scores is ``P (dP - D)`` times it."""
     if not variant.score_mod:
-        return nt.where(keep, nt.exp2(s * (scale * LOG2_E) - lse_row), 0.0), None
+        return nt.where(keep, nt.exp2(s * (scale * LOG2_E) - lse_row), 0.0, unless=whole), None
     modded, slope = nt.value_and_derivative(lambda x: variant.score(x, *positions, mods), s * scale)
-    return nt.where(keep, nt.exp2(modded * LOG2_E - lse_row), 0.0), slope
+    return nt.where(keep, nt.exp2(modded * LOG2_E - lse_row), 0.0, unless=whole), slope
 
 
 @functools.lru_cache(maxsize=None)
@@ -514,7 +516,7 @@ def dq_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Task:
             delta = nt.zeros((BM,), name="delta")
             delta += Dt[b, h, i]
             dq = nt.zeros((BM, d), name="dq")
-            steps, block = variant.blocks(Kt, i, BN, (i + 1) * BM if causal else None, b, h, extra)
+            steps, block, whole = variant.blocks(Kt, i, BN, (i + 1) * BM if causal else None, b, h, extra)
             for t in steps:
                 j = block(t)
                 keys = nt.arange(BN, start=j * BN, name="keys")
@@ -528,7 +530,7 @@ def dq_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Task:
                 if variant.mask_mod:
                     keep = variant.keep(keep, b, h, rows[:, None], keys[None, :], mods)
                 p, slope = _probabilities(s, scale, lse2[:, None], keep, variant, (b, h, rows[:, None], keys[None, :]),
-                                          mods)
+                                          mods, whole(j) if whole else None)
                 ds = p * (dp - delta[:, None])
                 if slope is not None:
                     ds = ds * slope
@@ -562,7 +564,7 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Tas
             dv = nt.zeros((BN, d), name="dv")
             # causal: the query blocks ending after the key block's first key, i = blocks-1 down to j*BN // BM;
             # with a mask_mod, those of the key block's range
-            steps, block = variant.blocks(Qt, j, BM, blocks * BM - j * BN if causal else None, b, h, extra)
+            steps, block, whole = variant.blocks(Qt, j, BM, blocks * BM - j * BN if causal else None, b, h, extra)
             for t in steps:
                 i = block(t) if variant.mask_mod else blocks - 1 - t if causal else t
                 rows = nt.arange(BM, start=i * BM, name="rows")
@@ -580,7 +582,7 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Tas
                     if variant.mask_mod:
                         keep = variant.keep(keep, b, h, rows[None, :], keys[:, None], mods)
                     pt, slope = _probabilities(st, scale, Lt[b, h, i][None, :] * LOG2_E, keep, variant,
-                                               (b, h, rows[None, :], keys[:, None]), mods)
+                                               (b, h, rows[None, :], keys[:, None]), mods, whole(i) if whole else None)
                 else:
                     pt, slope = nt.exp(st * scale - Lt[b, h, i][None, :]), None
                     if causal:
@@ -747,10 +749,11 @@ MASK_BLOCK = 64
 @functools.lru_cache(maxsize=None)
 def _kept_blocks(mask_mod, causal: bool, seq_q: int, seq_k: int, batch_given=None, head_given=None):
     """The kernel marking ``kept[b, h, i, j] = 1`` where ``mask_mod`` (and ``causal``) keeps any pair of query block
-    ``i`` and key block ``j`` (of :data:`MASK_BLOCK`); ``kept`` is zero before. With ``batch_given`` (``head_given``)
-    the mask is given that batch (head) for all: ``kept`` then has one."""
+    ``i`` and key block ``j`` (of :data:`MASK_BLOCK`), and ``missing[b, h, i, j] = 1`` where it leaves out any (or
+    the block runs past an end); both zero before. With ``batch_given`` (``head_given``) the mask is given that
+    batch (head) for all: the tables then have one."""
 
-    def kept_blocks(kept, *mods):
+    def kept_blocks(kept, missing, *mods):
         from ..frontend.control import fori, when      # MLIR: imported when traced, not with the library
         from ..frontend.launch import gpu_launch
         from ..frontend.values import constant, minimum
@@ -766,26 +769,32 @@ def _kept_blocks(mask_mod, causal: bool, seq_q: int, seq_k: int, batch_given=Non
             first = j * MASK_BLOCK
             at_row = minimum(row, seq_q - 1)         # rows and keys past the ends: a pair inside, never kept
 
-            @fori(0, MASK_BLOCK, carry=constant(False, dt.bool_))
-            def found(c, any_kept):
+            @fori(0, MASK_BLOCK, carry=(constant(False, dt.bool_), constant(False, dt.bool_)))
+            def found(c, carried):
+                any_kept, any_left = carried
                 key = first + c
                 keep = mask_mod(b if batch_given is None else batch_given, h if head_given is None else head_given,
-                                at_row, minimum(key, seq_k - 1), *mods) & (key < seq_k)
+                                at_row, minimum(key, seq_k - 1), *mods) & (key < seq_k) & (row < seq_q)
                 if causal:
                     keep = keep & (key <= row)
-                return any_kept | keep
-            with when(found & (row < seq_q)):
+                return any_kept | keep, any_left | ~keep
+            any_kept, any_left = found
+            with when(any_kept):
                 kept[b, h, i, j] = constant(1, dt.int32)
+            with when(any_left):               # a pair left out (or past an end): the block is not full
+                missing[b, h, i, j] = constant(1, dt.int32)
         mark()
     kept_blocks.__name__ = f"kept_blocks_{getattr(mask_mod, '__name__', 'mask')}"
     return jit.mlir_func(kept_blocks)
 
 
 @jit.mlir_func
-def _block_ranges(ranges, kept, *, along_keys: bool, factor_rows: int, factor_range: int):
-    """``ranges[b, h, r] = (first, end)`` of the blocks kept beside block ``r``: with ``along_keys``, ``r`` a query
-    block of ``factor_rows`` :data:`MASK_BLOCK` rows and the range over key blocks of ``factor_range``; else ``r`` a
-    key block and the range over query blocks. (0, 0) where none is kept. ``kept`` may have one batch or head for
+def _block_ranges(ranges, kept, missing, *, along_keys: bool, factor_rows: int, factor_range: int):
+    """``ranges[b, h, r] = (first, end, first full, end of the full run)`` of the blocks kept beside block ``r``:
+    with ``along_keys``, ``r`` a query block of ``factor_rows`` :data:`MASK_BLOCK` rows and the range over key blocks
+    of ``factor_range``; else ``r`` a key block and the range over query blocks. A block is full where every pair in
+    it is kept (none missing, none past an end); the full run is the first block that is and those right after it
+    that are too. (0, 0) where none is kept (none full). ``kept`` and ``missing`` may have one batch or head for
     all."""
     from ..frontend.control import fori, when
     from ..frontend.launch import gpu_launch
@@ -799,42 +808,53 @@ def _block_ranges(ranges, kept, *, along_keys: bool, factor_rows: int, factor_ra
         e = ctx.block_id.x * 128 + ctx.thread_id.x
         r, bh = e % count, e // count
         b, h = bh // heads, bh % heads
+        kb, kh = (b if kept_batch > 1 else 0), (h if kept_head > 1 else 0)
         with when(e < batch * heads * count):
             none = constant(-1, dt.int32)
 
-            @fori(0, span, carry=(constant(span, dt.int32), none))
+            @fori(0, span, carry=(constant(span, dt.int32), none, none, none))
             def bounds(t, carried):
-                lo, last = carried
-                any_kept = constant(False, dt.bool_)
+                lo, last, full_lo, full_end = carried
+                any_kept, all_full = constant(False, dt.bool_), constant(True, dt.bool_)
                 for a in range(factor_rows):
                     for z in range(factor_range):
                         fine_r, fine_t = r * factor_rows + a, t * factor_range + z
                         q, k = (fine_r, fine_t) if along_keys else (fine_t, fine_r)
                         inside = (q < query_blocks) & (k < key_blocks)
-                        value = kept[b if kept_batch > 1 else 0, h if kept_head > 1 else 0,
-                                     minimum(q, query_blocks - 1), minimum(k, key_blocks - 1)]
-                        any_kept = any_kept | (inside & (value != 0))
+                        at = (kb, kh, minimum(q, query_blocks - 1), minimum(k, key_blocks - 1))
+                        any_kept = any_kept | (inside & (kept[at] != 0))
+                        all_full = all_full & inside & (missing[at] == 0)
                 t32 = t.to(dt.int32)
-                return minimum(lo, select(any_kept, t32, lo)), select(any_kept, t32, last)
-            lo, last = bounds
+                starts = all_full & (full_lo < 0)
+                extends = all_full & (starts | (full_end == t32))
+                return (minimum(lo, select(any_kept, t32, lo)), select(any_kept, t32, last),
+                        select(starts, t32, full_lo), select(extends, t32 + 1, full_end))
+            lo, last, full_lo, full_end = bounds
             ranges[b, h, r, 0] = select(last >= 0, lo, constant(0, dt.int32))
             ranges[b, h, r, 1] = last + 1
+            ranges[b, h, r, 2] = select(full_lo >= 0, full_lo, constant(0, dt.int32))
+            ranges[b, h, r, 3] = select(full_lo >= 0, full_end, constant(0, dt.int32))
     scan()
 
 
 def kept_blocks(q, mask_mod, causal: bool, seq_k: int, mod_args):
-    """``kept`` (B, H, ceil(L / 64), ceil(Lk / 64)) int32: 1 where ``mask_mod`` (and ``causal``) keeps any pair of a
-    block of :data:`MASK_BLOCK` queries and keys (scratch beside ``q``). A mask that does not run on scalars (one
-    calling ``nt`` functions rather than operators) keeps every block: the kernels then visit all of them."""
+    """``(kept, missing)``, each (B, H, ceil(L / 64), ceil(Lk / 64)) int32: 1 where ``mask_mod`` (and ``causal``)
+    keeps any pair of a block of :data:`MASK_BLOCK` queries and keys, and where it leaves out any (or the block runs
+    past an end); scratch beside ``q``, with one batch (head) for all if the mask does not read it. A mask that does
+    not run on scalars (one calling ``nt`` functions rather than operators) keeps every block and fills none: the
+    kernels then visit all of them and mask each."""
     batch, heads, seq_q = q.shape[:3]
     blocks = (_cdiv(seq_q, MASK_BLOCK), _cdiv(seq_k, MASK_BLOCK))
     reads = _mask_reads(q, mask_mod, causal, seq_k, mod_args)
-    kept = scratch_like(q, ((batch if reads[0] else 1, heads if reads[1] else 1) if reads else (1, 1)) + blocks,
-                        "attention.kept_blocks", "int32")
+    shape = ((batch if reads[0] else 1, heads if reads[1] else 1) if reads else (1, 1)) + blocks
+    kept = scratch_like(q, shape, "attention.kept_blocks", "int32")
+    missing = scratch_like(q, shape, "attention.missing_blocks", "int32")
     _fill(kept, value=0 if reads else 1)
+    _fill(missing, value=0 if reads else 1)
     if reads:
-        _kept_blocks(mask_mod, causal, seq_q, seq_k, None if reads[0] else 0, None if reads[1] else 0)(kept, *mod_args)
-    return kept
+        _kept_blocks(mask_mod, causal, seq_q, seq_k, None if reads[0] else 0, None if reads[1] else 0)(
+            kept, missing, *mod_args)
+    return kept, missing
 
 
 def _mask_reads(q, mask_mod, causal: bool, seq_k: int, mod_args):
@@ -848,9 +868,10 @@ def _mask_reads(q, mask_mod, causal: bool, seq_k: int, mod_args):
         kept = scratch_like(q, (1, 1, _cdiv(seq_q, MASK_BLOCK), _cdiv(seq_k, MASK_BLOCK)), "attention.kept_blocks",
                             "int32")
         try:
-            text = lambda b, h: _kept_blocks(mask_mod, causal, seq_q, seq_k, b, h).trace(kept, *mod_args).mlir  # noqa
-            base = text(0, 0)
-            _MASK_READS[key] = (text(1, 0) != base, text(0, 1) != base)
+            text = lambda b, h: _kept_blocks(mask_mod, causal, seq_q, seq_k, b, h).trace(  # noqa: E731
+                kept, kept, *mod_args).mlir
+            base = text(0, 0)          # (a batch or head of one is the same for all: not probed past its end)
+            _MASK_READS[key] = (q.shape[0] > 1 and text(1, 0) != base, q.shape[1] > 1 and text(0, 1) != base)
         except (TraceError, TaskError):
             _MASK_READS[key] = None
     return _MASK_READS[key]
@@ -859,15 +880,17 @@ def _mask_reads(q, mask_mod, causal: bool, seq_k: int, mod_args):
 _MASK_READS: dict = {}
 
 
-def block_ranges(q, kept, block_rows: int, block_range: int, along_keys: bool = True):
-    """``ranges`` (B, H, blocks, 2) int32 from :func:`kept_blocks`' table: per block of ``block_rows`` queries
+def block_ranges(q, blocks, block_rows: int, block_range: int, along_keys: bool = True):
+    """``ranges`` (B, H, blocks, 4) int32 from :func:`kept_blocks`' tables: per block of ``block_rows`` queries
     (``along_keys``; else keys), the first block of ``block_range`` keys (else queries) with a kept pair and the end
-    of the last; (0, 0) where none (scratch beside ``q``)."""
+    of the last, then the first full block and the end of the full run from it (:func:`_block_ranges`); (0, 0)
+    where none (scratch beside ``q``)."""
+    kept, missing = blocks
     query_blocks, key_blocks = kept.shape[2:]
     count = _cdiv((query_blocks if along_keys else key_blocks) * MASK_BLOCK, block_rows)
-    ranges = scratch_like(q, q.shape[:2] + (count, 2), f"attention.ranges_{block_rows}_{block_range}_{along_keys}",
+    ranges = scratch_like(q, q.shape[:2] + (count, 4), f"attention.ranges_{block_rows}_{block_range}_{along_keys}",
                           "int32")
-    _block_ranges(ranges, kept, along_keys=along_keys, factor_rows=block_rows // MASK_BLOCK,
+    _block_ranges(ranges, kept, missing, along_keys=along_keys, factor_rows=block_rows // MASK_BLOCK,
                   factor_range=block_range // MASK_BLOCK)
     return ranges
 

@@ -16,11 +16,11 @@ from .build import TaskKernel, build
 from .ir import GLOBAL, NONE, REGISTER, SHARED
 from .mapping import BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping
 from .program import (RowTiles, Task, arange, blocks, cdiv, exp, exp2, full, gelu, gelu_tanh, launch, load_index,
-                      log, log2, maximum, minimum, tanh, value_and_derivative,
+                      log, log2, maximum, minimum, tanh, value_and_derivative, within,
                       prange, relu, row_tiles, rsqrt, scalar, silu, sqrt, srange, task, tunable, where, zeros)
 
 __all__ = ["task", "launch", "tunable", "blocks", "row_tiles", "RowTiles", "prange", "srange", "zeros", "full", "arange", "where", "scalar", "cdiv", "relu", "gelu", "gelu_tanh", "silu",
            "exp2", "log2", "exp", "log", "sqrt", "rsqrt", "tanh", "maximum", "minimum",
-           "value_and_derivative", "load_index", "build", "Mapping", "TaskKernel", "Task",
+           "value_and_derivative", "within", "load_index", "build", "Mapping", "TaskKernel", "Task",
            "HOST", "BLOCK", "WARPGROUP", "GLOBAL", "SHARED", "REGISTER", "NONE", "COOPERATIVE", "PINGPONG",
            "float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from dataclasses import replace
 
 from .. import dtypes as dt
 from ..errors import TaskError
@@ -320,6 +321,11 @@ def _index_at(affine: Affine, env: dict):
     if len(affine.terms) == 1 and affine.terms[0][1] == 1 and not affine.const:
         return env[affine.terms[0][0]]
     return _evaluate(affine, env)
+
+
+def _as_int32(x):
+    """An evaluated index as a traced int32 (a Python int as a constant)."""
+    return constant(x, dt.int32) if isinstance(x, int) else x.to(dt.int32)
 
 
 def _evaluate(affine: Affine, env: dict):
@@ -756,6 +762,8 @@ class _Consumer:
             return _Cast(source.acc if isinstance(source, _Cast) else source, self.program.tensor(op.out).dtype)
         if op.fn == "copy" or (op.fn == "where" and self.unmask and op.id in self.s.unmasked.wheres):
             return self.resolve(op.inputs[0 if op.fn == "copy" else 1], columns)
+        if op.fn == "where" and op.unless is not None:
+            return self.where_unless(op, columns, like, axis)
         tiles = [self.resolve(x, columns) for x in op.inputs if isinstance(x, str) and not self.lazy(x)]
         tiles = [t.acc if isinstance(t, _Cast) else t for t in tiles]
         like = next((t for t in tiles if isinstance(t, RegisterTile)), like)
@@ -792,6 +800,16 @@ class _Consumer:
         if op.fn == "minimum":
             return minimum(*args)
         return _UNARY[op.fn](args[0])
+
+    def where_unless(self, op: Map, columns, like, axis):
+        """A ``where`` skipped in the steps its ``unless`` holds (the mask keeps everything there): one test per step,
+        the mask computed and applied only in the other branch."""
+        kept = self.compute(replace(op, unless=None, fn="copy", inputs=op.inputs[1:2]), columns, like, axis)
+        within = op.unless
+        index, low, high = (_evaluate(a, self.env) for a in (within.index, within.low, within.high))
+        holds = _as_int32(low) <= _as_int32(index)
+        holds = holds & (_as_int32(index) < _as_int32(high))
+        return cond(holds, lambda: kept, lambda: self.compute(replace(op, unless=None), columns, like, axis))
 
     def reduce(self, op: Reduce) -> None:
         source = self.values[operand_name(op.input)]

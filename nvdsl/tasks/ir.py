@@ -223,6 +223,7 @@ class Map(Op):
     out: str
     fn: str
     inputs: tuple
+    unless: "Within | None" = field(default=None, kw_only=True)    # a where: skipped in the steps it holds
 
     def reads(self):
         return tuple(x for x in self.inputs if not isinstance(x, (int, float, Affine)))
@@ -232,7 +233,21 @@ class Map(Op):
 
     def __str__(self):
         args = ", ".join(_operand_text(x) for x in self.inputs)
-        return f"e{self.id} = {self.out} = {self.fn}({args}){self._deps_text()}"
+        unless = f" unless {self.unless}" if self.unless is not None else ""
+        return f"e{self.id} = {self.out} = {self.fn}({args}){unless}{self._deps_text()}"
+
+
+@dataclass(frozen=True)
+class Within:
+    """``low <= index < high`` (affine, indices read on the GPU included): where a mask is known to keep
+    everything, its ``where`` is skipped (:func:`nvdsl.tasks.where`'s ``unless=``)."""
+
+    index: Affine
+    low: Affine
+    high: Affine
+
+    def __str__(self) -> str:
+        return f"{self.low} <= {self.index} < {self.high}"
 
 
 @dataclass(frozen=True)

@@ -615,11 +615,11 @@ def _as_operand(x, shape, dtype: dt.DType | None = None):
     return x._operand()
 
 
-def _map(fn: str, inputs, shape, dtype: dt.DType) -> Local:
+def _map(fn: str, inputs, shape, dtype: dt.DType, **fields) -> Local:
     trace = _current(f"tile math ({fn})")
     out = Local(trace.fresh("t"), shape, dtype)
     trace.declare(ir.TensorDecl(out.name, out.shape, dtype, ir.REGISTER))
-    trace.add(ir.Map, out=out.name, fn=fn, inputs=tuple(inputs))
+    trace.add(ir.Map, out=out.name, fn=fn, inputs=tuple(inputs), **fields)
     return out
 
 
@@ -687,11 +687,24 @@ def arange(length: int, start=0, *, name: str = "pos") -> Local:
     return out
 
 
-def where(condition, if_true, if_false) -> Local:
+def within(index, low, high) -> ir.Within:
+    """``low <= index < high`` for affine indices (loop variables, indices read with :func:`load_index`): the
+    steps where a mask keeps everything, for :func:`where`'s ``unless=``."""
+    _current("nt.within")
+    try:
+        return ir.Within(Affine.of(index), Affine.of(low), Affine.of(high))
+    except TypeError:
+        raise _error(f"nt.within({index!r}, {low!r}, {high!r}) takes affine indices", code="bad-tile") from None
+
+
+def where(condition, if_true, if_false, *, unless: "ir.Within | None" = None) -> Local:
     """``if_true`` where ``condition`` (a mask tile, or a broadcast mask vector) holds, else ``if_false``
     (a tile or a number), element by element; or, for a computed vector ``if_true``, where a vector
-    ``condition`` holds."""
+    ``condition`` holds. ``unless=nt.within(j, lo, hi)``: the program knows the mask keeps everything in the steps
+    where ``lo <= j < hi``; there the mask is neither computed nor applied (the test is one per step)."""
     _current("nt.where")
+    if unless is not None and not isinstance(unless, ir.Within):
+        raise _error(f"nt.where's unless= takes nt.within(index, low, high), got {unless!r}", code="bad-tile")
     if not isinstance(if_true, Local) or len(if_true.shape) not in (1, 2):
         raise _error(f"nt.where selects from a computed tile or vector, got {if_true!r}", code="bad-tile")
     condition_dtype = condition.dtype if isinstance(condition, (Local, _BroadcastOperand)) else None
@@ -699,7 +712,7 @@ def where(condition, if_true, if_false) -> Local:
         raise _error(f"nt.where's condition must be a mask (a comparison of positions), got {condition!r}",
                      code="bad-dtype")
     inputs = (_as_operand(condition, if_true.shape), if_true.name, _as_operand(if_false, if_true.shape, if_true.dtype))
-    return _map("where", inputs, if_true.shape, if_true.dtype)
+    return _map("where", inputs, if_true.shape, if_true.dtype, unless=unless)
 
 
 def scalar(tensor) -> Local:
