@@ -135,8 +135,8 @@ def test_variant_forward_and_backward_match_numpy(name, backend):
 
 @pytest.mark.parametrize("name", ["wide_window_softcap", "long_documents"])
 def test_blocks_a_mask_keeps_whole_skip_it(name, backend):
-    """Masks that keep whole blocks (a window of 300 keys, documents of ~200 tokens): the steps on those blocks run
-    without the mask (the ranges' full runs), the others with it, in the forward, dQ and dK/dV alike."""
+    """Masks that keep whole blocks (a window of 300 keys, documents of 256 tokens): the forward's steps on those
+    blocks run without the mask (the ranges' full runs), the others with it; the backward masks every step."""
     run(name, 1, 2, 1, 700, 700, 64, "float16")
     kwargs, _, keep = variant(name, 1, 2, 700, 700)
     q = np.zeros((1, 2, 700, 64), np.float16)
