@@ -187,10 +187,12 @@ def test_ch8_trains_with_nvdsl_ops_as_with_torch_ops_in_the_interpreter(tmp_path
 
 @requires_gpu
 @pytest.mark.gpu
-def test_ch8_trains_with_nvdsl_ops_as_with_torch_ops_on_the_gpu(tmp_path):
+@pytest.mark.parametrize("name, timed", [("ch8_training", "tokens/s"), ("ch9_attention_variants", "variant  backward")])
+def test_torch_chapters_run_and_time_on_the_gpu(name, timed, tmp_path):
+    """Chapter 8 trains with nvdsl's ops as with torch's; chapter 9 times its variant beside plain attention."""
     pytest.importorskip("torch")
-    run = run_chapter("ch8_training", tmp_path)
-    assert run.returncode == 0 and "PASS" in run.stdout and "tokens/s" in run.stdout, run.stderr[-3000:]
+    run = run_chapter(name, tmp_path)
+    assert run.returncode == 0 and "PASS" in run.stdout and timed in run.stdout, run.stderr[-3000:]
 
 
 def test_ch9_checks_an_attention_variant_in_the_interpreter(tmp_path):
@@ -200,10 +202,3 @@ def test_ch9_checks_an_attention_variant_in_the_interpreter(tmp_path):
     assert run.returncode == 0 and "PASS" in run.stdout, run.stderr[-3000:]
     assert "dK: relative error" in run.stdout
 
-
-@requires_gpu
-@pytest.mark.gpu
-def test_ch9_times_an_attention_variant_on_the_gpu(tmp_path):
-    pytest.importorskip("torch")
-    run = run_chapter("ch9_attention_variants", tmp_path)
-    assert run.returncode == 0 and "PASS" in run.stdout and "variant  backward" in run.stdout, run.stderr[-3000:]

@@ -37,16 +37,21 @@ def flops(p: dict) -> float:
     return 10 * p["B"] * p["H"] * p["L"] ** 2 * p["D"] / (2 if p["causal"] else 1)
 
 
+def draw_inputs(p: dict):
+    """q, k, v and dO of a shape: contiguous (B, H, L, D) of its dtype, Q and K scaled by ``D^-1/4``."""
+    import torch
+
+    dtype = getattr(torch, _DTYPES[p["dtype"]])
+    shape, scale = (p["B"], p["H"], p["L"], p["D"]), p["D"] ** -0.25
+    return (harness.randn(shape, dtype, scale=scale, seed=1), harness.randn(shape, dtype, scale=scale, seed=2),
+            harness.randn(shape, dtype, seed=3), harness.randn(shape, dtype, seed=4))
+
+
 def _operands(p: dict):
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    dtype = getattr(torch, _DTYPES[p["dtype"]])
-    shape, scale = (p["B"], p["H"], p["L"], p["D"]), p["D"] ** -0.25
-    q = harness.randn(shape, dtype, scale=scale, seed=1)
-    k = harness.randn(shape, dtype, scale=scale, seed=2)
-    v = harness.randn(shape, dtype, seed=3)
-    do = harness.randn(shape, dtype, seed=4)
+    q, k, v, do = draw_inputs(p)
     leaves = [x.detach().clone().requires_grad_() for x in (q, k, v)]
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
         out = torch.nn.functional.scaled_dot_product_attention(*leaves, scale=1.0, is_causal=p["causal"])

@@ -29,6 +29,7 @@ from types import SimpleNamespace
 from typing import Callable
 
 from .. import harness
+from .attention_backward import draw_inputs
 
 BATCH, HEADS = 4, 16
 SEQ, QUICK_SEQ = (1024, 4096, 16384), (4096,)
@@ -36,7 +37,6 @@ HEAD_DIMS = (128,)          # D = 64 left out to keep a run within a device call
 VARIANTS = ("softcap", "sliding_window", "document", "causal_mask_mod")
 CAP, WINDOW = 20.0, 1024
 RTOL = 2e-2
-_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 
 TABLE_METRIC = "tflops"
 PLOT = {"x": "L", "xlabel": f"sequence length L (B = {BATCH}, H = {HEADS})",
@@ -132,12 +132,7 @@ def _operands(p: dict):
     import torch
     from torch.nn.attention.flex_attention import flex_attention
 
-    dtype = getattr(torch, _DTYPES[p["dtype"]])
-    shape, scale = (p["B"], p["H"], p["L"], p["D"]), p["D"] ** -0.25
-    q = harness.randn(shape, dtype, scale=scale, seed=1)
-    k = harness.randn(shape, dtype, scale=scale, seed=2)
-    v = harness.randn(shape, dtype, seed=3)
-    do = harness.randn(shape, dtype, seed=4)
+    q, k, v, do = draw_inputs(p)
     doc = torch.from_numpy(document_ids(p["L"])).cuda()
     # the backward is timed by calling it again on one graph (retain_graph), which donated buffers forbid
     import torch._dynamo.config as dynamo_config
