@@ -31,6 +31,19 @@ query rows, an online softmax over the key blocks, with no roles, rings or barri
 
 Key blocks are 128 keys (64 at D = 256), chosen by measurement on an H100.
 Pass ``mapping=`` to run the same program otherwise (persistent, other tiles): results do not change.
+
+Variants (FlexAttention's meaning, written in tile math; see :class:`Variant`)::
+
+    def softcap(score, b, h, q_idx, kv_idx):
+        return 20.0 * nt.tanh(score / 20.0)
+    def document(b, h, q_idx, kv_idx, doc):
+        return (q_idx >= kv_idx) & (doc[b, q_idx] == doc[b, kv_idx])
+    attention(q, k, v, o, lse, score_mod=softcap, mask_mod=document, mod_args=(doc,))
+
+A ``mask_mod`` is evaluated once per call over blocks of 64 x 64 pairs (:func:`kept_blocks`, its operators and
+indexing run on scalars; once for all batches and heads if it reads neither); each kernel then visits per block
+only the range of blocks the mask keeps (:func:`block_ranges`), and the forward skips the mask on the blocks it
+keeps whole. :func:`attention_backward` takes the same mods and derives the ``score_mod``'s derivative.
 """
 
 from __future__ import annotations
