@@ -117,9 +117,10 @@ class Variant:
         fixed ones); else all, or the causal triangle's (``causal_below``)."""
         if not self.mask_mod:
             return nt.srange(partition.grid[2], below=causal_below, step=step), lambda t: t, None
-        lo, hi, full_lo, full_end = (nt.load_index(ranges_and_mods[0], b, h, j, column) for column in range(4))
+        ranges = ranges_and_mods[0]
+        lo, hi = (nt.load_index(ranges, b, h, j, column) for column in (0, 1))
         return nt.srange(partition.grid[2], below=(hi - lo) * step, step=step), lambda t: lo + t, \
-            lambda block: nt.within(block, full_lo, full_end)
+            lambda block: nt.within(block, nt.load_index(ranges, b, h, j, 2), nt.load_index(ranges, b, h, j, 3))
 
     @staticmethod
     def arrays(ranges_and_mods, mask_mod) -> tuple:
