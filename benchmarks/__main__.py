@@ -1,5 +1,5 @@
-"""``python3 -m benchmarks {gemm,gemm_family,attention,attention_backward,attention_variants,rowwise,launch,saxpy,compile,trust,all}
-[options]``: run, print, write results."""
+"""``python3 -m benchmarks {gemm,gemm_family,attention,attention_backward,attention_variants,rowwise,launch,saxpy,
+compile,trust,all} [options]``: run, print, write results."""
 
 from __future__ import annotations
 

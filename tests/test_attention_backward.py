@@ -73,7 +73,8 @@ def reference(q, k, v, o, do, causal, scale, dtype=None, exact_o=False, score_mo
         o_error = u * np.abs(o) + 2 * u * mag(p, v) + tiny
         dp_error = dp_error + (np.abs(do) * o_error).sum(axis=-1, keepdims=True)
     p_error = (2 * u + mod_error) * np.abs(p) + tiny
-    ds_error = (p_error * np.abs(dp - delta) + np.abs(p) * dp_error) * np.abs(slope) + (u + slope_error) * np.abs(ds) + tiny
+    ds_error = (p_error * np.abs(dp - delta) + np.abs(p) * dp_error) * np.abs(slope) + \
+        (u + slope_error) * np.abs(ds) + tiny
     dq_bound = (mag(ds_error, k) + gamma(seq_k) * mag(ds, k)) * scale
     dk_bound = (mag(t(ds_error), q) + gamma(seq_q) * mag(t(ds), q)) * scale
     dv_bound = mag(t(p_error), do) + gamma(seq_q) * mag(t(p), do)

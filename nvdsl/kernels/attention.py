@@ -685,8 +685,9 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
     dk_heads = float32_like(q, (batch, heads, reached, d), "attention_backward.dk") if grouped else dk
     dv_heads = float32_like(q, (batch, heads, reached, d), "attention_backward.dv") if grouped else dv
     # per key block, the query blocks its keys are kept by (the table's key blocks past ``reached`` are never read)
+    keys = dkdv_mapping.tile_values()["BN"]
     dkdv_extra = mod_args if kept is None else \
-        (block_ranges(q, kept, dkdv_mapping.tile_values()["BN"], step, along_keys=False)[:, :, :_cdiv(reached, dkdv_mapping.tile_values()["BN"])],) + mod_args
+        (block_ranges(q, kept, keys, step, along_keys=False)[:, :, :_cdiv(reached, keys)],) + mod_args
     _built(dkdv_program(causal, scale, variant), dkdv_mapping)(dk_heads, dv_heads, q, k, v, do, lse, delta,
                                                                *dkdv_extra)
     if grouped:
