@@ -296,15 +296,18 @@ def test_variants_match_torch_autograd(name):
 
 
 def test_causal_written_as_a_mask_mod_runs_the_causal_kernel(backend):
-    """``q_idx >= kv_idx`` (or ``kv_idx <= q_idx``) as a mask_mod gives causal=True's bits, its block skipping and
-    its unmasked steps; a sliding window is a mask of its own, and so is a mask reading an array."""
+    """``q_idx >= kv_idx`` (or ``kv_idx <= q_idx``) as a mask_mod runs causal=True's kernel (no second kernel is
+    built: its block skipping and unmasked steps), with the causal result; a sliding window is a mask of its own,
+    and so is a mask reading an array."""
     b, h, l, d = 1, 2, 200, 64
     q, k, v, o, lse = problem(b, h, h, l, l, d, "float16")
     library.attention(q, k, v, o, lse, causal=True)
+    qi, ki = np.indices((l, l))
     for mask in (causal, lambda b, h, q_idx, kv_idx: kv_idx <= q_idx):
         o2, lse2 = np.zeros_like(o), np.zeros_like(lse)
         library.attention(q, k, v, o2, lse2, mask_mod=mask)
-        assert np.array_equal(o, o2) and np.array_equal(lse, lse2)
+        assert library._kernel.cache_info().currsize == 1
+        check_forward(o2, lse2, q, k, v, None, qi >= ki, "float16")
     assert library._recognized(False, library.Variant(None, sliding_window))[0] is False
     assert library._recognized(False, library.Variant(None, document, 1))[0] is False
 

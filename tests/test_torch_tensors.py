@@ -58,6 +58,7 @@ def test_numpy_and_tensor_calls_share_a_kernel_but_not_a_program(interpret):
     kernel(np.ones(32, np.float32), y_np, 3.0)
     kernel(torch.ones(32), y_t, 3.0)
     kernel(np.ones(32, np.float32), y_np, 3.0)
+    # exact: 3 * 1 + 0, then 3 * 1 + 3, small integers no float32 operation rounds
     assert np.array_equal(y_np, np.full(32, 6.0, np.float32)) and torch.equal(y_t, torch.full((32,), 3.0))
 
 

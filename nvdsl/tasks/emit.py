@@ -804,7 +804,7 @@ class _Consumer:
     def where_unless(self, op: Map, columns, like, axis):
         """A ``where`` skipped in the steps its ``unless`` holds (the mask keeps everything there): one test per step,
         the mask computed and applied only in the other branch."""
-        kept = self.compute(replace(op, unless=None, fn="copy", inputs=op.inputs[1:2]), columns, like, axis)
+        kept = self.resolve(op.inputs[1], columns)
         within = op.unless
         index, low, high = (_evaluate(a, self.env) for a in (within.index, within.low, within.high))
         holds = _as_int32(low) <= _as_int32(index)

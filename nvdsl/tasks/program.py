@@ -563,17 +563,14 @@ class _BroadcastOperand:
         vector = _map(fn, inputs, (self.length,), dtype)
         return _BroadcastOperand(vector.name, self.axis, self.length, dtype)
 
-    def _outer(self, fn: str, other):
-        """``cols[None, :] <= rows[:, None]``: the comparison of a row and a column (a 2-D mask), or of a vector
-        and a number (a vector mask, broadcast alike)."""
-        return self._elementwise(fn, other)
-
-    def __lt__(self, o): return self._outer("lt", o)
-    def __le__(self, o): return self._outer("le", o)
-    def __gt__(self, o): return self._outer("gt", o)
-    def __ge__(self, o): return self._outer("ge", o)
-    def __eq__(self, o): return self._outer("eq", o)      # noqa: E704 - elementwise, as NumPy's
-    def __ne__(self, o): return self._outer("ne", o)
+    # ``cols[None, :] <= rows[:, None]``: the comparison of a row and a column (a 2-D mask), or of a vector and a
+    # number (a vector mask, broadcast alike)
+    def __lt__(self, o): return self._elementwise("lt", o)
+    def __le__(self, o): return self._elementwise("le", o)
+    def __gt__(self, o): return self._elementwise("gt", o)
+    def __ge__(self, o): return self._elementwise("ge", o)
+    def __eq__(self, o): return self._elementwise("eq", o)      # noqa: E704 - elementwise, as NumPy's
+    def __ne__(self, o): return self._elementwise("ne", o)
     def __add__(self, o): return self._elementwise("add", o)
     def __radd__(self, o): return self._elementwise("add", o, True)
     def __sub__(self, o): return self._elementwise("sub", o)
