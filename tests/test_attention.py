@@ -130,6 +130,27 @@ def test_attention_kernel_is_warp_specialized_without_spills(d, causal):
 
 
 
+@pytest.mark.parametrize("d", [64, 128])
+def test_attention_of_few_queries_runs_one_consumer_without_spills(d):
+    """64 queries or fewer (a decode step, a group of heads' new tokens): one consumer warpgroup of 64 rows (at
+    D = 256 two, as for longer rows: see _tiles)."""
+    mapping = library.task_mapping(d, True, 64)
+    assert mapping.consumers == 1 and mapping.tile_values()["BM"] == 64
+    assert library.task_mapping(256, True, 64).consumers == 2 and library.task_mapping(d, True, 65).consumers == 2
+    q = np.zeros((4, 8, 64, d), np.float16)
+    kernel = library._kernel(True, d ** -0.5, True, mapping)
+    compiled = kernel.compile(q, np.zeros((4, 8, 64), np.float32), q, q, q)
+    assert f"wgmma.mma_async.sync.aligned.m64n{d}k16.f32.f16.f16" in compiled.ptx
+    launch, = compiled.module.plan.launches
+    assert launch.block == (256, 1, 1) and launch.grid == (4 * 8, 1, 1)
+    if compiled.cubin is None:
+        return
+    resources = compiled.resources["attention_kernel"]
+    assert resources.spill_stores == 0 and resources.spill_loads == 0 and resources.stack_frame == 0
+    if find_tool("nvdisasm"):
+        assert {"HGMMA", "UTMALDG", "UTMASTG", "SYNCS"} <= sass_opcodes(compiled.sass())
+
+
 @pytest.mark.skipif(not find_tool("nvdisasm"), reason="needs nvdisasm")
 @pytest.mark.parametrize("causal, seq", [(True, 4096), (False, 4000)])
 def test_attention_at_head_dim_256_spills_only_outside_its_k_loops(causal, seq):

@@ -83,6 +83,8 @@ def _tiles(d: int, causal: bool, seq_q: int) -> tuple[int, int]:
     and 16384.)"""
     if d == 64 and (seq_q > 4096 if causal else seq_q >= 2048):
         return 128, 3
+    if seq_q <= ROWS and d <= 128:    # one consumer's rows hold every query (decode): a second computes nothing
+        return 128, 1                 # (at D = 256 ptxas asks for more registers than one consumer's default)
     return (128 if d <= 128 else 64), 2
 
 
@@ -234,6 +236,8 @@ def task_mapping(d: int, causal: bool, seq_q: int) -> nt.Mapping:
     """How :func:`attention_program` runs: FlashAttention-3's pipeline (a producer warpgroup, consumers taking
     turns at the tensor cores, each 64 query rows), with :func:`_tiles`' sizes."""
     key_block, consumers = _tiles(d, causal, seq_q)
+    if consumers == 1:            # no turns to take; the task layer's own register split
+        return nt.Mapping(tiles={"BM": ROWS, "BN": key_block}, pipeline=2, consumers=1, persistent=False)
     return nt.Mapping(tiles={"BM": consumers * ROWS, "BN": key_block}, pipeline=2, consumers=consumers, turns=True,
                       persistent=False, registers={"producer": PRODUCER_REGISTERS,
                                                    "consumer": (REGISTER_FILE // 128 - PRODUCER_REGISTERS) // consumers // 8 * 8})

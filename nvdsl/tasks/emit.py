@@ -406,7 +406,8 @@ class _Consumer:
 
     def rows(self, name: str) -> int:
         """The rows of tensor ``name`` this consumer holds."""
-        full = self.program.tensor(name).shape[0]
+        shape = self.program.tensor(name).shape
+        full = shape[-2] if len(shape) >= 2 else shape[0]     # a tile's rows (the leading axes of a 4-D one are 1)
         return self.s.rows if self.split(name) or self.pingpong else full
 
     def row0(self, name: str) -> int:
