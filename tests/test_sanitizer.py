@@ -80,6 +80,25 @@ PROGRAMS = {
     # mask's kept blocks found per batch and the kernels visiting their ranges (chapter 9's check against NumPy)
     "kernels.attention-variants": (
         "from ch9_attention_variants import check; check(batch=2, heads=2, length=300, d=64); print('PASS')"),
+    # packed sequences: the key intervals and block tables from the offsets, ragged lengths, an empty sequence,
+    # tokens past the last one, grouped heads; forward and backward (dK, dV of the last sequence's keys checked)
+    "kernels.attention-varlen": (
+        "import numpy as np; from nvdsl.kernels.attention_varlen import attention_varlen, "
+        "attention_varlen_backward as backward; rng = np.random.default_rng(0); "
+        "f = lambda *s: rng.standard_normal(s).astype(np.float16); cu = np.array([0, 70, 70, 250], np.int32); "
+        "q, do, k, v = f(260, 2, 64), f(260, 2, 64), f(260, 1, 64), f(260, 1, 64); o = np.zeros_like(q); "
+        "lse = np.zeros((2, 260), np.float32); attention_varlen(q, k, v, o, cu, cu, lse, causal=True); "
+        "dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v); "
+        "backward(q, k, v, o, lse, do, dq, dk, dv, cu, cu, causal=True); "
+        "Q, O, dO = (x.astype(np.float64)[70:250].transpose(1, 0, 2) for x in (q, o, do)); "
+        "K, V = (x.astype(np.float64)[70:250, 0] for x in (k, v)); "
+        "s = np.where(np.tri(180, dtype=bool), Q @ K.T / 8, -np.inf); "
+        "p = np.exp(s - s.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True); "
+        "ds = p * (dO @ V.T - (dO * O).sum(-1, keepdims=True)); "
+        "refs = (p @ V, (ds.transpose(0, 2, 1) @ Q / 8).sum(0), (p.transpose(0, 2, 1) @ dO).sum(0)); "
+        "got = (O, dk[70:250, 0], dv[70:250, 0]); "
+        "errs = [np.abs(g.astype(np.float64) - r).max() for g, r in zip(got, refs)]; "
+        "assert max(errs) < 2e-2 and not o[250:].any() and not dk[250:].any(), errs; print('PASS')"),
 }
 
 
@@ -90,7 +109,8 @@ def environment(tmp_path, backend):
 
 @pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm",
                                      "kernels.attention", "kernels.gemm-odd", "kernels.rowwise",
-                                     "kernels.attention-backward", "kernels.attention-variants"])
+                                     "kernels.attention-backward", "kernels.attention-variants",
+                                     "kernels.attention-varlen"])
 def test_the_sanitized_programs_run_and_pass(program, tmp_path):
     """The programs the sanitizer runs (here in the interpreter, so this runs anywhere)."""
     run = subprocess.run([sys.executable, "-c", PROGRAMS[program]], cwd=ROOT, env=environment(tmp_path, "interpret"),

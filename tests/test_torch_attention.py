@@ -134,3 +134,43 @@ def test_a_transformer_block_compiles_in_one_graph_for_inference_and_training():
         value = fn(tokens, targets)
         runs.append((value, *torch.autograd.grad(value, list(w.values()))))
     assert all(torch.equal(e, c) for e, c in zip(*runs))
+
+
+# --- packed sequences and decode ---------------------------------------------------------------------------------
+
+def test_varlen_output_and_gradients_match_float64(device):
+    """nvdsl.torch.attention_varlen on packed sequences of ragged lengths (bottom-right causal where Lq != Lk),
+    grouped heads: output and gradients within the bounds of the float64 reference, sequence by sequence; opcheck."""
+    from test_attention_varlen import heads_first, offsets, packed_keep
+    from test_attention_variants import check_forward
+    cu_q, cu_k = offsets([70, 33, 100]), offsets([90, 20, 100])
+    g = torch.Generator().manual_seed(0)
+    make = lambda tokens, heads: torch.randn(tokens, heads, 64, generator=g).half().to(device)  # noqa: E731
+    q, k, v = make(int(cu_q[-1]), 2).requires_grad_(), make(int(cu_k[-1]), 1).requires_grad_(), \
+        make(int(cu_k[-1]), 1).requires_grad_()
+    lengths = [torch.from_numpy(cu).to(device) for cu in (cu_q, cu_k)]
+    o, lse = nvtorch.attention_varlen_with_lse(q, k, v, *lengths, True)
+    assert o.shape == q.shape and lse.shape == (2, q.shape[0])
+    do = make(q.shape[0], 2)
+    grads = torch.autograd.grad(o, (q, k, v), do)
+    keep = packed_keep(cu_q, cu_k, q.shape[0], k.shape[0], True)
+    as4 = lambda t: heads_first(numpy(t))       # noqa: E731
+    check_forward(as4(o), numpy(lse)[None], as4(q), as4(k), as4(v), None, keep, "float16")
+    bounds = reference(*(as4(x) for x in (q, k, v, o, do)), False, 64 ** -0.5, "float16", keep=keep)
+    for what, got, (expected, bound) in zip(("dq", "dk", "dv"), grads, bounds):
+        assert_within(as4(got), expected, bound, what)
+    torch.library.opcheck(torch.ops.nvdsl.attention_varlen.default, (q, k, v, *lengths, True, None))
+
+
+def test_decode_against_a_cache_matches_float64(device):
+    """nvdsl.torch.attention_decode: one new token per sequence against caches holding 150 and 7 tokens."""
+    from test_attention_variants import forward_reference
+    g = torch.Generator().manual_seed(1)
+    q = torch.randn(2, 4, 1, 128, generator=g).half().to(device)
+    cache = [torch.randn(2, 1, 200, 128, generator=g).half().to(device) for _ in range(2)]
+    held = torch.tensor([150, 7], dtype=torch.int32, device=device)
+    o = nvtorch.attention_decode(q, *cache, held)
+    keep = np.arange(200)[None, None, None] < numpy(held)[:, None, None, None]
+    expected, _ = forward_reference(numpy(q), *(numpy(c) for c in cache), None, keep)
+    np.testing.assert_allclose(numpy(o), expected, atol=4e-3, rtol=4e-3)     # as test_attention.py's check
+    torch.library.opcheck(torch.ops.nvdsl.attention_decode.default, (q, *cache, held, True, None))

@@ -862,7 +862,12 @@ def kept_blocks(q, mask_mod, causal: bool, seq_k: int, mod_args):
     keeps any pair of a block of :data:`MASK_BLOCK` queries and keys, and where it leaves out any (or the block runs
     past an end); scratch beside ``q``, with one batch (head) for all if the mask does not read it. A mask that does
     not run on scalars (one calling ``nt`` functions rather than operators) keeps every block and fills none: the
-    kernels then visit all of them and mask each."""
+    kernels then visit all of them and mask each. A mask_mod with a ``block_tables(q, causal, seq_k, mod_args)``
+    attribute gives its tables itself (the library's masks whose structure makes them cheaper than evaluating
+    every pair: ``attention_varlen.key_interval``)."""
+    given = getattr(mask_mod, "block_tables", None)
+    if given is not None:
+        return given(q, causal, seq_k, mod_args)
     batch, heads, seq_q = q.shape[:3]
     blocks = (_cdiv(seq_q, MASK_BLOCK), _cdiv(seq_k, MASK_BLOCK))
     reads = _mask_reads(q, mask_mod, causal, seq_k, mod_args)

@@ -1,5 +1,6 @@
 """nvdsl's library as functional torch ops with autograd: ``torch.ops.nvdsl.gemm``, ``torch.ops.nvdsl.linear`` and
-``torch.ops.nvdsl.attention`` (with its backward, ``torch.ops.nvdsl.attention_backward``).
+``torch.ops.nvdsl.attention`` (with its backward, ``torch.ops.nvdsl.attention_backward``), its packed-sequence form
+``torch.ops.nvdsl.attention_varlen`` (and ``attention_varlen_backward``) and ``torch.ops.nvdsl.attention_decode``.
 
 Each op is a ``torch.library.custom_op`` returning a new tensor, with a fake implementation (shapes and dtypes
 only) and a backward made of the same ops, so ``torch.compile(fullgraph=True)`` traces through forward and
@@ -24,6 +25,7 @@ import torch
 
 from ..errors import ArgumentError
 from ..kernels import attention as kernels_attention
+from ..kernels import attention_varlen as kernels_varlen
 from ..kernels import gemm as kernels
 from ..kernels import linear_grad as kernels_grad
 from .ops import at_user_line, user_line
@@ -220,3 +222,84 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     differentiable in q, k and v (head_dim 64 or 128 for the gradients), and traced whole by
     ``torch.compile(fullgraph=True)``."""
     return attention_with_lse(q, k, v, causal, scale)[0]
+
+
+# -- packed sequences and decode ----------------------------------------------------------------------------------
+
+@torch.library.custom_op("nvdsl::attention_varlen", mutates_args=())
+def attention_varlen_with_lse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                              cu_seqlens_k: torch.Tensor, causal: bool = False,
+                              scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(o, lse)`` of ``nvdsl.kernels.attention_varlen.attention_varlen``: ``q`` (Tq, H, D), ``k`` and ``v``
+    (Tk, Hkv, D) packed sequences, ``cu_seqlens_q``/``_k`` (S + 1,) int32 on their device; ``o`` (Tq, H, D) and
+    the float32 log-sum-exp (H, Tq)."""
+    o = q.new_empty(q.shape)
+    lse = q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+    with at_user_line():
+        kernels_varlen.attention_varlen(q, k, v, o, cu_seqlens_q, cu_seqlens_k, lse, causal=causal, scale=scale)
+    return o, lse
+
+
+@attention_varlen_with_lse.register_fake
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, causal=False, scale=None):
+    return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
+
+@torch.library.custom_op("nvdsl::attention_varlen_backward", mutates_args=())
+def attention_varlen_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                              lse: torch.Tensor, do: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                              cu_seqlens_k: torch.Tensor, causal: bool = False,
+                              scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(dq, dk, dv)`` of :func:`attention_varlen_with_lse` given the gradient ``do`` of its ``o``."""
+    dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+    with at_user_line():
+        kernels_varlen.attention_varlen_backward(q, k, v, o, lse, _dense(do), dq, dk, dv, cu_seqlens_q, cu_seqlens_k,
+                                                 causal=causal, scale=scale)
+    return dq, dk, dv
+
+
+@attention_varlen_backward.register_fake
+def _(q, k, v, o, lse, do, cu_seqlens_q, cu_seqlens_k, causal=False, scale=None):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _varlen_setup(ctx, inputs, output):
+    q, k, v, cu_seqlens_q, cu_seqlens_k, causal, scale = inputs
+    o, lse = output
+    ctx.causal, ctx.scale = causal, scale
+    ctx.mark_non_differentiable(lse)
+    ctx.save_for_backward(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k)
+
+
+def _varlen_backward(ctx, do, dlse):
+    q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k = ctx.saved_tensors
+    dq, dk, dv = attention_varlen_backward(q, k, v, o, lse, do, cu_seqlens_q, cu_seqlens_k, ctx.causal, ctx.scale)
+    return dq, dk, dv, None, None, None, None
+
+
+attention_varlen_with_lse.register_autograd(_varlen_backward, setup_context=_varlen_setup)
+
+
+def attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                     cu_seqlens_k: torch.Tensor, causal: bool = False, scale: float | None = None) -> torch.Tensor:
+    """Attention within each of the packed sequences (FlashAttention's ``flash_attn_varlen_func`` convention,
+    bottom-right causal): ``q`` (Tq, H, D), ``k``, ``v`` (Tk, Hkv, D), ``cu_seqlens_q``/``_k`` (S + 1,) int32;
+    returns ``o`` (Tq, H, D), differentiable in q, k and v (head_dim 64 or 128 for the gradients)."""
+    return attention_varlen_with_lse(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, scale)[0]
+
+
+@torch.library.custom_op("nvdsl::attention_decode", mutates_args=())
+def attention_decode(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, cache_seqlens: torch.Tensor,
+                     causal: bool = True, scale: float | None = None) -> torch.Tensor:
+    """``nvdsl.kernels.attention_varlen.attention_decode``: the newest tokens ``q`` (B, H, Lq, D) of each sequence
+    against its cache ``k_cache``, ``v_cache`` (B, Hkv, Lmax, D) holding ``cache_seqlens[b]`` tokens; returns
+    ``o`` (B, H, Lq, D). Inference only (no gradient)."""
+    o = q.new_empty(q.shape)
+    with at_user_line():
+        kernels_varlen.attention_decode(q, k_cache, v_cache, o, cache_seqlens, causal=causal, scale=scale)
+    return o
+
+
+@attention_decode.register_fake
+def _(q, k_cache, v_cache, cache_seqlens, causal=True, scale=None):
+    return q.new_empty(q.shape)
