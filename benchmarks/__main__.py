@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dtypes", default="",
                         help="gemm, gemm_family, attention_backward, attention_variants: comma-separated dtypes (fp16, "
                              "bf16) instead of the default")
+    parser.add_argument("--variants", default="",
+                        help="attention_variants: comma-separated variants (softcap, sliding_window, document, "
+                             "causal_mask_mod, varlen) instead of all")
     parser.add_argument("--reps", type=int, default=50, help="timed repetitions per system and shape (default 50)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed warm-up calls before timing (default 10)")
     parser.add_argument("--rounds", type=int, default=1,

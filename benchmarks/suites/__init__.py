@@ -10,5 +10,5 @@
   "bars", "peak": bool}`` draws a group of bars per table row instead.
 """
 
-SUITES = ("gemm", "gemm_family", "attention", "attention_backward", "attention_variants", "rowwise", "launch", "saxpy",
-          "compile", "trust")
+SUITES = ("gemm", "gemm_family", "attention", "attention_backward", "attention_variants", "attention_decode", "rowwise",
+          "launch", "saxpy", "compile", "trust")

@@ -9,7 +9,10 @@ unmasked work. Variants (``W`` = 1024):
   ``tanh.approx``, 2^-11 relative, as FlashAttention-3's soft cap; FlexAttention's ``torch.tanh``);
 * ``sliding_window``: causal, and ``q - kv < W``;
 * ``document``: causal within documents of 256 to 2048 tokens, packed (seeded), the document ids an argument;
-* ``causal_mask_mod``: ``q >= kv`` as a ``mask_mod``.
+* ``causal_mask_mod``: ``q >= kv`` as a ``mask_mod``;
+* ``varlen``: the documents of ``document`` as packed sequences, the B batches' one after another along one axis
+  (FlashAttention's varlen convention: ``nvdsl.kernels.attention_varlen``, causal, offsets on the device); the
+  other systems run it as ``document`` (FlexAttention's way to pack sequences).
 
 Systems (inputs contiguous (B, H, L, D), Q and K scaled by ``D^-1/4``, ``scale=1.0``):
 
@@ -34,7 +37,7 @@ from .attention_backward import draw_inputs
 BATCH, HEADS = 4, 16
 SEQ, QUICK_SEQ = (1024, 4096, 16384), (4096,)
 HEAD_DIMS = (128,)          # D = 64 left out to keep a run within a device call (add it here to measure it)
-VARIANTS = ("softcap", "sliding_window", "document", "causal_mask_mod")
+VARIANTS = ("softcap", "sliding_window", "document", "causal_mask_mod", "varlen")
 CAP, WINDOW = 20.0, 1024
 RTOL = 2e-2
 
@@ -45,9 +48,13 @@ PLOT = {"x": "L", "xlabel": f"sequence length L (B = {BATCH}, H = {HEADS})",
 
 def shapes(args) -> list[dict]:
     dtypes = [d for d in (args.dtypes.split(",") if getattr(args, "dtypes", "") else ["fp16"]) if d]
+    variants = [v for v in getattr(args, "variants", "").split(",") if v] or list(VARIANTS)
+    unknown = sorted(set(variants) - set(VARIANTS))
+    if unknown:
+        raise SystemExit(f"attention_variants: unknown --variants {unknown}; choose from {', '.join(VARIANTS)}")
     return [{"dtype": dtype, "B": BATCH, "H": HEADS, "L": L, "D": D, "variant": variant, "direction": direction}
             for dtype in dtypes for D in HEAD_DIMS for direction in ("forward", "backward")
-            for variant in VARIANTS for L in (QUICK_SEQ if args.quick else SEQ)]
+            for variant in variants for L in (QUICK_SEQ if args.quick else SEQ)]
 
 
 def row_label(p: dict) -> str:
@@ -113,7 +120,8 @@ def _nvdsl_mods(variant: str, doc):
         return q_idx >= kv_idx
 
     return {"softcap": {"score_mod": softcap}, "sliding_window": {"mask_mod": sliding_window},
-            "document": {"mask_mod": document, "mod_args": (doc,)}, "causal_mask_mod": {"mask_mod": causal}}[variant]
+            "document": {"mask_mod": document, "mod_args": (doc,)}, "causal_mask_mod": {"mask_mod": causal},
+            "varlen": {"mask_mod": document, "mod_args": (doc,)}}[variant]
 
 
 def _flex_mods(variant: str, doc, L: int):
@@ -124,6 +132,7 @@ def _flex_mods(variant: str, doc, L: int):
         return {"score_mod": lambda score, b, h, q_idx, kv_idx: CAP * torch.tanh(score / CAP)}
     masks = {"sliding_window": lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (q_idx - kv_idx < WINDOW),
              "document": lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (doc[q_idx] == doc[kv_idx]),
+             "varlen": lambda b, h, q_idx, kv_idx: (q_idx >= kv_idx) & (doc[q_idx] == doc[kv_idx]),
              "causal_mask_mod": lambda b, h, q_idx, kv_idx: q_idx >= kv_idx}
     return {"block_mask": create_block_mask(masks[variant], None, None, L, L, device="cuda")}
 
@@ -166,12 +175,48 @@ def _flex(ops, args) -> harness.Prepared:
     return harness.Prepared(call, None, {"compiled": "torch.compile(flex_attention)"})
 
 
+def packed_offsets(batch: int, length: int):
+    """The ``cu_seqlens`` (int32) of the documents of :func:`document_ids` in ``batch`` sequences of ``length``
+    tokens, packed one after another."""
+    import numpy as np
+
+    sizes = np.bincount(document_ids(length))
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return np.append((starts[None] + length * np.arange(batch)[:, None]).ravel(), batch * length).astype(np.int32)
+
+
+def _packed(x):
+    """(B, H, L, D) as packed (B * L, H, D) sequences (a copy, made outside the timing)."""
+    return x.transpose(1, 2).reshape(-1, x.shape[1], x.shape[3]).contiguous()
+
+
+def _nvdsl_varlen(ops) -> harness.Prepared:
+    import torch
+    from nvdsl.kernels.attention_varlen import attention_varlen, attention_varlen_backward
+
+    cu = torch.from_numpy(packed_offsets(ops.p["B"], ops.p["L"])).cuda()
+    q, k, v, do = map(_packed, (ops.q, ops.k, ops.v, ops.do))
+    o = torch.empty_like(q)
+    lse = torch.empty(q.shape[1], q.shape[0], dtype=torch.float32, device=q.device)
+    forward = lambda: attention_varlen(q, k, v, o, cu, cu, lse, causal=True, scale=1.0)     # noqa: E731
+    facts = {"mods": "cu_seqlens", "sequences": str(len(cu) - 1)}
+    if ops.p["direction"] == "forward":
+        return harness.Prepared(forward, _checked(forward, [o], [_packed(ops.ref_out)]), facts)
+    forward()
+    grads = [torch.empty_like(x) for x in (q, k, v)]
+    call = lambda: attention_varlen_backward(q, k, v, o, lse, do, *grads, cu, cu, causal=True,  # noqa: E731
+                                             scale=1.0)
+    return harness.Prepared(call, _checked(call, grads, [_packed(g) for g in ops.ref_grads]), facts)
+
+
 def _nvdsl(plain: bool) -> Callable:
     def prepare(ops, args) -> harness.Prepared:
         import torch
         from nvdsl.kernels.attention import attention, attention_backward
 
         variant = ops.p["variant"]
+        if variant == "varlen" and not plain:
+            return _nvdsl_varlen(ops)
         mods = {"causal": True} if plain and variant == "causal_mask_mod" else {} if plain else \
             _nvdsl_mods(variant, ops.doc)
         o = torch.empty_like(ops.q)
