@@ -22,12 +22,12 @@ def test_cli_help_needs_no_gpu_libraries():
     result = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT, capture_output=True,
                             text=True, env=ENV)
     assert result.returncode == 0, result.stderr
-    for suite in ("gemm", "gemm_family", "attention", "attention_backward", "attention_variants", "launch", "saxpy",
-                  "compile", "trust"):
+    for suite in ("gemm", "gemm_family", "attention", "attention_backward", "attention_variants", "attention_decode",
+                  "launch", "saxpy", "compile", "trust"):
         assert suite in result.stdout
 
 
-@pytest.mark.parametrize("variant", ["softcap", "sliding_window", "document", "causal_mask_mod"])
+@pytest.mark.parametrize("variant", ["softcap", "sliding_window", "document", "causal_mask_mod", "varlen"])
 def test_attention_variants_count_the_pairs_their_masks_keep(variant):
     """The variants suite's FLOPs count the (query, key) pairs its masks keep: against a brute-force count."""
     import numpy as np
@@ -38,10 +38,32 @@ def test_attention_variants_count_the_pairs_their_masks_keep(variant):
     ids = suite.document_ids(L)
     keep = {"softcap": np.ones((L, L), bool), "causal_mask_mod": q >= kv,
             "sliding_window": (q >= kv) & (q - kv < suite.WINDOW),
-            "document": (q >= kv) & (ids[q] == ids[kv])}[variant]
+            "document": (q >= kv) & (ids[q] == ids[kv]), "varlen": (q >= kv) & (ids[q] == ids[kv])}[variant]
     p = {"L": L, "variant": variant, "direction": "backward", "B": 2, "H": 3, "D": 64}
     assert suite.kept_pairs(p) == np.count_nonzero(keep)
     assert suite.flops(p) == 10 * 2 * 3 * 64 * np.count_nonzero(keep)
+
+
+def test_attention_variants_suite_packs_the_documents_of_each_batch():
+    """The varlen variant's offsets: the documents of each of the B sequences, one after another."""
+    import numpy as np
+    from benchmarks.suites import attention_variants as suite
+
+    cu = suite.packed_offsets(3, 3000)
+    ids = suite.document_ids(3000)
+    packed_ids = np.concatenate([ids + b * (ids[-1] + 1) for b in range(3)])
+    np.testing.assert_array_equal(np.diff(cu), np.bincount(packed_ids))
+    assert cu[0] == 0 and cu.dtype == np.int32
+
+
+def test_attention_variants_suite_runs_the_variants_asked_for():
+    from benchmarks.suites import attention_variants as suite
+
+    chosen = suite.shapes(_args(quick=True, variants="varlen,document"))
+    assert sorted({p["variant"] for p in chosen}) == ["document", "varlen"] and len(chosen) == 4
+    assert len(suite.shapes(_args(quick=True))) == 2 * len(suite.VARIANTS)
+    with pytest.raises(SystemExit, match="unknown --variants \\['window'\\]"):
+        suite.shapes(_args(variants="window"))
 
 
 def test_attention_variants_suite_mods_run_in_the_interpreter():
@@ -431,3 +453,14 @@ def test_the_compile_suites_breakdown_adds_up_to_the_compile_it_splits(tmp_path,
              "check_overlap_s": 0.25}
     assert compile_breakdown(1.0, given) == pytest.approx(
         {"gemm_lower": 0.3, "gemm_ptxas": 0.3, "gemm_check": 0.0, "gemm_trace": 0.4})
+
+
+def test_attention_decode_suite_counts_the_cache_its_sequences_hold():
+    from benchmarks.suites import attention_decode as suite
+
+    shapes = suite.shapes(_args())
+    assert len(shapes) == len(suite.BATCHES) * len(suite.SLOTS)
+    p = shapes[1]
+    n = suite.held(p)
+    assert len(n) == p["B"] and (n >= p["slots"] // 2).all() and (n <= p["slots"]).all()
+    assert suite.nbytes(p) == 2 * p["Hkv"] * n.sum() * p["D"] * 2
