@@ -402,12 +402,21 @@ def choose_backend(options: Options, args=()) -> str:
 
 def sm_count(options: Options | None = None) -> int:
     """The number of SMs of the device calls run on (``options.device``), or :data:`~nvdsl.target.DEFAULT_SM_COUNT`
-    without a GPU."""
-    from .runtime.device import get_device
-    try:
-        return get_device(resolve(options).device).info.multiprocessors
-    except NoDeviceError:
-        return DEFAULT_SM_COUNT
+    without a GPU. Known once per options and ``NVDSL_DEVICE`` (resolving the options reads the whole environment:
+    36 us a call on an H200 machine, where a library call asks per call)."""
+    key = (options, os.environ.get("NVDSL_DEVICE"))
+    found = _SM_COUNTS.get(key)
+    if found is None:
+        from .runtime.device import get_device
+        try:
+            found = get_device(resolve(options).device).info.multiprocessors
+        except NoDeviceError:
+            found = DEFAULT_SM_COUNT
+        _SM_COUNTS[key] = found
+    return found
+
+
+_SM_COUNTS: dict = {}
 
 
 def _given(spec: ArgSpec) -> str:

@@ -19,6 +19,7 @@ def fresh_kernels():
     library._kernel.cache_clear()
     library._CHECKED.clear()
     library._built.cache_clear()
+    varlen._DECODE_PLANS.clear()
 
 
 def offsets(lengths):
@@ -95,13 +96,17 @@ def library_reference(q, k, v, keep):
 
 
 @pytest.mark.parametrize("causal", [True, False])
-def test_decode_against_a_cache_matches_numpy(causal, backend):
-    """Three new tokens per sequence against caches holding 0 (none seen), 2 (fewer than the new tokens), 77, 130
-    (all of Lmax) and 500 (more than Lmax: taken as Lmax) tokens; grouped heads (a block of rows per group)."""
-    b, h, hkv, rows, capacity, d = 5, 4, 2, 3, 130, 128
+@pytest.mark.parametrize("sms", [1, 100])
+def test_decode_against_a_cache_matches_numpy(causal, sms, backend, monkeypatch):
+    """Three new tokens per sequence against caches holding 0 (none seen), 2 (fewer than the new tokens), 770, 1100
+    (all of Lmax) and 5000 (more than Lmax: taken as Lmax) tokens; grouped heads (a block of rows per group). With
+    one SM, the cache is walked whole; with 100, it is cut into chunks combined after (split along the cache)."""
+    monkeypatch.setattr(varlen.jit, "sm_count", lambda: sms)
+    b, h, hkv, rows, capacity, d = 5, 4, 2, 3, 1100, 128
+    assert varlen.decode_splits(b, hkv, h // hkv * rows, capacity, sms) == ((1, 1100) if sms == 1 else (3, 384))
     q, = random_arrays(0, "float16", (b, h, rows, d))
     k, v = random_arrays(1, "float16", (b, hkv, capacity, d), (b, hkv, capacity, d))
-    held = np.array([0, 2, 77, 130, 500], np.int32)
+    held = np.array([0, 2, 770, 1100, 5000], np.int32)
     o, lse = np.zeros_like(q), np.zeros((b, h, rows), np.float32)
     varlen.attention_decode(q, k, v, o, held, lse, causal=causal)
     n = np.minimum(held, capacity)[:, None, None, None]
@@ -121,6 +126,22 @@ def test_decode_runs_a_group_of_query_heads_as_one_block_of_rows():
     assert varlen._rows_of_groups(np.zeros((2, 3, 8, 64), np.float16).transpose(0, 2, 1, 3), 2) is None
     one = np.zeros((2, 1, 8, 64), np.float16).transpose(0, 2, 1, 3)     # one new token: any layout
     assert np.shares_memory(varlen._rows_of_groups(one, 2), one)
+
+
+def test_a_decode_call_like_an_earlier_one_skips_its_checks(monkeypatch):
+    """Per token of a generation the same shapes come again: the second call's launch is the first's plan, except
+    that NumPy lengths are still checked for negative entries."""
+    q, = random_arrays(0, "float16", (1, 2, 1, 64))
+    k, v = random_arrays(1, "float16", (1, 1, 128, 64), (1, 1, 128, 64))
+    o = np.zeros_like(q)
+    checked = []
+    original = varlen._checked_problem
+    monkeypatch.setattr(varlen, "_checked_problem", lambda *a: checked.append(1) or original(*a))
+    for held in (100, 90):
+        varlen.attention_decode(q, k, v, o, np.array([held], np.int32))
+    assert len(checked) == 1 and len(varlen._DECODE_PLANS) == 1
+    with pytest.raises(ArgumentError, match="negative"):
+        varlen.attention_decode(q, k, v, o, np.array([-3], np.int32))
 
 
 def test_decode_with_heads_that_cannot_be_grouped_matches_numpy(backend):

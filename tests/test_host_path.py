@@ -293,3 +293,21 @@ def test_a_cached_call_on_torch_tensors_hands_what_it_does_not_inline_to_the_bin
     with pytest.raises(nvdsl.ArgumentError) as refused:
         axpy(x.cpu(), y, 1.0)
     assert refused.value.code == "bad-device"
+
+
+def test_the_sm_count_is_asked_of_the_device_once_per_device(monkeypatch):
+    """A library call that sizes its grid by the SM count (a decode step's split) asks per call: the device is
+    queried once per options and NVDSL_DEVICE, not per call."""
+    import nvdsl.jit as jit
+    import nvdsl.runtime.device as device
+    asked = []
+
+    def get_device(ordinal=0):
+        asked.append(ordinal)
+        return types.SimpleNamespace(info=types.SimpleNamespace(multiprocessors=100 + ordinal))
+    monkeypatch.setattr(device, "get_device", get_device)
+    monkeypatch.setattr(jit, "_SM_COUNTS", {})
+    monkeypatch.delenv("NVDSL_DEVICE", raising=False)
+    assert [jit.sm_count() for _ in range(3)] == [100] * 3 and asked == [0]
+    monkeypatch.setenv("NVDSL_DEVICE", "1")
+    assert [jit.sm_count() for _ in range(2)] == [101] * 2 and asked == [0, 1]

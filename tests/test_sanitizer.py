@@ -99,6 +99,15 @@ PROGRAMS = {
         "got = (O, dk[70:250, 0], dv[70:250, 0]); "
         "errs = [np.abs(g.astype(np.float64) - r).max() for g, r in zip(got, refs)]; "
         "assert max(errs) < 2e-2 and not o[250:].any() and not dk[250:].any(), errs; print('PASS')"),
+    # a decode step split along the cache (four chunks of 512 keys on 132 SMs), its chunks combined; grouped heads
+    "kernels.attention-decode": (
+        "import numpy as np; from nvdsl.kernels.attention_varlen import attention_decode; "
+        "rng = np.random.default_rng(0); f = lambda *s: rng.standard_normal(s).astype(np.float16); "
+        "q, k, v = f(1, 4, 1, 64), f(1, 1, 2048, 64), f(1, 1, 2048, 64); o = np.zeros_like(q); "
+        "attention_decode(q, k, v, o, np.array([1500], np.int32)); "
+        "s = q[0, :, 0].astype(np.float64) @ k[0, 0, :1500].astype(np.float64).T / 8; "
+        "p = np.exp(s - s.max(-1, keepdims=True)); ref = p / p.sum(-1, keepdims=True) @ v[0, 0, :1500]; "
+        "e = np.abs(o[0, :, 0] - ref).max(); assert e < 4e-3, e; print('PASS')"),
 }
 
 
@@ -110,7 +119,7 @@ def environment(tmp_path, backend):
 @pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm",
                                      "kernels.attention", "kernels.gemm-odd", "kernels.rowwise",
                                      "kernels.attention-backward", "kernels.attention-variants",
-                                     "kernels.attention-varlen"])
+                                     "kernels.attention-varlen", "kernels.attention-decode"])
 def test_the_sanitized_programs_run_and_pass(program, tmp_path):
     """The programs the sanitizer runs (here in the interpreter, so this runs anywhere)."""
     run = subprocess.run([sys.executable, "-c", PROGRAMS[program]], cwd=ROOT, env=environment(tmp_path, "interpret"),

@@ -28,14 +28,18 @@ nothing is read out of bounds, and a row that belongs to no sequence sees no key
 
 from __future__ import annotations
 
+import functools
+import math
+
 import numpy as np
 
 from .. import dtypes as dt
 from .. import jit
-from ..arguments import HOST, describe
+from ..arguments import HOST, describe, signature_key
 from ..errors import ArgumentError, user_location
 from ..signature import ARRAY
-from .attention import MASK_BLOCK, _checked_problem, attention, attention_backward
+from .attention import (MASK_BLOCK, Variant, _checked_problem, _forward, _kernel, attention, attention_backward,
+                        task_mapping)
 from .scratch import scratch_like
 
 THREADS = 128
@@ -139,29 +143,151 @@ def _packed_intervals(first, end, cu_seqlens_q, cu_seqlens_k, *, seq_k: int, cau
     intervals()
 
 
+def _cached_end(cache_seqlens, b, position, *, seq_k: int, causal: bool, new_tokens: int):
+    """The end of the keys new query ``position`` (of ``new_tokens``) of sequence ``b`` sees in its cache (traced in
+    a kernel)."""
+    from ..frontend.values import constant, maximum, minimum
+    zero = constant(0, dt.int32)
+    held = minimum(maximum(cache_seqlens[b], zero), constant(seq_k, dt.int32))
+    if not causal:
+        return held
+    return maximum(minimum(held, held - new_tokens + position.to(dt.int32) + 1), zero)   # token held - new + i
+
+
 @jit.mlir_func
 def _cache_intervals(first, end, cache_seqlens, *, seq_k: int, causal: bool, new_tokens: int):
     """``first[b, r] = 0`` and ``end[b, r]``: the cached keys row ``r`` of sequence ``b`` sees (see the module),
     the rows being the ``new_tokens`` queries of each head of a group, one head after another."""
     from ..frontend.control import when
     from ..frontend.launch import gpu_launch
-    from ..frontend.values import constant, maximum, minimum
+    from ..frontend.values import constant
     batch, rows = first.shape
 
     @gpu_launch(**_launch_threads(batch * rows))
     def intervals(ctx):
         e = ctx.block_id.x * THREADS + ctx.thread_id.x
-        i, b = e % rows, e // rows
+        r, b = e % rows, e // rows
         with when(e < batch * rows):
-            zero = constant(0, dt.int32)
-            held = minimum(maximum(cache_seqlens[b], zero), constant(seq_k, dt.int32))
-            hi = held
-            if causal:                               # query i is token held - new_tokens + i
-                position = (i % new_tokens).to(dt.int32)
-                hi = maximum(minimum(held, held - new_tokens + position + 1), zero)
-            first[b, i] = zero
-            end[b, i] = hi
+            first[b, r] = constant(0, dt.int32)
+            end[b, r] = _cached_end(cache_seqlens, b, r % new_tokens, seq_k=seq_k, causal=causal,
+                                    new_tokens=new_tokens)
     intervals()
+
+
+# -- a decode step split along the cache ------------------------------------------------------------------------
+#
+# With fewer (sequence, key/value head) blocks than SMs, the cache is cut into chunks, each its own block of 64
+# query rows (the group's rows, copied, then rows that see nothing) with the keys of its chunk as intervals; each
+# writes its float32 output and log-sum-exp, and a second kernel combines the chunks' rows (FlashDecoding).
+
+SPLIT_ROWS = 64                 # a block of query rows: one consumer (attention.task_mapping's for <= 64 queries)
+SPLIT_MIN_KEYS = 512            # the fewest keys a chunk walks
+
+
+def decode_splits(batch: int, kv_heads: int, rows: int, seq_k: int, sm_count: int) -> tuple[int, int]:
+    """(chunks, keys per chunk) a decode step's cache is cut into: enough blocks for every SM, no chunk shorter
+    than :data:`SPLIT_MIN_KEYS` keys, chunks a whole number of 128-key blocks; (1, seq_k) where no split helps
+    (blocks enough already, or more than :data:`SPLIT_ROWS` rows of queries per group)."""
+    wanted = min(-(-sm_count // (batch * kv_heads)), -(-seq_k // SPLIT_MIN_KEYS))
+    if rows > SPLIT_ROWS or wanted < 2:
+        return 1, seq_k
+    chunk = -(-seq_k // wanted // 128) * 128
+    return -(-seq_k // chunk), chunk
+
+
+@jit.mlir_func
+def _split_queries(q_split, first, end, q, cache_seqlens, *, seq_k: int, causal: bool, chunk: int):
+    """``q_split[b, hk, s * 64 + r] = q[b, hk * G + r // Lq, r % Lq]`` for the group's ``G * Lq`` rows ``r`` (0 past
+    them), and the rows' intervals: the keys of chunk ``s`` the row sees (none past the group's rows)."""
+    from ..frontend.control import when
+    from ..frontend.launch import gpu_launch
+    from ..frontend.values import constant, maximum, minimum, select
+    batch, kv_heads, split_rows, d = q_split.shape
+    heads, new_tokens = q.shape[1], q.shape[2]
+    group_rows = heads // kv_heads * new_tokens
+    count = batch * kv_heads * split_rows * d
+
+    @gpu_launch(**_launch_threads(count))
+    def copy(ctx):
+        e = ctx.block_id.x * THREADS + ctx.thread_id.x
+        c, e2 = e % d, e // d
+        row, e3 = e2 % split_rows, e2 // split_rows
+        hk, b = e3 % kv_heads, e3 // kv_heads
+        s, r = row // SPLIT_ROWS, row % SPLIT_ROWS
+        inside = r < group_rows
+        at = minimum(r, group_rows - 1)
+        with when(e < count):
+            value = q[b, hk * (heads // kv_heads) + at // new_tokens, at % new_tokens, c]
+            q_split[b, hk, row, c] = select(inside, value, constant(0.0, q_split.dtype))
+            with when((hk == 0) & (c == 0)):
+                lo = (s * chunk).to(dt.int32)
+                hi = minimum(_cached_end(cache_seqlens, b, at % new_tokens, seq_k=seq_k, causal=causal,
+                                         new_tokens=new_tokens), lo + chunk)
+                zero = constant(0, dt.int32)
+                first[b, row] = select(inside, lo, zero)
+                end[b, row] = select(inside, maximum(hi, lo), zero)
+    copy()
+
+
+@jit.mlir_func
+def _combine_splits(o, lse, o_split, lse_split, *, splits: int):
+    """``o[b, h, i] = sum_s exp(lse_s - lse) o_s`` over the chunks' rows of query ``i`` of head ``h``, and ``lse =
+    log(sum_s exp(lse_s))``: a row that saw no key gets 0 and -inf."""
+    from ..frontend.control import when
+    from ..frontend.launch import gpu_launch
+    from ..frontend.math import exp, log
+    from ..frontend.values import constant, maximum, select
+    batch, heads, new_tokens, d = o.shape
+    group = heads // o_split.shape[1]
+    count = batch * heads * new_tokens * d
+
+    @gpu_launch(**_launch_threads(count))
+    def combine(ctx):
+        e = ctx.block_id.x * THREADS + ctx.thread_id.x
+        c, e2 = e % d, e // d
+        i, e3 = e2 % new_tokens, e2 // new_tokens
+        h, b = e3 % heads, e3 // heads
+        hk, r = h // group, (h % group) * new_tokens + i
+        with when(e < count):
+            parts = [lse_split[b, hk, s * SPLIT_ROWS + r] for s in range(splits)]
+            top = parts[0]
+            for part in parts[1:]:
+                top = maximum(top, part)
+            seen = top > constant(-math.inf, dt.float32)
+            base = select(seen, top, constant(0.0, dt.float32))
+            weights = [exp(part - base) for part in parts]
+            total = weights[0]
+            acc = weights[0] * o_split[b, hk, r, c]
+            for s in range(1, splits):
+                total = total + weights[s]
+                acc = acc + weights[s] * o_split[b, hk, s * SPLIT_ROWS + r, c]
+            o[b, h, i, c] = select(seen, acc / select(seen, total, constant(1.0, dt.float32)),
+                                   constant(0.0, dt.float32)).to(o.dtype)
+            with when(c == 0):
+                lse[b, h, i] = select(seen, base + log(total), constant(-math.inf, dt.float32))
+    combine()
+
+
+def _split_decode(q, k_cache, v_cache, o, lse, cache_seqlens, *, causal: bool, scale: float, splits: int,
+                  chunk: int) -> None:
+    """A decode step split along the cache into ``splits`` chunks of ``chunk`` keys (see above)."""
+    batch, heads, new_tokens, d = q.shape
+    kv_heads, seq_k = k_cache.shape[1], k_cache.shape[2]
+    rows = splits * SPLIT_ROWS
+    dtype = str(q.dtype).split(".")[-1]               # "float16", "bfloat16" (torch's "torch.bfloat16")
+    q_split = scratch_like(q, (batch, kv_heads, rows, d), f"attention_decode.q_{dtype}", dtype)
+    first = scratch_like(q, (batch, rows), "attention_decode.first", "int32")
+    end = scratch_like(q, (batch, rows), "attention_decode.end", "int32")
+    o_split = scratch_like(q, (batch, kv_heads, rows, d), "attention_decode.o", "float32")
+    lse_split = scratch_like(q, (batch, kv_heads, rows), "attention_decode.lse", "float32")
+    _split_queries(q_split, first, end, q, cache_seqlens, seq_k=seq_k, causal=causal, chunk=chunk)
+    mapping = task_mapping(d, False, SPLIT_ROWS)
+    kernel = _kernel(False, scale, True, mapping, Variant(None, key_interval, 2))
+    _forward(kernel, key_interval, False, mapping.tile_values(), q_split, k_cache, v_cache, o_split, lse_split,
+             (first, end))
+    if lse is None:
+        lse = scratch_like(q, (batch, heads, new_tokens), "attention_decode.combined_lse", "float32")
+    _combine_splits(o, lse, o_split, lse_split, splits=splits)
 
 
 def _rows_of_groups(x, kv_heads: int):
@@ -313,15 +439,25 @@ def attention_decode(q, k_cache, v_cache, o, cache_seqlens, lse=None, *, causal:
 
     Under grouped-query attention the G query heads of a key/value head run as one block of G * Lq rows against
     its cache (a view, where q's, o's and lse's rows of a group are evenly spaced, as in any contiguous layout or
-    for Lq = 1), so that each cache is read once per group. One block per (sequence, key/value head) walks the
-    whole cache: with few sequences most SMs idle (the cache is not split across blocks yet). Compiled once per shape, dtype, ``causal`` and
+    for Lq = 1), so that each cache is read once per group. Where B * Hkv blocks would leave SMs idle, the cache is
+    cut into chunks of at least 512 keys, a block each, combined by a second kernel (:func:`decode_splits`; float32
+    scratch beside ``q``). Compiled once per shape, dtype, ``causal`` and
     ``scale``: new lengths need no new compile.
     """
+    plan = None
+    if isinstance(causal, bool) and (scale is None or type(scale) in (int, float)):
+        # The checks below are per signature; a call like an earlier one skips them (the kernels' own calls still
+        # check each array's layout and device), all but the NumPy lengths' values.
+        plan = (tuple(signature_key(x) for x in (q, k_cache, v_cache, o, lse, cache_seqlens)), causal, scale)
+        launch = _DECODE_PLANS.get(plan)
+        if launch is not None and not (isinstance(cache_seqlens, np.ndarray) and (cache_seqlens < 0).any()):
+            launch(q, k_cache, v_cache, o, lse, cache_seqlens)
+            return
     loc = user_location()
     arrays = {"q": q, "k": k_cache, "v": v_cache, "o": o, "lse": lse}
     specs = {name: _array(x, name, loc, "attention_decode")[0] for name, x in arrays.items() if x is not None}
-    (batch, heads, new_tokens, _), kv_heads, seq_k, _ = _checked_problem(specs, False, scale, loc,
-                                                                         "attention_decode (k, v: the caches)")
+    (batch, heads, new_tokens, _), kv_heads, seq_k, scale = _checked_problem(specs, False, scale, loc,
+                                                                             "attention_decode (k, v: the caches)")
     where = _checked_lengths(cache_seqlens, "cache_seqlens", batch, loc, "attention_decode")
     if where == HOST and np.any(np.asarray(cache_seqlens) < 0):
         raise ArgumentError(f"attention_decode: cache_seqlens has negative entries: {np.asarray(cache_seqlens)}",
@@ -330,6 +466,25 @@ def attention_decode(q, k_cache, v_cache, o, cache_seqlens, lse=None, *, causal:
     if not isinstance(causal, bool):
         raise ArgumentError(f"attention_decode: causal={causal!r} must be True or False", code="bad-argument",
                             loc=loc)
+    if scratch_like(q, (1,), "attention_decode.probe", "int32") is None:
+        raise ArgumentError(f"attention_decode: cannot allocate scratch beside q of type {type(q).__name__}",
+                            code="bad-argument", hint="pass NumPy arrays, torch tensors or CuPy arrays", loc=loc)
+    splits, chunk = decode_splits(batch, kv_heads, heads // kv_heads * new_tokens, seq_k, jit.sm_count())
+    launch = functools.partial(_split_decode if splits > 1 else _decode, causal=causal, scale=scale, splits=splits,
+                               chunk=chunk)
+    if plan is not None:
+        _DECODE_PLANS[plan] = launch
+    launch(q, k_cache, v_cache, o, lse, cache_seqlens)
+
+
+_DECODE_PLANS: dict = {}        # call signature -> the launch its checks chose
+
+
+def _decode(q, k_cache, v_cache, o, lse, cache_seqlens, *, causal: bool, scale: float, splits: int,
+            chunk: int) -> None:
+    """A decode step with a block per (sequence, key/value head) walking the whole cache."""
+    batch, heads, new_tokens = q.shape[:3]
+    kv_heads, seq_k = k_cache.shape[1], k_cache.shape[2]
     # The query heads sharing a key/value head are one block of rows against it: its keys and values are read
     # once for the group, and the group's rows fill a tile that one head's few new tokens would leave empty.
     # (A block per query head instead, for more blocks where B * Hkv is below the SM count, measured no better
@@ -341,8 +496,5 @@ def attention_decode(q, k_cache, v_cache, o, cache_seqlens, lse=None, *, causal:
     rows = q.shape[2]
     first = scratch_like(q, (batch, rows), "attention_decode.first", "int32")
     end = scratch_like(q, (batch, rows), "attention_decode.end", "int32")
-    if first is None:
-        raise ArgumentError(f"attention_decode: cannot allocate scratch beside q of type {type(q).__name__}",
-                            code="bad-argument", hint="pass NumPy arrays, torch tensors or CuPy arrays", loc=loc)
     _cache_intervals(first, end, cache_seqlens, seq_k=seq_k, causal=causal, new_tokens=new_tokens)
     attention(q, k_cache, v_cache, o, lse, scale=scale, mask_mod=key_interval, mod_args=(first, end))
