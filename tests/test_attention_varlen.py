@@ -96,14 +96,16 @@ def library_reference(q, k, v, keep):
 
 
 @pytest.mark.parametrize("causal", [True, False])
-@pytest.mark.parametrize("sms", [1, 100])
-def test_decode_against_a_cache_matches_numpy(causal, sms, backend, monkeypatch):
+@pytest.mark.parametrize("sms, d", [(1, 128), (100, 128), (100, 256)])
+def test_decode_against_a_cache_matches_numpy(causal, sms, d, backend, monkeypatch):
     """Three new tokens per sequence against caches holding 0 (none seen), 2 (fewer than the new tokens), 770, 1100
     (all of Lmax) and 5000 (more than Lmax: taken as Lmax) tokens; grouped heads (a block of rows per group). With
-    one SM, the cache is walked whole; with 100, it is cut into chunks combined after (split along the cache)."""
+    one SM, the cache is one chunk; with 100, three, combined after (split along the cache); at D = 256, attention
+    over the whole cache with the group's rows as a view."""
     monkeypatch.setattr(varlen.jit, "sm_count", lambda: sms)
-    b, h, hkv, rows, capacity, d = 5, 4, 2, 3, 1100, 128
+    b, h, hkv, rows, capacity = 5, 4, 2, 3, 1100
     assert varlen.decode_splits(b, hkv, h // hkv * rows, capacity, sms) == ((1, 1100) if sms == 1 else (3, 384))
+    assert varlen.in_chunks(h // hkv * rows, d) == (d == 128)
     q, = random_arrays(0, "float16", (b, h, rows, d))
     k, v = random_arrays(1, "float16", (b, hkv, capacity, d), (b, hkv, capacity, d))
     held = np.array([0, 2, 770, 1100, 5000], np.int32)
@@ -145,13 +147,17 @@ def test_a_decode_call_like_an_earlier_one_skips_its_checks(monkeypatch):
 
 
 def test_decode_with_heads_that_cannot_be_grouped_matches_numpy(backend):
-    b, h, hkv, rows, capacity, d = 2, 4, 2, 3, 100, 64
+    """40 new tokens of 2 heads a group: more rows than a block; in a layout whose rows of a group are not evenly
+    spaced, a block per query head."""
+    b, h, hkv, rows, capacity, d = 2, 4, 2, 40, 100, 64
+    assert not varlen.in_chunks(h // hkv * rows, d)
     x, = random_arrays(0, "float16", (b, rows, h, d))
     q = x.transpose(0, 2, 1, 3)
     k, v = random_arrays(1, "float16", (b, hkv, capacity, d), (b, hkv, capacity, d))
     held = np.array([60, 100], np.int32)
     o, lse = np.zeros_like(q), np.zeros((b, h, rows), np.float32)
     varlen.attention_decode(q, k, v, o, held, lse)
+    assert library._kernel.cache_info().currsize == 1
     i, j = np.arange(rows)[:, None], np.arange(capacity)[None]
     n = held[:, None, None, None]
     check_forward(o, lse, q, k, v, None, (j < n) & (j <= n - rows + i), "float16")

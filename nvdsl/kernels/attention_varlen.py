@@ -38,7 +38,7 @@ from .. import jit
 from ..arguments import HOST, describe, signature_key
 from ..errors import ArgumentError, user_location
 from ..signature import ARRAY
-from .attention import (MASK_BLOCK, Variant, _checked_problem, _forward, _kernel, attention, attention_backward,
+from .attention import (MASK_BLOCK, Variant, _checked_problem, _kernel, attention, attention_backward,
                         task_mapping)
 from .scratch import scratch_like
 
@@ -176,12 +176,20 @@ def _cache_intervals(first, end, cache_seqlens, *, seq_k: int, causal: bool, new
 
 # -- a decode step split along the cache ------------------------------------------------------------------------
 #
-# With fewer (sequence, key/value head) blocks than SMs, the cache is cut into chunks, each its own block of 64
-# query rows (the group's rows, copied, then rows that see nothing) with the keys of its chunk as intervals; each
-# writes its float32 output and log-sum-exp, and a second kernel combines the chunks' rows (FlashDecoding).
+# The G * Lq query rows of the heads sharing a key/value head are copied into a block of 64 rows (the rest see
+# nothing) per chunk of the cache; with fewer (sequence, key/value head) blocks than SMs, the cache is cut into
+# several chunks. Each block attends to its chunk's keys (its rows' intervals and its range of key blocks written
+# by the copy), writing float32 outputs and log-sum-exps that a second kernel combines (FlashDecoding): three
+# launches a step.
 
 SPLIT_ROWS = 64                 # a block of query rows: one consumer (attention.task_mapping's for <= 64 queries)
 SPLIT_MIN_KEYS = 512            # the fewest keys a chunk walks
+
+
+def in_chunks(rows: int, d: int) -> bool:
+    """Whether a decode step of ``rows`` query rows per key/value head (G * Lq) runs in chunks of the cache, each a
+    block of :data:`SPLIT_ROWS` rows: where the rows fit one block, at head_dim 64 or 128 (one consumer)."""
+    return rows <= SPLIT_ROWS and d <= 128
 
 
 def decode_splits(batch: int, kv_heads: int, rows: int, seq_k: int, sm_count: int) -> tuple[int, int]:
@@ -191,21 +199,34 @@ def decode_splits(batch: int, kv_heads: int, rows: int, seq_k: int, sm_count: in
     wanted = min(-(-sm_count // (batch * kv_heads)), -(-seq_k // SPLIT_MIN_KEYS))
     if rows > SPLIT_ROWS or wanted < 2:
         return 1, seq_k
-    chunk = -(-seq_k // wanted // 128) * 128
+    chunk = -(-seq_k // wanted // KEY_BLOCK) * KEY_BLOCK
     return -(-seq_k // chunk), chunk
 
 
+KEY_BLOCK = 128                 # keys per step of attention.task_mapping's at head_dim <= 128
+
+
 @jit.mlir_func
-def _split_queries(q_split, first, end, q, cache_seqlens, *, seq_k: int, causal: bool, chunk: int):
+def _split_queries(q_split, first, end, ranges, q, cache_seqlens, *, seq_k: int, causal: bool, chunk: int):
     """``q_split[b, hk, s * 64 + r] = q[b, hk * G + r // Lq, r % Lq]`` for the group's ``G * Lq`` rows ``r`` (0 past
-    them), and the rows' intervals: the keys of chunk ``s`` the row sees (none past the group's rows)."""
-    from ..frontend.control import when
+    them); the rows' intervals: the keys of chunk ``s`` each sees (none past the group's rows); and the key blocks
+    each block of rows visits (``ranges[b, hk, s]``, as :func:`nvdsl.kernels.attention.block_ranges` gives them:
+    from the chunk's first to the block holding the last key a row sees; no block is full, the rows past the
+    group's seeing nothing)."""
+    from ..frontend.control import fori, when
     from ..frontend.launch import gpu_launch
     from ..frontend.values import constant, maximum, minimum, select
     batch, kv_heads, split_rows, d = q_split.shape
     heads, new_tokens = q.shape[1], q.shape[2]
     group_rows = heads // kv_heads * new_tokens
     count = batch * kv_heads * split_rows * d
+
+    def chunk_end(b, s, r):
+        """The end of the keys of chunk ``s`` row ``r`` sees (at least the chunk's first: none)."""
+        lo = (s * chunk).to(dt.int32)
+        hi = minimum(_cached_end(cache_seqlens, b, r % new_tokens, seq_k=seq_k, causal=causal, new_tokens=new_tokens),
+                     lo + chunk)
+        return lo, maximum(hi, lo)
 
     @gpu_launch(**_launch_threads(count))
     def copy(ctx):
@@ -219,13 +240,22 @@ def _split_queries(q_split, first, end, q, cache_seqlens, *, seq_k: int, causal:
         with when(e < count):
             value = q[b, hk * (heads // kv_heads) + at // new_tokens, at % new_tokens, c]
             q_split[b, hk, row, c] = select(inside, value, constant(0.0, q_split.dtype))
+            zero = constant(0, dt.int32)
             with when((hk == 0) & (c == 0)):
-                lo = (s * chunk).to(dt.int32)
-                hi = minimum(_cached_end(cache_seqlens, b, at % new_tokens, seq_k=seq_k, causal=causal,
-                                         new_tokens=new_tokens), lo + chunk)
-                zero = constant(0, dt.int32)
+                lo, hi = chunk_end(b, s, at)
                 first[b, row] = select(inside, lo, zero)
-                end[b, row] = select(inside, maximum(hi, lo), zero)
+                end[b, row] = select(inside, hi, zero)
+            with when((r == 0) & (c == 0)):
+                lo = (s * chunk).to(dt.int32)
+
+                @fori(0, group_rows, carry=lo)
+                def last(a, carried):
+                    return maximum(carried, chunk_end(b, s, a)[1])
+                seen = last > lo
+                ranges[b, hk, s, 0] = select(seen, lo // KEY_BLOCK, zero)
+                ranges[b, hk, s, 1] = select(seen, (last + KEY_BLOCK - 1) // KEY_BLOCK, zero)
+                ranges[b, hk, s, 2] = zero
+                ranges[b, hk, s, 3] = zero
     copy()
 
 
@@ -278,13 +308,14 @@ def _split_decode(q, k_cache, v_cache, o, lse, cache_seqlens, *, causal: bool, s
     q_split = scratch_like(q, (batch, kv_heads, rows, d), f"attention_decode.q_{dtype}", dtype)
     first = scratch_like(q, (batch, rows), "attention_decode.first", "int32")
     end = scratch_like(q, (batch, rows), "attention_decode.end", "int32")
+    ranges = scratch_like(q, (batch, kv_heads, splits, 4), "attention_decode.ranges", "int32")
     o_split = scratch_like(q, (batch, kv_heads, rows, d), "attention_decode.o", "float32")
     lse_split = scratch_like(q, (batch, kv_heads, rows), "attention_decode.lse", "float32")
-    _split_queries(q_split, first, end, q, cache_seqlens, seq_k=seq_k, causal=causal, chunk=chunk)
+    _split_queries(q_split, first, end, ranges, q, cache_seqlens, seq_k=seq_k, causal=causal, chunk=chunk)
     mapping = task_mapping(d, False, SPLIT_ROWS)
-    kernel = _kernel(False, scale, True, mapping, Variant(None, key_interval, 2))
-    _forward(kernel, key_interval, False, mapping.tile_values(), q_split, k_cache, v_cache, o_split, lse_split,
-             (first, end))
+    assert mapping.tile_values() == {"BM": SPLIT_ROWS, "BN": KEY_BLOCK}, mapping     # what the ranges count in
+    _kernel(False, scale, True, mapping, Variant(None, key_interval, 2))(o_split, lse_split, q_split, k_cache, v_cache,
+                                                                        ranges, first, end)
     if lse is None:
         lse = scratch_like(q, (batch, heads, new_tokens), "attention_decode.combined_lse", "float32")
     _combine_splits(o, lse, o_split, lse_split, splits=splits)
@@ -437,12 +468,13 @@ def attention_decode(q, k_cache, v_cache, o, cache_seqlens, lse=None, *, causal:
         causal: query ``i`` is token ``cache_seqlens[b] - Lq + i`` and sees the keys up to it (default); with
             ``causal=False``, every cached key of its sequence. ``scale`` defaults to ``D ** -0.5``.
 
-    Under grouped-query attention the G query heads of a key/value head run as one block of G * Lq rows against
-    its cache (a view, where q's, o's and lse's rows of a group are evenly spaced, as in any contiguous layout or
-    for Lq = 1), so that each cache is read once per group. Where B * Hkv blocks would leave SMs idle, the cache is
-    cut into chunks of at least 512 keys, a block each, combined by a second kernel (:func:`decode_splits`; float32
-    scratch beside ``q``). Compiled once per shape, dtype, ``causal`` and
-    ``scale``: new lengths need no new compile.
+    The G query heads of a key/value head run as one block of G * Lq rows against its cache, so that each cache
+    is read once per group. Where those rows fit one block of 64 (and D <= 128), they are copied into it, once per
+    chunk of the cache: where B * Hkv blocks would leave SMs idle, the cache is cut into chunks of at least 512
+    keys, a block each, combined by a second kernel (:func:`decode_splits`; float32 scratch beside ``q``). More
+    rows run as attention over the whole cache (the group's rows a view where they are evenly spaced, as in any
+    contiguous layout; else a block per query head). Compiled once per shape, dtype, ``causal`` and ``scale``: new
+    lengths need no new compile.
     """
     plan = None
     if isinstance(causal, bool) and (scale is None or type(scale) in (int, float)):
@@ -456,7 +488,7 @@ def attention_decode(q, k_cache, v_cache, o, cache_seqlens, lse=None, *, causal:
     loc = user_location()
     arrays = {"q": q, "k": k_cache, "v": v_cache, "o": o, "lse": lse}
     specs = {name: _array(x, name, loc, "attention_decode")[0] for name, x in arrays.items() if x is not None}
-    (batch, heads, new_tokens, _), kv_heads, seq_k, scale = _checked_problem(specs, False, scale, loc,
+    (batch, heads, new_tokens, d), kv_heads, seq_k, scale = _checked_problem(specs, False, scale, loc,
                                                                              "attention_decode (k, v: the caches)")
     where = _checked_lengths(cache_seqlens, "cache_seqlens", batch, loc, "attention_decode")
     if where == HOST and np.any(np.asarray(cache_seqlens) < 0):
@@ -469,9 +501,10 @@ def attention_decode(q, k_cache, v_cache, o, cache_seqlens, lse=None, *, causal:
     if scratch_like(q, (1,), "attention_decode.probe", "int32") is None:
         raise ArgumentError(f"attention_decode: cannot allocate scratch beside q of type {type(q).__name__}",
                             code="bad-argument", hint="pass NumPy arrays, torch tensors or CuPy arrays", loc=loc)
-    splits, chunk = decode_splits(batch, kv_heads, heads // kv_heads * new_tokens, seq_k, jit.sm_count())
-    launch = functools.partial(_split_decode if splits > 1 else _decode, causal=causal, scale=scale, splits=splits,
-                               chunk=chunk)
+    rows = heads // kv_heads * new_tokens
+    splits, chunk = decode_splits(batch, kv_heads, rows, seq_k, jit.sm_count())
+    launch = functools.partial(_split_decode if in_chunks(rows, d) else _decode, causal=causal, scale=scale,
+                               splits=splits, chunk=chunk)
     if plan is not None:
         _DECODE_PLANS[plan] = launch
     launch(q, k_cache, v_cache, o, lse, cache_seqlens)
@@ -482,7 +515,7 @@ _DECODE_PLANS: dict = {}        # call signature -> the launch its checks chose
 
 def _decode(q, k_cache, v_cache, o, lse, cache_seqlens, *, causal: bool, scale: float, splits: int,
             chunk: int) -> None:
-    """A decode step with a block per (sequence, key/value head) walking the whole cache."""
+    """A decode step whose rows do not fit one block (:func:`in_chunks`): attention over the whole cache."""
     batch, heads, new_tokens = q.shape[:3]
     kv_heads, seq_k = k_cache.shape[1], k_cache.shape[2]
     # The query heads sharing a key/value head are one block of rows against it: its keys and values are read
