@@ -20,6 +20,7 @@ def fresh_kernels():
     library._CHECKED.clear()
     library._built.cache_clear()
     varlen._DECODE_PLANS.clear()
+    varlen._chunk_kernel.cache_clear()
 
 
 def offsets(lengths):

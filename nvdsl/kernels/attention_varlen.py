@@ -312,13 +312,19 @@ def _split_decode(q, k_cache, v_cache, o, lse, cache_seqlens, *, causal: bool, s
     o_split = scratch_like(q, (batch, kv_heads, rows, d), "attention_decode.o", "float32")
     lse_split = scratch_like(q, (batch, kv_heads, rows), "attention_decode.lse", "float32")
     _split_queries(q_split, first, end, ranges, q, cache_seqlens, seq_k=seq_k, causal=causal, chunk=chunk)
-    mapping = task_mapping(d, False, SPLIT_ROWS)
-    assert mapping.tile_values() == {"BM": SPLIT_ROWS, "BN": KEY_BLOCK}, mapping     # what the ranges count in
-    _kernel(False, scale, True, mapping, Variant(None, key_interval, 2))(o_split, lse_split, q_split, k_cache, v_cache,
-                                                                        ranges, first, end)
+    _chunk_kernel(d, scale)(o_split, lse_split, q_split, k_cache, v_cache, ranges, first, end)
     if lse is None:
         lse = scratch_like(q, (batch, heads, new_tokens), "attention_decode.combined_lse", "float32")
     _combine_splits(o, lse, o_split, lse_split, splits=splits)
+
+
+@functools.lru_cache(maxsize=None)
+def _chunk_kernel(d: int, scale: float):
+    """The attention kernel of a decode step's blocks of :data:`SPLIT_ROWS` rows (a call builds neither its mapping
+    nor its variant again: a tenth of a step's host time)."""
+    mapping = task_mapping(d, False, SPLIT_ROWS)
+    assert mapping.tile_values() == {"BM": SPLIT_ROWS, "BN": KEY_BLOCK}, mapping     # what the ranges count in
+    return _kernel(False, scale, True, mapping, Variant(None, key_interval, 2))
 
 
 def _rows_of_groups(x, kv_heads: int):
