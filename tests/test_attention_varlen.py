@@ -73,6 +73,57 @@ def test_varlen_forward_and_backward_match_numpy(causal, h, hkv, d, dtype, backe
         assert_within(heads_first(computed), value, bound, name)
 
 
+def window(b, h, q_idx, kv_idx):
+    return q_idx - kv_idx < WINDOW
+
+
+WINDOW = 40
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_varlen_with_a_soft_cap_and_a_sliding_window_matches_numpy(causal, backend):
+    """The mods see positions in the packed arrays: with the same offsets for queries and keys, a window of 40
+    keys back from each query holds within each sequence; the soft cap's derivative is derived as for attention."""
+    from test_attention_variants import CAP, softcap
+    cu = offsets([70, 0, 130, 33, 64])
+    tokens = int(cu[-1]) + PADDING
+    q, k, v = packed_problem(tokens, tokens, 2, 1, 64, "float16")
+    o, lse = np.zeros_like(q), np.zeros((2, tokens), np.float32)
+    mods = {"score_mod": softcap, "mask_mod": window}
+    varlen.attention_varlen(q, k, v, o, cu, cu, lse, causal=causal, **mods)
+    i, j = np.indices((tokens, tokens))
+    keep = packed_keep(cu, cu, tokens, tokens, causal) & (i - j < WINDOW)
+    q4, k4, v4, o4 = map(heads_first, (q, k, v, o))
+    capped = lambda s: (CAP * np.tanh(s / CAP), 1 - np.tanh(s / CAP) ** 2)     # noqa: E731
+    check_forward(o4, lse[None], q4, k4, v4, capped, keep, "float16")
+    do, = random_arrays(7, "float16", q.shape)
+    dq, dk, dv = np.zeros_like(q), np.full_like(k, 3), np.full_like(v, 3)
+    varlen.attention_varlen_backward(q, k, v, o, lse, do, dq, dk, dv, cu, cu, causal=causal, **mods)
+    expected = backward_reference(q4, k4, v4, o4, heads_first(do), False, 64 ** -0.5, score_mod=capped, keep=keep)
+    for name, computed, (value, bound) in zip(("dq", "dk", "dv"), (dq, dk, dv), expected):
+        assert_within(heads_first(computed), value, bound, name)
+
+
+def wide_window(b, h, q_idx, kv_idx):
+    return q_idx - kv_idx < 200
+
+
+def test_a_mask_with_the_intervals_has_both_tables(backend):
+    """The blocks a packed mask_mod leaves: missing where either leaves a pair out (exactly those of the mask and
+    intervals evaluated pair by pair), kept where both keep some pair (at least the exact ones)."""
+    cu = offsets([70, 0, 300, 33])
+    tokens = int(cu[-1]) + 40
+    q = np.zeros((1, 2, tokens, 64), np.float16)
+    first, end = (np.zeros((1, tokens), np.int32) for _ in range(2))
+    varlen._packed_intervals(first, end, cu, cu, seq_k=tokens, causal=True)
+    both = varlen._within_sequences(wide_window)
+    exact = [np.zeros((1, 1, -(-tokens // 64), -(-tokens // 64)), np.int32) for _ in range(2)]
+    library._kept_blocks(both, False, tokens, tokens, 0, 0)(*exact, first, end)
+    kept, missing = library.kept_blocks(q, both, False, tokens, (first, end))
+    np.testing.assert_array_equal(missing, exact[1])
+    assert np.all(kept >= exact[0]) and exact[0].any() and not missing.all()
+
+
 def test_packed_qkv_slices_and_new_lengths_reuse_the_kernels(backend):
     """q, k, v as the three slices of one packed (T, 3, H, D) projection, o a (T, H, D) view of a (T, H * D)
     buffer; a second batch of lengths runs through the kernels the first compiled."""

@@ -38,8 +38,8 @@ from .. import jit
 from ..arguments import HOST, describe, signature_key
 from ..errors import ArgumentError, user_location
 from ..signature import ARRAY
-from .attention import (MASK_BLOCK, Variant, _checked_problem, _kernel, attention, attention_backward,
-                        task_mapping)
+from .attention import (MASK_BLOCK, Variant, _checked_problem, _element, _elementwise_grid, _kernel, _variant,
+                        attention, attention_backward, kept_blocks, task_mapping)
 from .scratch import scratch_like
 
 THREADS = 128
@@ -102,13 +102,75 @@ def _interval_tables(q, causal: bool, seq_k: int, mod_args):
     one batch per batch of the intervals, one head for all."""
     first, end = mod_args
     shape = (first.shape[0], 1, _cdiv(q.shape[2], MASK_BLOCK), _cdiv(seq_k, MASK_BLOCK))
-    kept = scratch_like(q, shape, "attention.kept_blocks", "int32")
-    missing = scratch_like(q, shape, "attention.missing_blocks", "int32")
+    kept = scratch_like(q, shape, "attention_varlen.kept_blocks", "int32")
+    missing = scratch_like(q, shape, "attention_varlen.missing_blocks", "int32")
     _interval_blocks(kept, missing, first, end, seq_k=seq_k, causal=causal)
     return kept, missing
 
 
 key_interval.block_tables = _interval_tables
+
+
+# -- a user's mods over packed sequences ------------------------------------------------------------------------
+#
+# The mods see positions in the packed arrays (b = 0): where the queries and keys of each sequence start at the same
+# offsets (cu_seqlens_q == cu_seqlens_k, self-attention), q_idx - kv_idx is the distance within the sequence, so a
+# sliding window or ALiBi written for one sequence holds for each. A mask_mod is ANDed with the intervals; its block
+# tables with theirs (kept where both keep some pair: blocks visited where neither leaves all out; full where both
+# are full).
+
+@functools.lru_cache(maxsize=None)
+def _after_intervals(score_mod):
+    """``score_mod`` called without the intervals that come first among the mods' arrays."""
+    def score(s, b, h, q_idx, kv_idx, first, end, *mods):
+        return score_mod(s, b, h, q_idx, kv_idx, *mods)
+    score.__name__ = getattr(score_mod, "__name__", "score_mod")
+    return score
+
+
+@functools.lru_cache(maxsize=None)
+def _within_sequences(mask_mod):
+    """:func:`key_interval` and ``mask_mod``; :func:`key_interval` itself without one."""
+    if mask_mod is None:
+        return key_interval
+
+    def mask(b, h, q_idx, kv_idx, first, end, *mods):
+        return key_interval(b, h, q_idx, kv_idx, first, end) & mask_mod(b, h, q_idx, kv_idx, *mods)
+    mask.__name__ = f"within_sequences_{getattr(mask_mod, '__name__', 'mask')}"
+    mask.block_tables = functools.partial(_tables_of_both, mask_mod)
+    return mask
+
+
+def _tables_of_both(mask_mod, q, causal: bool, seq_k: int, mod_args):
+    first, end, *mods = mod_args
+    intervals = _interval_tables(q, causal, seq_k, (first, end))
+    users = kept_blocks(q, mask_mod, causal, seq_k, tuple(mods))
+    shape = tuple(max(a, b) for a, b in zip(intervals[0].shape, users[0].shape))
+    kept = scratch_like(q, shape, "attention_varlen.both_kept", "int32")
+    missing = scratch_like(q, shape, "attention_varlen.both_missing", "int32")
+    _both_blocks(kept, missing, *intervals, *users)
+    return kept, missing
+
+
+@jit.mlir_func
+def _both_blocks(kept, missing, kept_a, missing_a, kept_b, missing_b):
+    """``kept = kept_a & kept_b`` and ``missing = missing_a | missing_b`` (as 0 and 1), the inputs broadcast along
+    their batch and head axes of one."""
+    from ..frontend.control import when
+    from ..frontend.launch import gpu_launch
+    from ..frontend.values import constant, select
+
+    @gpu_launch(**_elementwise_grid(kept.shape))
+    def both(ctx):
+        inside, (b, h, i, j) = _element(ctx, kept.shape)
+
+        def at(table):
+            return (b if table.shape[0] > 1 else 0, h if table.shape[1] > 1 else 0, i, j)
+        with when(inside):
+            one, zero = constant(1, dt.int32), constant(0, dt.int32)
+            kept[b, h, i, j] = select((kept_a[at(kept_a)] != 0) & (kept_b[at(kept_b)] != 0), one, zero)
+            missing[b, h, i, j] = select((missing_a[at(missing_a)] != 0) | (missing_b[at(missing_b)] != 0), one, zero)
+    both()
 
 
 @jit.mlir_func
@@ -426,7 +488,7 @@ def _checked_varlen(arrays: dict, cu_seqlens_q, cu_seqlens_k, causal, loc, what:
 
 
 def attention_varlen(q, k, v, o, cu_seqlens_q, cu_seqlens_k, lse=None, *, causal: bool = False,
-                     scale: float | None = None) -> None:
+                     scale: float | None = None, score_mod=None, mask_mod=None, mod_args=()) -> None:
     """Attention within each of S packed sequences: ``o[a:b] = softmax(q[a:b] k[c:d]ᵀ · scale) v[c:d]`` per head
     for sequence ``s`` (``a, b = cu_seqlens_q[s], cu_seqlens_q[s + 1]``, ``c, d`` likewise of ``cu_seqlens_k``).
 
@@ -436,29 +498,43 @@ def attention_varlen(q, k, v, o, cu_seqlens_q, cu_seqlens_k, lse=None, *, causal
         cu_seqlens_q, cu_seqlens_k: (S + 1,) int32 on q's device: 0, then each sequence's end.
         lse: (H, Tq) float32 (the natural log of each row's sum), or None.
         causal: bottom-right aligned per sequence (see the module); ``scale`` defaults to ``D ** -0.5``.
+        score_mod, mask_mod, mod_args: as :func:`nvdsl.kernels.attention.attention` takes them, given ``b = 0``
+            and the positions in the packed arrays (within a sequence, ``q_idx - kv_idx`` is its distance where
+            ``cu_seqlens_q == cu_seqlens_k``): a soft cap, ALiBi, a sliding window per sequence.
 
-    Compiled once per shape (of the packed arrays, not of the sequences), dtype, ``causal`` and ``scale``.
+    Compiled once per shape (of the packed arrays, not of the sequences), dtype, ``causal``, ``scale`` and mods.
     """
     loc = user_location()
     tokens_k = _checked_varlen({"q": q, "k": k, "v": v, "o": o, "lse": lse}, cu_seqlens_q, cu_seqlens_k, causal,
                                loc, "attention_varlen")
+    mods = _packed_mods(score_mod, mask_mod, mod_args, loc, "attention_varlen")
     intervals = _packed_key_intervals(q, cu_seqlens_q, cu_seqlens_k, tokens_k, causal)
     attention(_heads_first(q), _heads_first(k), _heads_first(v), _heads_first(o),
-              None if lse is None else _heads_first(lse), scale=scale, mask_mod=key_interval, mod_args=intervals)
+              None if lse is None else _heads_first(lse), scale=scale, mod_args=intervals + mods.pop("mod_args"),
+              **mods)
+
+
+def _packed_mods(score_mod, mask_mod, mod_args, loc, what: str) -> dict:
+    """The user's mods, checked, as attention runs them after the intervals."""
+    mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
+    _variant(score_mod, mask_mod, mod_args, loc, what)
+    return {"score_mod": _after_intervals(score_mod) if score_mod is not None else None,
+            "mask_mod": _within_sequences(mask_mod), "mod_args": mod_args}
 
 
 def attention_varlen_backward(q, k, v, o, lse, do, dq, dk, dv, cu_seqlens_q, cu_seqlens_k, *, causal: bool = False,
-                              scale: float | None = None) -> None:
+                              scale: float | None = None, score_mod=None, mask_mod=None, mod_args=()) -> None:
     """The gradients of :func:`attention_varlen`: given its inputs, its output ``o`` and ``lse``, and the gradient
     ``do`` of a loss with respect to ``o`` (Tq, H, D), write ``dq`` (Tq, H, D), ``dk`` and ``dv`` (Tk, Hkv, D)
     (:func:`nvdsl.kernels.attention.attention_backward`: D = 64 or 128, the same bits on every run). Keys no query
-    sees get zero gradients."""
+    sees get zero gradients. ``score_mod``, ``mask_mod`` and ``mod_args`` as given to the forward."""
     loc = user_location()
     arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do, "dq": dq, "dk": dk, "dv": dv}
     tokens_k = _checked_varlen(arrays, cu_seqlens_q, cu_seqlens_k, causal, loc, "attention_varlen_backward")
+    mods = _packed_mods(score_mod, mask_mod, mod_args, loc, "attention_varlen_backward")
     intervals = _packed_key_intervals(q, cu_seqlens_q, cu_seqlens_k, tokens_k, causal)
     attention_backward(*(_heads_first(x) for x in (q, k, v, o, lse, do, dq, dk, dv)), scale=scale,
-                       mask_mod=key_interval, mod_args=intervals)
+                       mod_args=intervals + mods.pop("mod_args"), **mods)
 
 
 def attention_decode(q, k_cache, v_cache, o, cache_seqlens, lse=None, *, causal: bool = True,
