@@ -195,6 +195,8 @@ def test_the_mod_arrays_are_arguments_not_constants(backend):
     ({"mask_mod": lambda b, h, q_idx, kv_idx: q_idx - kv_idx}, "bad-argument", "must return a mask"),
     ({"score_mod": lambda s, b, h, q_idx, kv_idx: q_idx - kv_idx}, "bad-argument", "must return a float tile"),
     ({"score_mod": lambda s, b, h, q_idx, kv_idx, t: s + t[q_idx, 0]}, "bad-tile", "positions"),
+    ({"score_mod": softcap, "mask_mod": document, "mod_args": (np.zeros((1, 64), np.int32),)}, "bad-argument",
+     "cannot be called as score_mod(score, b, h, q_idx, kv_idx, mod0)"),
 ])
 def test_bad_mods_are_named(kwargs, code, words, backend):
     b, h, l, d = 1, 1, 64, 64

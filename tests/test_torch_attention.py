@@ -174,3 +174,37 @@ def test_decode_against_a_cache_matches_float64(device):
     expected, _ = forward_reference(numpy(q), *(numpy(c) for c in cache), None, keep)
     np.testing.assert_allclose(numpy(o), expected, atol=4e-3, rtol=4e-3)     # as test_attention.py's check
     torch.library.opcheck(torch.ops.nvdsl.attention_decode.default, (q, *cache, held, True, None))
+
+
+def test_attention_with_mods_is_differentiable_and_compiles(device):
+    """nvdsl.torch.attention with a soft cap and a document mask reading a tensor: output and gradients within the
+    float64 reference's bounds (the soft cap's derivative derived by nvdsl); the pair of mods is one op, reused by a
+    second call and traced whole by torch.compile(fullgraph=True)."""
+    from test_attention_variants import CAP, document, softcap as capped_scores
+
+    def softcap(score, b, h, q_idx, kv_idx, doc):
+        return capped_scores(score, b, h, q_idx, kv_idx)
+    q, k, v = qkv(device, torch.float16, 1, 2, 1, 130, 64)
+    doc = torch.from_numpy(np.repeat(np.arange(130) // 50, 1)[None].astype(np.int32)).to(device)
+    mods = {"score_mod": softcap, "mask_mod": document, "mod_args": (doc,)}
+    o = nvtorch.attention(q, k, v, True, **mods)
+    do = torch.randn(o.shape, generator=torch.Generator().manual_seed(9)).half().to(device)
+    grads = torch.autograd.grad(o, (q, k, v), do)
+    ids = numpy(doc)[0]
+    rows, cols = np.indices((130, 130))
+    keep = (ids[rows] == ids[cols]) & (cols <= rows)
+    capped = lambda s: (CAP * np.tanh(s / CAP), 1 - np.tanh(s / CAP) ** 2)      # noqa: E731
+    from test_attention_variants import forward_reference
+    o_ref, lse_ref = forward_reference(numpy(q), numpy(k), numpy(v), capped, keep)
+    np.testing.assert_allclose(numpy(o), o_ref, atol=4e-3, rtol=4e-3)
+    bounds = reference(*(numpy(x) for x in (q, k, v, o, do)), False, 64 ** -0.5, "float16", score_mod=capped,
+                       keep=keep)
+    for what, got, (expected, bound) in zip(("dq", "dk", "dv"), grads, bounds):
+        assert_within(numpy(got), expected, bound, what)
+    step = lambda q, k, v: nvtorch.attention(q, k, v, True, **mods).float().square().mean()    # noqa: E731
+    eager = step(q, k, v)
+    compiled = torch.compile(step, fullgraph=True, backend="aot_eager")(q, k, v)
+    assert torch.equal(eager, compiled) and len(nvtorch.library._MOD_OPS) >= 1
+    op = nvtorch.library._attention_with_mods(softcap, document, 1)
+    assert op is nvtorch.library._MOD_OPS[(softcap, document, 1)]
+    torch.library.opcheck(op._opoverload, (q, k, v, doc, True, None))

@@ -320,6 +320,19 @@ def _variant(score_mod, mask_mod, mod_args, loc, what: str) -> Variant:
                                 hint="see nvdsl.kernels.attention.Variant for its parameters", loc=loc)
     if not isinstance(mod_args, tuple):
         raise ArgumentError(f"{what}: mod_args={mod_args!r} must be a tuple of arrays", code="bad-argument", loc=loc)
+    arrays = "".join(f", mod{n}" for n in range(len(mod_args)))
+    for name, mod, positions in (("score_mod", score_mod, "score, b, h, q_idx, kv_idx"),
+                                 ("mask_mod", mask_mod, "b, h, q_idx, kv_idx")):
+        try:
+            if mod is not None:
+                inspect.signature(mod).bind(*range(positions.count(",") + 1 + len(mod_args)))
+        except TypeError:
+            raise ArgumentError(f"{what}: {name} {getattr(mod, '__name__', mod)}{inspect.signature(mod)} cannot be "
+                                f"called as {name}({positions}{arrays}): both mods are given every array of mod_args",
+                                code="bad-argument", hint=f"give {name} the parameters ({positions}{arrays})",
+                                loc=loc) from None
+        except ValueError:          # no signature to inspect (a builtin): the call will tell
+            pass
     if mod_args and score_mod is None and mask_mod is None:
         raise ArgumentError(f"{what}: mod_args given without a score_mod or mask_mod to read them",
                             code="bad-argument", hint="pass score_mod= or mask_mod=, or leave mod_args out", loc=loc)

@@ -21,6 +21,8 @@ To add an op: a ``custom_op`` whose forward allocates its outputs and calls the 
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from ..errors import ArgumentError
@@ -216,12 +218,95 @@ attention_with_lse.register_autograd(_attention_backward, setup_context=_attenti
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-              scale: float | None = None) -> torch.Tensor:
+              scale: float | None = None, *, score_mod=None, mask_mod=None, mod_args=()) -> torch.Tensor:
     """``softmax(q kᵀ · scale [+ causal mask]) v``, as ``torch.nn.functional.scaled_dot_product_attention(q, k, v,
     is_causal=causal, scale=scale)`` with grouped-query heads (``k``, ``v`` may have fewer heads than ``q``):
     differentiable in q, k and v (head_dim 64 or 128 for the gradients), and traced whole by
-    ``torch.compile(fullgraph=True)``."""
-    return attention_with_lse(q, k, v, causal, scale)[0]
+    ``torch.compile(fullgraph=True)``. ``score_mod``, ``mask_mod`` and ``mod_args`` (tensors) as
+    ``nvdsl.kernels.attention.attention`` takes them (FlexAttention's meaning): each pair of mods is an op of its
+    own (``torch.ops.nvdsl.attention_mods_<n>``, made at its first call: make that call before ``torch.compile``
+    traces one, as before capturing a CUDA graph)."""
+    if score_mod is None and mask_mod is None:
+        if mod_args:
+            raise ArgumentError("nvdsl.torch.attention: mod_args given without a score_mod or mask_mod to read them",
+                                code="bad-argument", hint="pass score_mod= or mask_mod=, or leave mod_args out",
+                                loc=user_line())
+        return attention_with_lse(q, k, v, causal, scale)[0]
+    mod_args = tuple(mod_args)
+    return _attention_with_mods(score_mod, mask_mod, len(mod_args))(q, k, v, *mod_args, causal, scale)[0]
+
+
+_MOD_OPS: dict = {}         # (score_mod, mask_mod, arrays) -> the forward op that runs them
+
+
+def _with_signature(fn, parameters: list[str], annotations: dict, returns):
+    """``fn(*values)`` as a function of the parameters ``parameters`` (``torch.library.custom_op`` reads its
+    schema from the signature), called with every value in order, defaults applied."""
+    P = inspect.Parameter
+    signature = inspect.Signature(
+        [P(name, P.POSITIONAL_OR_KEYWORD, annotation=annotations.get(name, torch.Tensor),
+           **({"default": {"causal": False, "scale": None}[name]} if name in ("causal", "scale") else {}))
+         for name in parameters], return_annotation=returns)
+
+    def call(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return fn(*bound.arguments.values())
+    call.__signature__ = signature
+    call.__name__ = fn.__name__
+    return call
+
+
+def _attention_with_mods(score_mod, mask_mod, arrays: int):
+    """The torch op (with its backward op and autograd) running attention with these mods and ``arrays`` tensors
+    for them to read (``mod0``, ``mod1``, ...), made once per such triple."""
+    found = _MOD_OPS.get((score_mod, mask_mod, arrays))
+    if found is not None:
+        return found
+    name = f"nvdsl::attention_mods_{len(_MOD_OPS)}"
+    mods = {"score_mod": score_mod, "mask_mod": mask_mod}
+    names = [f"mod{n}" for n in range(arrays)]
+    flags = {"causal": bool, "scale": float | None}
+    Tensor = torch.Tensor
+
+    def forward_impl(q, k, v, *rest):
+        *mod_args, causal, scale = rest
+        o = q.new_empty(q.shape)
+        lse = q.new_empty(q.shape[:3], dtype=torch.float32)
+        with at_user_line():
+            kernels_attention.attention(q, k, v, o, lse, causal=causal, scale=scale, mod_args=tuple(mod_args), **mods)
+        return o, lse
+    forward = torch.library.custom_op(name, mutates_args=())(_with_signature(
+        forward_impl, ["q", "k", "v", *names, "causal", "scale"], flags, tuple[Tensor, Tensor]))
+    forward.register_fake(lambda q, *rest, **kw: (q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)))
+
+    def backward_impl(q, k, v, o, lse, do, *rest):
+        *mod_args, causal, scale = rest
+        dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+        with at_user_line():
+            kernels_attention.attention_backward(q, k, v, o, lse, _dense(do), dq, dk, dv, causal=causal, scale=scale,
+                                                 mod_args=tuple(mod_args), **mods)
+        return dq, dk, dv
+    backward = torch.library.custom_op(name + "_backward", mutates_args=())(_with_signature(
+        backward_impl, ["q", "k", "v", "o", "lse", "do", *names, "causal", "scale"], flags,
+        tuple[Tensor, Tensor, Tensor]))
+    backward.register_fake(lambda q, k, v, *rest, **kw: (q.new_empty(q.shape), k.new_empty(k.shape),
+                                                         v.new_empty(v.shape)))
+
+    def setup(ctx, inputs, output):
+        q, k, v, *mod_args, causal, scale = inputs
+        ctx.causal, ctx.scale = causal, scale
+        ctx.mark_non_differentiable(output[1])
+        ctx.save_for_backward(q, k, v, *output, *mod_args)
+
+    def gradients(ctx, do, dlse):
+        q, k, v, o, lse, *mod_args = ctx.saved_tensors
+        dq, dk, dv = backward(q, k, v, o, lse, do, *mod_args, ctx.causal, ctx.scale)
+        return (dq, dk, dv) + (None,) * (arrays + 2)
+
+    forward.register_autograd(gradients, setup_context=setup)
+    _MOD_OPS[(score_mod, mask_mod, arrays)] = forward
+    return forward
 
 
 # -- packed sequences and decode ----------------------------------------------------------------------------------
