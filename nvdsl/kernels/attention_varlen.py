@@ -278,10 +278,9 @@ def _split_queries(q_split, first, end, ranges, q, cache_seqlens, *, seq_k: int,
     from ..frontend.control import fori, when
     from ..frontend.launch import gpu_launch
     from ..frontend.values import constant, maximum, minimum, select
-    batch, kv_heads, split_rows, d = q_split.shape
+    kv_heads = q_split.shape[1]
     heads, new_tokens = q.shape[1], q.shape[2]
     group_rows = heads // kv_heads * new_tokens
-    count = batch * kv_heads * split_rows * d
 
     def chunk_end(b, s, r):
         """The end of the keys of chunk ``s`` row ``r`` sees (at least the chunk's first: none)."""
@@ -290,16 +289,13 @@ def _split_queries(q_split, first, end, ranges, q, cache_seqlens, *, seq_k: int,
                      lo + chunk)
         return lo, maximum(hi, lo)
 
-    @gpu_launch(**_launch_threads(count))
+    @gpu_launch(**_elementwise_grid(q_split.shape))
     def copy(ctx):
-        e = ctx.block_id.x * THREADS + ctx.thread_id.x
-        c, e2 = e % d, e // d
-        row, e3 = e2 % split_rows, e2 // split_rows
-        hk, b = e3 % kv_heads, e3 // kv_heads
+        element, (b, hk, row, c) = _element(ctx, q_split.shape)
         s, r = row // SPLIT_ROWS, row % SPLIT_ROWS
         inside = r < group_rows
         at = minimum(r, group_rows - 1)
-        with when(e < count):
+        with when(element):
             value = q[b, hk * (heads // kv_heads) + at // new_tokens, at % new_tokens, c]
             q_split[b, hk, row, c] = select(inside, value, constant(0.0, q_split.dtype))
             zero = constant(0, dt.int32)
@@ -329,18 +325,14 @@ def _combine_splits(o, lse, o_split, lse_split, *, splits: int):
     from ..frontend.launch import gpu_launch
     from ..frontend.math import exp, log
     from ..frontend.values import constant, maximum, select
-    batch, heads, new_tokens, d = o.shape
+    heads, new_tokens = o.shape[1], o.shape[2]
     group = heads // o_split.shape[1]
-    count = batch * heads * new_tokens * d
 
-    @gpu_launch(**_launch_threads(count))
+    @gpu_launch(**_elementwise_grid(o.shape))
     def combine(ctx):
-        e = ctx.block_id.x * THREADS + ctx.thread_id.x
-        c, e2 = e % d, e // d
-        i, e3 = e2 % new_tokens, e2 // new_tokens
-        h, b = e3 % heads, e3 // heads
+        element, (b, h, i, c) = _element(ctx, o.shape)
         hk, r = h // group, (h % group) * new_tokens + i
-        with when(e < count):
+        with when(element):
             parts = [lse_split[b, hk, s * SPLIT_ROWS + r] for s in range(splits)]
             top = parts[0]
             for part in parts[1:]:
