@@ -80,21 +80,28 @@ def window(b, h, q_idx, kv_idx):
 WINDOW = 40
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_varlen_with_a_soft_cap_and_a_sliding_window_matches_numpy(causal, backend):
+@pytest.mark.parametrize("causal, name", [(False, "softcap_window"), (True, "softcap_window"), (True, "alibi")])
+def test_varlen_with_mods_matches_numpy(causal, name, backend):
     """The mods see positions in the packed arrays: with the same offsets for queries and keys, a window of 40
-    keys back from each query holds within each sequence; the soft cap's derivative is derived as for attention."""
-    from test_attention_variants import CAP, softcap
+    keys back from each query and ALiBi's distances hold within each sequence; the soft cap's derivative is derived
+    as for attention; ALiBi reads its slopes from mod_args with no mask_mod of its own."""
+    from test_attention_variants import CAP, alibi, softcap
     cu = offsets([70, 0, 130, 33, 64])
     tokens = int(cu[-1]) + PADDING
     q, k, v = packed_problem(tokens, tokens, 2, 1, 64, "float16")
     o, lse = np.zeros_like(q), np.zeros((2, tokens), np.float32)
-    mods = {"score_mod": softcap, "mask_mod": window}
-    varlen.attention_varlen(q, k, v, o, cu, cu, lse, causal=causal, **mods)
     i, j = np.indices((tokens, tokens))
-    keep = packed_keep(cu, cu, tokens, tokens, causal) & (i - j < WINDOW)
+    keep = packed_keep(cu, cu, tokens, tokens, causal)
+    if name == "alibi":
+        slopes = np.array([0.5, 0.125], np.float32)
+        mods = {"score_mod": alibi, "mod_args": (slopes,)}
+        capped = lambda s: (s + slopes[:, None, None] * (j - i), 1.0)        # noqa: E731
+    else:
+        mods = {"score_mod": softcap, "mask_mod": window}
+        keep = keep & (i - j < WINDOW)
+        capped = lambda s: (CAP * np.tanh(s / CAP), 1 - np.tanh(s / CAP) ** 2)     # noqa: E731
+    varlen.attention_varlen(q, k, v, o, cu, cu, lse, causal=causal, **mods)
     q4, k4, v4, o4 = map(heads_first, (q, k, v, o))
-    capped = lambda s: (CAP * np.tanh(s / CAP), 1 - np.tanh(s / CAP) ** 2)     # noqa: E731
     check_forward(o4, lse[None], q4, k4, v4, capped, keep, "float16")
     do, = random_arrays(7, "float16", q.shape)
     dq, dk, dv = np.zeros_like(q), np.full_like(k, 3), np.full_like(v, 3)
@@ -116,7 +123,7 @@ def test_a_mask_with_the_intervals_has_both_tables(backend):
     q = np.zeros((1, 2, tokens, 64), np.float16)
     first, end = (np.zeros((1, tokens), np.int32) for _ in range(2))
     varlen._packed_intervals(first, end, cu, cu, seq_k=tokens, causal=True)
-    both = varlen._within_sequences(wide_window)
+    both = varlen._within_sequences(wide_window, 0)
     exact = [np.zeros((1, 1, -(-tokens // 64), -(-tokens // 64)), np.int32) for _ in range(2)]
     library._kept_blocks(both, False, tokens, tokens, 0, 0)(*exact, first, end)
     kept, missing = library.kept_blocks(q, both, False, tokens, (first, end))

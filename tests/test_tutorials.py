@@ -200,5 +200,5 @@ def test_ch9_checks_an_attention_variant_in_the_interpreter(tmp_path):
     them and prints PASS)."""
     run = run_chapter("ch9_attention_variants", tmp_path)
     assert run.returncode == 0 and "PASS" in run.stdout, run.stderr[-3000:]
-    assert "dK: relative error" in run.stdout
+    assert "dK: relative error" in run.stdout and "packed O (" in run.stdout
 

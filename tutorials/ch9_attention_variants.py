@@ -17,6 +17,11 @@ loop, and the mask once per call over blocks of 64 x 64 pairs, to visit only the
 ``attention_backward`` takes the same functions. The soft cap's derivative, ``1 - tanh^2``, is not written
 anywhere: nvdsl differentiates the tile math ``score_mod`` traced to (``nvdsl.tasks.value_and_derivative``).
 
+Documents packed one after another are also what FlashAttention's varlen convention describes with offsets instead
+of ids: ``nvdsl.kernels.attention_varlen.attention_varlen`` takes (tokens, heads, head_dim) arrays and
+``cu_seqlens`` (each document's first token, then the end), with the same mods; the check runs the first batch's
+documents that way too.
+
 ``main()`` checks the forward and the gradients against NumPy in float64 (in the CPU interpreter without a GPU:
 the same kernels, slowly, on a small problem) and, on a GPU, times the variant beside plain attention.
 """
@@ -29,6 +34,7 @@ import numpy as np
 import nvdsl
 import nvdsl.tasks as nt
 from nvdsl.kernels.attention import attention, attention_backward
+from nvdsl.kernels.attention_varlen import attention_varlen
 from nvdsl.runtime.device import device_count
 
 CAP = 20.0
@@ -82,10 +88,20 @@ def check(batch=1, heads=2, length=256, d=64) -> None:
     attention(q, k, v, o, lse, **variant)
     dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
     attention_backward(q, k, v, o, lse, do, dq, dk, dv, **variant)
-    for name, got, want in zip(("O", "dQ", "dK", "dV"), (o, dq, dk, dv), reference(q, k, v, do, doc)):
+    expected = reference(q, k, v, do, doc)
+    for name, got, want in zip(("O", "dQ", "dK", "dV"), (o, dq, dk, dv), expected):
         error = np.linalg.norm(got.astype(np.float64) - want) / np.linalg.norm(want)
         print(f"{name}: relative error {error:.1e}")
         assert error < 1e-2, f"{name}: relative error {error}"     # float16 inputs, P and dS rounded to 16 bits
+    # The first batch's documents as packed sequences: (length, heads, d) views and the documents' offsets.
+    packed = lambda x: x[0].swapaxes(0, 1)       # noqa: E731
+    offsets = np.append(np.flatnonzero(np.diff(doc[0], prepend=-1)), length).astype(np.int32)
+    o_packed = np.zeros_like(packed(q))
+    attention_varlen(packed(q), packed(k), packed(v), o_packed, offsets, offsets, causal=True, score_mod=softcap,
+                     mod_args=(doc,))
+    error = np.linalg.norm(o_packed.swapaxes(0, 1) - expected[0][0]) / np.linalg.norm(expected[0][0])
+    print(f"packed O ({len(offsets) - 1} sequences): relative error {error:.1e}")
+    assert error < 1e-2, f"packed O: relative error {error}"
 
 
 def time_on_gpu(batch=4, heads=16, length=4096, d=128, reps=20) -> None:

@@ -129,14 +129,16 @@ def _after_intervals(score_mod):
 
 
 @functools.lru_cache(maxsize=None)
-def _within_sequences(mask_mod):
-    """:func:`key_interval` and ``mask_mod``; :func:`key_interval` itself without one."""
-    if mask_mod is None:
+def _within_sequences(mask_mod, arrays: int):
+    """:func:`key_interval` and ``mask_mod`` (None: none), given the intervals and then ``arrays`` arrays of the
+    user's; :func:`key_interval` itself where there are neither."""
+    if mask_mod is None and arrays == 0:
         return key_interval
 
     def mask(b, h, q_idx, kv_idx, first, end, *mods):
-        return key_interval(b, h, q_idx, kv_idx, first, end) & mask_mod(b, h, q_idx, kv_idx, *mods)
-    mask.__name__ = f"within_sequences_{getattr(mask_mod, '__name__', 'mask')}"
+        keep = key_interval(b, h, q_idx, kv_idx, first, end)
+        return keep if mask_mod is None else keep & mask_mod(b, h, q_idx, kv_idx, *mods)
+    mask.__name__ = f"within_sequences_{getattr(mask_mod, '__name__', 'only')}"
     mask.block_tables = functools.partial(_tables_of_both, mask_mod)
     return mask
 
@@ -144,6 +146,8 @@ def _within_sequences(mask_mod):
 def _tables_of_both(mask_mod, q, causal: bool, seq_k: int, mod_args):
     first, end, *mods = mod_args
     intervals = _interval_tables(q, causal, seq_k, (first, end))
+    if mask_mod is None:
+        return intervals
     users = kept_blocks(q, mask_mod, causal, seq_k, tuple(mods))
     shape = tuple(max(a, b) for a, b in zip(intervals[0].shape, users[0].shape))
     kept = scratch_like(q, shape, "attention_varlen.both_kept", "int32")
@@ -511,7 +515,7 @@ def _packed_mods(score_mod, mask_mod, mod_args, loc, what: str) -> dict:
     mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
     _variant(score_mod, mask_mod, mod_args, loc, what)
     return {"score_mod": _after_intervals(score_mod) if score_mod is not None else None,
-            "mask_mod": _within_sequences(mask_mod), "mod_args": mod_args}
+            "mask_mod": _within_sequences(mask_mod, len(mod_args)), "mod_args": mod_args}
 
 
 def attention_varlen_backward(q, k, v, o, lse, do, dq, dk, dv, cu_seqlens_q, cu_seqlens_k, *, causal: bool = False,
