@@ -24,6 +24,11 @@ def _attention_args():
     return np.zeros_like(q), np.zeros((1, 1, 256), f32), q, q.copy(), q.copy()
 
 
+def _attention_args_d128():
+    q = np.zeros((1, 1, 64, 128), f16)
+    return np.zeros_like(q), np.zeros((1, 1, 64), f32), q, q.copy(), q.copy()
+
+
 _GEMM = gemm_args(256, 512, 256)
 _ROWS = (np.zeros((128, 1000), f32), np.zeros((128, 1000), f32))
 _ONE_CONSUMER = nt.Mapping(tiles={"BM": 64, "BN": 128}, consumers=1)
@@ -81,6 +86,9 @@ CASES = [
      {"tiles": {"BM": 32}}, "mapping-registers"),
     ("roles past the register file", matmul, MAPPING.replace(registers={"consumer": 240}), _GEMM,
      {"registers": {"consumer": 232}}, "mapping-registers"),
+    ("consumers' registers below a thread's at launch", attention_program(),
+     task_mapping(128, False, 64).replace(registers={"producer": 24, "consumer": 240}), _attention_args_d128(),
+     {"registers": {"producer": 24, "consumer": 256}}, "mapping-registers"),
     ("rings past shared memory", matmul, MAPPING.replace(pipeline=4, smem_limit=150000), _GEMM,
      {"pipeline": 2}, "mapping-smem"),
 ]

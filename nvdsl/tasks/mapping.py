@@ -259,7 +259,17 @@ def derive_registers(mapping: Mapping, producer_roles: int) -> dict:
 
 
 def check_registers(mapping: Mapping, registers: dict, producer_roles: int) -> None:
-    """The register budgets of all roles must fit the register file."""
+    """The register budgets of all roles must fit the register file, and move registers from the producers to the
+    consumers (``setmaxnreg`` lowers or raises what each thread holds at launch, an even share of the file)."""
+    if producer_roles:
+        held = min(REGISTER_FILE // (128 * (producer_roles + mapping.consumers)) // 8 * 8, SETMAXNREG_MAX)
+        if registers["consumer"] < held or registers["producer"] > held:
+            raise refusal(f"the consumers' {registers['consumer']} registers per thread must be at least, and the "
+                          f"producer's {registers['producer']} at most, the {held} each thread holds at launch "
+                          f"({producer_roles + mapping.consumers} warpgroups): setmaxnreg only moves registers from "
+                          "the producer to the consumers", code="mapping-registers",
+                          changes=[{"registers": {"producer": min(registers["producer"], held),
+                                                  "consumer": max(registers["consumer"], held)}}])
     total = 128 * (registers.get("producer", 0) * producer_roles + registers["consumer"] * mapping.consumers)
     if total > REGISTER_FILE:
         producers = registers.get("producer", 0) * producer_roles
