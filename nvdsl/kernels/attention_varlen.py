@@ -9,13 +9,15 @@
     # cache_seqlens (B,) int32: sequence b's cache holds cache_seqlens[b] tokens, its new ones included
     attention_decode(q, k_cache, v_cache, o, cache_seqlens)
 
-Both are :func:`nvdsl.kernels.attention.attention` (and its backward) with a mask that keeps, per query row, one
-interval of keys ``[first, end)`` given as two int32 arrays (:func:`key_interval`): the intervals are computed on
-the device from the sequence lengths by a small kernel, and the blocks of 64 x 64 (query, key) pairs the intervals
-leave out entirely are skipped, found from the intervals per row (a thread per block, looping over its rows). The
-work done is therefore the blocks of each sequence's own square (or triangle), plus the blocks a query block of the
-kernel shares with its neighbour sequence at each boundary, which are masked. No copy of q, k or v is made, and the
-sequence lengths never travel to the host: a new batch of lengths runs through the same compiled kernels.
+Both run :func:`nvdsl.kernels.attention.attention`'s kernels (and its backward's) with a mask that keeps, per query
+row, one interval of keys ``[first, end)`` given as two int32 arrays (:func:`key_interval`): the intervals are
+computed on the device from the sequence lengths by a small kernel, and the blocks of 64 x 64 (query, key) pairs
+the intervals leave out entirely are skipped, found from the intervals per row (a thread per block, looping over
+its rows). The work done is therefore the blocks of each sequence's own square (or triangle), plus the blocks a
+query block of the kernel shares with its neighbour sequence at each boundary, which are masked. No copy of k or v
+is made (a decode step copies its few queries into blocks, see :func:`attention_decode`), and the sequence lengths
+never travel to the host: a new batch of lengths runs through the same compiled kernels. ``attention_varlen``
+takes ``score_mod``/``mask_mod`` as attention does, on positions in the packed arrays.
 
 ``causal=True`` aligns the mask to the bottom right corner of each sequence's (Lq, Lk) square, as FlashAttention's
 varlen and KV-cache kernels do: query ``i`` of a sequence with ``Lq`` queries and ``Lk`` keys sees keys
@@ -38,8 +40,8 @@ from .. import jit
 from ..arguments import HOST, describe, signature_key
 from ..errors import ArgumentError, user_location
 from ..signature import ARRAY
-from .attention import (MASK_BLOCK, Variant, _checked_problem, _element, _elementwise_grid, _kernel, _variant,
-                        attention, attention_backward, kept_blocks, task_mapping)
+from .attention import (MASK_BLOCK, Variant, _cdiv, _checked_problem, _element, _elementwise_grid, _kernel,
+                        _variant, attention, attention_backward, kept_blocks, task_mapping)
 from .scratch import scratch_like
 
 THREADS = 128
@@ -48,10 +50,6 @@ THREADS = 128
 def key_interval(b, h, q_idx, kv_idx, first, end):
     """The mask keeping keys ``first[b, q_idx] <= kv_idx < end[b, q_idx]`` (``first``, ``end``: (B, L) int32)."""
     return (kv_idx >= first[b, q_idx]) & (kv_idx < end[b, q_idx])
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def _launch_threads(count: int) -> dict:
