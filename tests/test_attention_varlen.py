@@ -115,9 +115,20 @@ def wide_window(b, h, q_idx, kv_idx):
     return q_idx - kv_idx < 200
 
 
-def test_a_mask_with_the_intervals_has_both_tables(backend):
+def pair_by_pair_refused(*masks):
+    """library._kept_blocks, refusing the masks ``masks``: their tables must come from their block_tables."""
+    general = library._kept_blocks
+
+    def kernel(mask_mod, *args):
+        assert mask_mod not in masks, f"{mask_mod} evaluated pair by pair"
+        return general(mask_mod, *args)
+    return kernel
+
+
+def test_a_mask_with_the_intervals_has_both_tables(backend, monkeypatch):
     """The blocks a packed mask_mod leaves: missing where either leaves a pair out (exactly those of the mask and
-    intervals evaluated pair by pair), kept where both keep some pair (at least the exact ones)."""
+    intervals evaluated pair by pair), kept where both keep some pair (at least the exact ones); the user's mask
+    alone is evaluated pair by pair, the mask with the intervals never."""
     cu = offsets([70, 0, 300, 33])
     tokens = int(cu[-1]) + 40
     q = np.zeros((1, 2, tokens, 64), np.float16)
@@ -126,8 +137,9 @@ def test_a_mask_with_the_intervals_has_both_tables(backend):
     both = varlen._within_sequences(wide_window, 0)
     exact = [np.zeros((1, 1, -(-tokens // 64), -(-tokens // 64)), np.int32) for _ in range(2)]
     library._kept_blocks(both, False, tokens, tokens, 0, 0)(*exact, first, end)
+    monkeypatch.setattr(library, "_kept_blocks", pair_by_pair_refused(both, varlen.key_interval))
     kept, missing = library.kept_blocks(q, both, False, tokens, (first, end))
-    np.testing.assert_array_equal(missing, exact[1])
+    np.testing.assert_array_equal(missing, exact[1])        # exact: tables of 0 and 1
     assert np.all(kept >= exact[0]) and exact[0].any() and not missing.all()
 
 
@@ -223,9 +235,10 @@ def test_decode_with_heads_that_cannot_be_grouped_matches_numpy(backend):
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_interval_tables_match_the_mask_evaluated_pair_by_pair(causal, backend):
-    """The block tables found from the intervals per row are those of evaluating the mask on every pair
-    (:func:`nvdsl.kernels.attention.kept_blocks`' general kernel), including blocks past the ends."""
+def test_interval_tables_match_the_mask_evaluated_pair_by_pair(causal, backend, monkeypatch):
+    """The block tables found from the intervals per row (kept_blocks takes them from the mask's block_tables,
+    never evaluating it pair by pair) are those of evaluating the mask on every pair (kept_blocks' general
+    kernel), including blocks past the ends."""
     cu_q, cu_k = offsets([70, 0, 300, 33]), offsets([90, 20, 300, 1])
     q = np.zeros((1, 2, cu_q[-1] + 40, 64), np.float16)
     tokens_k = int(cu_k[-1]) + 7
@@ -235,9 +248,10 @@ def test_interval_tables_match_the_mask_evaluated_pair_by_pair(causal, backend):
     blocks = (1, 1, -(-q.shape[2] // 64), -(-tokens_k // 64))
     general = [np.zeros(blocks, np.int32) for _ in range(2)]
     library._kept_blocks(varlen.key_interval, causal, q.shape[2], tokens_k, 0, 0)(*general, first, end)
+    monkeypatch.setattr(library, "_kept_blocks", pair_by_pair_refused(varlen.key_interval))
     tables = library.kept_blocks(q, varlen.key_interval, causal, tokens_k, (first, end))
     for name, found, expected in zip(("kept", "missing"), tables, general):
-        np.testing.assert_array_equal(found, expected, err_msg=name)
+        np.testing.assert_array_equal(found, expected, err_msg=name)     # exact: tables of 0 and 1
     assert general[0].any() and not general[0].all() and general[1].any() and not general[1].all()
 
 

@@ -232,6 +232,7 @@ def online_softmax_step(s, m, l, o, v, c: float, dtype, empty_rows: bool = False
     m[...] = m_new
 
 
+@functools.lru_cache(maxsize=None)       # a Mapping is frozen; building one checks every field (a call's host time)
 def task_mapping(d: int, causal: bool, seq_q: int) -> nt.Mapping:
     """How :func:`attention_program` runs: FlashAttention-3's pipeline (a producer warpgroup, consumers taking
     turns at the tensor cores, each 64 query rows), with :func:`_tiles`' sizes."""
@@ -631,6 +632,7 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Tas
     return nt.task(reads=("Q", "K", "V", "DO", "LSE", "DELTA") + extra, writes=("DK", "DV"))(program)
 
 
+@functools.lru_cache(maxsize=None)
 def backward_mappings(d: int) -> tuple[nt.Mapping, nt.Mapping, nt.Mapping]:
     """How the backward's programs run: D row-wise (4 rows per block, no producer); dQ and dK/dV each as a
     producer warpgroup and two consumers of 64 rows with 3-slot rings, stepping by 64 keys (dQ) or 64 queries

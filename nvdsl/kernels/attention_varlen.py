@@ -44,16 +44,9 @@ from .attention import (MASK_BLOCK, Variant, _cdiv, _checked_problem, _element, 
                         _variant, attention, attention_backward, kept_blocks, task_mapping)
 from .scratch import scratch_like
 
-THREADS = 128
-
-
 def key_interval(b, h, q_idx, kv_idx, first, end):
     """The mask keeping keys ``first[b, q_idx] <= kv_idx < end[b, q_idx]`` (``first``, ``end``: (B, L) int32)."""
     return (kv_idx >= first[b, q_idx]) & (kv_idx < end[b, q_idx])
-
-
-def _launch_threads(count: int) -> dict:
-    return {"grid": (max(_cdiv(count, THREADS), 1), 1, 1), "block": (THREADS, 1, 1)}
 
 
 @jit.mlir_func
@@ -64,15 +57,12 @@ def _interval_blocks(kept, missing, first, end, *, seq_k: int, causal: bool):
     from ..frontend.control import fori, when    # MLIR: imported when traced, not with the library
     from ..frontend.launch import gpu_launch
     from ..frontend.values import constant, maximum, minimum, select
-    batch, _, query_blocks, key_blocks = kept.shape
     rows = first.shape[1]
 
-    @gpu_launch(**_launch_threads(batch * query_blocks * key_blocks))
+    @gpu_launch(**_elementwise_grid(kept.shape))
     def mark(ctx):
-        e = ctx.block_id.x * THREADS + ctx.thread_id.x
-        j, e2 = e % key_blocks, e // key_blocks
-        i, b = e2 % query_blocks, e2 // query_blocks
-        with when(e < batch * query_blocks * key_blocks):
+        inside_table, (b, _, i, j) = _element(ctx, kept.shape)
+        with when(inside_table):
             start = (j * MASK_BLOCK).to(dt.int32)
             stop = minimum(start + MASK_BLOCK, constant(seq_k, dt.int32))
 
@@ -183,10 +173,10 @@ def _packed_intervals(first, end, cu_seqlens_q, cu_seqlens_k, *, seq_k: int, cau
     from ..frontend.values import constant, maximum, minimum, select
     rows, sequences = first.shape[1], cu_seqlens_q.shape[0] - 1
 
-    @gpu_launch(**_launch_threads(rows))
+    @gpu_launch(**_elementwise_grid((1, 1, 1, rows)))
     def intervals(ctx):
-        t = ctx.block_id.x * THREADS + ctx.thread_id.x
-        with when(t < rows):
+        inside, (_, _, _, t) = _element(ctx, (1, 1, 1, rows))
+        with when(inside):
             row = t.to(dt.int32)
             none = constant(0, dt.int32)
 
@@ -227,11 +217,10 @@ def _cache_intervals(first, end, cache_seqlens, *, seq_k: int, causal: bool, new
     from ..frontend.values import constant
     batch, rows = first.shape
 
-    @gpu_launch(**_launch_threads(batch * rows))
+    @gpu_launch(**_elementwise_grid((batch, 1, 1, rows)))
     def intervals(ctx):
-        e = ctx.block_id.x * THREADS + ctx.thread_id.x
-        r, b = e % rows, e // rows
-        with when(e < batch * rows):
+        inside, (b, _, _, r) = _element(ctx, (batch, 1, 1, rows))
+        with when(inside):
             first[b, r] = constant(0, dt.int32)
             end[b, r] = _cached_end(cache_seqlens, b, r % new_tokens, seq_k=seq_k, causal=causal,
                                     new_tokens=new_tokens)
@@ -376,8 +365,8 @@ def _split_decode(q, k_cache, v_cache, o, lse, cache_seqlens, *, causal: bool, s
 
 @functools.lru_cache(maxsize=None)
 def _chunk_kernel(d: int, scale: float):
-    """The attention kernel of a decode step's blocks of :data:`SPLIT_ROWS` rows (a call builds neither its mapping
-    nor its variant again: a tenth of a step's host time)."""
+    """The attention kernel of a decode step's blocks of :data:`SPLIT_ROWS` rows (a call hashes neither its mapping
+    nor its variant again to find it)."""
     mapping = task_mapping(d, False, SPLIT_ROWS)
     assert mapping.tile_values() == {"BM": SPLIT_ROWS, "BN": KEY_BLOCK}, mapping     # what the ranges count in
     return _kernel(False, scale, True, mapping, Variant(None, key_interval, 2))
