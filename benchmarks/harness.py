@@ -7,7 +7,8 @@ peers' libraries are imported inside the functions that need them, so the CLI
 Timing methods (each measurement records which one it used in ``extra["timing"]``):
 
 * ``cuda-events`` (:func:`time_cuda`): a pair of ``torch.cuda.Event`` around
-  each call on the current stream, after warm-up; the device time of one call.
+  each call on the current stream, after warm-up, the calls queued behind a spin
+  kernel so that the host's time per call does not show; the device time of one call.
 * ``wallclock`` (:func:`time_wallclock`): host ``perf_counter`` around a batch
   of back-to-back calls ended by a blocking sync, divided by the batch size;
   for systems that run on a stream torch cannot see (JAX).
@@ -228,21 +229,38 @@ def _l2_flush_buffer():
     return torch.empty(2 * max(l2, 1 << 20), dtype=torch.uint8, device="cuda")
 
 
-def time_cuda(fn: Callable[[], Any], *, warmup: int = 10, reps: int = 50, flush_l2: bool = False) -> list[float]:
+#: The host clock's lead over the device when the timed calls are queued ahead: the stream is held by a spin
+#: kernel of this many device cycles per queued call's host time in microseconds (2 GHz, above either card's clock).
+_HOLD_CYCLES_PER_US, _HOLD_MARGIN, _MAX_HOLD_CYCLES = 2000, 2.0, 2_000_000_000
+
+
+def time_cuda(fn: Callable[[], Any], *, warmup: int = 10, reps: int = 50, flush_l2: bool = False,
+              queue_ahead: bool = True) -> list[float]:
     """Per-call device time in milliseconds, from a ``torch.cuda.Event`` pair around each call.
 
     ``warmup`` calls run first. With ``flush_l2``, a buffer of twice the L2 size
     is written before each timed call, outside the timed region (its events),
     so every call starts with a cold L2.
+
+    With ``queue_ahead`` (the default) a spin kernel holds the stream while the host
+    queues every timed call, so that an event pair measures the device's time and not
+    the host's: a call of a few microseconds on the device would otherwise read its
+    host time wherever issuing it takes longer (both the start event and the kernels
+    wait for the host). The hold lasts twice the warm-up's host time per call.
     """
     import torch
 
+    t0 = time.perf_counter()
     for _ in range(warmup):
         fn()
+    host_us = (time.perf_counter() - t0) * 1e6 / max(warmup, 1)
     flush = _l2_flush_buffer() if flush_l2 else None
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     torch.cuda.synchronize()
+    if queue_ahead:
+        per_call_us = host_us + (20.0 if flush is not None else 0.0) + 10.0     # the events and the flush
+        torch.cuda._sleep(int(min(_MAX_HOLD_CYCLES, _HOLD_MARGIN * reps * per_call_us * _HOLD_CYCLES_PER_US)))
     for start, end in zip(starts, ends):
         if flush is not None:
             flush.zero_()
@@ -422,7 +440,8 @@ def _timed_in_rounds(ready: list[_Ready], args) -> list[Measurement]:
                 if r.prepared.timing == "wallclock":
                     times, r.inner = time_wallclock(r.prepared.fn, r.prepared.sync, warmup=args.warmup, reps=reps)
                 else:
-                    times = time_cuda(r.prepared.fn, warmup=args.warmup, reps=reps, flush_l2=args.flush_l2)
+                    times = time_cuda(r.prepared.fn, warmup=args.warmup, reps=reps, flush_l2=args.flush_l2,
+                                      queue_ahead=not getattr(args, "host_bound", False))
                 r.times += times
             except Exception as e:
                 r.failure = Measurement.failure(r.suite, r.system, r.params, e, role=r.role)
@@ -435,7 +454,8 @@ def _timed_in_rounds(ready: list[_Ready], args) -> list[Measurement]:
             if r.prepared.timing == "wallclock":
                 extra.update(timing="wallclock", calls_per_sample=r.inner, l2_flush=False)
             else:
-                extra.update(timing="cuda-events", l2_flush=bool(args.flush_l2))
+                extra.update(timing="cuda-events", l2_flush=bool(args.flush_l2),
+                             queued_ahead=not getattr(args, "host_bound", False))
             if rounds > 1:
                 extra["rounds"] = rounds
             correct = None if r.prepared.check is None else r.prepared.check.ok

@@ -94,7 +94,8 @@ def test_rounds_time_the_systems_of_a_shape_in_turn(monkeypatch):
     from benchmarks import harness
     calls = []
 
-    def fake_time_cuda(fn, *, warmup, reps, flush_l2):
+    def fake_time_cuda(fn, *, warmup, reps, flush_l2, queue_ahead):
+        assert queue_ahead                   # the default: device time, not the host's
         calls.append((fn(), reps))
         return [1.0] * reps
     monkeypatch.setattr(harness, "time_cuda", fake_time_cuda)
@@ -109,6 +110,42 @@ def test_rounds_time_the_systems_of_a_shape_in_turn(monkeypatch):
     assert calls == [("nvdsl", 3), ("peer", 3), ("nvdsl", 2), ("peer", 2), ("nvdsl", 2), ("peer", 2)]
     assert [(m.system, m.reps, m.extra.get("rounds")) for m in measured[:2]] == [("nvdsl", 7, 3), ("peer", 7, 3)]
     assert measured[2].system == "broken" and "no such peer" in measured[2].error
+
+def _recording_torch(log: list):
+    """A stand-in for ``torch.cuda`` that records the order of what is issued on the stream."""
+    class Event:
+        def __init__(self, enable_timing):
+            self.at = None
+
+        def record(self):
+            log.append("event")
+            self.at = len(log)
+
+        def elapsed_time(self, end):
+            return float(end.at - self.at)
+    cuda = SimpleNamespace(Event=Event, synchronize=lambda: log.append("sync"),
+                           _sleep=lambda cycles: log.append(("hold", cycles)))
+    return SimpleNamespace(cuda=cuda)
+
+
+@pytest.mark.parametrize("queue_ahead", [True, False])
+def test_event_timing_queues_the_calls_behind_a_hold(monkeypatch, queue_ahead):
+    """The timed calls are issued behind one spin kernel (so a call short on the device reads its device time,
+    not the host's), long enough for every queued call; none with ``queue_ahead=False`` (``--host-bound``)."""
+    from benchmarks import harness
+    log = []
+    monkeypatch.setitem(sys.modules, "torch", _recording_torch(log))
+    times = harness.time_cuda(lambda: log.append("call"), warmup=2, reps=3, queue_ahead=queue_ahead)
+    issued = log[log.index("sync") + 1:]
+    if queue_ahead:
+        assert issued[0][0] == "hold" and issued[0][1] > 0
+        issued = issued[1:]
+    assert "hold" not in str(issued)
+    assert issued == ["event", "call", "event"] * 3 + ["sync"]
+    assert times == [2.0] * 3                      # each pair brackets its own call only
+    if queue_ahead:       # at least 10 us of host time per queued call (its events), twice over, at 2 GHz
+        assert log[log.index("sync") + 1][1] >= 3 * 10 * 2 * 2000
+
 
 def test_table_ratio_is_against_the_best_correct_peer_and_failures_stay_visible():
     shape = {"dtype": "fp16", "M": 8192, "N": 8192, "K": 4096, "sweep": "M=N=8192"}
