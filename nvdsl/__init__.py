@@ -40,6 +40,7 @@ _LAZY_NAMES = {
     "nvdsl.hopper.warpgroup": ("Warpgroup",),
     "nvdsl.hopper.wgmma": ("WGMMAAccumulator", "WGMMAMatrix", "wgmma_group", "wgmma_wait"),
     "nvdsl.interpreter.fuzz": ("fuzz", "FuzzReport"),
+    "nvdsl.tasks.profile": ("profile", "Profile"),
 }
 _LAZY = {(n if isinstance(n, str) else n[0]): (module, n if isinstance(n, str) else n[1])
          for module, names in _LAZY_NAMES.items() for n in names}
@@ -79,8 +80,8 @@ __all__ = [
     # dtypes
     "DType", "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "float8_e4m3fn", "float8_e5m2", "index",
-    # configuration, the interpreter's schedule fuzzing, errors
-    "Options", "device_count", "synchronize", "fuzz", "FuzzReport",
+    # configuration, the interpreter's schedule fuzzing, timelines of generated pipelines, errors
+    "Options", "device_count", "synchronize", "fuzz", "FuzzReport", "profile", "Profile",
     "NvdslError", "UserError", "TraceError", "ArgumentError", "CaptureError", "LaunchConfigError", "TaskError",
     "MappingError",
     "CompileError", "CudaError", "NoDeviceError", "InternalError", "PtxasWarning", "KernelFault", "ProtocolError",

@@ -108,6 +108,15 @@ PROGRAMS = {
         "s = q[0, :, 0].astype(np.float64) @ k[0, 0, :1500].astype(np.float64).T / 8; "
         "p = np.exp(s - s.max(-1, keepdims=True)); ref = p / p.sum(-1, keepdims=True) @ v[0, 0, :1500]; "
         "e = np.abs(o[0, :, 0] - ref).max(); assert e < 4e-3, e; print('PASS')"),
+    # a profiled GEMM (nvdsl.profile): each role's records written beside the arrays, a ragged edge, 2 tiles a block
+    "tasks.profile": (
+        "import numpy as np, nvdsl; from nvdsl.kernels.gemm import gemm; "
+        "rng = np.random.default_rng(0); a = rng.standard_normal((300, 200)).astype(np.float16); "
+        "b = rng.standard_normal((200, 520)).astype(np.float16); c = np.zeros((300, 520), np.float16); "
+        "p = nvdsl.profile(gemm, a, b, c, capacity=64)[0]; "
+        "ref = a.astype(np.float64) @ b.astype(np.float64); e = np.abs(c - ref).max(); "   # fp16 rounding + fp32 sums
+        "bound = 2.0 ** -11 * np.abs(ref).max() + 200 * 2.0 ** -24 * (np.abs(a) @ np.abs(b)).max(); "
+        "assert e <= bound and len(p.start_ns) and (p.end_ns >= p.start_ns).all(), e; print('PASS')"),
 }
 
 
@@ -119,7 +128,7 @@ def environment(tmp_path, backend):
 @pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm",
                                      "kernels.attention", "kernels.gemm-odd", "kernels.rowwise",
                                      "kernels.attention-backward", "kernels.attention-variants",
-                                     "kernels.attention-varlen", "kernels.attention-decode"])
+                                     "kernels.attention-varlen", "kernels.attention-decode", "tasks.profile"])
 def test_the_sanitized_programs_run_and_pass(program, tmp_path):
     """The programs the sanitizer runs (here in the interpreter, so this runs anywhere)."""
     run = subprocess.run([sys.executable, "-c", PROGRAMS[program]], cwd=ROOT, env=environment(tmp_path, "interpret"),

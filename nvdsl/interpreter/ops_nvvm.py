@@ -70,13 +70,26 @@ def _elect(op, c, info):
 
 
 @handles("nvvm.read.ptx.sreg.globaltimer")
+@handles("nvvm.read.ptx.sreg.clock64")
 def _globaltimer(op, c, info):
+    """The block's simulated clock, 32 ns on at each read; ``%clock64`` reads it too (a cycle a nanosecond)."""
     r = c.slot(op.result)
 
     def fn(w):
         block = w.block
         block.time_ns += 32
         w.env[r] = np.array([block.time_ns], np.int64)
+    return PLAIN, fn
+
+
+@handles("nvvm.read.ptx.sreg.smid")
+def _smid(op, c, info):
+    """The SM a block runs on: in the interpreter, one per block (its linear index)."""
+    r = c.slot(op.result)
+
+    def fn(w):
+        (x, y, z), (gx, gy, _) = w.block.block_id, w.block.launch.grid
+        w.env[r] = np.array([(z * gy + y) * gx + x], np.int32)
     return PLAIN, fn
 
 

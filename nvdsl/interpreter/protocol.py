@@ -102,7 +102,7 @@ UNIT_DIALECTS = ("arith.", "index.", "math.")
 def _unit_safe(op) -> bool:
     name = op.name
     if name in UNIT_OPS or name.startswith(UNIT_DIALECTS) or name.startswith("nvvm.read.ptx.sreg.") and \
-            not name.endswith("globaltimer"):
+            not name.endswith(("globaltimer", "clock64")):
         return True
     return name == "llvm.inline_asm" and (_is_barrier_asm(op) or "wgmma.mma_async" in
                                           ir.StringAttr(op.attributes["asm_string"]).value)

@@ -60,7 +60,7 @@ from ..errors import ArgumentError, TaskError, TraceError, user_location
 from ..arguments import describe, signature_key
 from ..signature import ARRAY
 from ..target import REGISTER_FILE
-from .scratch import float32_like, scratch_like
+from ..scratch import float32_like, scratch_like
 
 ROWS = 64                   # query rows per consumer warpgroup (one wgmma M)
 PRODUCER_REGISTERS = 24

@@ -31,7 +31,7 @@ from .. import jit
 from .. import tasks as nt
 from ..arguments import array_strides
 from ..errors import ArgumentError, user_location
-from .scratch import SCRATCH_BESIDE, float32_like
+from ..scratch import SCRATCH_BESIDE, float32_like
 
 
 def matmul_program(b_layout: str = "KN") -> nt.Task:

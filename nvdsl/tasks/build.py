@@ -19,6 +19,7 @@ from ..jit import TracedFunction, sm_count
 from ..signature import ARRAY
 from . import analysis
 from .mapping import Mapping, apply_change, change_text, refusal
+from .profile import session
 from .program import Task, trace_program
 from .schedule import Schedule, plan_stages, stage_text
 from .staging import staged_arguments, staging_text
@@ -54,8 +55,20 @@ class TaskKernel:
         # module and its errors point at the task's definition; errors raised while planning or emitting name
         # the user's call (host's frames are nvdsl's).
         code = entry.fn.__code__
-        self._function = TracedFunction(host, None, definition=SourceLocation(code.co_filename, code.co_firstlineno),
-                                        keyed_by=self)
+        definition = SourceLocation(code.co_filename, code.co_firstlineno)
+        self._function = TracedFunction(host, None, definition=definition, keyed_by=self)
+
+        def recording_host(*arrays):
+            from .emit import emit
+            *arguments, header, events = arrays
+            schedule = self._plan([(a.name, a.shape, a.dtype) for a in arguments])
+            emit(schedule, dict(zip(entry.parameters, arguments)), timeline=(header, events))
+
+        recording_host.__name__ = recording_host.__qualname__ = f"{entry.name}_profiled"
+        recording_host.__signature__ = inspect.Signature(
+            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY)
+             for p in (*entry.parameters, "timeline_header", "timeline_events")])
+        self._recording = TracedFunction(recording_host, None, definition=definition, keyed_by=_Recording(self))
 
     @property
     def sm_count(self) -> int:
@@ -68,7 +81,15 @@ class TaskKernel:
         return self.entry, self.mapping, self.sm_count
 
     def __call__(self, *arrays, stream=None):
-        self._function(*arrays, stream=stream)
+        recording = session()
+        if recording is None:
+            self._function(*arrays, stream=stream)
+        else:
+            recording.run(self, arrays, stream)
+
+    def profiled(self, *arrays, stream=None):
+        """Run the variant that records its timeline into the last two arrays (see ``nvdsl.profile``)."""
+        self._recording(*arrays, stream=stream)
 
     def _specs(self, arrays) -> list:
         return [(spec.name, spec.shape, spec.dtype) for spec in self._described(arrays)]
@@ -159,6 +180,16 @@ class TaskKernel:
     def with_mapping(self, mapping: Mapping) -> "TaskKernel":
         """The same program under another mapping."""
         return TaskKernel(self.entry, mapping)
+
+
+class _Recording:
+    """The key of a kernel's recording variant: the kernel's, and that it records."""
+
+    def __init__(self, kernel: TaskKernel):
+        self.kernel = kernel
+
+    def __nvdsl_key__(self) -> tuple:
+        return (*self.kernel.__nvdsl_key__(), "timeline")
 
 
 def _stages(entry: Task, mapping: Mapping, specs, sm_count: int) -> dict:

@@ -19,6 +19,7 @@ from ..frontend.memory import Array
 from ..frontend.values import constant, maximum, minimum, select
 from ..hopper.aref import Aref
 from ..hopper.tile import ColumnVector, RegisterTile, RowVector
+from ..hopper.timeline import Timeline
 from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait
 from ..hopper.warpgroup import Warpgroup
 from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wait
@@ -26,19 +27,21 @@ from ..layouts import rows_across_lanes, wgmma_accumulator
 from . import staging
 from .analysis import operand_name
 from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Loop, Map, Mma, Reduce, Region, argument_loads
+from .profile import DATA_WAIT, EPILOGUE, LOAD, MATH, PRODUCT_WAIT, STEP, TILE, TURN_WAIT, roles
 from .stages import TURN_BARRIER, OnesTile, Schedule
 
 
-def emit(schedule: Schedule, arrays: dict) -> None:
+def emit(schedule: Schedule, arrays: dict, timeline: tuple | None = None) -> None:
     """Trace the kernel of ``schedule`` into the host function being traced; ``arrays`` maps the program's
-    argument names to the host function's arrays."""
+    argument names to the host function's arrays. With ``timeline`` (an int64 header and events array, see
+    :mod:`nvdsl.hopper.timeline`), each role records its spans (``profile.SPAN_KINDS``)."""
     s = schedule
     arrays, copy_back = staging.stage(s, arrays)      # arguments TMA cannot address: through staging copies
     tmas = _Descriptors(s, arrays)
 
     @gpu_launch(grid=s.grid, block=s.block_threads, smem=s.smem_bytes)
     def kernel(ctx):
-        _Block(s, ctx, arrays, tmas).run()
+        _Block(s, ctx, arrays, tmas, timeline).run()
 
     kernel()
     for staged, argument in copy_back:
@@ -79,8 +82,10 @@ class _Block:
     """One block of the kernel: its shared memory (rings, staging tiles, tiles of ones), the tiles it takes
     (in groups: a tile, or a ping-pong's pair of tiles), and its roles."""
 
-    def __init__(self, s: Schedule, ctx, arrays: dict, tmas: _Descriptors):
+    def __init__(self, s: Schedule, ctx, arrays: dict, tmas: _Descriptors, timeline: tuple | None = None):
         self.s, self.ctx, self.arrays = s, ctx, arrays
+        self.timeline = timeline
+        self.counters = ctx.shared_array((len(roles(s)),), dt.int32) if timeline is not None else None
         self.ring_tmas, self.store_tmas = tmas.rings, tmas.stores
         self.rings = {r.name: Aref(ctx, [(t.source.matrix_shape, t.dtype) for t in r.tiles], depth=r.depth,
                                    name=r.name, at=r.offset, in_turn=r.in_turn) for r in s.rings}
@@ -114,6 +119,14 @@ class _Block:
             self.producer()
         for c in range(self.s.consumers):
             self.consumer(c)
+
+    def recorder(self, role: int, thread=None):
+        """Role ``role``'s timeline (recorded by ``thread``'s first thread, or by whoever runs it), or a recorder
+        that records nothing when the kernel is not profiled."""
+        if self.timeline is None:
+            return _NOT_RECORDED
+        return Timeline(self.ctx, *self.timeline, self.counters, role,
+                        recorder=thread.thread_index.eq(0) if thread is not None else None)
 
     # -- the block's tiles -----------------------------------------------------------------------------------
     def tile_of(self, group, member: int):
@@ -149,47 +162,56 @@ class _Block:
         """Warpgroup 0: one thread waits for free slots and issues every load, tile by tile."""
         with Warpgroup(self.ctx, 0, register_size=dict(self.s.registers)["producer"]) as producer:
             with when(producer.thread_index.eq(0)):
+                timeline = self.recorder(0)
+                timeline.start()
                 for group in for_range(self.full_pairs):
                     for member in range(self.per_group):
-                        self.put_tile(group, member)
+                        self.put_tile(group, member, timeline)
                 if self.full_pairs is not self.my_groups:
                     with when(self.full_pairs < self.my_groups):
-                        self.put_tile(self.my_groups - 1, 0)
+                        self.put_tile(self.my_groups - 1, 0, timeline)
+                timeline.finish()
 
-    def put_tile(self, group, member: int) -> None:
+    def put_tile(self, group, member: int, timeline) -> None:
         s = self.s
         env = self.coordinates(self.tile_of(group, member)[0])
-        with _nonempty(s, env):
-            _put_tile_loads(s, self.rings, self.ring_tmas, env, member)
+        with _nonempty(s, env), timeline.span(TILE):
+            if s.ring("tile", member) is not None:
+                with timeline.span(LOAD):
+                    _put_tile_loads(s, self.rings, self.ring_tmas, env, member)
             steps = s.step_rings(member)
             if steps:
                 for k in for_range(_trips(s, env)):
                     env[s.main.vars[0]] = k
                     for step in steps:
-                        _put(self.rings[step.name], step, self.ring_tmas, env)
+                        with timeline.span(LOAD):
+                            _put(self.rings[step.name], step, self.ring_tmas, env)
 
     def consumer(self, c: int) -> None:
         s = self.s
         register_size = dict(s.registers)["consumer"] if s.warp_specialized else None
         first = 1 if s.warp_specialized else 0
         with Warpgroup(self.ctx, 128 * (first + c), register_size=register_size) as wg:
+            timeline = self.recorder(first + c, wg)
+            timeline.start()
             if s.pingpong:
-                self.ping_pong_consumer(wg, c)
+                self.ping_pong_consumer(wg, c, timeline)
             else:
                 for group in for_range(self.my_groups):
                     env = self.coordinates(self.tile_of(group, 0)[0])
                     with _nonempty(s, env):
-                        _Consumer(self, wg, c, env).run_tile()
+                        _Consumer(self, wg, c, env, timeline=timeline).run_tile()
             tma_store_wait(0)
+            timeline.finish()
 
-    def ping_pong_consumer(self, wg, c: int) -> None:
+    def ping_pong_consumer(self, wg, c: int, timeline) -> None:
         """Consumer ``c`` of a ping-pong: the block's tiles (group, c), each one turn at the main loop (a tile
         without rows too, so that the turns alternate), in the order the producer fills the step rings. Each
         passes over the other's slots (after each of its tiles, those of the other's next tile); after its
         last turn each hands the turn on, and the consumer whose turn would be next takes that arrival with
         a last wait, so that every named barrier completes."""
         s, my_groups, full_pairs = self.s, self.my_groups, self.full_pairs
-        turn = _Turn(self.ctx, c, 2)
+        turn = _Turn(self.ctx, c, 2, timeline)
         step_rings = [self.rings[r.name] for r in s.step_rings(c)]
         if c == 1:
             turn.hand_over()                 # open consumer 0's first turn: every block has a tile
@@ -198,7 +220,7 @@ class _Block:
         for group in for_range(my_groups if c == 0 else full_pairs):
             env = self.coordinates(self.tile_of(group, c)[0])
             rows = _has_rows(s, env)
-            consumer = _Consumer(self, wg, c, env, turn=turn)
+            consumer = _Consumer(self, wg, c, env, turn=turn, timeline=timeline)
             if rows is None:
                 consumer.run_tile()
             else:
@@ -258,11 +280,12 @@ class _Turn:
     matched by its wait before the next hand-over to the same barrier, whose two arrivals would otherwise
     complete it without its waiter."""
 
-    def __init__(self, ctx, c: int, consumers: int):
-        self.ctx, self.c, self.consumers = ctx, c, consumers
+    def __init__(self, ctx, c: int, consumers: int, timeline):
+        self.ctx, self.c, self.consumers, self.timeline = ctx, c, consumers, timeline
 
     def wait(self) -> None:
-        self.ctx.sync_threads(2 * 128, barrier=TURN_BARRIER + self.c)
+        with self.timeline.span(TURN_WAIT):
+            self.ctx.sync_threads(2 * 128, barrier=TURN_BARRIER + self.c)
 
     def hand_over(self) -> None:
         self.ctx.arrive_threads(2 * 128, barrier=TURN_BARRIER + (self.c + 1) % self.consumers)
@@ -379,11 +402,29 @@ def _put_tile_loads(s: Schedule, rings: dict, tmas: dict, env: dict, member: int
         _put(rings[plan.name], plan, tmas, env)
 
 
+class _NotRecorded:
+    """The timeline of a kernel that is not profiled: records nothing, emits nothing."""
+
+    def start(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+    @contextlib.contextmanager
+    def span(self, kind: int):
+        yield
+
+
+_NOT_RECORDED = _NotRecorded()
+
+
 class _Consumer:
     """One consumer warpgroup's work on one tile: prologue, main loop over ring slots, epilogue."""
 
-    def __init__(self, block: _Block, wg, c: int, env: dict, turn: _Turn | None = None):
+    def __init__(self, block: _Block, wg, c: int, env: dict, turn: _Turn | None = None, timeline=_NOT_RECORDED):
         self.s = s = block.s
+        self.timeline = timeline
         self.ctx, self.wg, self.c = block.ctx, wg, c
         self.turn = turn                 # ping-pong: this consumer's turns at the main loop
         self.rings, self.ring_tmas, self.store_tmas = block.rings, block.ring_tmas, block.store_tmas
@@ -416,9 +457,21 @@ class _Consumer:
 
     # -- the tile --------------------------------------------------------------------------------------------
     def run_tile(self) -> None:
+        with self.timeline.span(TILE):
+            self._run_tile()
+
+    @contextlib.contextmanager
+    def get(self, ring: Aref):
+        """``ring.get()``: the views of its next slot, the wait for their data recorded as a span."""
+        with contextlib.ExitStack() as held:
+            with self.timeline.span(DATA_WAIT):
+                views = held.enter_context(ring.get())
+            yield views
+
+    def _run_tile(self) -> None:
         s = self.s
         ring_tiles = self.tile_ring.tiles if self.tile_ring is not None else ()
-        with self.rings[self.tile_ring.name].get() if ring_tiles else contextlib.nullcontext() as views:
+        with self.get(self.rings[self.tile_ring.name]) if ring_tiles else contextlib.nullcontext() as views:
             for plan_tile, view in zip(ring_tiles, views or ()):
                 self.values[plan_tile.local] = view
             for op in s.prologue:
@@ -431,15 +484,18 @@ class _Consumer:
                 self.main_loop()
                 self.end_turn()                      # its last products still run: the other's first queue behind
                 if s.in_flight or ring_tiles:
-                    wgmma_wait(0)                    # the epilogue reads the accumulators; the rings get their slots back
+                    with self.timeline.span(PRODUCT_WAIT):   # the epilogue reads the accumulators; the rings
+                        wgmma_wait(0)                        # get their slots back
             else:
                 self.end_turn()
             through_tile = any(st.in_tile for st in s.stores)
             if through_tile:                         # the epilogue stores through the tile ring's slot
-                self.epilogue()
-                tma_store_wait(0)                    # the stores have read the slot before it is released
+                with self.timeline.span(EPILOGUE):
+                    self.epilogue()
+                    tma_store_wait(0)                # the stores have read the slot before it is released
         if not through_tile:
-            self.epilogue()
+            with self.timeline.span(EPILOGUE):
+                self.epilogue()
 
     def take_turn(self) -> None:
         """Ping-pong: wait for this consumer's turn at the main loop."""
@@ -493,13 +549,15 @@ class _Consumer:
         def step(k):
             env[s.main.vars[0]] = k
             if ring is not None:
-                with ring.get() as tiles:
+                with self.get(ring) as tiles:
                     for plan_tile, view in zip(self.step.tiles, tiles):
                         self.values[plan_tile.local] = view
                     self.slot = tiles
-                    self.run_all(body)
+                    with self.timeline.span(STEP):
+                        self.run_all(body)
             else:
-                self.run_all(body)
+                with self.timeline.span(STEP):
+                    self.run_all(body)
             if issuer and ring is not None:
                 with when((k + s.lookahead < extent) & self.wg.thread_index.eq(0)):
                     env[s.main.vars[0]] = k + s.lookahead
@@ -915,7 +973,8 @@ class _TwoPhaseLoop:
         self.a_plan, self.b_plan = s.ring("step", c, "a"), s.ring("step", c, "b")
         self.a_ring, self.b_ring = consumer.rings[self.a_plan.name], consumer.rings[self.b_plan.name]
         self.var = s.main.vars[0]
-        self.turn = _Turn(consumer.ctx, c, s.consumers)
+        self.turn = _Turn(consumer.ctx, c, s.consumers, consumer.timeline)
+        self.timeline = consumer.timeline
 
     def run(self) -> None:
         consumer, s = self.consumer, self.s
@@ -947,9 +1006,11 @@ class _TwoPhaseLoop:
         self.my_turn()
         self.issue_a()
         self.their_turn()
-        wgmma_wait(0)
+        with self.timeline.span(PRODUCT_WAIT):
+            wgmma_wait(0)
         consumer.unmask = isinstance(unmasked, int) and unmasked >= 1
-        consumer.run_all(self.phases.math)
+        with self.timeline.span(MATH):
+            consumer.run_all(self.phases.math)
         if unmasked is None:
             self.steps(1, trips, masked=True)
         else:                                       # the steps no mask changes first, then the others
@@ -962,7 +1023,8 @@ class _TwoPhaseLoop:
         self.my_turn()
         self.phase_b(1)
         self.their_turn(last=True)
-        wgmma_wait(0)
+        with self.timeline.span(PRODUCT_WAIT):
+            wgmma_wait(0)
 
     def steps(self, first, stop, masked: bool) -> None:
         """Steps ``first`` .. ``stop`` - 1: phase A of each around phase B of the one before."""
@@ -975,9 +1037,12 @@ class _TwoPhaseLoop:
             self.my_turn()
             self.phase_b(2, a_step=k)
             self.their_turn()
-            wgmma_wait(1)                           # phase A's product is done; phase B's runs on
-            consumer.run_all(self.phases.math)
-            wgmma_wait(0)
+            with self.timeline.span(PRODUCT_WAIT):
+                wgmma_wait(1)                       # phase A's product is done; phase B's runs on
+            with self.timeline.span(MATH):
+                consumer.run_all(self.phases.math)
+            with self.timeline.span(PRODUCT_WAIT):
+                wgmma_wait(0)
             return self.carried()
         consumer.values.update(after)
 
@@ -1000,14 +1065,14 @@ class _TwoPhaseLoop:
             self.consumer.values[plan_tile.local] = view
 
     def issue_a(self) -> None:
-        with self.a_ring.get() as views:
+        with self.consumer.get(self.a_ring) as views:
             self.bind(self.a_plan, views)
             for op in self.phases.issue:
                 self.consumer.product(op, in_flight=1) if isinstance(op, Mma) else self.consumer.run(op)
 
     def phase_b(self, in_flight: int, a_step=None) -> None:
         """Phase B of the previous step, around phase A's product of step ``a_step`` (if any)."""
-        with self.b_ring.get() as views:
+        with self.consumer.get(self.b_ring) as views:
             self.bind(self.b_plan, views)
             if a_step is not None:
                 self.consumer.env[self.var] = a_step

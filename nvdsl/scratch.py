@@ -1,5 +1,5 @@
 """Scratch arrays beside a caller's array (NumPy, torch or CuPy): the partial products and row statistics that
-a library kernel's passes hand one another."""
+a library kernel's passes hand one another, and the records of a profiled call."""
 
 from __future__ import annotations
 
@@ -15,12 +15,16 @@ def float32_like(x, shape: tuple[int, ...], purpose: str):
     return scratch_like(x, shape, purpose, "float32")
 
 
-def scratch_like(x, shape: tuple[int, ...], purpose: str, dtype: str):
-    """As :func:`float32_like`, of ``dtype`` (a name NumPy, torch and CuPy share: "float32", "int32")."""
+def scratch_like(x, shape: tuple[int, ...], purpose: str | None, dtype: str):
+    """As :func:`float32_like`, of ``dtype`` (a name NumPy, torch and CuPy share: "float32", "int32"). With
+    ``purpose=None``, a new zero-filled array that nothing else is handed (kept by its caller)."""
     module = type(x).__module__
     if module.startswith("numpy"):
         import numpy as np
-        return np.empty(shape, dtype)
+        return np.zeros(shape, dtype) if purpose is None else np.empty(shape, dtype)
+    if module.startswith("torch") and purpose is None:
+        import torch
+        return torch.zeros(shape, dtype=getattr(torch, dtype), device=x.device)
     if module.startswith("torch"):
         key = (purpose, x.device, shape, dtype)
         found = _KEPT.get(key)
@@ -32,5 +36,5 @@ def scratch_like(x, shape: tuple[int, ...], purpose: str, dtype: str):
         return found
     if module.startswith("cupy"):
         import cupy
-        return cupy.empty(shape, dtype)
+        return cupy.zeros(shape, dtype) if purpose is None else cupy.empty(shape, dtype)
     return None
