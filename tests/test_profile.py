@@ -8,7 +8,7 @@ import nvdsl
 import nvdsl.kernels.attention as attention_library
 import nvdsl.kernels.gemm as gemm_library
 from nvdsl import tasks as nt
-from nvdsl.tasks.profile import SPAN_KINDS, decode, roles
+from nvdsl.tasks.profile import SPAN_KINDS, decode, roles, zoom_window
 from nvdsl.testing import requires_gpu
 
 
@@ -107,6 +107,15 @@ def test_decode_turns_each_roles_cycles_into_nanoseconds_of_the_common_timer():
     assert spans == {("producer", "load"): (100.0, 300.0), ("producer", "epilogue"): (400.0, 1000.0),
                      ("consumer 0", "data wait"): (200.0, 400.0)}
     assert set(p.sm.tolist()) == {3}
+
+
+def test_the_drawing_enlarges_one_and_a_half_tiles_from_the_second():
+    """Consumer 0 of SM 5 ran tiles of 100 and 300 ns (median 200): the window starts at the second tile and
+    lasts 300 ns; a role clock of one cycle a nanosecond."""
+    header = np.array([[[5, 0, 0, 1000, 1000, 4]]], np.int64)
+    events = np.array([[[[0, 100], [1, 200], [0, 400], [1, 700]]]], np.int64)
+    p = decode("k", ("consumer 0",), "", header, events)
+    assert zoom_window(p, 5) == (400.0, 700.0)
 
 
 def test_profile_draws_the_timeline_beside_the_schedule(tmp_path):

@@ -234,9 +234,41 @@ def _draw(k: KernelProfile, path, sms: int, schedule_lines: int) -> None:
     shown = np.unique(k.sm)[:sms]
     rows = [(sm, r) for sm in shown for r in range(len(k.roles))]
     lines = k.schedule.splitlines()
-    fig, (ax, text) = plt.subplots(1, 2, figsize=(18, max(2.5 + 0.32 * len(rows), 1 + 0.09 * min(len(lines),
-                                                                                             schedule_lines))),
-                                   gridspec_kw={"width_ratios": [3, 1]})
+    height = max(2 * (1.5 + 0.3 * len(rows)), 1 + 0.09 * min(len(lines), schedule_lines))
+    fig = plt.figure(figsize=(18, height))
+    grid = fig.add_gridspec(2, 2, width_ratios=[3, 1])
+    whole, zoom, text = fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[1, 0]), fig.add_subplot(grid[:, 1])
+    _draw_rows(whole, k, rows)
+    whole.set_title(f"{k.name}: {k.duration_ns / 1e3:.1f} us, {len(np.unique(k.block))} blocks "
+                    f"(first {len(shown)} SMs shown)", fontsize=9)
+    lo, hi = zoom_window(k, shown[0] if len(shown) else 0)
+    _draw_rows(zoom, k, rows)
+    zoom.set_xlim(lo / 1e3, hi / 1e3)
+    zoom.set_title("the same, from the start of the second tile of the first SM's first consumer, for 1.5 tiles",
+                   fontsize=9)
+    whole.axvspan(lo / 1e3, hi / 1e3, color="#ffd700", alpha=0.25, linewidth=0, zorder=0)
+    text.axis("off")
+    shown_text = "\n".join(line[:90] for line in lines[:schedule_lines]) + ("\n..." if len(lines) > schedule_lines
+                                                                          else "")
+    text.text(0, 1, "planned schedule\n\n" + shown_text, family="monospace", fontsize=5.5, va="top")
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    plt.close(fig)
+
+
+def zoom_window(k: KernelProfile, sm: int) -> tuple[float, float]:
+    """The stretch of the timeline the drawing enlarges (ns): from the start of the second tile (the first if
+    there is one) of the first consumer on SM ``sm``, one and a half median tiles long."""
+    consumer = k.roles.index("consumer 0") if "consumer 0" in k.roles else 0
+    tiles = (k.sm == sm) & (k.role == consumer) & (k.kind == TILE)
+    starts, ends = np.sort(k.start_ns[tiles]), np.sort(k.end_ns[tiles])
+    if not len(starts):
+        return 0.0, max(k.duration_ns, 1.0)
+    lo = starts[1] if len(starts) > 1 else starts[0]
+    return float(lo), float(lo + 1.5 * max(np.median(ends - starts), 1.0))
+
+
+def _draw_rows(ax, k: KernelProfile, rows) -> None:
     for y, (sm, r) in enumerate(rows):
         mine = (k.sm == sm) & (k.role == r)
         for kind_index, kind in enumerate(SPAN_KINDS):
@@ -245,21 +277,12 @@ def _draw(k: KernelProfile, path, sms: int, schedule_lines: int) -> None:
                 continue
             bars = list(zip(k.start_ns[keep] / 1e3, (k.end_ns[keep] - k.start_ns[keep]) / 1e3))
             if kind == "tile":
-                ax.broken_barh(bars, (y - 0.45, 0.9), facecolors="#eeeeee", edgecolors="#bbbbbb", linewidth=0.3)
+                ax.broken_barh(bars, (y - 0.45, 0.9), facecolors="#eeeeee", edgecolors="#999999", linewidth=0.4)
             else:
                 ax.broken_barh(bars, (y - 0.3, 0.6), facecolors=_COLOURS[kind], label=kind)
     ax.set_yticks(range(len(rows)), [f"SM {sm} {k.roles[r]}" for sm, r in rows], fontsize=7)
-    ax.invert_yaxis()
+    ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel("microseconds from the kernel's first recorded start")
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))
     ax.legend(unique.values(), unique.keys(), loc="upper right", fontsize=7, ncol=len(unique))
-    ax.set_title(f"{k.name}: {k.duration_ns / 1e3:.1f} us, {len(np.unique(k.block))} blocks "
-                 f"(first {len(shown)} SMs shown)", fontsize=9)
-    text.axis("off")
-    shown_text = "\n".join(line[:90] for line in lines[:schedule_lines]) + ("\n..." if len(lines) > schedule_lines
-                                                                          else "")
-    text.text(0, 1, "planned schedule\n\n" + shown_text, family="monospace", fontsize=5.5, va="top")
-    fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
