@@ -109,6 +109,16 @@ def test_decode_turns_each_roles_cycles_into_nanoseconds_of_the_common_timer():
     assert set(p.sm.tolist()) == {3}
 
 
+def test_the_summary_names_when_each_sm_finishes_and_how_long_it_idled_between_its_blocks():
+    """SM 0 ran blocks over 0-100 and 150-300 ns (idle 50 of its 300), SM 1 one block over 20-200 (idle 20)."""
+    header = np.array([[[0, 1000, 0, 1100, 100, 0]], [[0, 1150, 0, 1300, 150, 0]], [[1, 1020, 0, 1200, 180, 0]]],
+                      np.int64)
+    p = decode("k", ("consumer 0",), "", header, np.zeros((3, 1, 1, 2), np.int64))
+    assert p.sm_finish_ns().tolist() == [300.0, 200.0]
+    assert p.sm_idle_ns().tolist() == [50.0, 20.0]
+    assert "2 SMs finish between 0.2 and 0.3 us" in p.summary() and "idle 14.0%" in p.summary()
+
+
 def test_the_drawing_enlarges_one_and_a_half_tiles_from_the_second():
     """Consumer 0 of SM 5 ran tiles of 100 and 300 ns (median 200): the window starts at the second tile and
     lasts 300 ns; a role clock of one cycle a nanosecond."""

@@ -166,10 +166,15 @@ def _nvdsl_bshd(copies: bool) -> Callable:
 
 
 def _register_nvdsl() -> None:
-    from nvdsl.kernels.attention import attention
+    from nvdsl.kernels.attention import attention, task_mapping
 
     NVDSL_ATTENTION.setdefault("nvdsl-attention", lambda q, k, v, o, causal: attention(q, k, v, o, causal=causal,
                                                                                         scale=1.0))
+
+    def persistent(q, k, v, o, causal):          # the default mapping, one block per SM looping over tiles
+        mapping = task_mapping(q.shape[-1], causal, q.shape[-2]).replace(persistent=True)
+        attention(q, k, v, o, causal=causal, scale=1.0, mapping=mapping)
+    NVDSL_ATTENTION.setdefault("nvdsl-attention-persistent", persistent)
 
 
 def systems() -> dict[str, Callable]:

@@ -107,8 +107,9 @@ def _host(x) -> np.ndarray:
 class KernelProfile:
     """One profiled kernel call: its spans, one row per span in parallel arrays (``block``, ``role`` (an index
     into ``roles``), ``sm``, ``kind`` (an index into :data:`SPAN_KINDS`), ``start_ns``, ``end_ns``, from the
-    kernel's first recorded start), each role's time (``role_time_ns``, summed over blocks), the events the
-    capacity dropped, and the schedule text the mapping planned."""
+    kernel's first recorded start), each role's time (``role_time_ns``, summed over blocks), each block's SM and
+    time (``block_sm``, ``block_start_ns``, ``block_end_ns``: its roles' first start and last end), the events
+    the capacity dropped, and the schedule text the mapping planned."""
 
     name: str
     roles: tuple[str, ...]
@@ -120,6 +121,9 @@ class KernelProfile:
     start_ns: np.ndarray
     end_ns: np.ndarray
     role_time_ns: np.ndarray
+    block_sm: np.ndarray
+    block_start_ns: np.ndarray
+    block_end_ns: np.ndarray
     duration_ns: float
     dropped: int
 
@@ -132,7 +136,12 @@ class KernelProfile:
         """Each role's time by span kind, summed over blocks: count, microseconds and share of the role's time
         (tiles contain the other kinds; "other" is the role's time in none of them)."""
         lines = [f"{self.name}: {self.duration_ns / 1e3:.1f} us from the first role's start to the last's end, "
-                 f"{len(np.unique(self.block))} blocks" + (f", {self.dropped} events dropped" if self.dropped else "")]
+                 f"{len(self.block_sm)} blocks" + (f", {self.dropped} events dropped" if self.dropped else "")]
+        finish, idle = self.sm_finish_ns(), self.sm_idle_ns()
+        if len(finish):
+            lines.append(f"  {len(finish)} SMs finish between {finish.min() / 1e3:.1f} and {finish.max() / 1e3:.1f} us "
+                         f"(median {np.median(finish) / 1e3:.1f}); between their blocks they idle "
+                         f"{100 * idle.sum() / max(finish.sum(), 1.0):.1f}% of the time up to their finish")
         for r, role in enumerate(self.roles):
             total = float(self.role_time_ns[r])
             if total <= 0:
@@ -151,6 +160,25 @@ class KernelProfile:
             lines.append(f"    {'other':<13} {'':>8}       {(total - inner) / 1e3:>10.1f} us "
                          f"{100 * (total - inner) / total:5.1f}%")
         return "\n".join(lines)
+
+    def sm_finish_ns(self) -> np.ndarray:
+        """When each SM's last block ended, one entry per SM in increasing SM order."""
+        return np.array([self.block_end_ns[self.block_sm == sm].max() for sm in np.unique(self.block_sm)])
+
+    def sm_idle_ns(self) -> np.ndarray:
+        """Each SM's time with no block of this kernel on it, from the kernel's start to the SM's finish."""
+        idle = []
+        for sm in np.unique(self.block_sm):
+            mine = self.block_sm == sm
+            order = np.argsort(self.block_start_ns[mine])
+            starts, ends = self.block_start_ns[mine][order], self.block_end_ns[mine][order]
+            covered, reach = 0.0, 0.0
+            for start, end in zip(starts, ends):          # the union of the blocks' intervals
+                if end > reach:
+                    covered += end - max(start, reach)
+                    reach = end
+            idle.append(reach - covered)
+        return np.array(idle)
 
     def save_png(self, path, *, sms: int = 8, schedule_lines: int = 48) -> None:
         """Draw the timeline of the first ``sms`` SMs (a row per SM and role, a colour per span kind; tiles as
@@ -196,6 +224,8 @@ def decode(name: str, role_names: tuple[str, ...], schedule: str, header: np.nda
     columns: dict[str, list] = {c: [] for c in ("block", "role", "sm", "kind", "start_ns", "end_ns")}
     role_time = np.zeros(nroles)
     dropped, last = 0, origin
+    block_sm = np.zeros(blocks, np.int64)
+    block_start, block_end = np.full(blocks, np.inf), np.full(blocks, -np.inf)
     for b in range(blocks):
         for r in range(nroles):
             sm, t0, c0, t1, c1, count = (int(header[b, r, HEADER_FIELDS.index(field)]) for field in
@@ -204,6 +234,8 @@ def decode(name: str, role_names: tuple[str, ...], schedule: str, header: np.nda
             dropped += count - written
             role_time[r] += t1 - t0
             last = max(last, t1)
+            block_sm[b] = sm
+            block_start[b], block_end[b] = min(block_start[b], t0 - origin), max(block_end[b], t1 - origin)
             scale = (t1 - t0) / (c1 - c0) if c1 > c0 else 1.0
             tags, cycles = events[b, r, :written, 0], events[b, r, :written, 1]
             times = (t0 - origin) + (cycles - c0) * scale
@@ -215,8 +247,9 @@ def decode(name: str, role_names: tuple[str, ...], schedule: str, header: np.nda
                 columns["start_ns"].append(begins[:n])
                 columns["end_ns"].append(ends[:n])
     arrays = {c: (np.concatenate(v) if v else np.zeros(0)) for c, v in columns.items()}
-    return KernelProfile(name, tuple(role_names), schedule, **arrays, role_time_ns=role_time,
-                         duration_ns=float(last - origin), dropped=int(dropped))
+    return KernelProfile(name, tuple(role_names), schedule, **arrays, role_time_ns=role_time, block_sm=block_sm,
+                         block_start_ns=block_start, block_end_ns=block_end, duration_ns=float(last - origin),
+                         dropped=int(dropped))
 
 
 _COLOURS = {"load": "#4c78a8", "data wait": "#e45756", "step": "#54a24b", "math": "#b279a2",
