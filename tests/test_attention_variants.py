@@ -355,7 +355,7 @@ def test_a_masked_forward_schedule_visits_its_ranges(request):
     from test_tasks import golden
     b, h, l, d = 1, 2, 512, 64
     q, k, v, o, lse = problem(b, h, h, l, l, d, "float16")
-    mapping = library.task_mapping(d, False, l)
+    mapping = library.task_mapping(d, False, l, masked=True)         # what attention() runs a mask_mod under
     ranges = np.zeros((b, h, -(-l // mapping.tile_values()["BM"]), 4), np.int32)
     program = library.attention_program(False, None, True, library.Variant(None, sliding_window))
     text = nt.build(program, mapping).explain(o, lse, q, k, v, ranges)

@@ -24,6 +24,12 @@ def _operands(m, n, k, seed=0):
     return a, b
 
 
+def _words(events) -> np.ndarray:
+    """Event words from (tag, clock) pairs, as the recording writes them."""
+    pairs = np.asarray(events, np.int64)
+    return (pairs[..., 0] << 56) | pairs[..., 1]
+
+
 def _count(profile, role: str, kind: str) -> int:
     return int(np.sum((profile.role == profile.roles.index(role)) & (profile.kind == SPAN_KINDS.index(kind))))
 
@@ -95,25 +101,31 @@ def test_events_past_the_capacity_are_counted_as_dropped():
 
 def test_decode_turns_each_roles_cycles_into_nanoseconds_of_the_common_timer():
     """A role that ran 1000 ns over 2000 cycles: a cycle is half a nanosecond; times count from the first start
-    of any role (integer arithmetic in halves: exact)."""
+    of any role (integer arithmetic in halves: exact). The clock's low 56 bits are recorded: a start cycle past
+    2**56 still gives the cycles since it."""
     header = np.array([[[3, 5000, 100, 6000, 2100, 4], [3, 5200, 0, 5600, 400, 3]]], np.int64)
     events = np.zeros((1, 2, 4, 2), np.int64)
     events[0, 0, :4] = [[2 * 1, 300], [2 * 1 + 1, 700], [2 * 7, 900], [2 * 7 + 1, 2100]]  # load, epilogue
     events[0, 1, :3] = [[2 * 2, 0], [2 * 2 + 1, 200], [2 * 3, 300]]        # a data wait, a step never ended
-    p = decode("k", ("producer", "consumer 0"), "", header, events)
+    p = decode("k", ("producer", "consumer 0"), "", header, _words(events))
     assert p.duration_ns == 1000.0 and p.dropped == 0
     assert p.role_time_ns.tolist() == [1000.0, 400.0]
     spans = {(p.roles[r], SPAN_KINDS[kd]): (s, e) for r, kd, s, e in zip(p.role, p.kind, p.start_ns, p.end_ns)}
     assert spans == {("producer", "load"): (100.0, 300.0), ("producer", "epilogue"): (400.0, 1000.0),
                      ("consumer 0", "data wait"): (200.0, 400.0)}
     assert set(p.sm.tolist()) == {3}
+    late = header.copy()
+    late[0, :, 2] += 5 << 56                                   # the same low bits, a later clock
+    late[0, :, 4] += 5 << 56
+    again = decode("k", ("producer", "consumer 0"), "", late, _words(events))
+    assert again.start_ns.tolist() == p.start_ns.tolist() and again.end_ns.tolist() == p.end_ns.tolist()
 
 
 def test_the_summary_names_when_each_sm_finishes_and_how_long_it_idled_between_its_blocks():
     """SM 0 ran blocks over 0-100 and 150-300 ns (idle 50 of its 300), SM 1 one block over 20-200 (idle 20)."""
     header = np.array([[[0, 1000, 0, 1100, 100, 0]], [[0, 1150, 0, 1300, 150, 0]], [[1, 1020, 0, 1200, 180, 0]]],
                       np.int64)
-    p = decode("k", ("consumer 0",), "", header, np.zeros((3, 1, 1, 2), np.int64))
+    p = decode("k", ("consumer 0",), "", header, np.zeros((3, 1, 1), np.int64))
     assert p.sm_finish_ns().tolist() == [300.0, 200.0]
     assert p.sm_idle_ns().tolist() == [50.0, 20.0]
     assert "2 SMs finish between 0.2 and 0.3 us" in p.summary() and "idle 14.0%" in p.summary()
@@ -124,7 +136,7 @@ def test_the_drawing_enlarges_one_and_a_half_tiles_from_the_second():
     lasts 300 ns; a role clock of one cycle a nanosecond."""
     header = np.array([[[5, 0, 0, 1000, 1000, 4]]], np.int64)
     events = np.array([[[[0, 100], [1, 200], [0, 400], [1, 700]]]], np.int64)
-    p = decode("k", ("consumer 0",), "", header, events)
+    p = decode("k", ("consumer 0",), "", header, _words(events))
     assert zoom_window(p, 5) == (400.0, 700.0)
 
 
@@ -159,7 +171,7 @@ def test_the_recording_variant_keeps_a_fast_kernels_instructions():
     schedule = kernel.plan(c, a, b)
     blocks, count = schedule.grid, len(roles(schedule))
     compiled = kernel._recording.compile(c, a, b, np.zeros((blocks, count, 6), np.int64),
-                                         np.zeros((blocks, count, 64, 2), np.int64))
+                                         np.zeros((blocks, count, 64), np.int64))
     resources = next(iter(compiled.resources.values()))
     assert resources.spill_stores == 0 and resources.spill_loads == 0
     assert {"HGMMA", "UTMALDG", "SYNCS"} <= {op.split(".")[0] for op in sass_opcodes(compiled.sass())}

@@ -108,6 +108,17 @@ PROGRAMS = {
         "s = q[0, :, 0].astype(np.float64) @ k[0, 0, :1500].astype(np.float64).T / 8; "
         "p = np.exp(s - s.max(-1, keepdims=True)); ref = p / p.sum(-1, keepdims=True) @ v[0, 0, :1500]; "
         "e = np.abs(o[0, :, 0] - ref).max(); assert e < 4e-3, e; print('PASS')"),
+    # attention without a mask runs persistent: two blocks loop over three tiles each (ragged rows, grouped heads)
+    "kernels.attention-persistent": (
+        "import numpy as np; from nvdsl.kernels.attention import attention, task_mapping; "
+        "rng = np.random.default_rng(0); q = rng.standard_normal((1, 2, 300, 64)).astype(np.float16); "
+        "k, v = (rng.standard_normal((1, 1, 300, 64)).astype(np.float16) for _ in range(2)); "
+        "o = np.zeros_like(q); mapping = task_mapping(64, False, 300).replace(sm_count=2); "
+        "assert mapping.persistent; attention(q, k, v, o, mapping=mapping); "
+        "kk, vv = (np.repeat(x.astype(np.float64), 2, axis=1) for x in (k, v)); "
+        "s = q.astype(np.float64) @ kk.transpose(0, 1, 3, 2) / 8; "
+        "p = np.exp(s - s.max(-1, keepdims=True)); ref = p / p.sum(-1, keepdims=True) @ vv; "
+        "e = np.abs(o - ref).max(); assert e < 4e-3, e; print('PASS')"),
     # a profiled GEMM (nvdsl.profile): each role's records written beside the arrays, a ragged edge, 2 tiles a block
     "tasks.profile": (
         "import numpy as np, nvdsl; from nvdsl.kernels.gemm import gemm; "
@@ -128,7 +139,8 @@ def environment(tmp_path, backend):
 @pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm",
                                      "kernels.attention", "kernels.gemm-odd", "kernels.rowwise",
                                      "kernels.attention-backward", "kernels.attention-variants",
-                                     "kernels.attention-varlen", "kernels.attention-decode", "tasks.profile"])
+                                     "kernels.attention-varlen", "kernels.attention-decode", "tasks.profile",
+                                     "kernels.attention-persistent"])
 def test_the_sanitized_programs_run_and_pass(program, tmp_path):
     """The programs the sanitizer runs (here in the interpreter, so this runs anywhere)."""
     run = subprocess.run([sys.executable, "-c", PROGRAMS[program]], cwd=ROOT, env=environment(tmp_path, "interpret"),

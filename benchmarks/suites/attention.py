@@ -171,10 +171,13 @@ def _register_nvdsl() -> None:
     NVDSL_ATTENTION.setdefault("nvdsl-attention", lambda q, k, v, o, causal: attention(q, k, v, o, causal=causal,
                                                                                         scale=1.0))
 
-    def persistent(q, k, v, o, causal):          # the default mapping, one block per SM looping over tiles
-        mapping = task_mapping(q.shape[-1], causal, q.shape[-2]).replace(persistent=True)
-        attention(q, k, v, o, causal=causal, scale=1.0, mapping=mapping)
-    NVDSL_ATTENTION.setdefault("nvdsl-attention-persistent", persistent)
+    def scheduled(persistent: bool):     # the default mapping, a block per SM looping over tiles or one per tile
+        def run(q, k, v, o, causal):
+            mapping = task_mapping(q.shape[-1], causal, q.shape[-2]).replace(persistent=persistent)
+            attention(q, k, v, o, causal=causal, scale=1.0, mapping=mapping)
+        return run
+    NVDSL_ATTENTION.setdefault("nvdsl-attention-persistent", scheduled(True))
+    NVDSL_ATTENTION.setdefault("nvdsl-attention-per-tile", scheduled(False))
 
 
 def systems() -> dict[str, Callable]:

@@ -5,7 +5,8 @@ block and role:
 
 * ``header[block, role]``: the SM it ran on, ``%globaltimer`` (ns, one clock for every SM) and ``%clock64``
   (the SM's cycles) at its start and at its end, and how many events it recorded;
-* ``events[block, role, i]``: ``(tag, %clock64)`` for each event, ``tag = 2 * kind + (1 if it ends a span)``.
+* ``events[block, role, i]``: one word per event, ``tag << 56 | (%clock64 mod 2**56)`` with ``tag = 2 * kind +
+  (1 if it ends a span)`` (a single 8-byte store; 2**56 cycles are over a year at 2 GHz).
 
 Events past ``events.shape[2]`` are counted, not written. The count lives in a shared-memory word per role
 that only its recording thread reads and writes (no atomics, no barrier). Reading the two clocks at both ends
@@ -26,6 +27,8 @@ from ..frontend.values import Value, constant
 
 #: The fields of ``header[block, role]``, in order.
 HEADER_FIELDS = ("sm", "start_ns", "start_cycle", "end_ns", "end_cycle", "events")
+#: An event word's low bits hold the clock; the bits above, its tag.
+TAG_SHIFT = 56
 
 
 def _sreg(read) -> Value:
@@ -40,10 +43,10 @@ class Timeline:
     """
 
     def __init__(self, ctx, header, events, counters, role: int, recorder=None):
-        if header.dtype != dt.int64 or events.dtype != dt.int64 or header.ndim != 3 or events.ndim != 4 or \
-                header.shape[2] != len(HEADER_FIELDS) or events.shape[3] != 2:
+        if header.dtype != dt.int64 or events.dtype != dt.int64 or header.ndim != 3 or events.ndim != 3 or \
+                header.shape[2] != len(HEADER_FIELDS):
             raise TraceError(f"a timeline takes an int64 header (blocks, roles, {len(HEADER_FIELDS)}) and int64 "
-                             f"events (blocks, roles, capacity, 2), got {header.shape} {header.dtype.name} and "
+                             f"events (blocks, roles, capacity), got {header.shape} {header.dtype.name} and "
                              f"{events.shape} {events.dtype.name}", code="bad-argument", loc=user_location())
         self.ctx, self.header, self.events, self.counters = ctx, header, events, counters
         self.role, self.recorder = role, recorder
@@ -80,9 +83,8 @@ class Timeline:
             n = self.counters[r]
             self.counters[r] = n + 1
             with when(n < self.capacity):
-                slot = n.to(dt.index)
-                self.events[self.block, r, slot, 0] = constant(tag, dt.int64)
-                self.events[self.block, r, slot, 1] = _sreg(nvvm.read_ptx_sreg_clock64)
+                clock = _sreg(nvvm.read_ptx_sreg_clock64) & ((1 << TAG_SHIFT) - 1)
+                self.events[self.block, r, n.to(dt.index)] = clock | (tag << TAG_SHIFT)
 
     @contextlib.contextmanager
     def span(self, kind: int):

@@ -74,7 +74,7 @@ class _Session:
         names = roles(schedule)
         beside = arrays[0]
         header = scratch_like(beside, (schedule.grid, len(names), HEADER_LENGTH), None, "int64")
-        events = scratch_like(beside, (schedule.grid, len(names), self.capacity, 2), None, "int64")
+        events = scratch_like(beside, (schedule.grid, len(names), self.capacity), None, "int64")
         if header is None:
             raise ArgumentError(f"nvdsl.profile records beside NumPy, torch or CuPy arrays; '{kernel.name}' got "
                                 f"{type(beside).__name__}", code="bad-argument",
@@ -217,9 +217,10 @@ def decode(name: str, role_names: tuple[str, ...], schedule: str, header: np.nda
            events: np.ndarray) -> KernelProfile:
     """The spans of a kernel's records: each role's cycles become nanoseconds on the common timer from the two
     clocks read at its start and end; a span is an event of a kind that begins and the next that ends it."""
-    from ..hopper.timeline import HEADER_FIELDS
+    from ..hopper.timeline import HEADER_FIELDS, TAG_SHIFT
     assert len(HEADER_FIELDS) == HEADER_LENGTH and header.shape[2] == HEADER_LENGTH
-    blocks, nroles, capacity, _ = events.shape
+    blocks, nroles, capacity = events.shape
+    clock_bits = (1 << TAG_SHIFT) - 1
     origin = int(header[:, :, HEADER_FIELDS.index("start_ns")].min())
     columns: dict[str, list] = {c: [] for c in ("block", "role", "sm", "kind", "start_ns", "end_ns")}
     role_time = np.zeros(nroles)
@@ -237,8 +238,9 @@ def decode(name: str, role_names: tuple[str, ...], schedule: str, header: np.nda
             block_sm[b] = sm
             block_start[b], block_end[b] = min(block_start[b], t0 - origin), max(block_end[b], t1 - origin)
             scale = (t1 - t0) / (c1 - c0) if c1 > c0 else 1.0
-            tags, cycles = events[b, r, :written, 0], events[b, r, :written, 1]
-            times = (t0 - origin) + (cycles - c0) * scale
+            words = events[b, r, :written]
+            tags, cycles = words >> TAG_SHIFT, (words - (c0 & clock_bits)) & clock_bits   # cycles since the start
+            times = (t0 - origin) + cycles * scale
             for k in np.unique(tags // 2):
                 begins, ends = times[tags == 2 * k], times[tags == 2 * k + 1]
                 n = min(len(begins), len(ends))        # a span the capacity cut has no end
