@@ -419,6 +419,24 @@ def sm_count(options: Options | None = None) -> int:
 _SM_COUNTS: dict = {}
 
 
+def device_name(options: Options | None = None) -> str | None:
+    """The name of the GPU calls run on (``options.device``), or None where they run in the interpreter."""
+    resolved = resolve(options)
+    if choose_backend(resolved) != GPU:
+        return None
+    from .runtime.device import get_device
+    return get_device(resolved.device).info.name
+
+
+def device_time_ms(call, args=(), *, reps: int = 20, warmup: int = 3, options: Options | None = None) -> float:
+    """Milliseconds per ``call()`` on the GPU: ``warmup`` calls, then ``reps`` back to back between two CUDA events
+    on the stream a call on ``args`` launches on (torch's current stream for its tensors)."""
+    from .runtime.timing import elapsed_ms
+    for _ in range(warmup):
+        call()
+    return elapsed_ms(call, args, reps, resolve(options).device)
+
+
 def _given(spec: ArgSpec) -> str:
     python = {"int32": "int32 (a Python int)", "float32": "float32 (a Python float)", "bool": "bool (a Python bool)"}
     return python.get(spec.dtype.name, spec.dtype.name) if spec.kind != "array" else f"a {spec.dtype.name} array"

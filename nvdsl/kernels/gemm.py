@@ -236,6 +236,13 @@ def _kernel(program: nt.Task, mapping: nt.Mapping) -> nt.TaskKernel:
     return nt.build(program, mapping)
 
 
+@functools.lru_cache(maxsize=None)
+def _autotuned(program: nt.Task) -> nt.Autotuned:
+    """``program`` under the fastest of the tilings :func:`default_mapping` chooses from, per device and shape
+    class (``nt.autotune``)."""
+    return nt.autotune(program, [mapping for mapping, _ in _TILINGS])
+
+
 def linear_mapping(activation: str = "none", m: int | None = None, n: int | None = None) -> nt.Mapping:
     """The mapping :func:`linear` runs ``linear_program(activation)`` under: for an (m, n) output,
     :func:`default_mapping`'s; without a shape, the one for large outputs: :data:`PINGPONG_MAPPING` where an
@@ -375,7 +382,8 @@ def _partials_like(c, shape: tuple[int, ...]):
     return float32_like(c, shape, "gemm.partials")
 
 
-def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, splits: int | None = None) -> None:
+def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, splits: int | None = None,
+         autotune: bool = False) -> None:
     """``c[:] = a @ b`` (or batched over a leading axis), accumulated in float32 and converted to ``c``'s type.
 
     ``b_layout`` is ``"KN"`` for B stored (K, N) or ``"NK"`` for B stored (N, K); a ``b`` that is the transposed
@@ -386,11 +394,15 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, sp
     the default mapping: :func:`split_k` shares of the K blocks computed side by side into float32 partial
     products (``splits * M * N`` floats beside ``c``), then added in split order into ``c`` (deterministic: the
     same bits on every run). ``splits`` sets their number (1: never split).
+
+    ``autotune=True`` (without ``mapping``): where the product runs unsplit, the fastest of the tilings
+    :func:`default_mapping` chooses from, timed on the device at the first call of each shape class and kept on
+    disk (``nt.autotune``); the results are those of any mapping.
     """
-    signature = _signature(("gemm", b_layout, mapping, type(splits), splits), b, a, c)   # True is not 1
+    signature = _signature(("gemm", b_layout, mapping, type(splits), splits, autotune), b, a, c)   # True is not 1
     steps = _PLANNED.get(signature) if signature is not None else None
     if steps is None:
-        steps = _gemm_steps(a, b, c, b_layout, mapping, splits)
+        steps = _gemm_steps(a, b, c, b_layout, mapping, splits, autotune)
         _remember(signature, steps)
     kernel, transposed, partials_shape = steps
     if transposed:
@@ -403,7 +415,8 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, sp
         kernel(c, a, b)
 
 
-def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int | None) -> tuple:
+def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int | None,
+                autotune: bool = False) -> tuple:
     """What :func:`gemm` runs for these arguments, after checking them: ``(kernel, transposed, partials_shape)``,
     where ``transposed`` says the kernel takes ``b.T`` and ``partials_shape`` (None: no split) the shape of
     split-K's partial products, which ``kernel`` computes and ``_sum_partials`` adds into ``c``."""
@@ -430,6 +443,8 @@ def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int 
     if count > 1 and type(c).__module__.startswith(SCRATCH_BESIDE):
         return _kernel(matmul_partials_nk if b_layout == "NK" else matmul_partials, mapping), transposed, \
             (count,) + tuple(shape)
+    if autotune and chosen:
+        return _autotuned(program), transposed, None
     return _kernel(program, mapping), transposed, None
 
 

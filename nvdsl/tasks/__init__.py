@@ -12,6 +12,7 @@ teaches it.
 
 
 from ..dtypes import bfloat16, float8_e4m3fn, float8_e5m2, float16, float32
+from .autotune import Autotuned, autotune
 from .build import TaskKernel, build
 from .ir import GLOBAL, NONE, REGISTER, SHARED
 from .mapping import BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping
@@ -22,5 +23,6 @@ from .program import (RowTiles, Task, arange, blocks, cdiv, exp, exp2, full, gel
 __all__ = ["task", "launch", "tunable", "blocks", "row_tiles", "RowTiles", "prange", "srange", "zeros", "full", "arange", "where", "scalar", "cdiv", "relu", "gelu", "gelu_tanh", "silu",
            "exp2", "log2", "exp", "log", "sqrt", "rsqrt", "tanh", "maximum", "minimum",
            "value_and_derivative", "within", "load_index", "build", "Mapping", "TaskKernel", "Task",
+           "autotune", "Autotuned",
            "HOST", "BLOCK", "WARPGROUP", "GLOBAL", "SHARED", "REGISTER", "NONE", "COOPERATIVE", "PINGPONG",
            "float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2"]
