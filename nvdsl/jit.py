@@ -420,12 +420,20 @@ _SM_COUNTS: dict = {}
 
 
 def device_name(options: Options | None = None) -> str | None:
-    """The name of the GPU calls run on (``options.device``), or None where they run in the interpreter."""
-    resolved = resolve(options)
-    if choose_backend(resolved) != GPU:
-        return None
-    from .runtime.device import get_device
-    return get_device(resolved.device).info.name
+    """The name of the GPU calls run on (``options.device``), or None where they run in the interpreter. Known once
+    per options, ``NVDSL_DEVICE`` and ``NVDSL_BACKEND`` (as :func:`sm_count`)."""
+    key = (options, os.environ.get("NVDSL_DEVICE"), os.environ.get("NVDSL_BACKEND"))
+    if key not in _DEVICE_NAMES:
+        resolved = resolve(options)
+        name = None
+        if choose_backend(resolved) == GPU:
+            from .runtime.device import get_device
+            name = get_device(resolved.device).info.name
+        _DEVICE_NAMES[key] = name
+    return _DEVICE_NAMES[key]
+
+
+_DEVICE_NAMES: dict = {}
 
 
 def device_time_ms(call, args=(), *, reps: int = 20, warmup: int = 3, options: Options | None = None) -> float:

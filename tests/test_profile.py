@@ -87,6 +87,30 @@ def test_profiled_attention_records_its_softmax_between_products():
         assert _count(p, c, "turn wait") > 0 and _count(p, c, "epilogue") == 2
 
 
+def test_ping_pong_and_row_wise_pipelines_record_their_spans_too():
+    """A ping-pong linear layer: each consumer waits for its turn at the tensor cores; a row-wise softmax (no
+    producer): its passes over column blocks are steps. Both compute the plain kernels' bits (exact: same code)."""
+    rng = np.random.default_rng(3)
+    a, w = rng.standard_normal((256, 128)).astype(np.float16), rng.standard_normal((512, 128)).astype(np.float16)
+    bias = rng.standard_normal(512).astype(np.float16)
+    kernel = nt.build(gemm_library.linear_program("gelu"), gemm_library.PINGPONG_MAPPING)
+    plain, recorded = np.zeros((256, 512), np.float16), np.zeros((256, 512), np.float16)
+    kernel(plain, a, w, bias)
+    p = nvdsl.profile(kernel, recorded, a, w, bias)[0]
+    assert np.array_equal(plain, recorded)
+    tiles = len(p.block_sm) * 2                        # a block's pair of tiles, one for each consumer
+    assert tiles == 256 // 128 * 512 // 128
+    assert all(_count(p, c, "turn wait") > 0 and _count(p, c, "epilogue") == tiles // 2
+               for c in ("consumer 0", "consumer 1"))
+    from nvdsl.kernels.rowwise import softmax
+    x = rng.standard_normal((64, 1000)).astype(np.float16)
+    plain, recorded = np.zeros_like(x), np.zeros_like(x)
+    softmax(x, plain)
+    p = nvdsl.profile(softmax, x, recorded)[0]
+    assert np.array_equal(plain, recorded) and p.roles == ("consumer 0",)
+    assert _count(p, "consumer 0", "step") > _count(p, "consumer 0", "tile") > 0
+
+
 def test_events_past_the_capacity_are_counted_as_dropped():
     m, n, k = 64, 128, 640                       # one tile, 10 K steps
     a, b = _operands(m, n, k, seed=2)

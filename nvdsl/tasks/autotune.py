@@ -17,7 +17,7 @@ import json
 import os
 import tempfile
 
-from ..arguments import describe
+from ..arguments import describe, signature_key
 from ..errors import MappingError, UserError, user_location
 from ..jit import device_name, device_time_ms
 from ..options import resolve
@@ -49,6 +49,7 @@ class Autotuned:
         self.kernels = tuple(TaskKernel(program, m) for m in candidates)
         self.measure = measure
         self._chosen: dict = {}            # (device, class) -> the kernel that runs it
+        self._calls: dict = {}             # (device, the arguments' signature keys) -> the kernel: a call's lookup
         self.timings: dict = {}            # (device, class) -> {candidate index: ms or the reason it was left out}
 
     def __call__(self, *arrays, stream=None):
@@ -57,10 +58,14 @@ class Autotuned:
     def kernel(self, *arrays) -> TaskKernel:
         """The candidate that runs these arguments (tuned on first use of their shape class)."""
         device = device_name()
-        key = (device, self._class(arrays))
-        found = self._chosen.get(key)
+        call = (device, tuple(map(signature_key, arrays)))
+        found = self._calls.get(call)
         if found is None:
-            found = self._chosen[key] = self.kernels[self._choose(device, key[1], arrays)]
+            key = (device, self._class(arrays))
+            found = self._chosen.get(key)
+            if found is None:
+                found = self._chosen[key] = self.kernels[self._choose(device, key[1], arrays)]
+            self._calls[call] = found
         return found
 
     @property

@@ -680,8 +680,9 @@ class _Consumer:
         def after(k, values):
             self.values.update(values)
             env[var] = k
-            for op in loop.body:
-                self.run(op)
+            with self.timeline.span(STEP):
+                for op in loop.body:
+                    self.run(op)
             return {name: self.values[name] for name in values}
         self.values.update(after)
         for name in written - set(carried):          # a loop's own values are not seen after it

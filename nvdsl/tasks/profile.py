@@ -24,9 +24,9 @@ from ..errors import ArgumentError, user_location
 from ..scratch import scratch_like
 
 #: The spans a profiled kernel's roles record, by kind number: a tile's whole work; the producer waiting for a
-#: free slot and issuing its loads; a consumer waiting for a slot's data, its step's products and math,
-#: two-phase attention's math (softmax) between products, waits for products to retire, waits for its turn at
-#: the tensor cores, and the epilogue.
+#: free slot and issuing its loads; a consumer waiting for a slot's data, its step's products and math (or a
+#: row-wise program's pass over a column block), two-phase attention's math (softmax) between products, waits
+#: for products to retire, waits for its turn at the tensor cores, and the epilogue.
 SPAN_KINDS = ("tile", "load", "data wait", "step", "math", "product wait", "turn wait", "epilogue")
 TILE, LOAD, DATA_WAIT, STEP, MATH, PRODUCT_WAIT, TURN_WAIT, EPILOGUE = range(len(SPAN_KINDS))
 
