@@ -20,6 +20,7 @@ def fresh_kernels():
     library._CHECKED.clear()
     library._built.cache_clear()
     varlen._DECODE_PLANS.clear()
+    varlen._VARLEN_PLANS.clear()
     varlen._chunk_kernel.cache_clear()
 
 
@@ -215,6 +216,35 @@ def test_a_decode_call_like_an_earlier_one_skips_its_checks(monkeypatch):
     assert len(checked) == 1 and len(varlen._DECODE_PLANS) == 1
     with pytest.raises(ArgumentError, match="negative"):
         varlen.attention_decode(q, k, v, o, np.array([-3], np.int32))
+
+
+def test_a_packed_call_like_an_earlier_one_skips_its_checks(monkeypatch):
+    """A training loop's next batch has new lengths in arrays of the same shapes: forward and backward skip their
+    argument checks (not the values of offsets on the host); a new shape is checked again."""
+    tokens, h, d = 160, 2, 64
+    q, k, v = packed_problem(tokens, tokens, h, 1, d, "float16")
+    o, lse = np.zeros_like(q), np.zeros((h, tokens), np.float32)
+    do, = random_arrays(5, "float16", q.shape)
+    dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    checked = []
+    original = varlen._checked_varlen
+    monkeypatch.setattr(varlen, "_checked_varlen", lambda *a: checked.append(a[-1]) or original(*a))
+    for lengths in ([100, 60], [30, 130]):
+        cu = offsets(lengths)
+        varlen.attention_varlen(q, k, v, o, cu, cu, lse, causal=True)
+        varlen.attention_varlen_backward(q, k, v, o, lse, do, dq, dk, dv, cu, cu, causal=True)
+        keep = packed_keep(cu, cu, tokens, tokens, True)
+        check_forward(*map(heads_first, (o,)), lse[None], *map(heads_first, (q, k, v)), None, keep, "float16")
+        expected = backward_reference(*map(heads_first, (q, k, v, o, do)), False, d ** -0.5, keep=keep)
+        for name, computed, (value, bound) in zip(("dq", "dk", "dv"), (dq, dk, dv), expected):
+            assert_within(heads_first(computed), value, bound, name)
+    assert checked == ["attention_varlen", "attention_varlen_backward"]
+    with pytest.raises(ArgumentError, match="never decrease") as error:          # values on the host: checked
+        varlen.attention_varlen(q, k, v, o, offsets([100, 60])[::-1].copy(), offsets([100, 60]), lse, causal=True)
+    assert error.value.code == "bad-argument"
+    varlen.attention_varlen(q[:150], k[:150], v[:150], o[:150], offsets([100, 50]), offsets([100, 50]))
+    assert checked[-1] == "attention_varlen"            # another shape: checked again
+    assert len(checked) == 3
 
 
 def test_decode_with_heads_that_cannot_be_grouped_matches_numpy(backend):

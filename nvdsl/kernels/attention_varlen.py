@@ -422,13 +422,17 @@ def _checked_offsets(cu, name: str, tokens: int, length: int | None, loc, what: 
         raise ArgumentError(f"{what}: {name} has {len(cu)} element; it needs S + 1 >= 2 for S sequences",
                             code="bad-shape", hint="cu_seqlens = [0, len0, len0 + len1, ...]", loc=loc)
     if where == HOST:
-        values = np.asarray(cu)
-        if values[0] != 0 or np.any(np.diff(values) < 0) or values[-1] > tokens:
-            raise ArgumentError(f"{what}: {name} = {values.tolist()[:8]}{'...' if len(values) > 8 else ''} must "
-                                f"start at 0, never decrease and end at most at the {tokens} packed tokens",
-                                code="bad-argument", hint="cu_seqlens[s] is the first token of sequence s: "
-                                "np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)", loc=loc)
+        _check_offset_values(np.asarray(cu), name, tokens, loc, what)
     return len(cu) - 1
+
+
+def _check_offset_values(values: np.ndarray, name: str, tokens: int, loc, what: str) -> None:
+    if values[0] != 0 or (values[1:] < values[:-1]).any() or values[-1] > tokens:
+        raise ArgumentError(f"{what}: {name} = {values.tolist()[:8]}{'...' if len(values) > 8 else ''} must "
+                            f"start at 0, never decrease and end at most at the {tokens} packed tokens",
+                            code="bad-argument", hint="cu_seqlens[s] is the first token of sequence s: "
+                            "np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)",
+                            loc=loc if loc is not None else user_location())
 
 
 def _checked_packed(arrays: dict, loc, what: str):
@@ -487,22 +491,49 @@ def attention_varlen(q, k, v, o, cu_seqlens_q, cu_seqlens_k, lse=None, *, causal
 
     Compiled once per shape (of the packed arrays, not of the sequences), dtype, ``causal``, ``scale`` and mods.
     """
-    loc = user_location()
-    tokens_k = _checked_varlen({"q": q, "k": k, "v": v, "o": o, "lse": lse}, cu_seqlens_q, cu_seqlens_k, causal,
-                               loc, "attention_varlen")
-    mods = _packed_mods(score_mod, mask_mod, mod_args, loc, "attention_varlen")
+    arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse}
+    tokens_k, mods, mod_args = _planned(arrays, cu_seqlens_q, cu_seqlens_k, causal, scale, score_mod, mask_mod,
+                                        mod_args, "attention_varlen")
     intervals = _packed_key_intervals(q, cu_seqlens_q, cu_seqlens_k, tokens_k, causal)
     attention(_heads_first(q), _heads_first(k), _heads_first(v), _heads_first(o),
-              None if lse is None else _heads_first(lse), scale=scale, mod_args=intervals + mods.pop("mod_args"),
-              **mods)
+              None if lse is None else _heads_first(lse), scale=scale, mod_args=intervals + mod_args, **mods)
 
 
-def _packed_mods(score_mod, mask_mod, mod_args, loc, what: str) -> dict:
-    """The user's mods, checked, as attention runs them after the intervals."""
+def _planned(arrays: dict, cu_seqlens_q, cu_seqlens_k, causal, scale, score_mod, mask_mod, mod_args, what: str):
+    """``(tokens_k, mods, mod_args)`` of a packed call, its arguments checked: a call like an earlier one (the
+    same kinds, dtypes, shapes and strides, options and mods) skips the checks but for the values of offsets on
+    the host (the kernels' own calls still check each array's layout and device); ``mods`` as attention runs
+    the user's after the intervals."""
     mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
+    plan = None
+    if isinstance(causal, bool) and (scale is None or type(scale) in (int, float)) and isinstance(mod_args, tuple):
+        try:
+            plan = (what, tuple(None if x is None else signature_key(x) for x in arrays.values()),
+                    signature_key(cu_seqlens_q), signature_key(cu_seqlens_k), causal, scale, score_mod, mask_mod,
+                    tuple(map(signature_key, mod_args)))
+            found = _VARLEN_PLANS.get(plan)
+        except TypeError:                    # something unhashable: the checks below name it
+            plan = found = None
+        if found is not None:
+            tokens_k = found[0]
+            for cu, name, tokens in ((cu_seqlens_q, "cu_seqlens_q", arrays["q"].shape[0]),
+                                     (cu_seqlens_k, "cu_seqlens_k", tokens_k)):
+                if type(cu) is np.ndarray:
+                    _check_offset_values(cu, name, tokens, None, what)
+            return tokens_k, dict(found[1]), mod_args
+    loc = user_location()
+    tokens_k = _checked_varlen(arrays, cu_seqlens_q, cu_seqlens_k, causal, loc, what)
     _variant(score_mod, mask_mod, mod_args, loc, what)
-    return {"score_mod": _after_intervals(score_mod) if score_mod is not None else None,
-            "mask_mod": _within_sequences(mask_mod, len(mod_args)), "mod_args": mod_args}
+    mods = {"score_mod": _after_intervals(score_mod) if score_mod is not None else None,
+            "mask_mod": _within_sequences(mask_mod, len(mod_args))}
+    if plan is not None:
+        if len(_VARLEN_PLANS) >= 1024:
+            _VARLEN_PLANS.clear()
+        _VARLEN_PLANS[plan] = (tokens_k, tuple(mods.items()))
+    return tokens_k, mods, mod_args
+
+
+_VARLEN_PLANS: dict = {}        # call signature -> (keys, the mods as attention runs them)
 
 
 def attention_varlen_backward(q, k, v, o, lse, do, dq, dk, dv, cu_seqlens_q, cu_seqlens_k, *, causal: bool = False,
@@ -511,13 +542,12 @@ def attention_varlen_backward(q, k, v, o, lse, do, dq, dk, dv, cu_seqlens_q, cu_
     ``do`` of a loss with respect to ``o`` (Tq, H, D), write ``dq`` (Tq, H, D), ``dk`` and ``dv`` (Tk, Hkv, D)
     (:func:`nvdsl.kernels.attention.attention_backward`: D = 64 or 128, the same bits on every run). Keys no query
     sees get zero gradients. ``score_mod``, ``mask_mod`` and ``mod_args`` as given to the forward."""
-    loc = user_location()
     arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do, "dq": dq, "dk": dk, "dv": dv}
-    tokens_k = _checked_varlen(arrays, cu_seqlens_q, cu_seqlens_k, causal, loc, "attention_varlen_backward")
-    mods = _packed_mods(score_mod, mask_mod, mod_args, loc, "attention_varlen_backward")
+    tokens_k, mods, mod_args = _planned(arrays, cu_seqlens_q, cu_seqlens_k, causal, scale, score_mod, mask_mod,
+                                        mod_args, "attention_varlen_backward")
     intervals = _packed_key_intervals(q, cu_seqlens_q, cu_seqlens_k, tokens_k, causal)
     attention_backward(*(_heads_first(x) for x in (q, k, v, o, lse, do, dq, dk, dv)), scale=scale,
-                       mod_args=intervals + mods.pop("mod_args"), **mods)
+                       mod_args=intervals + mod_args, **mods)
 
 
 def attention_decode(q, k_cache, v_cache, o, cache_seqlens, lse=None, *, causal: bool = True,
