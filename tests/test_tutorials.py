@@ -50,8 +50,8 @@ def test_chapter_ir_matches_golden(name, request):
 def run_chapter(name, tmp_path):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                NVDSL_DUMP_DIR=str(tmp_path))
-    return subprocess.run([sys.executable, os.path.join(TUTORIALS, f"{name}.py")], env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, os.path.join(TUTORIALS, f"{name}.py")], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)       # what a chapter writes stays there
 
 
 INTERPRETER_NOTICE = "nvdsl: no GPU found, so calls run in the CPU interpreter"
@@ -64,6 +64,8 @@ def test_chapter_without_gpu_runs_in_the_interpreter_and_passes(name, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().endswith("PASS")
     assert result.stderr.count(INTERPRETER_NOTICE) == 1     # said once, on the first call
+    if name == "ch6_tasks_and_mappings":                    # where the persistent mapping's time goes
+        assert "gemm: " in result.stdout and "  producer: " in result.stdout and "data wait" in result.stdout
 
 
 def test_ch0_prints_every_thread_id(tmp_path):
@@ -99,6 +101,7 @@ def test_ch6_checks_every_mapping_and_times_them(tmp_path):
     lines = result.stdout.splitlines()
     assert lines.count("PASS") == len(chapter("ch6_tasks_and_mappings").MAPPINGS) == 4
     assert sum("TFLOP/s" in line for line in lines) == 4 or "PyTorch" in result.stdout
+    assert "nt.autotune chose: " in result.stdout or "PyTorch" in result.stdout
 
 
 def test_ch7_explains_which_thread_holds_each_score(capsys):

@@ -40,6 +40,15 @@ problem. A mapping the compiler cannot honour (a ring deeper than shared
 memory holds, a tile the tensor cores cannot multiply) is refused with an
 error naming both numbers, before anything is traced.
 
+Two tools tell mappings apart. ``nvdsl.profile(kernel, c, a, b)`` runs the
+kernel with each role recording its spans (the producer's loads, the
+consumers' waits for data, steps and epilogues) and sums them by role; on a
+GPU, ``save_png`` draws them per SM beside the planned schedule.
+``nt.autotune(gemm, mappings)`` times the candidates on the device at the
+first call of each shape class and keeps the fastest on disk (without a GPU
+it runs the first that plans). Recording slows a kernel down: a profile shows
+where the time goes, the plain kernel's time how much there is.
+
 Run it: ``python3 tutorials/ch6_tasks_and_mappings.py``.
 """
 
@@ -109,6 +118,22 @@ def speed(kernels: dict, m: int = 8192, n: int = 8192, k: int = 4096) -> None:
             times.append(start.elapsed_time(end))
         milliseconds = sorted(times)[len(times) // 2]
         print(f"  {name:18s} {2 * m * n * k / milliseconds / 1e9:7.1f} TFLOP/s")
+    tuned = nt.autotune(gemm, list(MAPPINGS.values()))
+    tuned(c, a, b)
+    winner = list(MAPPINGS)[tuned.mappings.index(tuned.kernel(c, a, b).mapping)]
+    print(f"nt.autotune chose: {winner}")
+    profile = nvdsl.profile(kernels["persistent"], c, a, b, capacity=8192)
+    try:
+        profile.save_png("ch6_timeline.png")
+        print("timeline of the persistent mapping: ch6_timeline.png")
+    except nvdsl.ArgumentError as missing:           # matplotlib is not installed
+        print(missing.hint)
+
+
+def where_time_goes(kernel, m: int, n: int, k: int) -> None:
+    """Each role's time by kind of span (in the interpreter: its clock, not the GPU's)."""
+    c, a, b = np.zeros((m, n), np.float16), np.ones((m, k), np.float16), np.ones((k, n), np.float16)
+    print(nvdsl.profile(kernel, c, a, b).summary())
 
 
 def main(m=512, n=768, k=1000):
@@ -118,6 +143,8 @@ def main(m=512, n=768, k=1000):
         print(f"--- {name}")
         print(kernel.explain(c, a, b))
         check(kernel, m, n, k)
+        if name == "persistent":
+            where_time_goes(kernel, m, n, k)
     if nvdsl.device_count() > 0:
         speed(kernels)
 
