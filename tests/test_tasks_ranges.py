@@ -163,7 +163,7 @@ def check_attention(o, lse, q, k, v, r):
 @pytest.mark.parametrize("persistent", [False, True])
 def test_a_two_phase_loop_attends_to_each_query_block_s_own_key_blocks(persistent, backend):
     o, lse, q, k, v, r = attention_problem()
-    mapping = task_mapping(64, False, 300)
+    mapping = task_mapping(64, False, 300, masked=True)
     if persistent:                                    # tiles without steps between others, on a block's rings
         mapping = mapping.replace(persistent=True, sm_count=5, raster="row")
     nt.build(ranged_attention_program(), mapping)(o, lse, q, k, v, r)
@@ -172,7 +172,8 @@ def test_a_two_phase_loop_attends_to_each_query_block_s_own_key_blocks(persisten
 
 def test_the_ranged_schedules_are_explained(request):
     o, lse, q, k, v, r = attention_problem()
-    text = nt.build(ranged_attention_program(), task_mapping(64, False, 300)).explain(o, lse, q, k, v, r)
+    mapping = task_mapping(64, False, 300, masked=True)     # trips read from a table: attention's mapping for masks
+    text = nt.build(ranged_attention_program(), mapping).explain(o, lse, q, k, v, r)
     golden("tasks_ranged_attention.schedule.txt", text, request)
     assert "indices read on the GPU once per tile by each role (nt.load_index): R[p0,p1*2+p2,p3,0]" in text
     assert "skips the loop and its first step in every role" in text
@@ -202,7 +203,7 @@ def test_the_protocol_check_tries_every_trip_count_a_block_can_read(mapping):
 
 def test_the_protocol_check_decides_the_two_phase_loop_with_zero_trips():
     o, lse, q, k, v, r = attention_problem()
-    trace = nt.build(ranged_attention_program(), task_mapping(64, False, 300)).trace(o, lse, q, k, v, r)
+    trace = nt.build(ranged_attention_program(), task_mapping(64, False, 300, masked=True)).trace(o, lse, q, k, v, r)
     assert check_protocol(trace.module, trace.specs) is None
 
 
