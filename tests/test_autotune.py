@@ -94,6 +94,25 @@ def test_the_library_gemm_tunes_its_tilings_on_request(tmp_path, monkeypatch):
         assert tuned.kernel(c, a, b).mapping == library.MAPPING
 
 
+def test_a_candidate_that_fails_after_planning_is_left_out(tmp_path, monkeypatch):
+    """A candidate whose compile is refused (here the injected timer raises ptxas's error for it) is left out
+    with why; the others are still timed."""
+    monkeypatch.setenv("NVDSL_CACHE_DIR", str(tmp_path))
+    a, b = _operands(64, 128, 64)
+
+    def measure(call):
+        if call.__defaults__[0].mapping == WIDE:
+            raise nvdsl.CompileError("ptxas", "Insufficient registers")
+        call()
+        return 1.0
+    tuned = nt.autotune(library.matmul, [WIDE, NARROW], measure=measure)
+    c = np.zeros((64, 128), np.float16)
+    tuned(c, a, b)
+    assert_product_close(c, a, b)
+    timings, = tuned.timings.values()
+    assert timings[0].startswith("refused") and "Insufficient registers" in timings[0] and timings[1] == 1.0
+
+
 def test_bad_candidates_are_refused_with_what_to_pass():
     with pytest.raises(nvdsl.MappingError) as error:
         nt.autotune(library.matmul, [])

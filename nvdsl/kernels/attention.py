@@ -237,8 +237,8 @@ def task_mapping(d: int, causal: bool, seq_q: int, masked: bool = False) -> nt.M
     """How :func:`attention_program` runs: FlashAttention-3's pipeline (a producer warpgroup, consumers taking
     turns at the tensor cores, each 64 query rows), with :func:`_tiles`' sizes. Every tile the same length (no
     causal and no ``masked``: a mask_mod's ranges of blocks) runs persistent, a block per SM: side by side on
-    an H200 (fp16, B4 H16, D 64 and 128, L 1k-16k) that was 1.6-9.6% faster than a block per tile, and slower
-    for causal rows (3-13%: their tiles, longest first, balance better one per block)."""
+    an H100 and an H200 (fp16, B4 H16, D 64 and 128, L 1k-16k) that was 1-10% faster than a block per tile, and
+    slower for causal rows (3-13% on the H200: their tiles, longest first, balance better one per block)."""
     key_block, consumers = _tiles(d, causal, seq_q)
     if consumers == 1:            # no turns to take; the task layer's own register split
         return nt.Mapping(tiles={"BM": ROWS, "BN": key_block}, pipeline=2, consumers=1, persistent=False)

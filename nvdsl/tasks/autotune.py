@@ -18,7 +18,7 @@ import os
 import tempfile
 
 from ..arguments import describe, signature_key
-from ..errors import MappingError, UserError, user_location
+from ..errors import CompileError, MappingError, UserError, user_location
 from ..jit import device_name, device_time_ms
 from ..options import resolve
 from ..signature import ARRAY
@@ -65,6 +65,8 @@ class Autotuned:
             found = self._chosen.get(key)
             if found is None:
                 found = self._chosen[key] = self.kernels[self._choose(device, key[1], arrays)]
+            if len(self._calls) >= 1024:
+                self._calls.clear()
             self._calls[call] = found
         return found
 
@@ -99,8 +101,11 @@ class Autotuned:
                 timings[i] = "chosen without timing (no GPU)"
                 break
             call = lambda k=kernel: k(*arrays)
-            timings[i] = float(self.measure(call) if self.measure is not None else
-                               device_time_ms(call, arrays, reps=self.reps))
+            try:
+                timings[i] = float(self.measure(call) if self.measure is not None else
+                                   device_time_ms(call, arrays, reps=self.reps))
+            except (UserError, CompileError) as failed:      # planned, but tracing or ptxas refused it
+                timings[i] = f"refused: {failed}"
         self.timings[(device, klass)] = timings
         timed = {i: t for i, t in timings.items() if not isinstance(t, str)}
         if not timed:
