@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="write a buffer of 2x the L2 size before each event-timed call (outside the timing)")
     parser.add_argument("--host-bound", action="store_true",
                         help="time event pairs without queueing the calls ahead: a call shorter on the device than on "
-                             "the host then reads its host time (the tables before 2026-11-27 were timed so)")
+                             "the host then reads its host time (tables whose details lack queued_ahead were timed so)")
     parser.add_argument("--systems", default="",
                         help="comma-separated system names to run (default: all), e.g. cublas,triton")
     parser.add_argument("--out-dir", default=None,
