@@ -41,34 +41,31 @@ class TaskKernel:
                                loc=user_location())
         self._sm_count = self.mapping.sm_count
 
-        def host(*arrays):
-            from .emit import emit  # imports MLIR: only when tracing, not when the disk cache has the call
-            specs = [(a.name, a.shape, a.dtype) for a in arrays]
-            schedule = self._plan(specs)
-            emit(schedule, dict(zip(entry.parameters, arrays)))
-
-        host.__name__ = entry.name
-        host.__qualname__ = entry.name
-        host.__signature__ = inspect.Signature(
-            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in entry.parameters])
         # The hub keys the call by this kernel's content (entry, mapping, SMs), not by host's code, and a traced
         # module and its errors point at the task's definition; errors raised while planning or emitting name
         # the user's call (host's frames are nvdsl's).
         code = entry.fn.__code__
         definition = SourceLocation(code.co_filename, code.co_firstlineno)
-        self._function = TracedFunction(host, None, definition=definition, keyed_by=self)
+        self._function = TracedFunction(self._host(recording=False), None, definition=definition, keyed_by=self)
+        self._recording = TracedFunction(self._host(recording=True), None, definition=definition,
+                                         keyed_by=_Recording(self))
 
-        def recording_host(*arrays):
-            from .emit import emit
-            *arguments, header, events = arrays
+    def _host(self, recording: bool):
+        """The host function the hub traces: the program's arguments (and, ``recording``, a timeline's header and
+        events after them, see ``nvdsl.profile``) in, the planned kernel emitted."""
+        entry = self.entry
+
+        def host(*arrays):
+            from .emit import emit  # imports MLIR: only when tracing, not when the disk cache has the call
+            arguments, timeline = (arrays[:-2], arrays[-2:]) if recording else (arrays, None)
             schedule = self._plan([(a.name, a.shape, a.dtype) for a in arguments])
-            emit(schedule, dict(zip(entry.parameters, arguments)), timeline=(header, events))
+            emit(schedule, dict(zip(entry.parameters, arguments)), timeline=timeline)
 
-        recording_host.__name__ = recording_host.__qualname__ = f"{entry.name}_profiled"
-        recording_host.__signature__ = inspect.Signature(
-            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY)
-             for p in (*entry.parameters, "timeline_header", "timeline_events")])
-        self._recording = TracedFunction(recording_host, None, definition=definition, keyed_by=_Recording(self))
+        host.__name__ = host.__qualname__ = f"{entry.name}_profiled" if recording else entry.name
+        parameters = (*entry.parameters, "timeline_header", "timeline_events") if recording else entry.parameters
+        host.__signature__ = inspect.Signature(
+            [inspect.Parameter(p, inspect.Parameter.POSITIONAL_ONLY) for p in parameters])
+        return host
 
     @property
     def sm_count(self) -> int:
