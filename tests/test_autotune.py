@@ -84,11 +84,13 @@ def test_the_library_gemm_tunes_its_tilings_on_request(tmp_path, monkeypatch):
     """``gemm(..., autotune=True)`` runs the fastest of the tilings its default mapping chooses from (without a GPU:
     the first, nothing timed); the product is the same."""
     monkeypatch.setenv("NVDSL_CACHE_DIR", str(tmp_path))
+    library._autotuned.cache_clear()
     a, b = _operands(130, 300, 96, seed=5)
     c = np.zeros((130, 300), np.float16)
     library.gemm(a, b, c, autotune=True)
     assert_product_close(c, a, b)
     tuned = library._autotuned(library.matmul)
+    assert len(tuned.timings) == 1                      # the call chose through it (a class tuned once)
     assert tuned.mappings == tuple(m for m, _ in library._TILINGS)
     if nvdsl.jit.device_name() is None:
         assert tuned.kernel(c, a, b).mapping == library.MAPPING

@@ -22,7 +22,7 @@ import nvdsl  # noqa: E402
 import nvdsl.kernels.attention as attention  # noqa: E402
 import nvdsl.kernels.gemm as gemm  # noqa: E402
 from benchmarks.harness import time_cuda  # noqa: E402
-from nvdsl.tasks import profile as recording  # noqa: E402
+from nvdsl.tasks.profile import recording  # noqa: E402
 
 
 def _median_ms(fn, reps: int = 10) -> float:
@@ -33,11 +33,8 @@ def _median_ms(fn, reps: int = 10) -> float:
 def _recorded(fn, capacity: int):
     """``fn`` with its task kernels running their recording variants, the records left unread."""
     def call():
-        token = recording._SESSION.set(recording._Session(capacity))
-        try:
+        with recording(capacity):
             fn()
-        finally:
-            recording._SESSION.reset(token)
     return call
 
 

@@ -31,9 +31,8 @@ HEADER_FIELDS = ("sm", "start_ns", "start_cycle", "end_ns", "end_cycle", "events
 TAG_SHIFT = 56
 
 
-def _sreg(read) -> Value:
-    return Value(read(ir.IntegerType.get_signless(64 if read is not nvvm.read_ptx_sreg_smid else 32)),
-                 dt.int64 if read is not nvvm.read_ptx_sreg_smid else dt.int32)
+def _sreg(read, dtype: dt.DType = dt.int64) -> Value:
+    return Value(read(ir.IntegerType.get_signless(dtype.itemsize * 8)), dtype)
 
 
 class Timeline:
@@ -62,7 +61,7 @@ class Timeline:
         """Mark the role's start: its SM and both clocks; its count starts at 0."""
         with self._recording():
             self.counters[self.role] = constant(0, dt.int32)
-            self._write("sm", _sreg(nvvm.read_ptx_sreg_smid).to(dt.int64))
+            self._write("sm", _sreg(nvvm.read_ptx_sreg_smid, dt.int32).to(dt.int64))
             self._write("start_ns", _sreg(nvvm.read_ptx_sreg_globaltimer))
             self._write("start_cycle", _sreg(nvvm.read_ptx_sreg_clock64))
 

@@ -15,6 +15,7 @@ not the GPU's.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from dataclasses import dataclass
 
@@ -51,16 +52,24 @@ def profile(fn, *args, capacity: int = DEFAULT_CAPACITY, **kwargs) -> "Profile":
     ``capacity`` bounds the events kept per role of each block (those after it are counted as dropped). The
     records are read back after ``fn`` returns (a device synchronisation for device arrays).
     """
+    with recording(capacity) as recorded:
+        fn(*args, **kwargs)
+    return Profile([launch.read() for launch in recorded.launches])
+
+
+@contextlib.contextmanager
+def recording(capacity: int = DEFAULT_CAPACITY):
+    """Inside the block, task kernels run their recording variants; the records (``.launches``, unread: no
+    synchronisation) are the value it yields. :func:`profile` reads them back."""
     if not (isinstance(capacity, int) and not isinstance(capacity, bool) and capacity >= 1):
         raise ArgumentError(f"capacity={capacity!r} must be an int >= 1 (events kept per role of each block)",
                             code="bad-argument", hint=f"pass capacity={DEFAULT_CAPACITY}", loc=user_location())
-    recording = _Session(capacity)
-    token = _SESSION.set(recording)
+    recorded = _Session(capacity)
+    token = _SESSION.set(recorded)
     try:
-        fn(*args, **kwargs)
+        yield recorded
     finally:
         _SESSION.reset(token)
-    return Profile([launch.read() for launch in recording.launches])
 
 
 class _Session:
