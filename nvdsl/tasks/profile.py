@@ -8,9 +8,9 @@ the schedule the mapping planned (``save_png``, needs matplotlib: ``pip install 
 
 Recording costs a shared-memory read and write and one 8-byte global store per event on one thread per role,
 so the profiled kernel runs slower than the plain one (on an H200: the library GEMM 14%, attention 50-60%):
-read the timeline for where time goes, time the plain kernel for how much. Hand-written ``@mlir_func`` kernels a function calls run unrecorded. In the interpreter
-the clock is the interpreter's (32 simulated ns per read): the spans' order is the model's, their lengths are
-not the GPU's.
+read the timeline for where time goes, time the plain kernel for how much. Hand-written ``@mlir_func`` kernels
+a function calls run unrecorded. In the interpreter the clock is the interpreter's (32 simulated ns per read):
+the spans' order is the model's, their lengths are not the GPU's.
 """
 
 from __future__ import annotations
