@@ -40,6 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--dtypes", default="",
                         help="gemm, gemm_family, attention_backward, attention_variants: comma-separated dtypes (fp16, "
                              "bf16) instead of the default")
+    parser.add_argument("--head-dims", default="",
+                        help="attention, attention_backward: comma-separated head dims (64, 128, 256) instead of the "
+                             "default 128,64")
     parser.add_argument("--variants", default="",
                         help="attention_variants: comma-separated variants (softcap, sliding_window, document, "
                              "causal_mask_mod, varlen) instead of all")

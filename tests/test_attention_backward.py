@@ -1,7 +1,7 @@
 """nvdsl.kernels.attention.attention_backward: dQ, dK and dV against a float64 NumPy backward, with an error bound
 derived from the arithmetic (the 16-bit roundings of P, dS, O and the outputs; float32 sums). In the interpreter
 (CI) and on the GPU: ragged lengths, causal and not, grouped-query and multi-query heads, head dims 64, 128 and
-float16 and bfloat16, strided (B, L, H, D) views; on the GPU also against torch autograd through
+256, float16 and bfloat16, strided (B, L, H, D) views; on the GPU also against torch autograd through
 ``scaled_dot_product_attention`` and bitwise repeatability."""
 
 import numpy as np
@@ -10,7 +10,8 @@ import pytest
 import nvdsl
 import nvdsl.kernels.attention as library
 from nvdsl import tasks as nt
-from nvdsl.testing import requires_gpu
+from nvdsl.compiler.toolchain import find_tool
+from nvdsl.testing import requires_gpu, sass_opcodes
 from test_attention import problem
 from test_tasks import golden
 
@@ -112,6 +113,8 @@ def check(inputs, grads, causal):
     (1, 2, 2, 200, 200, 64, True, "bfloat16"),       # causal: the dK/dV loop walks the query blocks from the last
     (1, 4, 2, 130, 300, 64, True, "float16"),        # grouped heads; causal keys past the last query: zero gradient
     (1, 2, 1, 300, 130, 128, False, "bfloat16"),     # multi-query: one key/value head
+    (1, 2, 1, 150, 190, 256, True, "float16"),       # head_dim 256: dK and dV by separate programs
+    (1, 2, 2, 100, 70, 256, False, "bfloat16"),
 ])
 def test_gradients_match_numpy(b, h, hkv, l, lk, d, causal, dtype, backend):
     inputs, grads = run_backward(b, h, hkv, l, lk, d, causal, dtype)
@@ -153,13 +156,39 @@ def test_the_backward_schedules_are_explained(request):
     golden("tasks_attention_dq_causal.schedule.txt", text, request)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_head_dim_256_runs_dq_dk_and_dv_each_on_one_consumer(causal):
+    """At D = 256 a 64 x 256 float32 accumulator takes half a consumer's registers: dQ, dK and dV are each a
+    program of one consumer warpgroup (dK and dV apart), whose m64n256 products assemble (the block's entry count
+    raised for them) and stream their tiles by TMA. Without a mask no spills; under the causal mask dQ's and dK's
+    loops spill a few registers (two copies of the loop, masked and not, share the registers)."""
+    q = np.zeros((2, 4, 1024, 256), np.float16)
+    lse = np.zeros((2, 4, 1024), np.float32)
+    _, dq_mapping, dkdv_mapping = library.backward_mappings(256)
+    assert library._dkdv_parts(256) == ("dk", "dv") and library._dkdv_parts(128) == ("dkdv",)
+    kernels = {"dq": (library.dq_program(causal, 0.0625), dq_mapping, (q, q, q, q, q, lse, lse)),
+               "dk": (library.dkdv_program(causal, 0.0625, parts="dk"), dkdv_mapping, (q, q, q, q, q, lse, lse)),
+               "dv": (library.dkdv_program(causal, 0.0625, parts="dv"), dkdv_mapping, (q, q, q, q, lse))}
+    for name, (program, mapping, args) in kernels.items():
+        assert mapping.consumers == 1
+        compiled = nt.build(program, mapping).compile(*args)
+        assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in compiled.ptx
+        if compiled.cubin is None:
+            continue
+        resources, = compiled.resources.values()
+        if not causal or name == "dv":
+            assert resources.spill_stores == 0 and resources.stack_frame == 0, (name, resources)
+        if find_tool("nvdisasm"):
+            assert {"HGMMA", "UTMALDG", "UTMASTG", "SYNCS"} <= sass_opcodes(compiled.sass())
+
+
 @pytest.mark.parametrize("change, code, words", [
     ({"dq": np.zeros((1, 2, 64, 64), np.float16)}, "bad-shape", "of one shape"),
     ({"dk": np.zeros((1, 1, 64, 64), np.float32)}, "bad-dtype", "all float16 or all bfloat16"),
     ({"lse": np.zeros((1, 1, 64), np.float16)}, "bad-shape", "lse must be float32"),
     ({"causal": 1}, "bad-argument", "causal=1"),
     ({"scale": -1.0}, "bad-argument", "scale=-1.0"),
-    ({"d": 256}, "bad-shape", "head_dim 256 is not supported yet"),
+    ({"d": 32}, "bad-shape", "head_dim 32 is not supported"),
     ({"do": 3.0}, "bad-argument", "must be arrays"),
 ])
 def test_bad_arguments_are_named(change, code, words):
@@ -182,6 +211,8 @@ def test_bad_arguments_are_named(change, code, words):
     (4, 4, 1000, 128, True, "bfloat16"),
     (8, 2, 777, 64, False, "float16"),
     (2, 1, 513, 64, True, "bfloat16"),
+    (4, 2, 700, 256, True, "float16"),
+    (2, 2, 1030, 256, False, "bfloat16"),
 ])
 def test_gradients_match_torch_autograd(h, hkv, l, d, causal, dtype):
     """torch tensors on the GPU, against torch autograd through scaled_dot_product_attention in float64."""

@@ -54,7 +54,7 @@ LENGTHS_Q, LENGTHS_K, PADDING = [70, 0, 130, 33, 64], [90, 20, 130, 1, 64], 5
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("h, hkv, d, dtype", [(2, 1, 64, "float16"), (1, 1, 128, "bfloat16")])
+@pytest.mark.parametrize("h, hkv, d, dtype", [(2, 1, 64, "float16"), (1, 1, 128, "bfloat16"), (2, 1, 256, "float16")])
 def test_varlen_forward_and_backward_match_numpy(causal, h, hkv, d, dtype, backend):
     cu_q, cu_k = offsets(LENGTHS_Q), offsets(LENGTHS_K)
     tokens_q, tokens_k = int(cu_q[-1]) + PADDING, int(cu_k[-1]) + PADDING

@@ -501,3 +501,13 @@ def test_attention_decode_suite_counts_the_cache_its_sequences_hold():
     n = suite.held(p)
     assert len(n) == p["B"] and (n >= p["slots"] // 2).all() and (n <= p["slots"]).all()
     assert suite.nbytes(p) == 2 * p["Hkv"] * n.sum() * p["D"] * 2
+
+
+def test_attention_suites_take_the_head_dims_asked_for():
+    from benchmarks.suites import attention, attention_backward
+
+    def dims(suite, head_dims=""):
+        args = SimpleNamespace(quick=False, dtypes="", head_dims=head_dims)
+        return sorted({p["D"] for p in suite.shapes(args)})
+    assert dims(attention) == dims(attention_backward) == [64, 128]
+    assert dims(attention, head_dims="256") == [256] and dims(attention_backward, head_dims="128,256") == [128, 256]

@@ -17,6 +17,26 @@ from nvdsl.testing import requires_gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOLS = ("memcheck", "racecheck", "synccheck")
 
+def _backward_program(d: int) -> str:
+    """A sanitized program: attention's backward at head_dim ``d`` against NumPy."""
+    return (
+        "import numpy as np; from nvdsl.kernels.attention import attention, attention_backward; "
+        "rng = np.random.default_rng(0); f = lambda *s: rng.standard_normal(s).astype(np.float16); "
+        "q, do, k, v = f(1, 2, 130, {d}), f(1, 2, 130, {d}), f(1, 1, 200, {d}), f(1, 1, 200, {d}); "
+        "o, lse = np.zeros_like(q), np.zeros((1, 2, 130), np.float32); attention(q, k, v, o, lse, causal=True); "
+        "dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v); "
+        "attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal=True); "
+        "Q, O, dO = (x.astype(np.float64)[0] for x in (q, o, do)); "
+        "K, V = (x.astype(np.float64)[0, 0] for x in (k, v)); "
+        "s = np.where(np.tri(130, 200, dtype=bool), Q @ K.T * {scale}, -np.inf); "
+        "p = np.exp(s - s.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True); "
+        "ds = p * (dO @ V.T - (dO * O).sum(-1, keepdims=True)); "
+        "refs = (ds @ K * {scale}, (ds.transpose(0, 2, 1) @ Q * {scale}).sum(0), "
+        "(p.transpose(0, 2, 1) @ dO).sum(0)); "
+        "errs = [np.abs(g.astype(np.float64).squeeze() - r).max() for g, r in zip((dq, dk, dv), refs)]; "
+        "assert max(errs) < 2e-2, errs; print('PASS')").format(d=d, scale=d ** -0.5)
+
+
 PROGRAMS = {
     "ch0_hello": "import ch0_hello; ch0_hello.run_and_verify(ch0_hello.hello, (), verify=lambda: None)",
     "ch1_saxpy": "import ch1_saxpy; ch1_saxpy.main(rows=100, cols=150)",
@@ -60,22 +80,10 @@ PROGRAMS = {
                         "x = np.random.default_rng(0).standard_normal((100, 300)).astype(np.float32); "
                         "y = np.zeros_like(x); softmax(x, y); e = np.exp(x - x.max(1, keepdims=True)); "
                         "assert np.abs(y - e / e.sum(1, keepdims=True)).max() < 1e-5; print('PASS')"),
-    # a ragged causal GQA backward: D, dQ, dK/dV per query head, keys past the last query zeroed, heads summed
-    "kernels.attention-backward": (
-        "import numpy as np; from nvdsl.kernels.attention import attention, attention_backward; "
-        "rng = np.random.default_rng(0); f = lambda *s: rng.standard_normal(s).astype(np.float16); "
-        "q, do, k, v = f(1, 2, 130, 64), f(1, 2, 130, 64), f(1, 1, 200, 64), f(1, 1, 200, 64); "
-        "o, lse = np.zeros_like(q), np.zeros((1, 2, 130), np.float32); attention(q, k, v, o, lse, causal=True); "
-        "dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v); "
-        "attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal=True); "
-        "Q, O, dO = (x.astype(np.float64)[0] for x in (q, o, do)); "
-        "K, V = (x.astype(np.float64)[0, 0] for x in (k, v)); "
-        "s = np.where(np.tri(130, 200, dtype=bool), Q @ K.T / 8, -np.inf); "
-        "p = np.exp(s - s.max(-1, keepdims=True)); p /= p.sum(-1, keepdims=True); "
-        "ds = p * (dO @ V.T - (dO * O).sum(-1, keepdims=True)); "
-        "refs = (ds @ K / 8, (ds.transpose(0, 2, 1) @ Q / 8).sum(0), (p.transpose(0, 2, 1) @ dO).sum(0)); "
-        "errs = [np.abs(g.astype(np.float64).squeeze() - r).max() for g, r in zip((dq, dk, dv), refs)]; "
-        "assert max(errs) < 2e-2, errs; print('PASS')"),
+    # a ragged causal GQA backward: D, dQ, dK/dV per query head, keys past the last query zeroed, heads summed (at
+    # head_dim 256 dK and dV by separate kernels)
+    **{name: _backward_program(d) for name, d in (("kernels.attention-backward", 64),
+                                                  ("kernels.attention-backward-d256", 256))},
     # a variant: a soft cap and a causal document mask reading an argument, forward and backward on ragged L, the
     # mask's kept blocks found per batch and the kernels visiting their ranges (chapter 9's check against NumPy)
     "kernels.attention-variants": (
@@ -138,7 +146,8 @@ def environment(tmp_path, backend):
 
 @pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm",
                                      "kernels.attention", "kernels.gemm-odd", "kernels.rowwise",
-                                     "kernels.attention-backward", "kernels.attention-variants",
+                                     "kernels.attention-backward", "kernels.attention-backward-d256",
+                                     "kernels.attention-variants",
                                      "kernels.attention-varlen", "kernels.attention-decode", "tasks.profile",
                                      "kernels.attention-persistent"])
 def test_the_sanitized_programs_run_and_pass(program, tmp_path):

@@ -246,6 +246,8 @@ MAPPINGS = {
     "snake": MAPPING.replace(raster="snake"),
     "row-order": MAPPING.replace(raster="row", group=1),
     "two-in-flight": MAPPING.replace(mma_in_flight=2, pipeline=4),
+    # one consumer of 64 x 256 products: ptxas needs 158 registers at entry for them (the producer gives up fewer)
+    "one-consumer-64x256": nt.Mapping(tiles={"BM": 64, "BN": 256}, consumers=1),
 }
 
 

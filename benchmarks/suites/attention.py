@@ -42,9 +42,17 @@ PLOT = {"x": "L", "xlabel": f"sequence length L (B = {BATCH}, H = {HEADS})", "gr
 NVDSL_ATTENTION: dict[str, Callable] = {}
 
 
+def head_dims(args) -> tuple[int, ...]:
+    """The head dims a run measures: ``--head-dims``, else 128 (``--quick``) or :data:`HEAD_DIMS`."""
+    given = getattr(args, "head_dims", "")
+    if given:
+        return tuple(int(d) for d in given.split(",") if d)
+    return (128,) if args.quick else HEAD_DIMS
+
+
 def shapes(args) -> list[dict]:
     return [{"dtype": "fp16", "B": BATCH, "H": HEADS, "L": L, "D": D, "causal": causal}
-            for D in ((128,) if args.quick else HEAD_DIMS) for causal in (False, True)
+            for D in head_dims(args) for causal in (False, True)
             for L in (QUICK_SEQ if args.quick else SEQ)]
 
 

@@ -20,7 +20,7 @@ from typing import Callable
 
 from .. import harness
 # the forward's shapes, table and plot
-from .attention import BATCH, HEAD_DIMS, HEADS, PLOT, QUICK_SEQ, SEQ, TABLE_METRIC, row_label  # noqa: F401
+from .attention import BATCH, HEAD_DIMS, HEADS, PLOT, QUICK_SEQ, SEQ, TABLE_METRIC, head_dims, row_label  # noqa: F401
 
 RTOL = 2e-2
 _DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
@@ -29,7 +29,7 @@ _DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 def shapes(args) -> list[dict]:
     dtypes = [d for d in (args.dtypes.split(",") if getattr(args, "dtypes", "") else ["fp16"]) if d]
     return [{"dtype": dtype, "B": BATCH, "H": HEADS, "L": L, "D": D, "causal": causal}
-            for dtype in dtypes for D in ((128,) if args.quick else HEAD_DIMS) for causal in (False, True)
+            for dtype in dtypes for D in head_dims(args) for causal in (False, True)
             for L in (QUICK_SEQ if args.quick else SEQ)]
 
 

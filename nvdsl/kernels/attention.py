@@ -497,7 +497,7 @@ def _kernel(causal: bool, scale: float, with_lse: bool, mapping: nt.Mapping, var
 
 BACKWARD_KEYS = 128          # keys per dK/dV tile (two consumers, 64 each)
 BACKWARD_QUERIES = 64        # queries per step of the dK/dV loop
-BACKWARD_HEAD_DIMS = (64, 128)
+BACKWARD_HEAD_DIMS = HEAD_DIMS
 DELTA_ROWS = 4               # query rows per block of the D kernel (a row per warp, along its lanes)
 
 
@@ -577,27 +577,41 @@ def dq_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Task:
 
 
 @functools.lru_cache(maxsize=None)
-def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Task:
+def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN, parts: str = "dkdv") -> nt.Task:
     """``dK = dSᵀ Q * scale`` and ``dV = Pᵀ dO`` per block of keys and query head, over the query blocks (under a
     causal mask, those at or after the block's first key, walked from the last). ``DK`` and ``DV`` have a head per
-    query head: summed per group of heads by the caller where key/value heads are shared."""
+    query head: summed per group of heads by the caller where key/value heads are shared. ``parts`` ``"dk"`` or
+    ``"dv"``: the program computes (and takes) only that gradient, with the arrays it needs (at head_dim 256 a
+    consumer cannot hold both accumulators, and the scores are recomputed by each)."""
+    with_dk, with_dv = parts in ("dkdv", "dk"), parts in ("dkdv", "dv")
+    fixed = (("DK",) if with_dk else ()) + (("DV",) if with_dv else ()) + ("Q", "K") + \
+        (("V",) if with_dk else ()) + ("DO", "LSE") + (("DELTA",) if with_dk else ())
 
-    def attention_dkdv(DK, DV, Q, K, V, DO, LSE, DELTA, *extra):
+    def attention_dkdv(*tensors):
+        named = dict(zip(fixed, tensors))
+        extra = tensors[len(fixed):]
+        Q, K, DO, LSE = named["Q"], named["K"], named["DO"], named["LSE"]
         BM, BN = nt.tunable("BM", BACKWARD_QUERIES), nt.tunable("BN", BACKWARD_KEYS)
         batch, heads, seq_q, d = Q.shape
         kv_heads, seq_k = K.shape[1], K.shape[2]
         group = heads // kv_heads
-        Kt, Vt = nt.blocks(K, (1, 1, BN, d)), nt.blocks(V, (1, 1, BN, d))
-        DKt, DVt = nt.blocks(DK, (1, 1, BN, d)), nt.blocks(DV, (1, 1, BN, d))
+        Kt = nt.blocks(K, (1, 1, BN, d))
         Qt, DOt = nt.blocks(Q, (1, 1, BM, d)), nt.blocks(DO, (1, 1, BM, d))
-        Lt, Dt = nt.blocks(LSE, (1, 1, BM)), nt.blocks(DELTA, (1, 1, BM))
+        Lt = nt.blocks(LSE, (1, 1, BM))
+        if with_dk:
+            Vt, DKt = nt.blocks(named["V"], (1, 1, BN, d)), nt.blocks(named["DK"], (1, 1, BN, d))
+            Dt = nt.blocks(named["DELTA"], (1, 1, BM))
+        if with_dv:
+            DVt = nt.blocks(named["DV"], (1, 1, BN, d))
         blocks = Qt.grid[2]
         mods = Variant.arrays(extra, variant.mask_mod)
         for b, hk, g, j in nt.prange(batch, kv_heads, group, Kt.grid[2]):
             h = hk * group + g
             keys = nt.arange(BN, start=j * BN, name="keys")
-            dk = nt.zeros((BN, d), name="dk")
-            dv = nt.zeros((BN, d), name="dv")
+            if with_dk:
+                dk = nt.zeros((BN, d), name="dk")
+            if with_dv:
+                dv = nt.zeros((BN, d), name="dv")
             # causal: the query blocks ending after the key block's first key, i = blocks-1 down to j*BN // BM;
             # with a mask_mod, those of the key block's range
             steps, block, _ = variant.blocks(Qt, j, BM, blocks * BM - j * BN if causal else None, b, h, extra)
@@ -605,9 +619,11 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Tas
                 i = block(t) if variant.mask_mod else blocks - 1 - t if causal else t
                 rows = nt.arange(BM, start=i * BM, name="rows")
                 st = nt.zeros((BN, BM), name="st")
-                dpt = nt.zeros((BN, BM), name="dpt")
+                if with_dk:
+                    dpt = nt.zeros((BN, BM), name="dpt")
                 st += Kt[b, hk, j, 0] @ Qt[b, h, i, 0].T
-                dpt += Vt[b, hk, j, 0] @ DOt[b, h, i, 0].T
+                if with_dk:
+                    dpt += Vt[b, hk, j, 0] @ DOt[b, h, i, 0].T
                 # Rows past L need no mask: their Q and dO read as zeros and their LSE and D as 0, so their
                 # P is exp(0) = 1 and their dS 0, and both meet zero rows of dO and Q in the products. (Under a
                 # variant they are masked: a score_mod may make their P overflow, and inf times 0 is NaN.)
@@ -623,16 +639,21 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN) -> nt.Tas
                     pt, slope = nt.exp(st * scale - Lt[b, h, i][None, :]), None
                     if causal:
                         pt = nt.where(keys[:, None] <= rows[None, :], pt, 0.0)
-                dv += pt.astype(Q.dtype) @ DOt[b, h, i, 0]
-                dst = pt * (dpt - Dt[b, h, i][None, :])
-                if slope is not None:
-                    dst = dst * slope
-                dk += dst.astype(Q.dtype) @ Qt[b, h, i, 0]
-            DKt[b, h, j, 0] = (dk * scale).astype(DK.dtype)
-            DVt[b, h, j, 0] = dv.astype(DV.dtype)
-    program, extra = _taking(attention_dkdv, ("DK", "DV", "Q", "K", "V", "DO", "LSE", "DELTA"), variant,
-                             "attention_dkdv")
-    return nt.task(reads=("Q", "K", "V", "DO", "LSE", "DELTA") + extra, writes=("DK", "DV"))(program)
+                if with_dv:
+                    dv += pt.astype(Q.dtype) @ DOt[b, h, i, 0]
+                if with_dk:
+                    dst = pt * (dpt - Dt[b, h, i][None, :])
+                    if slope is not None:
+                        dst = dst * slope
+                    dk += dst.astype(Q.dtype) @ Qt[b, h, i, 0]
+            if with_dk:
+                DKt[b, h, j, 0] = (dk * scale).astype(named["DK"].dtype)
+            if with_dv:
+                DVt[b, h, j, 0] = dv.astype(named["DV"].dtype)
+    name = {"dkdv": "attention_dkdv", "dk": "attention_dk", "dv": "attention_dv"}[parts]
+    program, extra = _taking(attention_dkdv, fixed, variant, name)
+    reads = tuple(n for n in fixed if n not in ("DK", "DV"))
+    return nt.task(reads=reads + extra, writes=tuple(n for n in fixed if n in ("DK", "DV")))(program)
 
 
 @functools.lru_cache(maxsize=None)
@@ -641,15 +662,25 @@ def backward_mappings(d: int) -> tuple[nt.Mapping, nt.Mapping, nt.Mapping]:
     producer warpgroup and two consumers of 64 rows with 3-slot rings, stepping by 64 keys (dQ) or 64 queries
     (dK, dV). Measured on an H100 at B4 H16 L4096: 3 slots against 2 took dQ from 537 to 650 TFLOP/s (its
     three products) and dK/dV from 503 to 620 (its four) at D = 128; 128-key steps left dQ's products
-    serialized by ptxas for want of registers."""
+    serialized by ptxas for want of registers. At D = 256 a consumer's accumulator of 64 x 256 takes half its
+    registers and a tile of 64 rows 32 KiB: one consumer of 64 rows, 64 per step, 2-slot rings, and dK and dV
+    each by its own program (see :func:`dkdv_program`)."""
+    delta = nt.Mapping(tiles={"BM": DELTA_ROWS}, consumers=1, warp_specialize=False, persistent=False)
+    if d > 128:
+        one = nt.Mapping(tiles={"BM": ROWS, "BN": 64}, pipeline=2, consumers=1, persistent=False)
+        return delta, one, one
     consumer = (REGISTER_FILE // 128 - PRODUCER_REGISTERS) // 2 // 8 * 8
     registers = {"producer": PRODUCER_REGISTERS, "consumer": consumer}
-    delta = nt.Mapping(tiles={"BM": DELTA_ROWS}, consumers=1, warp_specialize=False, persistent=False)
     dq = nt.Mapping(tiles={"BM": 2 * ROWS, "BN": 64}, pipeline=3, consumers=2, persistent=False,
                     registers=registers)
     dkdv = nt.Mapping(tiles={"BM": BACKWARD_QUERIES, "BN": BACKWARD_KEYS}, pipeline=3, consumers=2,
                       persistent=False, registers=registers)
     return delta, dq, dkdv
+
+
+def _dkdv_parts(d: int) -> tuple[str, ...]:
+    """The programs computing dK and dV at head_dim ``d`` (see :func:`dkdv_program`)."""
+    return ("dkdv",) if d <= 128 else ("dk", "dv")
 
 
 def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False, scale: float | None = None,
@@ -665,7 +696,8 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
         causal, scale, score_mod, mask_mod, mod_args: as given to :func:`attention`. The ``score_mod``'s
             derivative is derived from its tile math (:func:`nvdsl.tasks.value_and_derivative`).
 
-    D = 64 or 128 (256 is refused, for now); L and Lk need not be multiples of anything. dQ is computed by its
+    D = 64, 128 or 256 (at 256 the scores are computed three times, once more than at 64 and 128: a consumer
+    cannot hold dK and dV at once); L and Lk need not be multiples of anything. dQ is computed by its
     own pass over the key blocks (no atomics), so every output is the same bits on every run. Float32 scratch
     (the row dot products ``rowsum(do * o)``, and per-query-head dK, dV under grouped-query attention) is
     allocated beside ``q``.
@@ -678,11 +710,6 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
         raise ArgumentError(f"attention_backward: {', '.join(scalars)} must be arrays", code="bad-argument", loc=loc)
     (batch, heads, seq_q, d), kv_heads, seq_k, scale = _checked_problem(specs, causal, scale, loc,
                                                                         "attention_backward")
-    if d not in BACKWARD_HEAD_DIMS:
-        raise ArgumentError(f"attention_backward: head_dim {d} is not supported yet", code="bad-shape",
-                            hint=f"head_dim must be one of {BACKWARD_HEAD_DIMS}: at 256, the tiles a consumer holds "
-                                 "and streams do not fit shared memory and registers in the task layer's pipelines",
-                            loc=loc)
     mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
     causal, variant = _recognized(causal, _variant(score_mod, mask_mod, mod_args, loc, "attention_backward"))
     delta_mapping, dq_mapping, dkdv_mapping = backward_mappings(d)
@@ -710,8 +737,10 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
     keys = dkdv_mapping.tile_values()["BN"]
     dkdv_extra = mod_args if kept is None else \
         (block_ranges(q, kept, keys, step, along_keys=False)[:, :, :_cdiv(reached, keys)],) + mod_args
-    _built(dkdv_program(causal, scale, variant), dkdv_mapping)(dk_heads, dv_heads, q, k, v, do, lse, delta,
-                                                               *dkdv_extra)
+    for parts in _dkdv_parts(d):
+        arguments = {"dkdv": (dk_heads, dv_heads, q, k, v, do, lse, delta), "dk": (dk_heads, q, k, v, do, lse, delta),
+                     "dv": (dv_heads, q, k, do, lse)}[parts]
+        _built(dkdv_program(causal, scale, variant, parts), dkdv_mapping)(*arguments, *dkdv_extra)
     if grouped:
         _sum_groups(dk, dk_heads)
         _sum_groups(dv, dv_heads)

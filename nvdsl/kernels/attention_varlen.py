@@ -540,7 +540,7 @@ def attention_varlen_backward(q, k, v, o, lse, do, dq, dk, dv, cu_seqlens_q, cu_
                               scale: float | None = None, score_mod=None, mask_mod=None, mod_args=()) -> None:
     """The gradients of :func:`attention_varlen`: given its inputs, its output ``o`` and ``lse``, and the gradient
     ``do`` of a loss with respect to ``o`` (Tq, H, D), write ``dq`` (Tq, H, D), ``dk`` and ``dv`` (Tk, Hkv, D)
-    (:func:`nvdsl.kernels.attention.attention_backward`: D = 64 or 128, the same bits on every run). Keys no query
+    (:func:`nvdsl.kernels.attention.attention_backward`: D = 64, 128 or 256, the same bits on every run). Keys no query
     sees get zero gradients. ``score_mod``, ``mask_mod`` and ``mod_args`` as given to the forward."""
     arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do, "dq": dq, "dk": dk, "dv": dv}
     tokens_k, mods, mod_args = _planned(arrays, cu_seqlens_q, cu_seqlens_k, causal, scale, score_mod, mask_mod,

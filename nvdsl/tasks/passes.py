@@ -33,6 +33,10 @@ STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the ou
 MAX_DEPTH = 8
 OVERHEAD_REGISTERS = 40               # a consumer's registers besides its accumulators (addresses, loop state)
 MMA_ROWS = 64                         # wgmma's M
+# ptxas assembles every instruction against the kernel's entry register count (the warpgroups' mean), not the
+# consumer's setmaxnreg budget: a wgmma of 64 x 256 float32 accumulators (128 registers a thread) failed with
+# C7602 "Insufficient registers (152) ... register target of 158 or higher" and assembled at 160.
+WGMMA_ENTRY_MARGIN = 32
 LANE_ROWS, LANE_COLUMNS = 4, 32       # a row-wise program's tiles: a row per warp of the four, 32 lanes along it
 _MMA_DTYPES = (dt.float16, dt.bfloat16, dt.float8_e4m3fn, dt.float8_e5m2)
 
@@ -752,6 +756,8 @@ def budget_registers(levels: Levels, body: TileBody, split: Split) -> Registers:
     mapping, program = levels.mapping, body.program
     producers = 1 if mapping.warp_specialize else 0
     registers = derive_registers(mapping, producers)
+    if producers and "producer" not in dict(mapping.registers):
+        registers = _entry_holding_products(registers, mapping.consumers, program)
     check_registers(mapping, registers, producers)
     pingpong = mapping.schedule == PINGPONG
     accumulators = _live_accumulators(body, split, pingpong)
@@ -764,6 +770,18 @@ def budget_registers(levels: Levels, body: TileBody, split: Split) -> Registers:
                       changes=_fitting_changes(mapping, program, accumulators, split, producers),
                       note=f"a consumer's accumulators may hold {elements} float32 elements")
     return Registers(registers=tuple(sorted(registers.items())), accumulators=accumulator_registers)
+
+
+def _entry_holding_products(registers: dict, consumers: int, program: Program) -> dict:
+    """``registers`` with the producer's raised where the block's entry count would be too few for ptxas to
+    assemble the widest product (see :data:`WGMMA_ENTRY_MARGIN`): the producer gives up less with one consumer."""
+    widest = max((min(program.tensor(op.acc).shape[-1], 256) * MMA_ROWS // 128
+                  for op, _ in ir.walk(program.body) if isinstance(op, Mma)), default=0)
+    needed = widest + WGMMA_ENTRY_MARGIN if widest else 0
+    producer = needed * (1 + consumers) - registers["consumer"] * consumers
+    if producer <= registers["producer"]:
+        return registers
+    return {**registers, "producer": -(-producer // 8) * 8}
 
 
 def _live_accumulators(body: TileBody, split: Split, pingpong: bool) -> set:

@@ -221,7 +221,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
               scale: float | None = None, *, score_mod=None, mask_mod=None, mod_args=()) -> torch.Tensor:
     """``softmax(q kᵀ · scale [+ causal mask]) v``, as ``torch.nn.functional.scaled_dot_product_attention(q, k, v,
     is_causal=causal, scale=scale)`` with grouped-query heads (``k``, ``v`` may have fewer heads than ``q``):
-    differentiable in q, k and v (head_dim 64 or 128 for the gradients), and traced whole by
+    differentiable in q, k and v (head_dim 64, 128 or 256), and traced whole by
     ``torch.compile(fullgraph=True)``. ``score_mod``, ``mask_mod`` and ``mod_args`` (tensors) as
     ``nvdsl.kernels.attention.attention`` takes them (FlexAttention's meaning): each pair of mods is an op of its
     own (``torch.ops.nvdsl.attention_mods_<n>``, made at its first call: make that call before ``torch.compile``
@@ -369,7 +369,7 @@ def attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqle
                      cu_seqlens_k: torch.Tensor, causal: bool = False, scale: float | None = None) -> torch.Tensor:
     """Attention within each of the packed sequences (FlashAttention's ``flash_attn_varlen_func`` convention,
     bottom-right causal): ``q`` (Tq, H, D), ``k``, ``v`` (Tk, Hkv, D), ``cu_seqlens_q``/``_k`` (S + 1,) int32;
-    returns ``o`` (Tq, H, D), differentiable in q, k and v (head_dim 64 or 128 for the gradients)."""
+    returns ``o`` (Tq, H, D), differentiable in q, k and v (head_dim 64, 128 or 256)."""
     return attention_varlen_with_lse(q, k, v, cu_seqlens_q, cu_seqlens_k, causal, scale)[0]
 
 
