@@ -79,6 +79,21 @@ def test_shared_memory_and_block_barriers():
     check_reverse(interpreted(reverse(256)), 1024, 256)
 
 
+def test_shared_memory_starts_as_all_ones_bytes():
+    """A GPU leaves shared memory undefined at launch; the interpreter fills it with all-ones bytes (NaN as a
+    float, -1 as an int), so that a kernel reading it before writing shows it instead of reading zeros."""
+    @nvdsl.mlir_func
+    def read_unwritten(ints, floats):
+        @nvdsl.gpu_launch(grid=1, block=1, smem=32)
+        def kernel(ctx):
+            ints[0] = ctx.dynamic_shared((1,), nvdsl.int32)[0]
+            floats[0] = ctx.dynamic_shared((1,), nvdsl.float32, offset=16)[0]
+        kernel()
+    ints, floats = np.zeros(1, np.int32), np.zeros(1, np.float32)
+    interpreted(read_unwritten)(ints, floats)
+    assert ints[0] == -1 and np.isnan(floats[0])      # exact: the bytes' value
+
+
 def test_device_print_goes_to_stdout(capsys):
     @nvdsl.mlir_func
     def hello(x):

@@ -237,6 +237,9 @@ def lane_exchange(how: str):
         def kernel(ctx):
             s = ctx.dynamic_shared((33,), nvdsl.int32)
             lane = ctx.thread_id.x
+            s[lane + 1] = 0                                         # (shared memory starts undefined)
+            with nvdsl.when(lane.eq(0)):
+                s[0] = 0
             ctx.sync_threads()
             if how == "broadcast":
                 v = s[0]                                            # AT:broadcast-read

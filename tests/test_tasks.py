@@ -11,8 +11,8 @@ import pytest
 
 import nvdsl
 import nvdsl.tasks as nt
-from nvdsl.kernels.gemm import (MAPPING, batched_matmul, gated_mlp, linear, linear_mapping, linear_program, matmul, matmul_nk,
-                                matmul_rowsum)
+from nvdsl.kernels.gemm import (MAPPING, TILE_64x128_MAPPING, batched_matmul, gated_mlp, linear, linear_mapping,
+                                linear_program, matmul, matmul_nk, matmul_rowsum)
 from nvdsl.tasks import ir
 from nvdsl.tasks.stages import Schedule
 from nvdsl.testing import assert_matches_golden, requires_gpu, sass_opcodes
@@ -494,3 +494,48 @@ def test_tile_indices_subtract():
     bound = 8 * 64 - j * 128
     assert (bound.const, bound.coefficient("j"), str(bound)) == (512, -128, "j*-128+512")
     assert (t - j - 2).terms == (("j", -1), ("t", 1)) and (-t).coefficient("t") == -1
+
+
+@nt.task(reads=("A", "B"), writes=("S",))
+def _column_sums_of_a_product(S, A, B):
+    """``S[j] = sum_i (A @ B)[i, j]``: every row of the product reaches every sum."""
+    BM, BN, BK = nt.tunable("BM", 64), nt.tunable("BN", 128), nt.tunable("BK", 64)
+    At, Bt, St = nt.blocks(A, (BM, BK)), nt.blocks(B, (BK, BN)), nt.blocks(S, (BN,))
+    for j in nt.prange(Bt.grid[1]):
+        acc = nt.zeros((BM, BN), name="acc")
+        for k in nt.srange(At.grid[1]):
+            acc += At[0, k] @ Bt[k, j]
+        St[j] = acc.sum(axis=0)
+
+
+def test_a_decode_steps_few_rows_are_loaded_and_not_zero_filled(backend):
+    """An A with fewer rows than the tile (a decode step's) is loaded in a box of its rows rounded up to 8, 16 or 32
+    (TMA's zero-filling past its end cost as much as loading, measured on an H200); the rest of the slot keeps
+    what it held, which only rows past the output's end depend on. Not where rows mix (a sum down the columns),
+    nor for B, whose rows are K. In the interpreter shared memory starts as all-ones bytes (NaN), so a row read
+    before written would show."""
+    kernel = nt.build(matmul, TILE_64x128_MAPPING)
+    for m, rows in ((1, 8), (5, 8), (16, 16), (20, 32)):
+        text = kernel.explain(*gemm_args(m, 300, 200))
+        assert f"(box [{rows}, 64], swizzle 128; rows from {rows} not loaded)" in text, text
+        assert f"full: 1 arrival + {(rows + 128) * 64 * 2} B" in text
+    for m in (33, 64, 100):
+        assert "not loaded" not in kernel.explain(*gemm_args(m, 300, 200))
+    assert "not loaded" not in kernel.explain(*gemm_args(64, 300, 40))    # K = 40: B's rows, not loaded whole
+    two_boxes_wide = TILE_64x128_MAPPING.replace(tiles={"BM": 64, "BN": 128, "BK": 128}, pipeline=4)
+    assert "not loaded" not in kernel.with_mapping(two_boxes_wide).explain(*gemm_args(5, 300, 200))
+    a, b = np.zeros((5, 200), f16), np.zeros((200, 300), f16)
+    sums = nt.build(_column_sums_of_a_product, nt.Mapping(consumers=1, persistent=False))
+    with pytest.raises(nvdsl.TaskError, match="sum down the columns") as refused:     # its hint's change plans
+        sums.plan(np.zeros((300,), np.float32), a, b)
+    assert refused.value.hint.startswith("map with schedule='pingpong'")
+    sums = sums.with_mapping(nt.Mapping(schedule="pingpong", persistent=False))
+    assert "not loaded" not in sums.explain(np.zeros((300,), np.float32), a, b)
+    rng = np.random.default_rng(5)
+    for m in (1, 13):
+        a, b = (rng.standard_normal(s).astype(f16) for s in ((m, 200), (200, 300)))
+        c = np.full((m, 300), 7, f16)
+        kernel(c, a, b)
+        expected = a.astype(np.float64) @ b.astype(np.float64)
+        bound = 200 * 2.0 ** -24 * (np.abs(a).astype(np.float64) @ np.abs(b)) + 2.0 ** -11 * np.abs(expected)
+        assert np.all(np.abs(c - expected) <= bound + 2.0 ** -24)

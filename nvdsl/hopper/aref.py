@@ -57,10 +57,15 @@ class SlotTile:
     shape: tuple[int, ...]
     dtype: dt.DType
     offset: int
+    rows: int | None = None         # the rows the producer's copies fill (None: all)
 
     @property
     def nbytes(self) -> int:
         return byte_size(self.shape, self.dtype)
+
+    @property
+    def loaded_shape(self) -> tuple[int, ...]:
+        return self.shape if self.rows is None else (self.rows,) + tuple(self.shape[1:])
 
 
 class _Lease:
@@ -172,7 +177,8 @@ class Aref:
     Args:
         ctx: the kernel's launch context. Create the ring at the top of the kernel body (all threads pass
             there: its barriers are initialised and the block synchronised).
-        tiles: the tiles of one slot, each ``(shape, dtype)``.
+        tiles: the tiles of one slot, each ``(shape, dtype)``, or ``(shape, dtype, rows)`` for a tile whose copies
+            fill only its first ``rows`` rows (the rest keep what they held: for rows no result depends on).
         depth: the number of slots (pipeline stages), at least 2.
         name: what reports call the ring.
         at: place the slots at this byte offset of the launch's dynamic shared memory (``smem=``), a
@@ -209,22 +215,28 @@ class Aref:
                              hint="every thread must pass its initialisation; create rings before any "
                                   "Warpgroup, when or loop", loc=self._loc)
         try:
-            specs = [(checked_shape(shape, f"Aref '{name}' tile"), dtype) for shape, dtype in tiles]
-        except (TypeError, ValueError):
+            specs = [(checked_shape(tile[0], f"Aref '{name}' tile"), *tile[1:]) for tile in tiles]
+            if not all(len(spec) in (2, 3) for spec in specs):
+                raise ValueError
+        except (TypeError, ValueError, IndexError):
             raise TraceError(f"Aref tiles={tiles!r} must be a sequence of (shape, dtype) pairs", code="bad-aref",
                              loc=self._loc) from None
-        if not specs or not all(isinstance(d, dt.DType) for _, d in specs):
+        if not specs or not all(isinstance(spec[1], dt.DType) for spec in specs):
             raise TraceError(f"Aref tiles={tiles!r} must be a non-empty sequence of (shape, nvdsl dtype) pairs",
                              code="bad-aref", loc=self._loc)
+        for shape, _, *rows in specs:
+            if rows and not (isinstance(rows[0], int) and not isinstance(rows[0], bool) and 0 < rows[0] <= shape[0]):
+                raise TraceError(f"Aref '{name}': a tile of shape {list(shape)} cannot have its first {rows[0]!r} rows "
+                                 "filled", code="bad-aref", hint="give rows between 1 and the tile's", loc=self._loc)
         self.ctx, self.depth, self.name = ctx, depth, name
         offset, layout = 0, []
-        for shape, dtype in specs:
-            layout.append(SlotTile(shape, dtype, offset))
+        for shape, dtype, *rows in specs:
+            layout.append(SlotTile(shape, dtype, offset, rows[0] if rows else None))
             offset += round_up(byte_size(shape, dtype), TILE_ALIGNMENT)
         self.tiles: tuple[SlotTile, ...] = tuple(layout)
         self.slot_bytes = offset
         #: The bytes the producer's copies deliver into one slot (the ``full`` barrier's expected transactions).
-        self.transaction_bytes = sum(t.nbytes for t in self.tiles)
+        self.transaction_bytes = sum(byte_size(t.loaded_shape, t.dtype) for t in self.tiles)
         with at_user_line():
             if at is None:
                 self.base = ctx.shared.place(depth * self.slot_bytes, TILE_ALIGNMENT)
@@ -265,10 +277,12 @@ class Aref:
         for tma, view in zip(self._fillers, views):
             tma.lay_out(view, f"ring '{self.name}''s copies")
 
-    def _slot_views(self, slot: Value, lease: _Lease) -> tuple[Array, ...]:
+    def _slot_views(self, slot: Value, lease: _Lease, loaded: bool = False) -> tuple[Array, ...]:
+        """The slot's tiles (``loaded``: the part of each its copies fill)."""
         start = slot.to(dt.index) * self.slot_bytes + self.base
-        return tuple(self.ctx.shared.view(t.shape, t.dtype, start + t.offset if t.offset else start,
-                                          f"{self.name}.tile{i}", alignment=TILE_ALIGNMENT, lease=lease)
+        return tuple(self.ctx.shared.view(t.loaded_shape if loaded else t.shape, t.dtype,
+                                          start + t.offset if t.offset else start, f"{self.name}.tile{i}",
+                                          alignment=TILE_ALIGNMENT, lease=lease)
                      for i, t in enumerate(self.tiles))
 
     def joined(self, views, first: int, count: int, axis: int) -> Array:
@@ -323,7 +337,7 @@ class Aref:
             if copy[0].array.dtype != tile.dtype:
                 raise TraceError(f"put() copy {i} moves {copy[0].array.dtype.name} but tile {i} of ring '{self.name}' "
                                  f"is {tile.dtype.name}{list(tile.shape)}", code="bad-aref", loc=user_location())
-            copy[0].boxes(tile.shape)                   # the tile must be made of the descriptor's boxes
+            copy[0].boxes(tile.loaded_shape)            # the tile must be made of the descriptor's boxes
         if self._fillers is None:
             # Consumers indexing their tiles plainly read them in the layout the copies give (TMA._lay_out).
             self._fillers = tuple(tma for tma, _ in copies)
@@ -337,7 +351,7 @@ class Aref:
             issuer = role.issuer()
             self.full[slot].arrive(self.transaction_bytes, predicate=issuer)
             lease = _Lease(self.name)
-            for (tma, coords), view in zip(copies, self._slot_views(slot, lease)):
+            for (tma, coords), view in zip(copies, self._slot_views(slot, lease, loaded=True)):
                 tma.load(view, self.full[slot], coords, predicate=issuer)
             lease.active = False
             position.advance(self.depth)

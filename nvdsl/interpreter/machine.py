@@ -136,7 +136,8 @@ class Block:
         self.thread_count = bx * by * bz
         warps = (self.thread_count + V.LANES - 1) // V.LANES
         self.agents = Agents(warps, kernel.mbarrier_count)
-        self.smem = Buffer(np.zeros(launch.smem_bytes, np.uint8), "shared memory", SHARED)
+        # undefined at launch on a GPU: all-ones bytes (NaN, -1) make a read before a write show
+        self.smem = Buffer(np.full(launch.smem_bytes, 0xFF, np.uint8), "shared memory", SHARED)
         watched = (launch.smem_bytes >> GRANULE_BITS) + 1 if skeleton else launch.smem_bytes
         self.smem.shadow = self.shadow = Shadow(watched, self.agents, self.thread_count)
         self.mbarrier_groups: dict = {}

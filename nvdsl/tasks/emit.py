@@ -87,7 +87,8 @@ class _Block:
         self.timeline = timeline
         self.counters = ctx.shared_array((len(roles(s)),), dt.int32) if timeline is not None else None
         self.ring_tmas, self.store_tmas = tmas.rings, tmas.stores
-        self.rings = {r.name: Aref(ctx, [(t.source.matrix_shape, t.dtype) for t in r.tiles], depth=r.depth,
+        self.rings = {r.name: Aref(ctx, [(t.source.matrix_shape, t.dtype) + ((t.rows,) if t.rows else ())
+                                         for t in r.tiles], depth=r.depth,
                                    name=r.name, at=r.offset, in_turn=r.in_turn) for r in s.rings}
         buffers = {b.name: b for b in s.buffers}
         self.staging = {}

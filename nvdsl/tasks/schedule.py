@@ -66,7 +66,7 @@ def explain(schedule: Schedule) -> str:
              "roles: " + "; ".join(_roles(s))]
     for r in s.rings:
         lines.append(f"ring {r.name}: {r.depth} slots x {r.slot_bytes} B, once per {r.per}; full: 1 arrival + "
-                     f"{sum(t.nbytes for t in r.tiles)} B; empty: {r.empty_arrivals} arrival(s); {r.route()}; "
+                     f"{sum(t.loaded_bytes for t in r.tiles)} B; empty: {r.empty_arrivals} arrival(s); {r.route()}; "
                      f"tiles: {r.tiles_text()}")
     lines += format_memory_map(s.buffers, s.smem_bytes, s.mapping.smem_limit)
     lines.append("schedule:")

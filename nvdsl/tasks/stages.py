@@ -26,10 +26,16 @@ class RingTile:
     box: tuple[int, ...]
     swizzle: int
     offset: int
+    rows: int | None = None     # the rows its loads bring in, where fewer than the tile's (passes._rows_worth_loading)
 
     @property
     def shape(self) -> tuple[int, ...]:
         return self.source.shape
+
+    @property
+    def loaded_bytes(self) -> int:
+        """The bytes its loads bring in (the ring's expected transactions)."""
+        return self.nbytes if self.rows is None else self.nbytes // self.source.matrix_shape[0] * self.rows
 
     @property
     def nbytes(self) -> int:
@@ -67,7 +73,8 @@ class RingPlan:
 
     def tiles_text(self) -> str:
         return ", ".join(f"{t.local} {t.dtype.name}{list(t.shape)} from {t.source} (box {list(t.box)}, swizzle "
-                         f"{t.swizzle})" for t in self.tiles)
+                         f"{t.swizzle}{'' if t.rows is None else f'; rows from {t.rows} not loaded'})"
+                         for t in self.tiles)
 
 
 @dataclass(frozen=True)
