@@ -24,8 +24,6 @@ import ctypes
 import sys
 from dataclasses import dataclass
 
-import numpy as np
-
 from . import dtypes as dt
 from .errors import ArgumentError, SourceLocation
 from .signature import ARRAY, SCALAR, ArgSpec, row_major_strides
@@ -33,6 +31,20 @@ from .target import TMA_ADDRESS_BYTES
 
 HOST = "host"
 DEVICE = "device"
+
+
+class _NumpyAtFirstUse:
+    """This module's ``np`` until it is first used: then ``numpy``, imported, and the name ``np`` rebound to it, so
+    that later uses find the module itself. Importing nvdsl does not import NumPy (more than half of its time); the
+    first call does, by the time it asks whether an argument is a NumPy array."""
+
+    def __getattr__(self, name):
+        import numpy
+        globals()["np"] = numpy
+        return getattr(numpy, name)
+
+
+np = _NumpyAtFirstUse()
 
 _TORCH_DTYPES = {f"torch.{d.name}": d for d in dt.ARRAY_DTYPES}
 
