@@ -142,9 +142,15 @@ def test_a_cached_gpu_call_takes_only_tensors_laid_out_as_its_own():
 
 
 @requires_gpu
-def test_a_cached_task_kernel_call_finds_each_buffers_descriptors():
-    """A TMA kernel's cached calls on buffers that alternate: each call's descriptors are its own buffers'."""
+@pytest.mark.parametrize("kept", [None, 2])
+def test_a_cached_task_kernel_call_finds_each_buffers_descriptors(monkeypatch, kept):
+    """A TMA kernel's cached calls on buffers that alternate: each call's descriptors are its own buffers', from the
+    program's sets of them by address; with room for ``kept`` descriptors per argument, each argument's are freed
+    and made again every few calls, and the sets that held them are dropped."""
+    import nvdsl.runtime.tensormap as tensormap
     from nvdsl.kernels.gemm import gemm
+    if kept is not None:
+        monkeypatch.setattr(tensormap, "_CACHE_LIMIT", kept)
     g = torch.Generator().manual_seed(0)
     operands = [(torch.randint(-2, 3, (128, 64), generator=g).half().cuda(),
                  torch.randint(-2, 3, (64, 128), generator=g).half().cuda()) for _ in range(3)]

@@ -25,6 +25,7 @@ from .device import Device, check, device_table, driver
 from .tensormap import DeviceTensorMaps, is_capturing
 
 _DEFAULT_STATIC_SMEM_LIMIT = 48 * 1024
+_DESCRIPTOR_SETS = 256          # sets of descriptors a program keeps by their arrays' addresses
 _CUBIN_REJECTED = {"CUDA_ERROR_INVALID_IMAGE", "CUDA_ERROR_NO_BINARY_FOR_GPU",
                    "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "CUDA_ERROR_INVALID_SOURCE"}
 
@@ -151,6 +152,8 @@ class LoadedProgram:
         self._torch_capturing = torch_capturing() if self._current_stream is not None else None
         # TMA descriptors: one slot each, filled after the arrays' pointers are known.
         self._tensormaps: dict[TensorMapSpec, tuple] = {}
+        # the descriptors of all of them by their arrays' addresses (the generated run's one lookup per call)
+        self.descriptor_sets: dict[tuple, tuple] = {}
         self._launches, self._launch_calls = [], []
         for launch in plan.launches:
             func = check(cu.cuModuleGetFunction(module, launch.kernel.encode()), "cuModuleGetFunction")
@@ -284,6 +287,20 @@ class LoadedProgram:
             return is_capturing(stream)
         return self._torch_capturing()
 
+    def descriptors(self, addresses: tuple, stream: int, captured: bool) -> tuple:
+        """The device addresses of the program's descriptors (in order) for arrays at ``addresses`` (one per
+        descriptor), from each one's :class:`DeviceTensorMaps`; kept in :attr:`descriptor_sets` for the next call
+        with the same addresses unless one was written in a capture (it holds the descriptor only once the graph
+        runs) or any made room by freeing the ones it had (which the sets may hold)."""
+        maps = [maps for _, _, maps in self._tensormaps.values()]
+        freed = [m.freed for m in maps]
+        found = tuple(m.pointer_for(address, stream, captured) for m, address in zip(maps, addresses))
+        if [m.freed for m in maps] != freed or len(self.descriptor_sets) >= _DESCRIPTOR_SETS:
+            self.descriptor_sets.clear()
+        if all(m.known.get(address) == pointer for m, address, pointer in zip(maps, addresses, found)):
+            self.descriptor_sets[addresses] = found
+        return found
+
     def _launch_all(self, stream: int) -> None:
         captured = self.capturing(stream)
         for slot, array_slot, maps in self._tensormaps.values():
@@ -381,7 +398,8 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
     guarded = [i for i, (spec, where, sample) in enumerate(zip(program.specs, locations, sample_args))
                if spec.kind == ARRAY and where != HOST and is_torch_tensor(sample) and not spec.unaligned]
     guard = _Guard.of(names, [sample_args[i] for i in guarded]) if guarded else None
-    one_by_one = [_bound_alone(program, i, names, spec, where, sample)
+    addressed = {spec.arg for spec in program._tensormaps}     # arguments whose address picks a descriptor
+    one_by_one = [_bound_alone(program, i, names, spec, where, sample, i in addressed)
                   for i, (spec, where, sample) in enumerate(zip(program.specs, locations, sample_args))]
     if guard is not None:
         tensors = ", ".join(f"a{i}" for i in guarded)
@@ -391,7 +409,7 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
         lines += ["        else:"]
         lines += ["    " + line for i in guarded for line in one_by_one[i]]
         lines += [f"            learn({tensors})"]
-        names.update({"learn": guard.learn, **{f"slot{i}": program._slots[i] for i in guarded}})
+        names["learn"] = guard.learn
     for i in range(count):
         if guard is None or i not in guarded:
             lines += one_by_one[i]
@@ -399,14 +417,12 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
         # LoadedProgram.capturing, its common case (one device) inlined
         lines.append("        captured = (torch_capturing() if len(DEVICES) <= 1 else capturing(stream))" if torch_tensors
                      else "        captured = False")
-        lines.append("        if captured:")
-        for j, (slot, array_slot, maps) in enumerate(program._tensormaps.values()):
-            names.update({f"map{j}": slot, f"array{j}": array_slot, f"pointer_for{j}": maps.pointer_for,
-                          f"known{j}": maps.known.get})
-            lines.append(f"            map{j}.value = pointer_for{j}(array{j}.value, stream, True)")
-        lines.append("        else:")
-        lines += [f"            map{j}.value = known{j}(array{j}.value) or pointer_for{j}(array{j}.value, stream, "
-                  "False)" for j in range(len(program._tensormaps))]
+        addresses = "(" + "".join(f"p{spec.arg}, " for spec in program._tensormaps) + ")"
+        names.update({"descriptor_sets": program.descriptor_sets.get, "descriptors": program.descriptors})
+        lines += [f"        if captured or (found := descriptor_sets({addresses})) is None:",
+                  f"            found = descriptors({addresses}, stream, captured)",
+                  "        " + "".join(f"map{j}.value, " for j in range(len(program._tensormaps))) + "= found"]
+        names.update({f"map{j}": slot for j, (slot, _, _) in enumerate(program._tensormaps.values())})
     for k, (launch, (func, address)) in enumerate(zip(plan.launches, program._launches)):
         (gx, gy, gz), (bx, by, bz) = launch.grid, launch.block
         names.update({f"F{k}": func, f"kernel{k}": f"cuLaunchKernel({launch.kernel})"})
@@ -419,23 +435,27 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
     return names["run"]
 
 
-def _bound_alone(program: LoadedProgram, i: int, names: dict, spec: ArgSpec, where, sample) -> list[str]:
+def _bound_alone(program: LoadedProgram, i: int, names: dict, spec: ArgSpec, where, sample, addressed: bool
+                 ) -> list[str]:
     """The lines of the generated run that check argument ``i`` and fill its slot by itself: a contiguous aligned
     torch tensor's and a float scalar's checks inlined, anything else (or anything that fails them) handed to its
-    binder."""
-    names[f"bind{i}"] = program._binders[i]
-    refused = [f"        elif not bind{i}(args):", "            return False"]
+    binder; ``addressed``: the array's address is left in ``p{i}`` (a descriptor's lookup reads it)."""
+    names.update({f"bind{i}": program._binders[i], f"slot{i}": program._slots[i]})
+    inlined = []
     if spec.kind == ARRAY and where != HOST and is_torch_tensor(sample) and spec.strides is None and \
             not spec.unaligned:
-        names.update({f"K{i}": type(sample), f"D{i}": sample.dtype, f"S{i}": spec.shape, f"slot{i}": program._slots[i]})
-        return [f"        if type(a{i}) is K{i} and a{i}.dtype is D{i} and a{i}.shape == S{i} and "
-                f"a{i}.is_contiguous() and not (p := a{i}.data_ptr()) & {TMA_ADDRESS_BYTES - 1} and "
-                f"a{i}.get_device() == ordinal:",
-                f"            slot{i}.value = p"] + refused
-    if spec.kind != ARRAY and type(sample) is float and spec.dtype.is_float and spec.dtype.bits >= 32:
-        names[f"slot{i}"] = program._slots[i]
-        return [f"        if type(a{i}) is float:", f"            slot{i}.value = a{i}"] + refused
-    return [f"        if not bind{i}(args):", "            return False"]
+        names.update({f"K{i}": type(sample), f"D{i}": sample.dtype, f"S{i}": spec.shape})
+        inlined = [f"        if type(a{i}) is K{i} and a{i}.dtype is D{i} and a{i}.shape == S{i} and "
+                   f"a{i}.is_contiguous() and not (p{i} := a{i}.data_ptr()) & {TMA_ADDRESS_BYTES - 1} and "
+                   f"a{i}.get_device() == ordinal:",
+                   f"            slot{i}.value = p{i}"]
+    elif spec.kind != ARRAY and type(sample) is float and spec.dtype.is_float and spec.dtype.bits >= 32:
+        inlined = [f"        if type(a{i}) is float:", f"            slot{i}.value = a{i}"]
+    branch = "        elif" if inlined else "        if"
+    if addressed:
+        return inlined + [f"{branch} bind{i}(args):", f"            p{i} = slot{i}.value", "        else:",
+                          "            return False"]
+    return inlined + [f"{branch} not bind{i}(args):", "            return False"]
 
 
 #: How many flavours of a program's tensors (``requires_grad``, inference mode, ...) its guard learns.

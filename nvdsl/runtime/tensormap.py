@@ -110,6 +110,8 @@ class DeviceTensorMaps:
         self.strides = strides
         #: The descriptors made so far by buffer address (read it; :meth:`pointer_for` writes it).
         self.known: dict[int, int] = {}
+        #: How many times :meth:`pointer_for` freed the descriptors it had made (those a caller kept are gone).
+        self.freed = 0
         self._kept: set[int] = set()             # descriptors a captured graph reads: never freed
         self._slots = _SLOTS.setdefault(device.info.ordinal, _Slots())
         self._slots.top_up()
@@ -141,6 +143,7 @@ class DeviceTensorMaps:
                 if pointer not in self._kept:       # a graph's descriptor stays
                     cu.cuMemFree(pointer)
             self.known.clear()
+            self.freed += 1
         self._slots.top_up()
         pointer = int(check(cu.cuMemAlloc(DESCRIPTOR_BYTES), "cuMemAlloc"))
         check(cu.cuMemcpyHtoD(pointer, tensor_map.getPtr(), DESCRIPTOR_BYTES), "cuMemcpyHtoD")
