@@ -162,3 +162,17 @@ def test_a_cached_task_kernel_call_finds_each_buffers_descriptors(monkeypatch, k
     torch.cuda.synchronize()
     for (a, b), c in zip(operands, outputs):           # exact: sums of 64 products of integers in [-2, 2]
         assert torch.equal(c.double(), a.double() @ b.double())
+
+
+def test_a_cached_call_with_constants_of_another_type_or_value_misses_the_cached_program(interpret):
+    """Compile-time constants key the program by type and value: 2, 2.0 and True (equal in Python) are three."""
+    @nvdsl.mlir_func
+    def fill(y, *, value):
+        @nvdsl.gpu_launch(grid=1, block=32)
+        def kernel(ctx):
+            y[ctx.thread_id.x] = nvdsl.constant(float(value), y.dtype)
+        kernel()
+    y = np.zeros(32, np.float32)
+    for value, programs, written in ((2, 1, 2.0), (2.0, 2, 2.0), (True, 3, 1.0), ((1, 2)[1], 3, 2.0), (3, 4, 3.0)):
+        fill(y, value=value)
+        assert len(fill._programs) == programs and set(y.tolist()) == {written}
