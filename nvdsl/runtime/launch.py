@@ -371,13 +371,14 @@ class LoadedProgram:
 def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args):
     """:meth:`LoadedProgram.run` for a program of device arrays and scalars, as one generated function: the checks
     of its aligned torch tensors in one call of a tensor guard (see ``arguments.tensor_guard``) and one test of
-    their addresses' alignment, the checks of float scalars inlined, then the descriptors' pointers (a dictionary
-    read for an address seen before) and each ``cuLaunchKernel`` with its arguments bound. A tensor the guard
-    refuses (another ``requires_grad`` or inference mode than the first call's, a view laid out alike with other
-    strides, or a signature of its own) is checked alone, as where this torch has no guards (contiguous aligned
-    tensors inlined), and anything else goes to its binder, which decides; a call whose tensors pass that way
-    teaches the guard their flavour (up to :data:`_GUARD_FLAVOURS`). Per call it saves a Python call per argument
-    and per launch, the attribute reads of the general method and 0.3 us per tensor (0.6 us with a descriptor)."""
+    their addresses' alignment, the checks of float scalars inlined, then the descriptors' pointers (one dictionary
+    read by the arrays' addresses, where they came together before) and each ``cuLaunchKernel`` with its
+    arguments bound. A tensor the guard refuses (another ``requires_grad`` or inference mode than the first
+    call's, a view laid out alike with other strides, or a signature of its own) is checked alone, as where this
+    torch has no guards (contiguous aligned tensors inlined), and anything else goes to its binder, which decides;
+    a call whose tensors pass that way teaches the guard their flavour (up to :data:`_GUARD_FLAVOURS`). Per call
+    it saves a Python call per argument and per launch, the attribute reads of the general method and 0.3 us per
+    tensor (0.6 us with a descriptor) on a 2-core CI host."""
     names = {"acquire": program._lock.acquire, "release": program._lock.release, "CK": program.constants_key,
              "check": check, "LaunchError": LaunchError, "launch_kernel": program._cu.cuLaunchKernel,
              "ordinal": program.device.info.ordinal}
@@ -415,8 +416,8 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
             lines += one_by_one[i]
     if program._tensormaps:
         # LoadedProgram.capturing, its common case (one device) inlined
-        lines.append("        captured = (torch_capturing() if len(DEVICES) <= 1 else capturing(stream))" if torch_tensors
-                     else "        captured = False")
+        lines.append("        captured = (torch_capturing() if len(DEVICES) <= 1 else capturing(stream))"
+                     if torch_tensors else "        captured = False")
         addresses = "(" + "".join(f"p{spec.arg}, " for spec in program._tensormaps) + ")"
         names.update({"descriptor_sets": program.descriptor_sets.get, "descriptors": program.descriptors})
         lines += [f"        if captured or (found := descriptor_sets({addresses})) is None:",
