@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import dtypes as dt
 from .errors import ArgumentError, SourceLocation
@@ -203,9 +203,9 @@ def host_views(args) -> tuple:
     return tuple(host_view(a) if is_cpu_tensor(a) else a for a in args)
 
 
-@dataclass(frozen=True)
-class ArrayInfo:
-    """A device array's address and layout, read from its producer."""
+class ArrayInfo(NamedTuple):
+    """A device array's address and layout, read from its producer (a named tuple: made on every call of a device
+    array's binder and description, 0.35 us against 1.35 for a frozen dataclass)."""
 
     pointer: int
     dtype: dt.DType | None
@@ -352,7 +352,29 @@ _PYTHON_SCALARS = {bool: dt.bool_, int: dt.int32, float: dt.float32}
 
 
 def describe(value, name: str, loc: SourceLocation | None) -> tuple[ArgSpec, str | None]:
-    """The ArgSpec of an argument, and where it lives (HOST, DEVICE, or None for scalars)."""
+    """The ArgSpec of an argument, and where it lives (HOST, DEVICE, or None for scalars). A torch tensor's is
+    found by its signature key where one keyed alike was described before (the library describes its arguments on
+    every call: 4.6 -> 0.8 us a tensor)."""
+    if is_torch_tensor(value):
+        key = (signature_key(value), name)
+        found = _DESCRIBED.get(key)
+        if found is None:
+            found = _described(value, name, loc)
+            if len(_DESCRIBED) >= _DESCRIBED_LIMIT:
+                _DESCRIBED.clear()
+            _DESCRIBED[key] = found
+        return found
+    return _described(value, name, loc)
+
+
+# A torch tensor's description by its signature key and name: what the key holds (type, dtype, shape, the strides
+# of a view, the device, the start's alignment to 16 bytes) is all describe reads of a tensor (its start is always
+# on an element), so a tensor keyed alike is described alike, checks included.
+_DESCRIBED: dict = {}
+_DESCRIBED_LIMIT = 4096
+
+
+def _described(value, name: str, loc: SourceLocation | None) -> tuple[ArgSpec, str | None]:
     if isinstance(value, (bool, int, float)) and not isinstance(value, np.generic):
         dtype = _PYTHON_SCALARS[type(value)] if type(value) in _PYTHON_SCALARS else dt.int32
         if dtype is dt.int32:

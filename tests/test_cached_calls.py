@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import nvdsl
-from nvdsl.arguments import host_view, tensor_guard
+from nvdsl.arguments import _described, describe, host_view, tensor_guard
 from nvdsl.testing import requires_gpu
 
 torch = pytest.importorskip("torch")
@@ -81,6 +81,35 @@ def test_a_cpu_tensors_host_view_shares_its_memory_in_any_flavour():
     with pytest.raises(nvdsl.ArgumentError) as refused:
         host_view(torch.zeros(3, dtype=torch.float8_e5m2), "z")
     assert refused.value.code == "bad-dtype" and "'z'" in str(refused.value)
+
+
+def varied_tensors(device):
+    base = torch.arange(8 * 9, dtype=torch.float32, device=device)
+    square = base[:64].view(8, 8)
+    return [square, square.clone(), square.t(), square[:, :4], base[1:65].view(8, 8), base[4:68].view(8, 8),
+            square.half(), square.clone().requires_grad_(), base[:64].view(4, 16), square[None]]
+
+
+def check_descriptions(device, distinct):
+    """Each tensor's description, asked twice under two names, is what describing it afresh gives: the tensors
+    laid out alike (at another address, in another flavour) share one, the others have their own (``distinct``
+    in all: a host array's start is not part of its description, a device array's alignment to 16 bytes is)."""
+    for name in ("x", "y"):
+        for _ in range(2):
+            for x in varied_tensors(device):
+                assert describe(x, name, None) == _described(x, name, None), (name, x.shape, x.stride())
+    assert len({describe(x, "x", None)[0] for x in varied_tensors(device)}) == distinct
+
+
+def test_a_cpu_tensors_description_is_found_again_by_its_key():
+    check_descriptions("cpu", 6)          # the clone, the one that requires grad and both offsets: the first's
+
+
+@requires_gpu
+def test_a_cuda_tensors_description_is_found_again_by_its_key():
+    check_descriptions("cuda", 7)         # the clone, the one that requires grad, 16 bytes in: the first's
+    unaligned = torch.zeros(65, device="cuda")[1:]
+    assert describe(unaligned, "x", None)[0].unaligned and not describe(unaligned.clone(), "x", None)[0].unaligned
 
 
 # --- the interpreter's cached calls ---------------------------------------------------------------------------
