@@ -6,9 +6,9 @@ signature traces to MLIR and compiles to PTX and a cubin; later calls launch
 the cached kernels through the CUDA driver. A new process whose disk cache
 holds the kernels runs them without tracing.
 
-Importing nvdsl does not import MLIR, nor the CUDA driver's bindings: the
-names used while tracing (kernel bodies, values, Hopper primitives) load MLIR
-on first use, and a function's first call loads what it needs.
+Importing nvdsl does not import MLIR, nor the CUDA driver's bindings, nor
+NumPy: the names used while tracing (kernel bodies, values, Hopper primitives)
+load MLIR on first use, and a function's first call loads what it needs.
 """
 
 import importlib

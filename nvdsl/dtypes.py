@@ -14,9 +14,8 @@ only, and kernels move them as bytes (TMA) rather than compute on them.
 from __future__ import annotations
 
 import ctypes
+import sys
 from dataclasses import dataclass
-
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -101,9 +100,10 @@ NOT_IN_NUMPY = (float8_e4m3fn, float8_e5m2)
 _ML_DTYPES = (bfloat16,)
 
 _NATIVE = [d for d in ARRAY_DTYPES if d not in NOT_IN_NUMPY and d not in _ML_DTYPES]
-_NUMPY_TO_DTYPE = {np.dtype(d.name): d for d in _NATIVE}
-# NumPy type strings of the array interface: '<f4', '|u1', ...
-_TYPESTR_TO_DTYPE = {np.dtype(d.name).str: d for d in _NATIVE}
+# NumPy type strings of the array interface ('<f4', '|u1', ...; NumPy's ``dtype.str``), written out here: importing
+# nvdsl does not import NumPy (a call on NumPy arrays has imported it).
+_TYPESTR_TO_DTYPE = {("|" if d.bits == 8 else "<" if sys.byteorder == "little" else ">") + d.kind + str(d.itemsize): d
+                     for d in _NATIVE}
 
 _CTYPES = {
     bool_: ctypes.c_uint8, int8: ctypes.c_int8, int16: ctypes.c_int16,
@@ -116,8 +116,9 @@ _CTYPES = {
 
 def from_numpy(dtype) -> DType | None:
     """The nvdsl dtype of a NumPy dtype (ml_dtypes' bfloat16 included), or None where there is none."""
+    import numpy as np
     dtype = np.dtype(dtype)
-    found = _NUMPY_TO_DTYPE.get(dtype)
+    found = _TYPESTR_TO_DTYPE.get(dtype.str)
     if found is None and dtype.type.__module__ == "ml_dtypes" and dtype.name in ("bfloat16",):
         return bfloat16
     return found
@@ -129,6 +130,7 @@ def from_typestr(typestr: str) -> DType | None:
 
 def numpy_dtype(dtype: DType) -> np.dtype | None:
     """The NumPy dtype of ``dtype`` (bfloat16's from ml_dtypes, when installed), or None."""
+    import numpy as np
     if dtype in NOT_IN_NUMPY or dtype is index:
         return None
     if dtype in _ML_DTYPES:
@@ -149,6 +151,7 @@ def ctype(dtype: DType):
 
 def to_bits(dtype: DType, value) -> int | float:
     """A Python number as the value stored in the parameter's ctypes slot."""
+    import numpy as np
     if dtype is float16:
         return int(np.array(value, dtype=np.float16).view(np.uint16))
     if dtype is bfloat16:  # round to nearest even, as the hardware converts

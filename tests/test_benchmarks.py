@@ -490,6 +490,9 @@ def test_the_compile_suites_breakdown_adds_up_to_the_compile_it_splits(tmp_path,
              "check_overlap_s": 0.25}
     assert compile_breakdown(1.0, given) == pytest.approx(
         {"gemm_lower": 0.3, "gemm_ptxas": 0.3, "gemm_check": 0.0, "gemm_trace": 0.4})
+    # A cache hit records no stages: the check, run alone, is its own row and not part of the rest.
+    assert compile_breakdown(1.0, {}, check_s=0.3) == pytest.approx(
+        {"gemm_lower": 0.0, "gemm_ptxas": 0.0, "gemm_check": 0.3, "gemm_trace": 0.7})
 
 
 def test_attention_decode_suite_counts_the_cache_its_sequences_hold():

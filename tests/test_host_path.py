@@ -45,16 +45,17 @@ def test_import_nvdsl_does_not_import_mlir():
 
 
 def test_import_nvdsl_loads_only_what_a_call_cannot_do_without():
-    """``import nvdsl`` loads neither MLIR, nor the CUDA driver's bindings, nor the compile cache, the call key or
-    the layout algebra: a function's first call loads what it uses (the driver to find a GPU, the key and the
-    disk cache to find its kernels), and the lazily loaded public names are the modules' own."""
+    """``import nvdsl`` loads neither MLIR, nor the CUDA driver's bindings, nor NumPy (more than half of the import
+    when it did), nor the compile cache, the call key or the layout algebra: a function's first call loads what it
+    uses (NumPy, the driver to find a GPU, the key and the disk cache to find its kernels), and the lazily loaded
+    public names are the modules' own."""
     found = python('''
         import json, sys, nvdsl
 
         def loaded(prefixes):
             return sorted(m for m in sys.modules if m.startswith(prefixes))
-        deferred = ("mlir", "cuda", "nvdsl.runtime", "nvdsl.compiler", "nvdsl.frontend.keying", "nvdsl.layouts",
-                    "nvdsl.tasks", "nvdsl.kernels", "nvdsl.interpreter")
+        deferred = ("mlir", "cuda", "numpy", "ml_dtypes", "torch", "nvdsl.runtime", "nvdsl.compiler",
+                    "nvdsl.frontend.keying", "nvdsl.layouts", "nvdsl.tasks", "nvdsl.kernels", "nvdsl.interpreter")
         at_import = loaded(deferred)
         from nvdsl.runtime.device import device_count, synchronize
         from nvdsl.layouts import Layout
@@ -62,6 +63,28 @@ def test_import_nvdsl_loads_only_what_a_call_cannot_do_without():
         print(json.dumps({"at_import": at_import, "same": same and nvdsl.layouts is sys.modules["nvdsl.layouts"]}))
     ''')
     assert found == {"at_import": [], "same": True}
+
+
+def test_numpy_imported_after_nvdsl_is_what_a_first_call_takes():
+    """NumPy arrays and scalars of a process that imports nvdsl first (which leaves NumPy alone), then NumPy."""
+    found = python('''
+        import json, sys, nvdsl
+        imported = "numpy" in sys.modules
+        import numpy as np
+
+        @nvdsl.mlir_func(options=nvdsl.Options(backend="interpret"))
+        def add(x, alpha):
+            @nvdsl.gpu_launch(grid=1, block=32)
+            def kernel(ctx):
+                x[ctx.thread_id.x] = x[ctx.thread_id.x] + alpha
+            kernel()
+        x = np.zeros(32, np.float32)
+        add(x, np.float32(2.0))
+        add(x, 1.0)
+        add(x, 1.0)
+        print(json.dumps({"imported": imported, "x": sorted(set(x.tolist())), "programs": len(add._programs)}))
+    ''')
+    assert found == {"imported": False, "x": [4.0], "programs": 2}
 
 
 WORKER = '''

@@ -14,10 +14,13 @@ after torch has set up CUDA, the worker times (``perf_counter``):
   MLIR was imported);
 * ``import MLIR (tracer, compiler)``: importing what tracing and compiling use, before ``axpy.compile()``:
   nothing left to import when cold (the first call traced), all of MLIR when warm (nothing traced yet). It
-  used to fall inside the next row, which then read ~0.5 s warm against ~30 ms cold;
-* ``axpy.compile()``: ``axpy.compile(x, y, 2.0)`` for *another* shape (trace →
-  MLIR → PTX → cubin when cold; trace and a disk-cache hit when warm, with the first trace's and the first
-  cache lookup's setup in the process);
+  used to fall inside ``axpy.compile()``, which then read ~0.5 s warm against ~30 ms cold;
+* ``first trace in the process``: ``axpy.trace(x, y, 2.0)`` for a third shape: a trace alone when cold (the first
+  call traced), the process's first one when warm, with what a process sets up once to trace (an MLIR context,
+  its dialects, the bindings' first uses). It too fell inside ``axpy.compile()`` (305 ms warm against 32 ms cold
+  on an H200);
+* ``axpy.compile()``: ``axpy.compile(x, y, 2.0)`` for *another* shape, in a process that has traced: trace →
+  MLIR → PTX → cubin when cold; trace and a disk-cache hit when warm;
 * ``second call → sync``: the first call again (in-memory cached), for scale;
 * ``GEMM: first call → sync``: the first ``gemm(a, b, c)`` of ``nvdsl.kernels.gemm`` (4096^3 fp16, the
   library's mapping), up to ``torch.cuda.synchronize()``: when cold, the task-layer passes, the trace, the
@@ -26,13 +29,16 @@ after torch has set up CUDA, the worker times (``perf_counter``):
 * ``GEMM ... compile()``: the same program (8192 x 8192 x 4096 fp16, another trace and cache entry)
   compiled on NumPy arrays: cold, all of it; warm, the passes and the trace (``compile()`` always traces),
   the barrier-protocol check and a disk-cache hit. Its rows split it into the task-layer passes alone, MLIR
-  outlining and lowering, ptxas, the part of the protocol check that outlasted ptxas (cold: the check runs
-  while ptxas assembles), and the rest: passes, tracing and cache lookups (warm: the protocol check too). The
-  rest used to subtract every timing the compile reports, the check's wall and CPU time and their overlap with
-  ptxas included, which counted the overlapped time twice or three times and read negative on an H100.
+  outlining and lowering, ptxas, the protocol check (cold: its part that outlasted ptxas, since it runs while
+  ptxas assembles; warm: all of it, alone, timed by running it again on the same trace, since a cache hit
+  records no timings), and the rest: passes, tracing and cache lookups. The rest used to subtract every timing
+  the compile reports, the check's wall and CPU time and their overlap with ptxas included, which counted the
+  overlapped time twice or three times and read negative on an H100; warm, it held the whole check (309 ms
+  against 197 cold on an H200).
 
-``import nvdsl (bare process)`` is ``import nvdsl`` alone in a fresh interpreter
-(numpy included, no torch), as ``python -X importtime -c "import nvdsl"`` sees it.
+``import nvdsl (bare process)`` is ``import nvdsl`` alone in a fresh interpreter (no torch; nor NumPy, which nvdsl
+leaves to the first call), as ``python -X importtime -c "import nvdsl"`` sees it. In the worker, ``import nvdsl``
+follows torch, which has imported NumPy.
 
 Rows show the median over ``REPEATS`` (``QUICK_REPEATS`` with ``--quick``).
 """
@@ -51,16 +57,18 @@ REPEATS = 3
 QUICK_REPEATS = 1
 N_COMPILE = 1 << 20      # the shape axpy.compile() traces
 N_CALL = 1 << 22         # the shape the first call runs (a different trace and cache entry)
+N_TRACE = 1 << 18        # the shape of the first trace in the process (a third one)
 
 TABLE_METRIC = "ms"
 PHASES = (("bare_import", "import nvdsl (bare process)"), ("import", "import nvdsl"),
           ("first_call", "first call → sync"), ("import_mlir", "import MLIR (tracer, compiler)"),
-          ("compile", "axpy.compile()"), ("second_call", "second call → sync"),
+          ("first_trace", "first trace in the process (warm: with its setup)"),
+          ("compile", "axpy.compile() (after a trace)"), ("second_call", "second call → sync"),
           ("gemm_first_call", "GEMM (task layer): first call → sync"),
           ("gemm_compile", "GEMM (task layer, WS persistent): compile()"),
           ("gemm_passes", "GEMM: task-layer passes"), ("gemm_trace", "GEMM: passes + tracing + cache"),
           ("gemm_lower", "GEMM: MLIR lowering"), ("gemm_ptxas", "GEMM: ptxas"),
-          ("gemm_check", "GEMM: protocol check after ptxas"))
+          ("gemm_check", "GEMM: protocol check (cold: past ptxas)"))
 SYSTEMS = ("nvdsl cold", "nvdsl warm (disk cache)")
 
 IMPORT_ONLY = r"""
@@ -78,7 +86,7 @@ t0 = time.perf_counter()
 import nvdsl
 from benchmarks import nvdsl_kernels, harness
 times = {"import": time.perf_counter() - t0}
-n_compile, n_call = int(sys.argv[1]), int(sys.argv[2])
+n_compile, n_call, n_trace = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 xc, yc = (harness.randn((n_compile,), torch.float32, seed=s) for s in (1, 2))
 x, y = (harness.randn((n_call,), torch.float32, seed=s) for s in (1, 2))
 torch.cuda.synchronize()
@@ -98,6 +106,10 @@ mlir_after_gemm_call = "mlir" in sys.modules
 t0 = time.perf_counter()
 import nvdsl.frontend.tracer, nvdsl.compiler.driver                 # MLIR, unless the calls above traced
 times["import_mlir"] = time.perf_counter() - t0
+xt, yt = (harness.randn((n_trace,), torch.float32, seed=s) for s in (1, 2))
+t0 = time.perf_counter()
+nvdsl_kernels.axpy.trace(xt, yt, 2.0)
+times["first_trace"] = time.perf_counter() - t0
 t0 = time.perf_counter()
 compiled = nvdsl_kernels.axpy.compile(xc, yc, 2.0)
 times["compile"] = time.perf_counter() - t0
@@ -117,8 +129,14 @@ t0 = time.perf_counter()
 gemm_compiled = gemm.compile(*args)
 times["gemm_compile"] = time.perf_counter() - t0
 stages = gemm_compiled.module.timings     # empty on a cache hit
+check_s = None
+if not stages:          # a hit: the check ran alone, untimed; its time is that of running it again
+    from nvdsl.interpreter.protocol import check_protocol
+    t0 = time.perf_counter()
+    check_protocol(gemm_compiled.trace.module, gemm_compiled.trace.specs)
+    check_s = time.perf_counter() - t0
 from benchmarks.suites.compile import compile_breakdown
-times.update(compile_breakdown(times["gemm_compile"], stages))
+times.update(compile_breakdown(times["gemm_compile"], stages, check_s))
 print(json.dumps({"times_s": times, "compile_stages_s": compiled.module.timings,
                   "cubin_bytes": len(compiled.cubin or b""), "mlir_after_first_call": mlir_after_first_call,
                   "mlir_after_gemm_call": mlir_after_gemm_call,
@@ -126,14 +144,15 @@ print(json.dumps({"times_s": times, "compile_stages_s": compiled.module.timings,
 """
 
 
-def compile_breakdown(wall_s: float, stages: dict) -> dict[str, float]:
+def compile_breakdown(wall_s: float, stages: dict, check_s: float | None = None) -> dict[str, float]:
     """A ``compile()``'s wall time ``wall_s`` in parts that add up to it, from its module's ``timings``: MLIR
     outlining and lowering, ptxas, the protocol check's time after ptxas finished (it runs while ptxas
     assembles; its ``check_cpu_s`` and ``check_overlap_s`` are views of the same time, not more of it), and the
-    rest (passes, tracing, cache lookups)."""
+    rest (passes, tracing, cache lookups). ``check_s``: the check's time where it ran alone (a cache hit, whose
+    ``stages`` are empty)."""
+    check = stages.get("check_s", 0.0) - stages.get("check_overlap_s", 0.0) if check_s is None else check_s
     parts = {"gemm_lower": stages.get("outline_s", 0.0) + stages.get("lower_s", 0.0),
-             "gemm_ptxas": stages.get("ptxas_s", 0.0),
-             "gemm_check": stages.get("check_s", 0.0) - stages.get("check_overlap_s", 0.0)}
+             "gemm_ptxas": stages.get("ptxas_s", 0.0), "gemm_check": check}
     return {**parts, "gemm_trace": wall_s - sum(parts.values())}
 
 
@@ -153,7 +172,7 @@ def run_worker(cache_dir: str) -> dict:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_project_root(), env.get("PYTHONPATH")) if p)
     found = {}
     for script, mode in ((IMPORT_ONLY, "import-only"), (WORKER, "calls")):
-        proc = subprocess.run([sys.executable, "-c", script, str(N_COMPILE), str(N_CALL)], env=env,
+        proc = subprocess.run([sys.executable, "-c", script, str(N_COMPILE), str(N_CALL), str(N_TRACE)], env=env,
                               capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise RuntimeError(f"worker exited with {proc.returncode}: {(proc.stderr or proc.stdout)[-2000:]}")

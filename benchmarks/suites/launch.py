@@ -1,16 +1,16 @@
 """Host overhead per call: nvdsl's cached launch path against a bare ``cuLaunchKernel`` of the same cubin.
 
-Systems, all computing ``y = 2 x + y`` on 1-D float32 torch CUDA tensors of
-``N`` elements (small, so that the GPU is not the bottleneck):
+Two kernels on 1-D float32 torch CUDA tensors of ``N`` elements (small, so that the GPU is not the bottleneck):
+``axpy(x, y, 2.0)`` (``y = 2 x + y``: two arrays and a scalar) and ``sum8(x0, ..., x6, y)`` (``y = x0 + ... + x6``:
+eight arrays, as many as a library attention backward's kernels take). Systems:
 
-* ``nvdsl``: ``axpy(x, y, 2.0)`` from :mod:`benchmarks.nvdsl_kernels`, after its
-  first call compiled and cached it (a signature lookup, slot fills and one
-  ``cuLaunchKernel`` per call).
-* ``cuLaunchKernel``: the cubin of ``axpy.compile(x, y, 2.0)`` loaded here with
+* ``nvdsl``: the kernel (``axpy`` from :mod:`benchmarks.nvdsl_kernels`, ``sum8`` here), after its first call compiled
+  and cached it (its tensors' checks, slot fills and one ``cuLaunchKernel`` per call).
+* ``cuLaunchKernel``: the cubin of ``kernel.compile(...)`` loaded here with
   ``cuModuleLoadData``, its parameters in fixed ctypes slots ordered by the
   launch plan, and ``cuLaunchKernel`` called directly on stream 0: the floor
   for a Python caller of cuda-python.
-* ``torch.add``: ``torch.add(x, y, alpha=2, out=y)``, for reference.
+* ``torch.add``: ``torch.add(x, y, alpha=2, out=y)`` (``axpy`` only), for reference.
 
 Each is called ``CALLS`` times back to back, ``REPEATS`` times; a row gives the
 median over repeats of the host time per call ("host": the clock stops when the
@@ -34,7 +34,23 @@ BARE = "cuLaunchKernel"
 
 
 def row_label(p: dict) -> str:
-    return f"n={p['n']}, {p['metric']}"
+    return f"{p.get('kernel', 'axpy')}, n={p['n']}, {p['metric']}"
+
+
+def sum8():
+    """``sum8(x0, ..., x6, y)``: ``y = x0 + ... + x6``, one element per thread (an @mlir_func of eight arrays)."""
+    import nvdsl
+
+    from ..nvdsl_kernels import BLOCK
+
+    @nvdsl.mlir_func
+    def sum8(x0, x1, x2, x3, x4, x5, x6, y):
+        @nvdsl.gpu_launch(grid=y.shape[0] // BLOCK, block=BLOCK)
+        def kernel(ctx):
+            i = ctx.block_id.x * BLOCK + ctx.thread_id.x
+            y[i] = x0[i] + x1[i] + x2[i] + x3[i] + x4[i] + x5[i] + x6[i]
+        kernel()
+    return sum8
 
 
 def bare_launcher(compiled, host_args):
@@ -74,53 +90,66 @@ def bare_launcher(compiled, host_args):
     return call
 
 
-def _builders(x, y) -> dict:
-    """System name -> a function building its call (building may fail; the failure is recorded)."""
+def _builders(kernel: str, arrays: list) -> dict:
+    """System name -> a function building its call of ``kernel`` on ``arrays`` (the output last; building may
+    fail: the failure is recorded)."""
     import torch
 
+    def function():
+        if kernel == "axpy":
+            from ..nvdsl_kernels import axpy
+            return axpy
+        return sum8()
+    args = (*arrays, ALPHA) if kernel == "axpy" else tuple(arrays)
+
     def nvdsl():
-        from ..nvdsl_kernels import axpy
-        return lambda: axpy(x, y, ALPHA)
+        fn = function()
+        return lambda: fn(*args)
 
     def bare():
-        from ..nvdsl_kernels import axpy
-        return bare_launcher(axpy.compile(x, y, ALPHA), (x, y, ALPHA))
+        return bare_launcher(function().compile(*args), args)
 
-    return {"nvdsl": nvdsl, BARE: bare, "torch.add": lambda: (lambda: torch.add(y, x, alpha=ALPHA, out=y))}
+    builders = {"nvdsl": nvdsl, BARE: bare}
+    if kernel == "axpy":
+        x, y = arrays
+        builders["torch.add"] = lambda: (lambda: torch.add(y, x, alpha=ALPHA, out=y))
+    return builders
 
 
 def run(args) -> list[harness.Measurement]:
     import torch
 
     harness.require_default_stream()
-    x = harness.randn((N,), torch.float32, seed=1)
-    y0 = harness.randn((N,), torch.float32, seed=2)
-    y = y0.clone()
-    ref = 2 * x.double() + y0.double()
     rows = (("host", "host_us"), ("wall incl. sync", "wall_us"))
     results = []
-    for name, build in _builders(x, y).items():
-        if not harness.selected(args, name):
-            continue
-        try:
-            call = build()
-            y.copy_(y0)
-            torch.cuda.synchronize()
-            call()  # nvdsl's first call compiles and caches; it is a warm-up like the others'
-            torch.cuda.synchronize()
-            check = harness.check_close(y, ref, 1e-6)
-            timing = harness.time_host(call, calls=CALLS, repeats=REPEATS)
-        except Exception as e:
-            for metric, _ in rows:
-                results.append(harness.Measurement.failure("launch", name, {"n": N, "metric": metric}, e))
+    for kernel, count in (("axpy", 1), ("sum8", 7)):
+        inputs = [harness.randn((N,), torch.float32, seed=1 + s) for s in range(count)]
+        y0 = harness.randn((N,), torch.float32, seed=100)
+        y = y0.clone()
+        ref = 2 * inputs[0].double() + y0.double() if kernel == "axpy" else sum(x.double() for x in inputs)
+        for name, build in _builders(kernel, [*inputs, y]).items():
+            if not harness.selected(args, name):
+                continue
+            params = lambda metric: {"kernel": kernel, "n": N, "metric": metric}
+            try:
+                call = build()
+                y.copy_(y0)
+                torch.cuda.synchronize()
+                call()  # nvdsl's first call compiles and caches; it is a warm-up like the others'
+                torch.cuda.synchronize()
+                check = harness.check_close(y, ref, 1e-6)
+                timing = harness.time_host(call, calls=CALLS, repeats=REPEATS)
+            except Exception as e:
+                for metric, _ in rows:
+                    results.append(harness.Measurement.failure("launch", name, params(metric), e))
+                    harness.log(results[-1])
+                continue
+            for metric, attribute in rows:
+                per_call_ms = [us * 1e-3 for us in getattr(timing, attribute)]
+                results.append(harness.Measurement.from_times(
+                    "launch", name, params(metric), per_call_ms, correct=check.ok,
+                    extra={"timing": "host", "calls_per_repeat": CALLS, "check": check.to_json()}))
                 harness.log(results[-1])
-            continue
-        for metric, attribute in rows:
-            per_call_ms = [us * 1e-3 for us in getattr(timing, attribute)]
-            results.append(harness.Measurement.from_times(
-                "launch", name, {"n": N, "metric": metric}, per_call_ms, correct=check.ok,
-                extra={"timing": "host", "calls_per_repeat": CALLS, "check": check.to_json()}))
-            harness.log(results[-1])
     return results
 
 

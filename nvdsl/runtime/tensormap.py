@@ -108,7 +108,10 @@ class DeviceTensorMaps:
                  strides: tuple[int, ...] | None = None):
         self.device, self.spec, self.dtype, self.shape, self.name = device, spec, dtype, shape, name
         self.strides = strides
-        self._by_address: dict[int, int] = {}
+        #: The descriptors made so far by buffer address (read it; :meth:`pointer_for` writes it).
+        self.known: dict[int, int] = {}
+        #: How many times :meth:`pointer_for` freed the descriptors it had made (those a caller kept are gone).
+        self.freed = 0
         self._kept: set[int] = set()             # descriptors a captured graph reads: never freed
         self._slots = _SLOTS.setdefault(device.info.ordinal, _Slots())
         self._slots.top_up()
@@ -117,7 +120,7 @@ class DeviceTensorMaps:
         """The device address of the descriptor for the array at ``address``: written on ``stream`` while it is
         being captured (see the module's note); one a capture reads (``captured``: the caller knows it is capturing)
         is kept for the process's life."""
-        found = self._by_address.get(address)
+        found = self.known.get(address)
         if found is not None:
             if captured:
                 self._kept.add(found)
@@ -134,15 +137,16 @@ class DeviceTensorMaps:
             pointer = self._slots.take(self.name)
             write_in_capture(pointer, tensor_map, stream)
             return pointer
-        if len(self._by_address) >= _CACHE_LIMIT:
+        if len(self.known) >= _CACHE_LIMIT:
             self.device.synchronize()  # no kernel still reads the old descriptors
-            for pointer in self._by_address.values():
+            for pointer in self.known.values():
                 if pointer not in self._kept:       # a graph's descriptor stays
                     cu.cuMemFree(pointer)
-            self._by_address.clear()
+            self.known.clear()
+            self.freed += 1
         self._slots.top_up()
         pointer = int(check(cu.cuMemAlloc(DESCRIPTOR_BYTES), "cuMemAlloc"))
         check(cu.cuMemcpyHtoD(pointer, tensor_map.getPtr(), DESCRIPTOR_BYTES), "cuMemcpyHtoD")
-        self._by_address[address] = pointer
+        self.known[address] = pointer
         return pointer
 
