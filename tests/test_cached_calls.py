@@ -153,7 +153,8 @@ def test_a_cached_gpu_call_takes_only_tensors_laid_out_as_its_own():
         y = torch.zeros(value.shape, dtype=value.dtype, device="cuda")
         scaled(value, y)
         torch.cuda.synchronize()
-        assert torch.equal(as_f64(y), expected(value)) and len(scaled._programs) == programs
+        # exact: one rounding of an exact product to the tensor's dtype (bfloat16 holds few of them exactly)
+        assert torch.equal(as_f64(y), expected(value).to(value.dtype).double()) and len(scaled._programs) == programs
 
     run(x, 1)
     run(x, 1)
