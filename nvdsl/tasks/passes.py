@@ -644,8 +644,8 @@ def _row_local(program: Program, ops, tile: str, origin, extent: int) -> bool:
             read = {n for x in op.reads() for n in names(x)} & reached
             if not read:
                 continue
-            if isinstance(op, Mma):
-                ok = operand_name(op.a) in reached and not {n for x in (op.b,) for n in names(x)} & reached
+            if isinstance(op, Mma):             # row i of acc += a @ b is row i of acc and of a
+                ok = not names(op.b) & reached
             elif isinstance(op, Map):
                 ok = not any(isinstance(x, Broadcast) and x.axis == 0 and operand_name(x) in reached
                              for x in op.inputs)
