@@ -25,6 +25,7 @@ def fresh_kernels():
     """Each test builds its kernels anew, so that the ``backend`` fixture's setting applies."""
     library._kernel.cache_clear()
     library._CHECKED.clear()
+    library._BACKWARD_PLANS.clear()
     library._built.cache_clear()
 
 
@@ -180,6 +181,27 @@ def test_head_dim_256_runs_dq_dk_and_dv_each_on_one_consumer(causal):
             assert resources.spill_stores == 0 and resources.stack_frame == 0, (name, resources)
         if find_tool("nvdisasm"):
             assert {"HGMMA", "UTMALDG", "UTMASTG", "SYNCS"} <= sass_opcodes(compiled.sass())
+
+
+def test_a_repeated_call_plans_once_and_still_checks_each_arrays_layout(backend):
+    """A training loop's next step (the same signature) skips the argument checks and the planning; the kernels'
+    own calls still check each array (a read-only gradient is refused), and another signature plans anew."""
+    inputs, grads = run_backward(1, 2, 1, 100, 120, 64, True, "float16")
+    assert len(library._BACKWARD_PLANS) == 1
+    q, k, v, o, do = inputs
+    lse = np.zeros((1, 2, 100), np.float32)
+    library.attention(q, k, v, o, lse, causal=True)
+    again = [np.zeros_like(g) for g in grads]
+    library.attention_backward(q, k, v, o, lse, do, *again, causal=True)
+    assert len(library._BACKWARD_PLANS) == 1
+    for first, second in zip(grads, again):
+        assert np.array_equal(first, second)          # exact: the same kernels on the same inputs
+    again[0].setflags(write=False)
+    with pytest.raises(nvdsl.ArgumentError) as refused:
+        library.attention_backward(q, k, v, o, lse, do, *again, causal=True)
+    assert "dq" in str(refused.value) or "DQ" in str(refused.value)
+    library.attention_backward(q, k, v, o, lse, do, *(np.zeros_like(g) for g in grads), causal=False)
+    assert len(library._BACKWARD_PLANS) == 2
 
 
 @pytest.mark.parametrize("change, code, words", [

@@ -700,50 +700,85 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
     cannot hold dK and dV at once); L and Lk need not be multiples of anything. dQ is computed by its
     own pass over the key blocks (no atomics), so every output is the same bits on every run. Float32 scratch
     (the row dot products ``rowsum(do * o)``, and per-query-head dK, dV under grouped-query attention) is
-    allocated beside ``q``.
+    allocated beside ``q``. A call like an earlier one (the arrays' kinds, dtypes, shapes and strides, the options
+    and mods) skips the argument checks and goes straight to the kernels.
     """
+    mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
+    signature = None
+    if isinstance(causal, bool) and (scale is None or type(scale) in (int, float)) and isinstance(mod_args, tuple):
+        # The checks below are per signature (kinds, dtypes, shapes, strides); a call like an earlier one skips
+        # them (a training step's): the kernels' own calls still check each array's layout and device.
+        signature = (tuple(map(signature_key, (q, k, v, o, lse, do, dq, dk, dv) + mod_args)), causal, scale,
+                     score_mod, mask_mod)
+        plan = _BACKWARD_PLANS.get(signature)
+        if plan is not None:
+            plan.run(q, k, v, o, lse, do, dq, dk, dv, mod_args)
+            return
     loc = user_location()
     arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do, "dq": dq, "dk": dk, "dv": dv}
     specs = {name: describe(x, name, loc)[0] for name, x in arrays.items()}
     scalars = [name for name, spec in specs.items() if spec.kind != ARRAY]
     if scalars:
         raise ArgumentError(f"attention_backward: {', '.join(scalars)} must be arrays", code="bad-argument", loc=loc)
-    (batch, heads, seq_q, d), kv_heads, seq_k, scale = _checked_problem(specs, causal, scale, loc,
-                                                                        "attention_backward")
-    mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
+    shape, kv_heads, seq_k, scale = _checked_problem(specs, causal, scale, loc, "attention_backward")
     causal, variant = _recognized(causal, _variant(score_mod, mask_mod, mod_args, loc, "attention_backward"))
-    delta_mapping, dq_mapping, dkdv_mapping = backward_mappings(d)
-    delta = float32_like(q, (batch, heads, seq_q), "attention_backward.delta")
-    if delta is None:
-        raise ArgumentError(f"attention_backward: cannot allocate scratch beside q of type {type(q).__name__}",
-                            code="bad-argument", hint="pass NumPy arrays, torch tensors or CuPy arrays", loc=loc)
-    _built(delta_program(), delta_mapping)(delta, o, do)
-    kept = kept_blocks(q, variant.mask_mod, causal, seq_k, mod_args) if variant.mask_mod else None
-    dq_extra = mod_args if kept is None else \
-        (block_ranges(q, kept, dq_mapping.tile_values()["BM"], dq_mapping.tile_values()["BN"]),) + mod_args
-    _built(dq_program(causal, scale, variant), dq_mapping)(dq, q, k, v, do, lse, delta, *dq_extra)
-    # Under a causal mask no query reaches the keys past the last query block: their gradients are zero, and
-    # the dK/dV loop (which walks the query blocks at or after its keys) runs over the others only.
-    step = dkdv_mapping.tile_values()["BM"]
-    reached = min(seq_k, _cdiv(seq_q, step) * step) if causal else seq_k
-    if reached < seq_k:
-        _fill(dk[:, :, reached:], value=0)
-        _fill(dv[:, :, reached:], value=0)
-        k, v, dk, dv = k[:, :, :reached], v[:, :, :reached], dk[:, :, :reached], dv[:, :, :reached]
-    grouped = heads != kv_heads
-    dk_heads = float32_like(q, (batch, heads, reached, d), "attention_backward.dk") if grouped else dk
-    dv_heads = float32_like(q, (batch, heads, reached, d), "attention_backward.dv") if grouped else dv
-    # per key block, the query blocks its keys are kept by (the table's key blocks past ``reached`` are never read)
-    keys = dkdv_mapping.tile_values()["BN"]
-    dkdv_extra = mod_args if kept is None else \
-        (block_ranges(q, kept, keys, step, along_keys=False)[:, :, :_cdiv(reached, keys)],) + mod_args
-    for parts in _dkdv_parts(d):
-        arguments = {"dkdv": (dk_heads, dv_heads, q, k, v, do, lse, delta), "dk": (dk_heads, q, k, v, do, lse, delta),
-                     "dv": (dv_heads, q, k, do, lse)}[parts]
-        _built(dkdv_program(causal, scale, variant, parts), dkdv_mapping)(*arguments, *dkdv_extra)
-    if grouped:
-        _sum_groups(dk, dk_heads)
-        _sum_groups(dv, dv_heads)
+    plan = _BackwardPlan(shape, kv_heads, seq_k, causal, scale, variant)
+    plan.run(q, k, v, o, lse, do, dq, dk, dv, mod_args)
+    if signature is not None:
+        _BACKWARD_PLANS[signature] = plan
+
+
+_BACKWARD_PLANS: dict = {}      # call signature -> the _BackwardPlan its checks made
+
+
+@dataclass(frozen=True)
+class _BackwardPlan:
+    """What :func:`attention_backward` runs for one call signature, once its arguments are checked."""
+
+    shape: tuple[int, int, int, int]        # q's (B, H, L, D)
+    kv_heads: int
+    seq_k: int
+    causal: bool
+    scale: float
+    variant: Variant
+
+    def run(self, q, k, v, o, lse, do, dq, dk, dv, mod_args) -> None:
+        (batch, heads, seq_q, d), seq_k, causal, scale, variant = self.shape, self.seq_k, self.causal, self.scale, \
+            self.variant
+        delta_mapping, dq_mapping, dkdv_mapping = backward_mappings(d)
+        delta = float32_like(q, (batch, heads, seq_q), "attention_backward.delta")
+        if delta is None:
+            raise ArgumentError(f"attention_backward: cannot allocate scratch beside q of type {type(q).__name__}",
+                                code="bad-argument", hint="pass NumPy arrays, torch tensors or CuPy arrays",
+                                loc=user_location())
+        _built(delta_program(), delta_mapping)(delta, o, do)
+        kept = kept_blocks(q, variant.mask_mod, causal, seq_k, mod_args) if variant.mask_mod else None
+        dq_extra = mod_args if kept is None else \
+            (block_ranges(q, kept, dq_mapping.tile_values()["BM"], dq_mapping.tile_values()["BN"]),) + mod_args
+        _built(dq_program(causal, scale, variant), dq_mapping)(dq, q, k, v, do, lse, delta, *dq_extra)
+        # Under a causal mask no query reaches the keys past the last query block: their gradients are zero, and
+        # the dK/dV loop (which walks the query blocks at or after its keys) runs over the others only.
+        step = dkdv_mapping.tile_values()["BM"]
+        reached = min(seq_k, _cdiv(seq_q, step) * step) if causal else seq_k
+        if reached < seq_k:
+            _fill(dk[:, :, reached:], value=0)
+            _fill(dv[:, :, reached:], value=0)
+            k, v, dk, dv = k[:, :, :reached], v[:, :, :reached], dk[:, :, :reached], dv[:, :, :reached]
+        grouped = heads != self.kv_heads
+        dk_heads = float32_like(q, (batch, heads, reached, d), "attention_backward.dk") if grouped else dk
+        dv_heads = float32_like(q, (batch, heads, reached, d), "attention_backward.dv") if grouped else dv
+        # per key block, the query blocks its keys are kept by (the table's key blocks past ``reached`` are never
+        # read)
+        keys = dkdv_mapping.tile_values()["BN"]
+        dkdv_extra = mod_args if kept is None else \
+            (block_ranges(q, kept, keys, step, along_keys=False)[:, :, :_cdiv(reached, keys)],) + mod_args
+        for parts in _dkdv_parts(d):
+            arguments = {"dkdv": (dk_heads, dv_heads, q, k, v, do, lse, delta),
+                         "dk": (dk_heads, q, k, v, do, lse, delta), "dv": (dv_heads, q, k, do, lse)}[parts]
+            _built(dkdv_program(causal, scale, variant, parts), dkdv_mapping)(*arguments, *dkdv_extra)
+        if grouped:
+            _sum_groups(dk, dk_heads)
+            _sum_groups(dv, dv_heads)
 
 
 @functools.lru_cache(maxsize=None)
