@@ -350,9 +350,7 @@ def _constants_key(constants: dict) -> tuple:
     a loop rather than a sort of generated pairs, 0.7 -> 0.3 us for one constant)."""
     key = []
     for name in sorted(constants) if len(constants) > 1 else constants:
-        value = constants[name]
-        kind = type(value)
-        key.append((name, _typed(value) if kind is tuple or kind is list else (kind, value)))
+        key.append((name, _typed(constants[name])))
     return tuple(key)
 
 

@@ -743,8 +743,8 @@ class _BackwardPlan:
     variant: Variant
 
     def run(self, q, k, v, o, lse, do, dq, dk, dv, mod_args) -> None:
-        (batch, heads, seq_q, d), seq_k, causal, scale, variant = self.shape, self.seq_k, self.causal, self.scale, \
-            self.variant
+        batch, heads, seq_q, d = self.shape
+        seq_k, causal, scale, variant = self.seq_k, self.causal, self.scale, self.variant
         delta_mapping, dq_mapping, dkdv_mapping = backward_mappings(d)
         delta = float32_like(q, (batch, heads, seq_q), "attention_backward.delta")
         if delta is None:
