@@ -16,6 +16,18 @@ if TYPE_CHECKING:
 REGISTER_FILE = 65536               # 32-bit registers per SM (one block of 384 or 512 threads can fill it)
 MAX_ENTRY_REGISTERS = 248           # per thread at kernel entry (PTX allows 255; setmaxnreg counts in 8s)
 SETMAXNREG_MIN, SETMAXNREG_MAX = 24, 256    # setmaxnreg's range, in multiples of 8
+# ptxas assembles every instruction against the kernel's entry register count (the warpgroups' mean), not a
+# warpgroup's setmaxnreg budget: a wgmma of 64 x 256 float32 accumulators (128 registers a thread) failed with
+# C7602 "Insufficient registers (152) ... register target of 158 or higher" and assembled at 160.
+WGMMA_ENTRY_MARGIN = 32
+
+
+def wgmma_entry_registers(n: int) -> int:
+    """The entry register count ptxas needs to assemble a wgmma of ``n`` accumulator columns (0 for none): its
+    float32 accumulators (n / 2 registers a thread for 64 rows) plus :data:`WGMMA_ENTRY_MARGIN`, in 8s."""
+    return -(-(min(n, 256) // 2 + WGMMA_ENTRY_MARGIN) // 8) * 8 if n else 0
+
+
 DYNAMIC_SHARED_ALIGNMENT = 1024     # the dynamic shared buffer's alignment (128-byte swizzled TMA tiles need it)
 DEFAULT_SM_COUNT = 132              # H100 SXM / H200 SXM: what the task layer plans for when no GPU is present
 

@@ -239,3 +239,38 @@ def test_a_ring_slot_read_plainly_before_its_producer_is_traced_is_refused():
     with pytest.raises(nvdsl.TraceError) as info:
         host.trace(F16, np.zeros(256, np.float16))
     assert info.value.code == "tile-layout" and "ring 'tiles''s copies" in str(info.value), str(info.value)
+
+
+def one_consumer_wide_product():
+    """A producer and one consumer whose product is 64 x 256 (the D 256 backward's shape, written by hand)."""
+    @nvdsl.mlir_func
+    def gemm(a, b, c):
+        a_tma, b_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128), nvdsl.TMA(b, box=(256, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=256, smem=64 * 64 * 2 + 256 * 64 * 2)
+        def kernel(ctx):
+            a_tile = ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024)
+            b_tile = ctx.dynamic_shared((256, 64), nvdsl.float16, offset=64 * 64 * 2, align=1024)
+            with nvdsl.Warpgroup(ctx, 0, register_size=40):
+                c[0, 0] = 0.0
+            with nvdsl.Warpgroup(ctx, 128, register_size=232):
+                acc = nvdsl.WGMMAAccumulator(64, 256)
+                acc += nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma, transposed=True)
+                acc.store(c)
+        kernel()
+    return gemm
+
+
+WIDE_ARGS = (np.zeros((64, 64), np.float16), np.zeros((256, 64), np.float16), np.zeros((64, 256), np.float32))
+
+
+@needs_ptxas
+def test_the_entry_count_holds_the_widest_product_whatever_the_budgets_average():
+    """40 and 232 average 136 at entry; ptxas assembles each wgmma against the entry count, and one of 64 x 256
+    (128 accumulator registers a thread) failed with C7602 ("Insufficient registers (152)") until the entry count
+    took the product's 160."""
+    compiled = one_consumer_wide_product().compile(*WIDE_ARGS)
+    caps, actions = setmaxnreg(compiled.ptx)
+    assert caps == ["160"] and sorted(actions) == [("dec", "40"), ("inc", "232")]
+    assert compiled.resources["gemm_kernel"].registers == 160
+

@@ -73,6 +73,7 @@ class LaunchContext:
         #: wgmma groups committed so far in the trace, and how many may still run after the last wait.
         self.wgmma_committed = 0
         self.wgmma_in_flight = 0
+        self.wgmma_widest = 0            # the most accumulator columns (N) of a wgmma traced: the entry count's floor
         self._wgmma_bound_block = None   # the block of the wait that set the bound, see commit_needs_wait
         self.wgmma_group = None      # the open ``nvdsl.wgmma_group``, if any
         self._wgmma_listeners = []

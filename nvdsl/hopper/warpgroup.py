@@ -14,7 +14,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import nvvm
 
-from ..target import MAX_ENTRY_REGISTERS, MAXNREG_ATTR, REGISTER_FILE
+from ..target import MAX_ENTRY_REGISTERS, MAXNREG_ATTR, REGISTER_FILE, wgmma_entry_registers
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current, current_kernel
 from ..frontend.control import when
@@ -146,6 +146,8 @@ class _RegisterBudget:
         most = min(MAX_ENTRY_REGISTERS, REGISTER_FILE // threads // 8 * 8)
         # The block's pool (threads x entry) must hold every budget; warpgroups without one keep the entry.
         least = -(-sum(sizes) // (8 * len(sizes))) * 8   # their mean, rounded up to a multiple of 8
+        products = wgmma_entry_registers(self.ctx.wgmma_widest)     # what ptxas needs to assemble the wgmmas
+        least = max(least, products)
         for wg in budgets.values():
             if wg.increase is False:
                 least = max(least, wg.register_size)
@@ -155,10 +157,11 @@ class _RegisterBudget:
             asked = ", ".join(f"warpgroup {i}: {wg.register_size}" + ("" if wg.increase is None else
                               " (increase)" if wg.increase else " (decrease)") for i, wg in sorted(budgets.items()))
             others = threads // WARPGROUP_THREADS - len(budgets)
+            widest = f"; a wgmma of {self.ctx.wgmma_widest} columns, {products}" if products == least else ""
             raise TraceError(
-                f"the register budgets ({asked}{f'; {others} warpgroup(s) at the entry count' if others else ''}) "
-                f"need an entry count of at least {least} registers per thread, but a block of {threads} threads "
-                f"allows at most {most} ({REGISTER_FILE} in the register file)", code="register-budget",
+                f"the register budgets ({asked}{f'; {others} warpgroup(s) at the entry count' if others else ''}"
+                f"{widest}) need an entry count of at least {least} registers per thread, but a block of {threads} "
+                f"threads allows at most {most} ({REGISTER_FILE} in the register file)", code="register-budget",
                 hint="lower the budgets, or give every warpgroup one (a producer needs few: 24 to 40)",
                 loc=self.requests[0][2])
         entry = least

@@ -296,6 +296,7 @@ class WGMMAAccumulator(RegisterTile):
         if (m, n) != self.shape or k != k2 or k % k_step:
             raise _bad(f"A is {list(product.a.shape)} and B is {list(product.b.shape)}, which do not make "
                        f"an accumulator of {list(self.shape)} with K a multiple of {k_step}", code="bad-wgmma-shape")
+        ctx.wgmma_widest = max(ctx.wgmma_widest, n)
         with at_user_line():
             if group is not None:
                 self._issue(product, fence=not group.products)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from .. import dtypes as dt
 from ..errors import MappingError, TaskError, user_location
 from ..layouts.swizzle import swizzle_alignment
-from ..target import TMA_STRIDE_BYTES
+from ..target import TMA_STRIDE_BYTES, wgmma_entry_registers
 from . import ir
 from .analysis import operand_name, with_dependences
 from .ir import SHARED, Broadcast, Copy, Fill, FirstColumn, Loop, Map, Mma, Program, Reduce, Region, argument_loads
@@ -33,10 +33,6 @@ STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the ou
 MAX_DEPTH = 8
 OVERHEAD_REGISTERS = 40               # a consumer's registers besides its accumulators (addresses, loop state)
 MMA_ROWS = 64                         # wgmma's M
-# ptxas assembles every instruction against the kernel's entry register count (the warpgroups' mean), not the
-# consumer's setmaxnreg budget: a wgmma of 64 x 256 float32 accumulators (128 registers a thread) failed with
-# C7602 "Insufficient registers (152) ... register target of 158 or higher" and assembled at 160.
-WGMMA_ENTRY_MARGIN = 32
 LANE_ROWS, LANE_COLUMNS = 4, 32       # a row-wise program's tiles: a row per warp of the four, 32 lanes along it
 _MMA_DTYPES = (dt.float16, dt.bfloat16, dt.float8_e4m3fn, dt.float8_e5m2)
 
@@ -835,12 +831,13 @@ def budget_registers(levels: Levels, body: TileBody, split: Split) -> Registers:
 
 
 def _entry_holding_products(registers: dict, consumers: int, program: Program) -> dict:
-    """``registers`` with the producer's raised where the block's entry count would be too few for ptxas to
-    assemble the widest product (see :data:`WGMMA_ENTRY_MARGIN`): the producer gives up less with one consumer."""
-    widest = max((min(program.tensor(op.acc).shape[-1], 256) * MMA_ROWS // 128
-                  for op, _ in ir.walk(program.body) if isinstance(op, Mma)), default=0)
-    needed = widest + WGMMA_ENTRY_MARGIN if widest else 0
-    producer = needed * (1 + consumers) - registers["consumer"] * consumers
+    """``registers`` with the producer's raised where the block's entry count (the warpgroups' mean) would be
+    below what ptxas needs to assemble the widest product (:func:`target.wgmma_entry_registers`; the warpgroups'
+    ``settle`` would raise the entry count instead, leaving the pool's extra registers to nobody): the producer
+    gives up less with one consumer."""
+    widest = max((program.tensor(op.acc).shape[-1] for op, _ in ir.walk(program.body) if isinstance(op, Mma)),
+                 default=0)
+    producer = wgmma_entry_registers(widest) * (1 + consumers) - registers["consumer"] * consumers
     if producer <= registers["producer"]:
         return registers
     return {**registers, "producer": -(-producer // 8) * 8}
