@@ -35,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--shapes", default="",
                         help="gemm: also these comma-separated MxNxK shapes, e.g. 1024x1024x8192,256x8192x8192 (in the "
                              "table, not the plot)")
+    parser.add_argument("--a-layout", default="MK", choices=("MK", "KM"),
+                        help="gemm: A stored (M, K) row-major (default), or KM: given as the transposed view of a "
+                             "(K, M) array, as the x.T of a weight gradient x.T @ dy")
     parser.add_argument("--k", default="",
                         help="gemm, gemm_family: comma-separated K values to sweep instead of the default")
     parser.add_argument("--dtypes", default="",

@@ -40,15 +40,15 @@ def assert_product_close(c, a, b):
                                 f"{c[worst]} against {exact[worst]}")
 
 
-def load_box(ctx, tma, at):
-    """In a kernel: TMA-load the 64 x 64 float16 box of ``tma`` at ``at`` into a new shared tile, wait for
-    it, and return the tile."""
-    tile = ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024)
+def load_box(ctx, tma, at, shape=(64, 64), dtype=nvdsl.float16):
+    """In a kernel: TMA-load the ``shape`` tile (default a 64 x 64 float16 box) of ``tma`` at ``at`` into a new
+    shared tile, wait for it, and return the tile."""
+    tile = ctx.dynamic_shared(shape, dtype, align=1024)
     bar = nvdsl.Mbarriers(1)[0]
     leader = ctx.thread_id.x.eq(0)
     bar.init(1, predicate=leader)
     ctx.sync_threads()
-    bar.arrive(64 * 64 * 2, predicate=leader)
+    bar.arrive(shape[0] * shape[1] * dtype.itemsize, predicate=leader)
     tma.load(tile, bar, at, predicate=leader)
     bar.try_wait(0)
     return tile

@@ -201,6 +201,13 @@ def test_gemm_takes_extra_shapes():
         gemm.shapes(_args(square=False, shapes="1024x1024"))
 
 
+def test_gemm_takes_a_as_the_transposed_view_of_a_weight_gradient():
+    shapes = gemm.shapes(_args(dtypes="bf16", k="", square=False, shapes="4096x4096x8192", a_layout="KM"))
+    assert shapes and all(p["A"] == "KM" for p in shapes)
+    assert gemm.row_label(shapes[-1]) == "bf16 4096×4096×8192 A=x.T"
+    assert "A" not in gemm.shapes(_args(dtypes="bf16", k="4096", square=False, shapes=""))[0]
+
+
 def test_gemm_family_shapes_are_the_issues():
     shapes = gemm_family.shapes(_args())
     assert [p["op"] for p in shapes] == (["dual"] * 2 + ["rowsum"] * 2 + ["batched"] * 2 + ["grouped"] * 2 +

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import nvdsl
-from helpers import FakeDLPackDeviceArray
+from helpers import FakeDLPackDeviceArray, load_box
 from nvdsl.compiler.toolchain import find_tool
 from nvdsl.dtypes import float8_e4m3fn, float8_e5m2
 from nvdsl.signature import TensorMapSpec
@@ -724,3 +724,43 @@ def test_named_barriers_across_roles_are_the_non_aligned_form():
         kernel()
     ptx = host.compile(np.zeros(256, np.float32)).ptx
     assert ptx.count("barrier.sync ") == 2 and "bar.sync \t1, 128;" in ptx and "bar.sync \t2, 128;" in ptx
+
+
+def m_major_a_product(k, m, n):
+    """One wgmma product of A given M-major: the (K, M) tile x read as x.T."""
+    @nvdsl.mlir_func
+    def gemm_tn(a, b, c):
+        a_tma, b_tma = nvdsl.TMA(a, box=(k, 64), swizzle=128), nvdsl.TMA(b, box=(k, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=128, smem=k * (m + n) * 2)
+        def kernel(ctx):
+            a_tile = load_box(ctx, a_tma, (0, 0), (k, m))
+            b_tile = load_box(ctx, b_tma, (0, 0), (k, n))
+            acc = nvdsl.WGMMAAccumulator(m, n)
+            acc += nvdsl.WGMMAMatrix(a_tile, a_tma, transposed=True) @ nvdsl.WGMMAMatrix(b_tile, b_tma)
+            acc.store(c)
+        kernel()
+    return gemm_tn
+
+
+@pytest.mark.parametrize("k, m, n", [(64, 64, 64), (32, 128, 128), (16, 192, 64)])
+def test_a_is_read_m_major_from_its_transposed_tile(k, m, n):
+    """``WGMMAMatrix(x_tile, transposed=True)`` as A: the (K, M) tile's transpose, each 64 rows of M one box of
+    all K rows (the wgmma's A descriptor M-major, tnspA set). Small integers: exact in float32 in any order."""
+    rng = np.random.default_rng(k + m)
+    a, b = (rng.integers(-3, 4, shape).astype(np.float16) for shape in ((k, m), (k, n)))
+    c = np.zeros((m, n), np.float32)
+    gemm = m_major_a_product(k, m, n)
+    gemm(a, b, c)
+    np.testing.assert_array_equal(c, a.astype(np.float32).T @ b.astype(np.float32))
+    if find_tool("ptxas"):
+        ptx = gemm.compile(a, b, c).ptx
+        assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16 .*p, 1, +1, 1, +1;", ptx)
+
+
+@requires_gpu
+def test_a_is_read_m_major_on_the_gpu():
+    """The same products on the device (the interpreter decodes the descriptors as nvdsl writes them; the tensor
+    cores are the judge)."""
+    for k, m, n in [(64, 64, 64), (32, 128, 128), (16, 192, 64)]:
+        test_a_is_read_m_major_from_its_transposed_tile(k, m, n)

@@ -84,6 +84,14 @@ PROGRAMS = {
     # head_dim 256 dK and dV by separate kernels)
     **{name: _backward_program(d) for name, d in (("kernels.attention-backward", 64),
                                                   ("kernels.attention-backward-d256", 256))},
+    # tiles added into one output by TMA reductions from several blocks (three splits of K), C through a staging copy
+    "tasks.added": ("import sys; sys.path.insert(0, 'tests'); import numpy as np, nvdsl.tasks as nt; "
+                    "from test_tasks_added import added_splits, small_integers; "
+                    "a, b = small_integers((200, 320), np.float16, 1), small_integers((320, 130), np.float16, 2); "
+                    "c = small_integers((200, 130), np.float32, 3); "
+                    "want = c + a.astype(np.float32) @ b.astype(np.float32); "
+                    "nt.build(added_splits, nt.Mapping(sm_count=4))(c, a, b); "
+                    "assert np.array_equal(c, want); print('PASS')"),
     # a variant: a soft cap and a causal document mask reading an argument, forward and backward on ragged L, the
     # mask's kept blocks found per batch and the kernels visiting their ranges (chapter 9's check against NumPy)
     "kernels.attention-variants": (
@@ -149,6 +157,7 @@ def environment(tmp_path, backend):
                                      "kernels.attention-backward", "kernels.attention-backward-d256",
                                      "kernels.attention-variants",
                                      "kernels.attention-varlen", "kernels.attention-decode", "tasks.profile",
+                                     "tasks.added",
                                      "kernels.attention-persistent"])
 def test_the_sanitized_programs_run_and_pass(program, tmp_path):
     """The programs the sanitizer runs (here in the interpreter, so this runs anywhere)."""

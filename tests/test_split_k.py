@@ -6,6 +6,7 @@ import pytest
 
 import nvdsl
 import nvdsl.kernels.gemm as library
+import nvdsl.tasks as nt
 from nvdsl.testing import requires_gpu
 from helpers import assert_product_close
 
@@ -84,3 +85,40 @@ def test_decode_steps_split_k_on_the_gpu_same_bits_every_run():
         accumulated = k * 2.0 ** -24 / (1 - k * 2.0 ** -24) * (a.double().abs() @ w.double().abs().T)
         bound = accumulated + 2.0 ** -8 * (exact.abs() + accumulated) + 2.0 ** -133
         assert float(((first.double() - exact).abs() - bound).max()) <= 0, m
+
+
+@pytest.mark.parametrize("splits", [1, 2])
+@pytest.mark.parametrize("b_transposed", [False, True])
+def test_a_transposed_a_is_read_m_major_without_a_copy(monkeypatch, splits, b_transposed):
+    """``gemm(x.T, dy, dw)``, a weight gradient: x.T is read as the M-major operand it is (the kernel takes x,
+    no staging copy: before, TMA read A's rows, so x.T went through one), with B either way, split or not.
+    Small integers: every sum is exact in float32 in any order."""
+    calls = []
+    real = library._kernel
+    monkeypatch.setattr(library, "_kernel", lambda program, mapping: calls.append(program) or real(program, mapping))
+    library._PLANNED.clear()
+    rng = np.random.default_rng(6)
+    x = rng.integers(-2, 3, (320, 200)).astype(np.float16)         # (K, M): tokens x features
+    dy = rng.integers(-2, 3, (320, 136)).astype(np.float16)        # (K, N)
+    b = np.ascontiguousarray(dy.T).T if b_transposed else dy
+    dw = np.zeros((200, 136), np.float32)
+    library.gemm(x.T, b, dw, splits=splits)
+    np.testing.assert_array_equal(dw, x.astype(np.float32).T @ dy.astype(np.float32))
+    program = library.partials_program if splits > 1 else library.matmul_program
+    assert calls == [program("NK" if b_transposed else "KN", "KM")]
+    out = np.zeros((splits, 200, 136), np.float32) if splits > 1 else dw
+    assert "staging copies" not in nt.build(calls[0], library.MAPPING).explain(out, x, b.T if b_transposed else b)
+
+
+@requires_gpu
+@pytest.mark.parametrize("m, n, k", [(1000, 1536, 4096), (4096, 4096, 2048)])
+def test_a_weight_gradient_on_the_gpu_reads_x_t_in_place(m, n, k):
+    """dW = x.T @ dy with torch tensors: x (tokens, features) read M-major through its transposed view."""
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn((k, m), generator=gen, device="cuda").half()
+    dy = torch.randn((k, n), generator=gen, device="cuda").half()
+    dw = torch.empty((m, n), device="cuda", dtype=torch.float32)
+    library.gemm(x.T, dy, dw)
+    torch.cuda.synchronize()
+    assert_product_close(dw.cpu().numpy(), x.T.cpu().numpy(), dy.cpu().numpy())

@@ -1,6 +1,7 @@
 """GEMM: ``C = A @ B`` in fp16 and bf16 with fp32 accumulation, 2·M·N·K FLOPs.
 
-Operands: ``A`` (M, K) row-major; ``B`` (K, N) row-major, also stored as its
+Operands: ``A`` (M, K) row-major (with ``--a-layout KM``: the transposed view ``x.T`` of a (K, M) row-major
+``x``, as in a weight gradient); ``B`` (K, N) row-major, also stored as its
 transpose (N, K) row-major ("K-major") for systems that want that layout;
 ``C`` (M, N) row-major. Layout by system:
 
@@ -47,7 +48,8 @@ def shapes(args) -> list[dict]:
         shapes += [{"dtype": d, "M": s, "N": s, "K": s, "sweep": "square"} for d in dtypes for s in SQUARE]
     shapes += [{"dtype": d, "M": m, "N": n, "K": k, "sweep": "shapes"} for d in dtypes
                for m, n, k in parse_shapes(getattr(args, "shapes", ""))]
-    return shapes
+    a_layout = getattr(args, "a_layout", "MK")
+    return [dict(s, A=a_layout) for s in shapes] if a_layout != "MK" else shapes
 
 
 def parse_shapes(text: str) -> list[tuple[int, int, int]]:
@@ -62,14 +64,16 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
 
 
 def row_label(p: dict) -> str:
-    return f"{p['dtype']} {p['M']}×{p['N']}×{p['K']}" + (" (square)" if p["sweep"] == "square" else "")
+    return f"{p['dtype']} {p['M']}×{p['N']}×{p['K']}" + (" (square)" if p["sweep"] == "square" else "") + \
+        (" A=x.T" if p.get("A") == "KM" else "")
 
 
 def _operands(p: dict):
     import torch
 
     dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}[p["dtype"]]
-    a = harness.randn((p["M"], p["K"]), dtype, seed=1)
+    a = harness.randn((p["K"], p["M"]), dtype, seed=1).t() if p.get("A") == "KM" else \
+        harness.randn((p["M"], p["K"]), dtype, seed=1)
     b = harness.randn((p["K"], p["N"]), dtype, seed=2)
     with harness.exact_fp32():
         ref = a.float() @ b.float()

@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 
 from mlir import ir
-from mlir.dialects import nvgpu, nvvm
+from mlir.dialects import arith, nvgpu, nvvm
 
+from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current, current_kernel
+from ..frontend.control import when
 from ..frontend.memory import GLOBAL, SHARED, Array
 from ..layouts.swizzle import swizzle, swizzle_alignment
 from ..signature import TensorMapSpec
@@ -237,7 +239,7 @@ class TMA:
                 nvgpu.tma_async_load(view.ir, barrier.group.ir, self._descriptor(), self._coordinates(coords, deltas),
                                      barrier.index, predicate=_predicate(predicate))
 
-    def store(self, tile: Array, coords, *, predicate=None, wait: bool = True, end=None) -> None:
+    def store(self, tile: Array, coords, *, predicate=None, wait: bool = True, end=None, add: bool = False) -> None:
         """Copy the shared ``tile`` to the box at ``coords`` and wait until the copy has read shared
         memory (``cp.async.bulk.tensor`` global<-shared, ``commit_group``, ``wait_group.read 0``).
         A tile of several boxes is stored box by box, in one commit group.
@@ -248,15 +250,32 @@ class TMA:
         Writes to ``tile`` by ordinary stores must be made visible to the copy engine first: every
         writing thread calls :func:`fence_shared_to_async` and then the threads synchronise.
         ``end``: the row where the segment ends, for a ragged descriptor (rows from there are not written).
+        ``add``: add the tile to what the box holds (``cp.reduce.async.bulk.tensor .add``), each element
+        atomically, so that blocks may add into one box; float32 only. The order of the additions is the
+        order the copies reach memory: the sums may round differently from run to run.
         """
+        if add and self.array.dtype != dt.float32:
+            raise TraceError(f"TMA store(add=True) into '{self.array.name}' of {self.array.dtype.name}: nvdsl adds "
+                             "float32 boxes only", code="bad-tma",
+                             hint="accumulate into a float32 array and convert it afterwards", loc=user_location())
         coords = self._segment(coords, end)
         views = self._box_views(tile, "store")
         self.lay_out(tile, f"the TMA store from '{tile.name}'")
         current("TMA store").written_args.add(self.array_index)
         with at_user_line():
             for view, deltas in views:
-                nvgpu.tma_async_store(view.ir, self._descriptor(), self._coordinates(coords, deltas),
-                                      predicate=_predicate(predicate))
+                if not add:
+                    nvgpu.tma_async_store(view.ir, self._descriptor(), self._coordinates(coords, deltas),
+                                          predicate=_predicate(predicate))
+                    continue
+                at = [arith.index_cast(ir.IntegerType.get_signless(32), c)    # innermost first, as for nvgpu
+                      for c in self._coordinates(coords, deltas)]
+                source = view._pointer((0,) * view.ndim, "TMA store")
+                if predicate is None:
+                    nvvm.CpAsyncBulkTensorReduceOp(self._host, source, nvvm.TMAReduxKind.ADD, at)
+                else:
+                    with when(predicate):
+                        nvvm.CpAsyncBulkTensorReduceOp(self._host, source, nvvm.TMAReduxKind.ADD, at)
             nvvm.cp_async_bulk_commit_group()
             if wait:
                 nvvm.cp_async_bulk_wait_group(0, read=True)

@@ -46,14 +46,15 @@ class WGMMAMatrix:
     """An operand of ``wgmma`` in shared memory: ``tile`` as loaded by ``tma`` (its swizzle sets the layout).
 
     The matrix is ``tile`` itself, or with ``transposed=True`` the tile's transpose. ``A`` (M, K)
-    is an (M, K) tile, K contiguous. ``B`` (K, N) is either a (K, N) tile, N contiguous
+    is an (M, K) tile, K contiguous, or (16-bit types) ``transposed=True`` of a (K, M) tile, M contiguous
+    ("M-major", as ``x.T`` of a weight gradient ``x.T @ dy``). ``B`` (K, N) is either a (K, N) tile, N contiguous
     ("N-major", as ``b`` of ``a @ b`` row-major), or ``transposed=True`` of an (N, K) tile, K
     contiguous ("K-major", as the weight of a linear layer, or K of attention's Q @ K^T).
 
     The tile is made of whole TMA boxes, each one swizzle span wide, placed one after the other
     in row-major order of boxes. Where the tile is more than one box wide, each box must hold all
-    the rows the hardware reads together: all K rows of an N-major B, all N rows of a K-major B,
-    a multiple of 64 rows of A.
+    the rows the hardware reads together: all K rows of an N-major B or an M-major A, all N rows of a
+    K-major B, a multiple of 64 rows of a K-major A.
 
     A tile written by threads rather than loaded by TMA gives ``swizzle=`` (32, 64 or 128) instead of
     ``tma``: it is laid out as a TMA load of boxes (all its rows, ``swizzle`` bytes wide) would leave it,
@@ -140,10 +141,14 @@ class _Product:
                            f"(M a multiple of 64, K of 16), got {a.layout}", code="layout-mismatch",
                            hint="compute A from a WGMMAAccumulator of shape (M, K)")
         elif isinstance(a, WGMMAMatrix):
-            if a.transposed:
-                raise _bad("A must be an (M, K) tile, K contiguous; a transposed A is not supported",
-                           hint="load A as (M, K) boxes")
-            if a._boxes_per_row > 1 and a.box[0] % 64:
+            if a.transposed and a.dtype in _FLOAT8:
+                raise _bad("a float8 A must be K-major: wgmma transposes only 16-bit operands",
+                           code="bad-wgmma-shape", hint="store A as (M, K)")
+            if a.transposed and a._boxes_per_row > 1 and a.box[0] != a.tile.shape[0]:
+                raise _bad(f"A is {a._boxes_per_row} boxes wide, so each box must hold all {a.tile.shape[0]} K "
+                           f"rows of the M-major tile, not {a.box[0]}", code="bad-wgmma-shape",
+                           hint=f"load A with boxes of {a.tile.shape[0]} rows")
+            if not a.transposed and a._boxes_per_row > 1 and a.box[0] % 64:
                 raise _bad(f"A is {a._boxes_per_row} boxes wide, so its boxes need a multiple of 64 rows "
                            f"(a wgmma reads 64 rows at a time), not {a.box[0]}", code="bad-wgmma-shape")
         else:
@@ -167,7 +172,7 @@ class _Product:
         """``nvgpu.warpgroup.mma`` advances A's descriptor by 16 values and B's by ``16 * (rows of the B
         tile)`` values per K step: right for shared A and N-major B tiles one swizzle span deep in K."""
         a, b = self.a, self.b
-        if not isinstance(a, WGMMAMatrix) or not self.transpose_b:
+        if not isinstance(a, WGMMAMatrix) or a.transposed or not self.transpose_b:
             return False
         span = lambda m: m.swizzle // m.dtype.itemsize
         return a.tile.shape[1] == span(a) and b.tile.shape[0] == span(b)
@@ -344,13 +349,14 @@ class WGMMAAccumulator(RegisterTile):
                 if registers:
                     value = _wgmma_register_a(value, n, a_source[chunk][kk], b_sub, wgmma_type, product.transpose_b)
                     continue
+                a_offset = a._offset(ks * kk, 64 * chunk) if a.transposed else a._offset(64 * chunk, ks * kk)
                 value = nvvm.wgmma_mma_async(
-                    chunk_type, value, step(a_source, a._offset(64 * chunk, ks * kk)), b_sub,
+                    chunk_type, value, step(a_source, a_offset), b_sub,
                     attr(f"#nvvm.shape<m = 64, n = {n}, k = {ks}>"), attr(f"#nvvm.wgmma_type<{a_type}>"),
                     attr(f"#nvvm.wgmma_type<{wgmma_type}>"), attr("#nvvm.wgmma_type<f32>"),
                     attr(f"#nvvm.wgmma_scale_out<{'zero' if zero and kk == 0 else 'one'}>"),
                     attr("#nvvm.wgmma_scale_in<one>"),
-                    attr("#nvvm.wgmma_scale_in<one>"), attr("#nvvm.mma_layout<row>"),
+                    attr("#nvvm.wgmma_scale_in<one>"), attr(f"#nvvm.mma_layout<{'col' if a.transposed else 'row'}>"),
                     attr(f"#nvvm.mma_layout<{'row' if product.transpose_b else 'col'}>"))
             struct = llvm.insertvalue(struct, value, [chunk])
         self.ir = _cast(struct, self.type)

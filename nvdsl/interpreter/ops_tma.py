@@ -13,8 +13,9 @@ from mlir import ir
 from ..target import TENSORMAP_ATTR
 from . import values as V
 from .core import PLAIN, SYNC, handles, identity
-from .global_races import READ, WRITE, check_global, watched_elements
+from .global_races import ATOMIC, READ, WRITE, check_global, watched_elements
 from .memory import MemRef, TensorMap, box_layout
+from .ops_atomics import pointer_targets
 from .ops_mbarrier import check_use, indexed_barrier, per_lane, predicated_lanes
 from .reports import race_fault
 from .skeleton import granules
@@ -70,8 +71,12 @@ def _expect_tx_short(block, w, bar, thread: int, info, landing: bool):
                        delivered=delivered)
 
 
-def _box_addresses(w, tmap: TensorMap, mem: MemRef, lane: int, info, what: str):
-    start = int(per_lane(mem.offset, lane)) if isinstance(mem.offset, np.ndarray) else mem.offset
+def _start(mem: MemRef, lane: int) -> int:
+    """The shared byte where ``mem`` starts, at ``lane``."""
+    return int(per_lane(mem.offset, lane)) if isinstance(mem.offset, np.ndarray) else mem.offset
+
+
+def _box_addresses(w, tmap: TensorMap, start: int, lane: int, info, what: str):
     if start % 16:
         raise w.block.fault("misaligned", f"{what}: the shared tile starts at byte {start}; TMA needs 16-byte "
                             "aligned shared memory", info, warp=w, lanes=[lane])
@@ -92,7 +97,7 @@ def _box_addresses(w, tmap: TensorMap, mem: MemRef, lane: int, info, what: str):
 
 
 def _coords(w, slots, lane):
-    # nvgpu takes coordinates innermost first
+    # nvgpu (and NVVM's reduction) take coordinates innermost first
     return tuple(int(per_lane(w.env[s], lane)) for s in reversed(slots))
 
 
@@ -116,7 +121,7 @@ def _tma_load(op, c, info):
             check_use(w, bar, np.array([lane]), info, "a TMA load completing")
             # a skeleton moves no data: its coordinates are not computed (skeleton.SKELETON_OMITS)
             where = None if block.skeleton else _coords(w, coords, lane)
-            elements, nbytes = _box_addresses(w, tmap, mem, lane, info, "this TMA load")
+            elements, nbytes = _box_addresses(w, tmap, _start(mem, lane), lane, info, "this TMA load")
             thread = int(w.threads[lane])
             armed = bar.armed.get(thread)
             if armed is not None and armed[0] < bar.phase:   # the phase it was armed for completed already
@@ -142,6 +147,25 @@ def _tma_load(op, c, info):
     return SYNC, fn
 
 
+def _drained_box(w, tmap: TensorMap, start: int, lane: int, info, what: str):
+    """A bulk copy out of the shared box at ``start`` (a TMA store or reduction) by ``lane``: its read checked
+    against the block's writes and recorded in the lane's open bulk group; the element type and the box's
+    values (None in a skeleton, which moves no data)."""
+    block = w.block
+    elements, nbytes = _box_addresses(w, tmap, start, lane, info, f"this {what}")
+    conflict = block.shadow.check_read(nbytes, w.vc[lane]) or block.shadow.check_fenced(nbytes)
+    if conflict is not None:
+        raise race_fault(block, w, conflict, info, f"the {what} issued here", w.vc[lane])
+    if not w.bulk_open[lane]:
+        w.bulk_counter += 1
+        w.bulk_open[lane] = w.bulk_counter
+    block.shadow.record_read(nbytes, block.agents.bulk(w.index), int(w.bulk_open[lane]), info.id)
+    dtype = V.memory_dtype(tmap.element)
+    if elements is None:
+        return dtype, None
+    return dtype, block.smem.typed(dtype)[(elements // dtype.itemsize).ravel()].reshape(tmap.box)
+
+
 @handles("nvgpu.tma.async.store")
 def _tma_store(op, c, info):
     view = op.opview
@@ -156,22 +180,43 @@ def _tma_store(op, c, info):
         for lane in predicated_lanes(w, predicate):
             tmap, mem = env[desc], env[src]
             where = _coords(w, coords, lane)
-            elements, nbytes = _box_addresses(w, tmap, mem, lane, info, "this TMA store")
-            conflict = block.shadow.check_read(nbytes, w.vc[lane]) or block.shadow.check_fenced(nbytes)
-            if conflict is not None:
-                raise race_fault(block, w, conflict, info, "the TMA store issued here", w.vc[lane])
-            if not w.bulk_open[lane]:
-                w.bulk_counter += 1
-                w.bulk_open[lane] = w.bulk_counter
-            block.shadow.record_read(nbytes, block.agents.bulk(w.index), int(w.bulk_open[lane]), info.id)
-            dtype = V.memory_dtype(tmap.element)
-            data = block.smem.typed(dtype)[(elements // dtype.itemsize).ravel()].reshape(tmap.box)
+            dtype, data = _drained_box(w, tmap, _start(mem, lane), lane, info, "TMA store")
             index, valid = tmap.box_elements(where)
             if tmap.buffer.watched:
                 check_global(block, w, tmap.buffer, watched_elements(tmap.buffer, index[valid], tmap.itemsize),
                              WRITE, info, "this TMA store")
             tmap.buffer.typed(dtype)[index[valid]] = data[valid]
             acted = True
+        return acted
+    return SYNC, fn
+
+
+@handles("nvvm.cp.async.bulk.tensor.reduce")
+def _tma_reduce(op, c, info):
+    """``cp.reduce.async.bulk.tensor``: a TMA store that adds the box to global memory (``TMA.store(add=True)``),
+    each element atomically (blocks may add into one box)."""
+    view = op.opview
+    if str(view.redKind) != "#nvvm.tma_redux_kind<add>" or (view.mode is not None and "tile" not in str(view.mode)):
+        raise V.Unsupported(f"a TMA reduction other than a tiled add ({view.redKind})")
+    src, desc = c.slot(view.srcMem), c.slot(view.tmaDescriptor)
+    coords = [c.slot(v) for v in view.coordinates]
+
+    def fn(w):
+        env = w.env
+        block = w.block
+        acted = False
+        for lane in w.active_lanes():
+            tmap = env[desc]
+            (_, _, start), = pointer_targets(w, env[src], np.array([lane]), 16, 3, info, "this TMA reduction")
+            dtype, data = _drained_box(w, tmap, start, lane, info, "TMA reduction")
+            acted = True
+            if data is None:                 # a skeleton moves no data
+                continue
+            index, valid = tmap.box_elements(_coords(w, coords, lane))
+            if tmap.buffer.watched:
+                check_global(block, w, tmap.buffer, watched_elements(tmap.buffer, index[valid], tmap.itemsize),
+                             ATOMIC, info, "this TMA reduction")
+            np.add.at(tmap.buffer.typed(dtype), index[valid], data[valid])
         return acted
     return SYNC, fn
 

@@ -20,7 +20,8 @@ of every other matrix. Those TMA can address (a unit-stride last axis, other str
 the others, and any K or N whose rows are not 16 bytes apart (K = 999 in bfloat16), go through staging copies
 with padded rows (``nvdsl.tasks.staging``: slower, same results). A B given as the transposed view of an (N, K)
 array (``w.T``: unit stride on its first axis) is read as the K-major operand it is (``b_layout="NK"`` on ``w``),
-and so is a ``linear`` weight given as the transposed view of a (K, N) array.
+and so is a ``linear`` weight given as the transposed view of a (K, N) array. A 16-bit A given as the transposed
+view of a (K, M) array (``x.T`` in a weight gradient ``x.T @ dy``) is read M-major, with no copy.
 """
 
 from __future__ import annotations
@@ -34,43 +35,70 @@ from ..errors import ArgumentError, user_location
 from ..scratch import SCRATCH_BESIDE, float32_like
 
 
-def matmul_program(b_layout: str = "KN") -> nt.Task:
-    """C (M, N) = A (M, K) @ B, with B stored (K, N) ("KN") or as its transpose (N, K) ("NK", K-major)."""
+def _a_tiles(A, BM: int, BK: int, m_major: bool):
+    """A's tiles, and A's tile (i, k) as the (BM, BK) operand: A stored (M, K), or as its transpose (K, M)."""
+    if m_major:
+        At = nt.blocks(A, (BK, BM))
+        return At, At.grid[0], lambda i, k: At[k, i].T
+    At = nt.blocks(A, (BM, BK))
+    return At, At.grid[1], lambda i, k: At[i, k]
+
+
+def _name(base: str, b_layout: str, a_layout: str) -> str:
+    return base + ("_km" if a_layout == "KM" else "") + ("_nk" if b_layout == "NK" else "")
+
+
+def matmul_program(b_layout: str = "KN", a_layout: str = "MK") -> nt.Task:
+    """C (M, N) = A @ B, with A stored (M, K) ("MK") or as its transpose (K, M) ("KM", M-major: the ``x.T`` of
+    a weight gradient ``x.T @ dy``), and B stored (K, N) ("KN") or as its transpose (N, K) ("NK", K-major).
+    One task per pair of layouts."""
+    return _matmul_program(b_layout, a_layout)
+
+
+@functools.lru_cache(maxsize=None)
+def _matmul_program(b_layout: str, a_layout: str) -> nt.Task:
     k_major = b_layout == "NK"
 
     def matmul(C, A, B):
         BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 256), nt.tunable("BK", 64)
-        Ct, At = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK))
+        Ct = nt.blocks(C, (BM, BN))
+        At, steps, a_tile = _a_tiles(A, BM, BK, a_layout == "KM")
         Bt = nt.blocks(B, (BN, BK) if k_major else (BK, BN))
         for i, j in nt.prange(*Ct.grid):
             acc = nt.zeros((BM, BN), nt.float32)
-            for k in nt.srange(At.grid[1]):
-                acc += At[i, k] @ (Bt[j, k].T if k_major else Bt[k, j])
+            for k in nt.srange(steps):
+                acc += a_tile(i, k) @ (Bt[j, k].T if k_major else Bt[k, j])
             Ct[i, j] = acc.astype(C.dtype)
-    matmul.__name__ = "matmul_nk" if k_major else "matmul"     # the task's name, in explanations and kernels
+    matmul.__name__ = _name("matmul", b_layout, a_layout)     # the task's name, in explanations and kernels
     return nt.task(reads=("A", "B"), writes=("C",))(matmul)
 
 
 matmul, matmul_nk = matmul_program("KN"), matmul_program("NK")
 
 
-def partials_program(b_layout: str = "KN") -> nt.Task:
+def partials_program(b_layout: str = "KN", a_layout: str = "MK") -> nt.Task:
     """Split-K's products: ``P[s] = A[:, K_s] @ B[K_s, :]`` in float32, where split ``s`` of ``P.shape[0]`` takes
     an equal share of the K blocks (the last may run past K: TMA reads zeros there); :func:`_sum_partials` adds
-    them up in split order. B stored (K, N) ("KN") or (N, K) ("NK")."""
+    them up in split order. A and B stored as :func:`matmul_program` says."""
+    return _partials_program(b_layout, a_layout)
+
+
+@functools.lru_cache(maxsize=None)
+def _partials_program(b_layout: str, a_layout: str) -> nt.Task:
     k_major = b_layout == "NK"
 
     def matmul_partials(P, A, B):
         BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 256), nt.tunable("BK", 64)
-        Pt, At = nt.blocks(P, (1, BM, BN)), nt.blocks(A, (BM, BK))
+        Pt = nt.blocks(P, (1, BM, BN))
+        At, blocks, a_tile = _a_tiles(A, BM, BK, a_layout == "KM")
         Bt = nt.blocks(B, (BN, BK) if k_major else (BK, BN))
-        steps = nt.cdiv(At.grid[1], P.shape[0])
+        steps = nt.cdiv(blocks, P.shape[0])
         for s, i, j in nt.prange(*Pt.grid):
             acc = nt.zeros((BM, BN), nt.float32)
             for k in nt.srange(steps):
-                acc += At[i, s * steps + k] @ (Bt[j, s * steps + k].T if k_major else Bt[s * steps + k, j])
+                acc += a_tile(i, s * steps + k) @ (Bt[j, s * steps + k].T if k_major else Bt[s * steps + k, j])
             Pt[s, i, j] = acc
-    matmul_partials.__name__ = "matmul_partials_nk" if k_major else "matmul_partials"
+    matmul_partials.__name__ = _name("matmul_partials", b_layout, a_layout)
     return nt.task(reads=("A", "B"), writes=("P",))(matmul_partials)
 
 
@@ -404,9 +432,11 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, sp
     if steps is None:
         steps = _gemm_steps(a, b, c, b_layout, mapping, splits, autotune)
         _remember(signature, steps)
-    kernel, transposed, partials_shape = steps
+    kernel, transposed, partials_shape, a_transposed = steps
     if transposed:
         b = b.T
+    if a_transposed:
+        a = a.T
     partials = _partials_like(c, partials_shape) if partials_shape is not None else None
     if partials is not None:
         kernel(partials, a, b)
@@ -417,9 +447,10 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, sp
 
 def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int | None,
                 autotune: bool = False) -> tuple:
-    """What :func:`gemm` runs for these arguments, after checking them: ``(kernel, transposed, partials_shape)``,
-    where ``transposed`` says the kernel takes ``b.T`` and ``partials_shape`` (None: no split) the shape of
-    split-K's partial products, which ``kernel`` computes and ``_sum_partials`` adds into ``c``."""
+    """What :func:`gemm` runs for these arguments, after checking them: ``(kernel, transposed, partials_shape,
+    a_transposed)``, where ``transposed`` says the kernel takes ``b.T``, ``partials_shape`` (None: no split) the
+    shape of split-K's partial products, which ``kernel`` computes and ``_sum_partials`` adds into ``c``, and
+    ``a_transposed`` that the kernel takes ``a.T`` (a 16-bit ``a`` given as ``x.T``: read M-major)."""
     ndim = len(getattr(a, "shape", ()))
     if b_layout not in ("KN", "NK"):
         raise ArgumentError(f"b_layout={b_layout!r} must be 'KN' or 'NK'", code="bad-layout", loc=user_location())
@@ -428,7 +459,10 @@ def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int 
     transposed = ndim == 2 and _transposed_view(b)
     if transposed:      # b is w.T of a row-major w: w is the operand in the other layout
         b_layout = "NK" if b_layout == "KN" else "KN"
-    program = batched_matmul if ndim == 3 else matmul_nk if b_layout == "NK" else matmul
+    # a is x.T of a row-major 16-bit x: x is A stored M-major (wgmma transposes only 16-bit operands)
+    a_transposed = ndim == 2 and _transposed_view(a) and getattr(getattr(a, "dtype", None), "itemsize", 0) == 2
+    a_layout = "KM" if a_transposed else "MK"
+    program = batched_matmul if ndim == 3 else matmul_program(b_layout, a_layout)
     if splits is not None and not (isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1):
         raise ArgumentError(f"splits={splits!r} must be an int >= 1 (or None: chosen)", code="bad-argument",
                             loc=user_location())
@@ -441,11 +475,11 @@ def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int 
     if ndim == 2 and shape[0] is not None and k is not None:
         count = splits if splits is not None else split_k(*shape, k, mapping) if chosen else 1
     if count > 1 and type(c).__module__.startswith(SCRATCH_BESIDE):
-        return _kernel(matmul_partials_nk if b_layout == "NK" else matmul_partials, mapping), transposed, \
-            (count,) + tuple(shape)
+        return _kernel(partials_program(b_layout, a_layout), mapping), transposed, (count,) + tuple(shape), \
+            a_transposed
     if autotune and chosen:
-        return _autotuned(program), transposed, None
-    return _kernel(program, mapping), transposed, None
+        return _autotuned(program), transposed, None, a_transposed
+    return _kernel(program, mapping), transposed, None, a_transposed
 
 
 def row_tile_table(group_sizes, block_rows: int, capacity: int | None = None):

@@ -244,10 +244,11 @@ def _rename_locals(op, renames: dict):
 def check_parallel_writes(program: Program) -> None:
     """A ``prange`` must not let two iterations write the same data: every store inside it must put each
     parallel variable on its own axis, stepping by at least the tile's extent there. A row tile's first
-    row (``nt.row_tiles``) steps by its variable: the table's tiles never share a row."""
+    row (``nt.row_tiles``) steps by its variable: the table's tiles never share a row. (Additions into a
+    tile, ``Ct[i, j] += v``, are atomic: iterations may add into the same data.)"""
     starts = {index.name: index.var for index in program.indices if index.role == "start"}
     for op, loops in ir.walk(program.body):
-        if not (isinstance(op, Copy) and isinstance(op.target, Region)):
+        if not (isinstance(op, Copy) and isinstance(op.target, Region)) or op.accumulate:
             continue
         target = op.target
         if starts:

@@ -613,7 +613,9 @@ class _Consumer:
             self.joined_product(op, joined, in_flight)
             return
         acc = self.values[op.acc]
-        if isinstance(self.values.get(operand_name(op.a)), Array):
+        if op.transpose_a:
+            a = WGMMAMatrix(*self.m_major_view(op.a), transposed=True)
+        elif isinstance(self.values.get(operand_name(op.a)), Array):
             a = WGMMAMatrix(*self.operand_view(op.a))
         else:                                        # a register tile (attention's P): wgmma reads it as is
             a = self.value(op.a)
@@ -714,6 +716,17 @@ class _Consumer:
         if self.split(name):
             cols = view.shape[-1]
             view = view.view((self.s.rows, cols), offset=self.row0(name) * cols * view.dtype.itemsize)
+        return view, tma
+
+    def m_major_view(self, operand):
+        """An M-major A tile (K rows, M columns) and its descriptor: where the consumers share M, this consumer's
+        columns, whole boxes of all K rows one after another (see ``passes._rings``)."""
+        name = operand_name(operand)
+        view, tma = self.values[name], self.tma_of(name)
+        if self.split(name):
+            k, box_columns = view.shape[0], tma.box[-1]
+            view = view.view((k, self.s.rows), offset=self.row0(name) // box_columns * k * box_columns *
+                             view.dtype.itemsize)
         return view, tma
 
     def lazy(self, x) -> bool:
@@ -898,6 +911,10 @@ class _Consumer:
         target = self.arrays[op.target.tensor]
         if isinstance(value, _Deferred) and len(self.program.tensor(op.source).shape) == 1:
             value = self.resolve(op.source)
+        if isinstance(value, RowVector) and op.accumulate:
+            raise TaskError(f"{op}: adding a vector into '{op.target.tensor}' is not supported (TMA adds tiles "
+                            "of shared memory; a vector is stored from registers)", code="unsupported-program",
+                            hint="add a tile of one row or column (a matrix tile) instead", loc=op.loc)
         if isinstance(value, RowVector):             # a vector: each element written once, clipped at the edge
             length = target.shape[-1]
             origin = [_evaluate(a, self.env) for a in op.target.origin]
@@ -910,7 +927,7 @@ class _Consumer:
             start = origin[-1] + self.row0(op.source) if self.row0(op.source) else origin[-1]
             value.store(target.span(), start + row_start, stop=row_start + length)
             return
-        plan = next(st for st in self.s.stores if st.source == op.source)
+        plan = next(st for st in self.s.stores if st.source == op.source and st.target == op.target)
         if plan.direct:
             self._direct_store(op)
             return
@@ -938,7 +955,8 @@ class _Consumer:
             fence_shared_to_async()
             self.wg.sync()
             end = None if op.target.end is None else _evaluate(op.target.end, self.env)
-            tma.store(buffer, _origin(op.target, self.env, row0, first), predicate=leader, wait=False, end=end)
+            tma.store(buffer, _origin(op.target, self.env, row0, first), predicate=leader, wait=False, end=end,
+                      add=plan.add)
 
     def _direct_store(self, op: Copy) -> None:
         """A tile stored by each thread's own elements, clipped at the tensor's end (see ``StorePlan.direct``)."""

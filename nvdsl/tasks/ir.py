@@ -179,10 +179,12 @@ class Fill(Op):
 
 @dataclass(frozen=True)
 class Copy(Op):
-    """Move a tile: from an argument's region into a local tensor, or from a local tensor into one."""
+    """Move a tile: from an argument's region into a local tensor, or from a local tensor into one;
+    ``accumulate``: add the local tile into the argument's region (``Ct[i, j] += v``), each element atomically."""
 
     source: Operand
     target: Operand
+    accumulate: bool = False
 
     def reads(self):
         return (self.source,)
@@ -191,17 +193,20 @@ class Copy(Op):
         return (self.target,)
 
     def __str__(self):
-        return f"e{self.id} = copy {self.source} -> {self.target}{self._deps_text()}"
+        verb = "add" if self.accumulate else "copy"
+        return f"e{self.id} = {verb} {self.source} -> {self.target}{self._deps_text()}"
 
 
 @dataclass(frozen=True)
 class Mma(Op):
-    """``acc += a @ b`` on the tensor cores; ``transpose_b``: ``b`` holds B's transpose (K-major B)."""
+    """``acc += a @ b`` on the tensor cores; ``transpose_b``: ``b`` holds B's transpose (K-major B);
+    ``transpose_a``: ``a`` holds A's transpose (M-major A, 16-bit types)."""
 
     acc: str
     a: Operand
     b: Operand
     transpose_b: bool = False
+    transpose_a: bool = False
 
     def reads(self):
         return (self.acc, self.a, self.b)
@@ -211,7 +216,8 @@ class Mma(Op):
 
     def __str__(self):
         b = f"{self.b}.T" if self.transpose_b and not isinstance(self.b, Region) else str(self.b)
-        return f"e{self.id} = mma {self.acc} += {self.a} @ {b}{self._deps_text()}"
+        a = f"{self.a}.T" if self.transpose_a and not isinstance(self.a, Region) else str(self.a)
+        return f"e{self.id} = mma {self.acc} += {a} @ {b}{self._deps_text()}"
 
 
 @dataclass(frozen=True)

@@ -354,7 +354,7 @@ def check_products(levels: Levels, body: TileBody) -> None:
                 raise TaskError(f"{op}: '{operand_name(operand)}' is {t.dtype.name}; the tensor cores multiply "
                                 "float16, bfloat16 or float8 tiles", code="bad-dtype", loc=op.loc)
         m, n = program.tensor(op.acc).shape
-        k = program.tensor(operand_name(op.a)).shape[-1]
+        k = program.tensor(operand_name(op.a)).shape[0 if op.transpose_a else -1]
         item = program.tensor(operand_name(op.a)).dtype.itemsize
         k_step = 32 // item
         for operand in (op.a, op.b):
@@ -586,6 +586,8 @@ def _rings(program: Program, body: TileBody, split: Split, phases: Phases | None
             names = {operand_name(x) for op in ops for x in op.reads()}
             groups.append(("step", phase, [op for op in main_loads if op.target in names]))
     consumers = tuple(f"consumer{c}" for c in range(split.consumers))
+    # an M-major A (At[k, i].T): its consumers share its columns, each box holding all its K rows
+    m_major = {operand_name(op.a) for op, _ in ir.walk(program.body) if isinstance(op, Mma) and op.transpose_a}
     rings = []
     for per, phase, loads in groups:
         loads = [op for op in loads if program.tensor(op.target).memory == SHARED]
@@ -594,8 +596,8 @@ def _rings(program: Program, body: TileBody, split: Split, phases: Phases | None
         offset, tiles = 0, []
         for op in loads:
             local = program.tensor(op.target)
-            box_rows = split.rows if op.target in split.split else local.shape[-2]
-            rows = _rows_worth_loading(program, body, op, box_rows, mapping)
+            box_rows = split.rows if op.target in split.split and op.target not in m_major else local.shape[-2]
+            rows = None if op.target in m_major else _rows_worth_loading(program, body, op, box_rows, mapping)
             box, swizzle = _box(local.shape, local.dtype, rows or box_rows, mapping)
             tiles.append(RingTile(op.target, op.source, local.dtype, box, swizzle, offset, rows=rows))
             offset += _aligned(tiles[-1].nbytes)
@@ -687,6 +689,12 @@ def _stores(program: Program, body: TileBody, split: Split, mapping: Mapping) ->
         target = program.tensor(op.target.tensor)
         if ((target.shape[-1] * target.dtype.itemsize) % TMA_STRIDE_BYTES or lanes) and \
                 op.target.end is None and len(target.shape) == 2 and not products:  # (else TMA, staged if need be)
+            if op.accumulate:
+                raise TaskError(f"{op}: a tile is added into '{op.target.tensor}' by TMA's atomic reduction, "
+                                "which needs the tile in shared memory: a program without products keeps its "
+                                "tiles in registers", code="unsupported-program",
+                                hint="write the tiles into a scratch tensor (t[...] = v), one per iteration, and "
+                                     "sum them in a second program", loc=op.loc)
             stores.append(StorePlan(op.source, op.target, local.dtype, (out_rows, local.shape[-1]), local.shape[-1],
                                     (), direct=True))
             continue
@@ -704,10 +712,11 @@ def _stores(program: Program, body: TileBody, split: Split, mapping: Mapping) ->
                       (t.target in split.split) == (op.source in split.split)), None)
         # (at most 128 columns: storing 256 at once from the tile spilled attention's consumers at D = 256)
         if reuse is not None and columns <= 128:
-            stores.append(StorePlan(op.source, op.target, local.dtype, box, columns, (), reuse.target))
+            stores.append(StorePlan(op.source, op.target, local.dtype, box, columns, (), reuse.target,
+                                    add=op.accumulate))
             tile_loads.remove(reuse)
         else:
-            stores.append(StorePlan(op.source, op.target, local.dtype, box, slice_columns, names))
+            stores.append(StorePlan(op.source, op.target, local.dtype, box, slice_columns, names, add=op.accumulate))
     return stores
 
 
@@ -759,6 +768,7 @@ def _joined_products(program: Program, prologue, main: Loop | None, rings) -> tu
         if not (isinstance(first, Mma) and isinstance(second, Mma)) or {first.id, second.id} & used:
             continue
         if not (first.a == second.a and isinstance(first.a, str) and first.transpose_b == second.transpose_b and
+                not first.transpose_a and not second.transpose_a and
                 first.acc != second.acc and {first.acc, second.acc} <= zeros):
             continue
         ring = next((r for r in rings if r.per == "step" and {first.b, second.b} <= {t.local for t in r.tiles}), None)

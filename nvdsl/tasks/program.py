@@ -179,6 +179,17 @@ class TileRef(_TileMath):
     def __matmul__(self, other) -> "_Product":
         return _Product(self, other)
 
+    def __getitem__(self, key):
+        if key is Ellipsis:                  # t[...] += v reads the tile as itself
+            return self
+        return super().__getitem__(key)
+
+    def __iadd__(self, value) -> "_Accumulation":
+        """``Ct[i, j] += v``: add the computed float32 tile ``v`` into this tile of a float32 argument (declared
+        in ``reduces`` or ``writes``), each element atomically: parallel iterations may add into one tile, and
+        the sums' rounding may differ from run to run (the order of the additions is the order they land)."""
+        return _Accumulation(self, value)
+
     def __setitem__(self, key, value) -> None:
         if key is not Ellipsis:
             raise _error("assign a whole tile: t[...] = value", code="bad-tile")
@@ -363,11 +374,13 @@ class Local(_TileMath):
             if len(self.shape) != 2 or a_shape[1] != b_shape[0] or (a_shape[0], b_shape[1]) != self.shape:
                 raise _error(f"{self.name} {list(self.shape)} += {_describe(a)} @ {_describe(b)}: the shapes do "
                              f"not make a product of {list(self.shape)}", code="bad-shape")
-            if isinstance(a, TileRef) and a.transposed:
-                raise _error(f"the A operand {a.region} cannot be transposed: wgmma reads A with K contiguous",
-                             code="bad-tile", hint="store A as (M, K)")
+            if isinstance(a, TileRef) and a.transposed and a.dtype.itemsize != 2:
+                raise _error(f"the A operand {a.region} cannot be transposed: wgmma reads a {a.dtype.name} A with K "
+                             "contiguous (it transposes 16-bit operands only)", code="bad-tile",
+                             hint="store A as (M, K)")
             trace.add(ir.Mma, acc=self.name, a=a._operand(), b=b._operand(),
-                      transpose_b=isinstance(b, TileRef) and b.transposed)
+                      transpose_b=isinstance(b, TileRef) and b.transposed,
+                      transpose_a=isinstance(a, TileRef) and a.transposed)
             return self
         value = _as_operand(other, self.shape)
         trace.add(ir.Map, out=self.name, fn="add", inputs=(self.name, value))
@@ -631,9 +644,28 @@ def _reduce(fn: str, value, axis: int) -> Local:
     return out
 
 
+@dataclass(frozen=True, eq=False)
+class _Accumulation:
+    """``tile += value`` on an argument's tile, until the assignment Python makes of it stores it."""
+    tile: TileRef
+    value: object
+
+
 def _store(tile: TileRef, value) -> None:
     trace = _current("assigning a tile")
-    _check_privilege(tile, "write", "write")
+    accumulate = isinstance(value, _Accumulation)
+    if accumulate:
+        if value.tile.region != tile.region:
+            raise _error(f"{value.tile.region} += ... is assigned to {tile.region}: add into a tile in place "
+                         "(Ct[i, j] += v)", code="bad-tile")
+        value = value.value
+        _check_privilege(tile, "reduce", "accumulate into")
+        if tile.dtype != dt.float32:
+            raise _error(f"adding into {tile.region}: nvdsl accumulates into float32 tensors, and "
+                         f"'{tile.tensor.name}' is {tile.dtype.name}", code="bad-dtype",
+                         hint="accumulate into a float32 tensor and convert it once every addition is done")
+    else:
+        _check_privilege(tile, "write", "write")
     if not isinstance(value, Local):
         raise _error(f"assign a computed tile to {tile.region}, got {value!r}", code="bad-tile")
     if value.shape != tile.region.matrix_shape:
@@ -641,7 +673,7 @@ def _store(tile: TileRef, value) -> None:
     if value.dtype != tile.dtype:
         raise _error(f"storing a {value.dtype.name} tile into {tile.tensor.name} ({tile.dtype.name})", code="bad-dtype",
                      hint=f"convert it first: value.astype({tile.tensor.name}.dtype)")
-    trace.add(ir.Copy, source=value.name, target=tile.region)
+    trace.add(ir.Copy, source=value.name, target=tile.region, accumulate=accumulate)
 
 
 # --- building blocks of a task body ---------------------------------------------------------------------

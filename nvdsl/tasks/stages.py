@@ -128,6 +128,7 @@ class StorePlan:
     staging: tuple[str, ...]          # one buffer per consumer
     in_tile: str = ""                 # or: each consumer's rows of this tile ring tile, whose reads have retired
     direct: bool = False              # or: each thread stores its own elements (no TMA), clipped at the end
+    add: bool = False                 # added into the region by TMA's atomic reduction (``Ct[i, j] += v``)
 
 
 @dataclass(frozen=True)
@@ -352,8 +353,9 @@ def format_store(st: StorePlan) -> str:
         return (f"store {st.source} -> {st.target}: each thread its own elements, clipped at the tensor's end (a "
                 "program without products: no TMA)")
     through = f"each consumer's rows of {st.in_tile}" if st.in_tile else ", ".join(st.staging)
-    return (f"store {st.source} -> {st.target}: {st.slice_columns} columns at a time through {through}, TMA box "
-            f"{list(st.box)}")
+    verb, how = ("add", " (an atomic reduction)") if st.add else ("store", "")
+    return (f"{verb} {st.source} -> {st.target}: {st.slice_columns} columns at a time through {through}, TMA box "
+            f"{list(st.box)}{how}")
 
 
 def format_joined(j: Joined) -> str:

@@ -45,11 +45,13 @@ class Staged:
 def staged_arguments(s: Schedule, layouts: dict) -> list[Staged]:
     """The arguments of the kernel of ``s`` that go through staging copies: those its TMA descriptors move whose
     layout (``layouts``: name -> (shape, itemsize, element strides or None, unaligned start)) no descriptor can
-    address. An argument the kernel reads, or writes only in part, is copied in; one it writes is copied out."""
+    address. An argument the kernel reads, adds into or writes only in part, is copied in; one it writes is
+    copied out."""
     moved_by_tma = {t.source.tensor for r in s.rings for t in r.tiles} | \
         {st.target.tensor for st in s.stores if not st.direct}      # (direct stores clip each thread's own)
     writes = [(w, loops) for op, loops in walk(s.program.body) for w in op.writes() if isinstance(w, Region)]
     reads = {r.tensor for op, _ in walk(s.program.body) for r in op.reads() if isinstance(r, Region)}
+    added_into = {op.target.tensor for op, _ in walk(s.program.body) if getattr(op, "accumulate", False)}
     found = []
     for name in sorted(moved_by_tma):
         shape, itemsize, strides, unaligned = layouts[name]
@@ -58,7 +60,8 @@ def staged_arguments(s: Schedule, layouts: dict) -> list[Staged]:
         if not math.prod(shape) or why is None:
             continue
         its_writes = [(w, loops) for w, loops in writes if w.tensor == name]
-        copied_in = name in reads or not its_writes or not any(covers(w, loops, shape) for w, loops in its_writes)
+        copied_in = name in reads or name in added_into or not its_writes or \
+            not any(covers(w, loops, shape) for w, loops in its_writes)
         found.append(Staged(name, why, copied_in, bool(its_writes)))
     return found
 

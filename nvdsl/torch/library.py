@@ -8,7 +8,7 @@ backward without a graph break. An op's forward and backward run on CUDA tensors
 (the interpreter).
 
 Backward of ``c = a @ b``: ``da = dc @ b.T`` (``b.T`` is read as the K-major operand it is, no copy) and
-``db = a.T @ dc`` (``a.T`` as the A operand goes through the GEMM's staging copy: TMA reads A's rows).
+``db = a.T @ dc`` (``a.T`` is read as the M-major A operand it is, no copy).
 Backward of ``y = act(x @ w.T + bias)``: ``dz = dy * act'(z)`` by one nvdsl kernel
 (``nvdsl.kernels.linear_grad``: z recomputed in a GEMM's accumulator, never stored, the derivative applied in its
 epilogue), then ``dx = dz @ w`` and ``dw = dz.T @ x`` by nvdsl GEMMs, and ``dbias`` by a torch sum in float32.
