@@ -155,6 +155,12 @@ def test_the_backward_schedules_are_explained(request):
     assert "a loop without them, then one with them" in text
     text = nt.build(library.dq_program(True, 0.125), dq_mapping).explain(q, q, k, v, q, lse, lse)
     golden("tasks_attention_dq_causal.schedule.txt", text, request)
+    # dQ's parts summed by the dK/dV program: dS staged for its transposed read, each step's part added by TMA
+    text = nt.build(library.dkdv_program(True, 0.125, parts="dkdvdq"), dkdv_mapping).explain(
+        parts, parts, parts, q, k, v, q, lse, lse)
+    golden("tasks_attention_dkdvdq_causal.schedule.txt", text, request)
+    assert "operand_t9_0 (whole kernel)" in text and "mma dq += t9.T @ K_s0" in text
+    assert "add dq -> DQ[" in text and "(an atomic reduction)" in text
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -181,6 +187,29 @@ def test_head_dim_256_runs_dq_dk_and_dv_each_on_one_consumer(causal):
             assert resources.spill_stores == 0 and resources.stack_frame == 0, (name, resources)
         if find_tool("nvdisasm"):
             assert {"HGMMA", "UTMALDG", "UTMASTG", "SYNCS"} <= sass_opcodes(compiled.sass())
+
+
+@pytest.mark.parametrize("deterministic, programs", [
+    (False, ["attention_delta", "attention_dkdvdq"]), (True, ["attention_delta", "attention_dq", "attention_dkdv"])])
+def test_dq_summed_in_the_dk_dv_program_or_by_its_own_pass(monkeypatch, deterministic, programs):
+    """deterministic=False (D 64 and 128): the dK/dV program adds each step's dQ part into a float32 sum
+    (FlashAttention-3's five products a step); deterministic=True runs dQ's own pass. Both within the float64
+    reference's bounds, GQA and ragged, causal; a read-only dq is refused by its name either way."""
+    built = []
+    real = library._built
+    monkeypatch.setattr(library, "_built", lambda program, mapping: built.append(program.name) or
+                        real(program, mapping))
+    q, k, v, o, lse = problem(1, 2, 1, 150, 170, 64, "float16", 3)
+    library.attention(q, k, v, o, lse, causal=True)
+    do, = problem(1, 2, 1, 150, 170, 64, "float16", 10)[:1]
+    grads = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    library.attention_backward(q, k, v, o, lse, do, *grads, causal=True, deterministic=deterministic)
+    assert built == programs
+    check((q, k, v, o, do), grads, True)
+    grads[0].setflags(write=False)
+    with pytest.raises(nvdsl.ArgumentError) as refused:
+        library.attention_backward(q, k, v, o, lse, do, *grads, causal=True, deterministic=deterministic)
+    assert refused.value.code == "read-only" and ("'dq'" in str(refused.value) or "'DQ'" in str(refused.value))
 
 
 def test_a_repeated_call_plans_once_and_still_checks_each_arrays_layout(backend):
@@ -229,15 +258,18 @@ def test_bad_arguments_are_named(change, code, words):
 
 @requires_gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("h, hkv, l, d, causal, dtype", [
-    (4, 4, 1000, 128, True, "bfloat16"),
-    (8, 2, 777, 64, False, "float16"),
-    (2, 1, 513, 64, True, "bfloat16"),
-    (4, 2, 700, 256, True, "float16"),
-    (2, 2, 1030, 256, False, "bfloat16"),
+@pytest.mark.parametrize("h, hkv, l, d, causal, dtype, deterministic", [
+    (4, 4, 1000, 128, True, "bfloat16", True),
+    (8, 2, 777, 64, False, "float16", True),
+    (2, 1, 513, 64, True, "bfloat16", True),
+    (4, 2, 700, 256, True, "float16", True),
+    (2, 2, 1030, 256, False, "bfloat16", True),
+    (4, 2, 1000, 128, True, "bfloat16", False),
+    (8, 8, 777, 64, False, "float16", False),
 ])
-def test_gradients_match_torch_autograd(h, hkv, l, d, causal, dtype):
-    """torch tensors on the GPU, against torch autograd through scaled_dot_product_attention in float64."""
+def test_gradients_match_torch_autograd(h, hkv, l, d, causal, dtype, deterministic):
+    """torch tensors on the GPU, against torch autograd through scaled_dot_product_attention in float64 (with
+    deterministic=False, dQ's float32 sum in any order: within the same bound, which holds for any order)."""
     torch = pytest.importorskip("torch")
     half = getattr(torch, dtype)
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -246,7 +278,7 @@ def test_gradients_match_torch_autograd(h, hkv, l, d, causal, dtype):
     o, lse = torch.empty_like(q), torch.empty(2, h, l, device="cuda")
     library.attention(q, k, v, o, lse, causal=causal)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    library.attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal=causal)
+    library.attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal=causal, deterministic=deterministic)
     leaves = [x.double().requires_grad_() for x in (q, k, v)]
     expanded = [x.repeat_interleave(h // hkv, dim=1) for x in leaves[1:]]
     out = torch.nn.functional.scaled_dot_product_attention(leaves[0], *expanded, is_causal=causal)
@@ -260,15 +292,19 @@ def test_gradients_match_torch_autograd(h, hkv, l, d, causal, dtype):
 @requires_gpu
 @pytest.mark.gpu
 def test_gradients_are_the_same_bits_on_every_run():
+    """By default (deterministic=True) every gradient is the same bits on every run; with deterministic=False dK
+    and dV are (dQ's float32 sum takes the key blocks' parts in the order they land)."""
     torch = pytest.importorskip("torch")
     gen = torch.Generator(device="cuda").manual_seed(1)
     q, k, v, do = (torch.randn(2, 8, 2048, 128, device="cuda", generator=gen).half() for _ in range(4))
     o, lse = torch.empty_like(q), torch.empty(2, 8, 2048, device="cuda")
     library.attention(q, k, v, o, lse, causal=True)
-    runs = []
-    for _ in range(3):
-        grads = [torch.empty_like(x) for x in (q, k, v)]
-        library.attention_backward(q, k, v, o, lse, do, *grads, causal=True)
-        runs.append(grads)
-    torch.cuda.synchronize()
-    assert all(torch.equal(a, b) for run in runs[1:] for a, b in zip(runs[0], run))
+    for deterministic in (True, False):
+        runs = []
+        for _ in range(3):
+            grads = [torch.empty_like(x) for x in (q, k, v)]
+            library.attention_backward(q, k, v, o, lse, do, *grads, causal=True, deterministic=deterministic)
+            runs.append(grads)
+        torch.cuda.synchronize()
+        exact = slice(0, 3) if deterministic else slice(1, 3)
+        assert all(torch.equal(a, b) for run in runs[1:] for a, b in zip(runs[0][exact], run[exact]))

@@ -764,3 +764,41 @@ def test_a_is_read_m_major_on_the_gpu():
     cores are the judge)."""
     for k, m, n in [(64, 64, 64), (32, 128, 128), (16, 192, 64)]:
         test_a_is_read_m_major_from_its_transposed_tile(k, m, n)
+
+
+@pytest.mark.parametrize("m", [64, 128])
+def test_a_product_staged_in_shared_memory_is_read_transposed_by_the_next(m):
+    """FlashAttention's dS staging: S = A @ B (m x 64) stored as float16 into shared memory in the layout a
+    thread-written wgmma operand has (``store(..., swizzle=128)``), then read M-major as A of S.T @ C (64 x 64).
+    Small integers: S and the result are exact in float16 and float32."""
+    @nvdsl.mlir_func
+    def two_products(a, b, c, out):
+        tmas = [nvdsl.TMA(x, box=(x.shape[0], 64), swizzle=128) for x in (a, b, c)]
+
+        @nvdsl.gpu_launch(grid=1, block=128, smem=(m * 64 * 2) * 3 + 64 * 64 * 2)
+        def kernel(ctx):
+            a_tile, b_tile, c_tile = (load_box(ctx, t, (0, 0), shape) for t, shape in
+                                      zip(tmas, ((m, 64), (64, 64), (m, 64))))
+            s_tile = ctx.dynamic_shared((m, 64), nvdsl.float16, align=1024)
+            s = nvdsl.WGMMAAccumulator(m, 64)
+            s += nvdsl.WGMMAMatrix(a_tile, tmas[0]) @ nvdsl.WGMMAMatrix(b_tile, tmas[1])
+            s.store(s_tile, swizzle=128)
+            nvdsl.fence_shared_to_async()
+            ctx.sync_threads()
+            acc = nvdsl.WGMMAAccumulator(64, 64)
+            acc += nvdsl.WGMMAMatrix(s_tile, swizzle=128, transposed=True) @ nvdsl.WGMMAMatrix(c_tile, tmas[2])
+            acc.store(out)
+        kernel()
+
+    rng = np.random.default_rng(m)
+    a, b, c = (rng.integers(-1, 2, shape).astype(np.float16) for shape in ((m, 64), (64, 64), (m, 64)))
+    out = np.zeros((64, 64), np.float32)
+    two_products(a, b, c, out)
+    s = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_array_equal(out, s.T @ c.astype(np.float32))
+
+
+@requires_gpu
+def test_a_product_staged_in_shared_memory_is_read_transposed_on_the_gpu():
+    for m in (64, 128):
+        test_a_product_staged_in_shared_memory_is_read_transposed_by_the_next(m)

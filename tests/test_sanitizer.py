@@ -17,7 +17,7 @@ from nvdsl.testing import requires_gpu
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOOLS = ("memcheck", "racecheck", "synccheck")
 
-def _backward_program(d: int) -> str:
+def _backward_program(d: int, deterministic: bool = True) -> str:
     """A sanitized program: attention's backward at head_dim ``d`` against NumPy."""
     return (
         "import numpy as np; from nvdsl.kernels.attention import attention, attention_backward; "
@@ -25,7 +25,7 @@ def _backward_program(d: int) -> str:
         "q, do, k, v = f(1, 2, 130, {d}), f(1, 2, 130, {d}), f(1, 1, 200, {d}), f(1, 1, 200, {d}); "
         "o, lse = np.zeros_like(q), np.zeros((1, 2, 130), np.float32); attention(q, k, v, o, lse, causal=True); "
         "dq, dk, dv = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v); "
-        "attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal=True); "
+        "attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal=True, deterministic={deterministic}); "
         "Q, O, dO = (x.astype(np.float64)[0] for x in (q, o, do)); "
         "K, V = (x.astype(np.float64)[0, 0] for x in (k, v)); "
         "s = np.where(np.tri(130, 200, dtype=bool), Q @ K.T * {scale}, -np.inf); "
@@ -34,7 +34,7 @@ def _backward_program(d: int) -> str:
         "refs = (ds @ K * {scale}, (ds.transpose(0, 2, 1) @ Q * {scale}).sum(0), "
         "(p.transpose(0, 2, 1) @ dO).sum(0)); "
         "errs = [np.abs(g.astype(np.float64).squeeze() - r).max() for g, r in zip((dq, dk, dv), refs)]; "
-        "assert max(errs) < 2e-2, errs; print('PASS')").format(d=d, scale=d ** -0.5)
+        "assert max(errs) < 2e-2, errs; print('PASS')").format(d=d, scale=d ** -0.5, deterministic=deterministic)
 
 
 PROGRAMS = {
@@ -84,6 +84,8 @@ PROGRAMS = {
     # head_dim 256 dK and dV by separate kernels)
     **{name: _backward_program(d) for name, d in (("kernels.attention-backward", 64),
                                                   ("kernels.attention-backward-d256", 256))},
+    # dQ's parts added by the dK/dV kernel: dS staged in shared memory for its transposed read, TMA reductions
+    "kernels.attention-backward-summed-dq": _backward_program(64, deterministic=False),
     # tiles added into one output by TMA reductions from several blocks (three splits of K), C through a staging copy
     "tasks.added": ("import sys; sys.path.insert(0, 'tests'); import numpy as np, nvdsl.tasks as nt; "
                     "from test_tasks_added import added_splits, small_integers; "
@@ -155,6 +157,7 @@ def environment(tmp_path, backend):
 @pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm",
                                      "kernels.attention", "kernels.gemm-odd", "kernels.rowwise",
                                      "kernels.attention-backward", "kernels.attention-backward-d256",
+                                     "kernels.attention-backward-summed-dq",
                                      "kernels.attention-variants",
                                      "kernels.attention-varlen", "kernels.attention-decode", "tasks.profile",
                                      "tasks.added",

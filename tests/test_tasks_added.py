@@ -25,6 +25,26 @@ def added_splits(C, A, B):
         Ct[i, j] += acc
 
 
+@nt.task(reads=("Q", "K"), reduces=("DQ",))
+def summed_over_key_blocks(DQ, Q, K):
+    """Attention's dQ pattern: per block of keys j (the parallel loop) and block of queries i, St = K Q^T (keys
+    x queries, the consumers sharing its rows), then St.T @ K (the product's K is the keys, so each consumer sums
+    its own keys: staged in shared memory and read M-major), added into DQ's tile i."""
+    BM, BN = nt.tunable("BM", 64), nt.tunable("BN", 128)
+    d = Q.shape[1]
+    Qt, Kt, DQt = nt.blocks(Q, (BM, d)), nt.blocks(K, (BN, d)), nt.blocks(DQ, (BM, d))
+    for j in nt.prange(Kt.grid[0]):
+        for i in nt.srange(Qt.grid[0]):
+            st = nt.zeros((BN, BM), name="st")
+            st += Kt[j, 0] @ Qt[i, 0].T
+            dq = nt.zeros((BM, d), name="dq")
+            dq += st.astype(Q.dtype).T @ Kt[j, 0]
+            DQt[i, 0] += dq
+
+
+SUMMED_MAPPING = nt.Mapping(tiles={"BM": 64, "BN": 128}, pipeline=2, persistent=False)
+
+
 def small_integers(shape, dtype, seed):
     return np.random.default_rng(seed).integers(-2, 3, shape).astype(dtype)
 
@@ -40,6 +60,41 @@ def test_splits_add_into_the_output_it_already_holds(m, n, k):
     want = c + a.astype(np.float32) @ b.astype(np.float32)
     nt.build(added_splits, nt.Mapping())(c, a, b)
     np.testing.assert_array_equal(c, want)
+
+
+@pytest.mark.parametrize("l, lk, d", [(128, 256, 64), (200, 300, 128)])
+def test_a_transposed_computed_tile_is_summed_over_the_consumers_rows(l, lk, d):
+    """St's rows (keys) are shared by the two consumers; St.T @ K sums over them, each consumer its own part,
+    and the parts are added into DQ. Small integers: St is exact in float16 (|St| <= d) and every sum in
+    float32, so the result is exact in any order."""
+    q = small_integers((l, d), np.float16, 1) % 2
+    k = small_integers((lk, d), np.float16, 2) % 2
+    dq = np.zeros((l, d), np.float32)
+    kernel = nt.build(summed_over_key_blocks, SUMMED_MAPPING)
+    kernel(dq, q, k)
+    st = k.astype(np.float32) @ q.astype(np.float32).T
+    np.testing.assert_array_equal(dq, st.T @ k.astype(np.float32))
+    text = kernel.explain(dq, q, k)
+    assert "operand_t_0 (whole kernel)" in text and "mma dq += t.T @ K_s0" in text
+    assert "each holds all of dq, its part of the sum over the rows it holds" in str(kernel.passes(dq, q, k)["split"])
+
+
+def test_a_consumers_part_of_a_sum_is_only_added_into_an_argument():
+    @nt.task(reads=("Q", "K"), reduces=("DQ",))
+    def scaled_part(DQ, Q, K):
+        Qt, Kt, DQt = nt.blocks(Q, (64, 64)), nt.blocks(K, (128, 64)), nt.blocks(DQ, (64, 64))
+        for j in nt.prange(Kt.grid[0]):
+            st = nt.zeros((128, 64), name="st")
+            st += Kt[j, 0] @ Qt[0, 0].T
+            dq = nt.zeros((64, 64), name="dq")
+            dq += st.astype(Q.dtype).T @ Kt[j, 0]
+            DQt[0, 0] += dq * 2.0
+    args = (np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float16), np.zeros((256, 64), np.float16))
+    error = _refused(scaled_part, args, "unsupported-program", nt.Mapping(pipeline=2, persistent=False))
+    assert "its own part of the sum in 'dq'" in str(error) and "+= dq" in error.hint
+    pingpong = nt.Mapping(tiles={"BM": 64, "BN": 128}, schedule="pingpong", consumers=2)
+    error = _refused(summed_over_key_blocks, args, "bad-mapping", pingpong)
+    assert "a ping-pong's consumers hold whole tiles" in str(error)
 
 
 def test_the_schedule_says_the_tile_is_added_and_iterations_may_share_it():
@@ -136,6 +191,12 @@ def test_a_hand_written_addition_into_half_precision_is_refused():
     with pytest.raises(nvdsl.TraceError) as info:
         add_halves.trace(np.zeros((64, 64), np.float16))
     assert info.value.code == "bad-tma" and "float32" in info.value.hint
+
+
+@requires_gpu
+def test_a_transposed_computed_tile_is_summed_on_the_gpu():
+    for shape in [(128, 256, 64), (200, 300, 128)]:
+        test_a_transposed_computed_tile_is_summed_over_the_consumers_rows(*shape)
 
 
 @requires_gpu

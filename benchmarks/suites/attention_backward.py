@@ -1,6 +1,7 @@
 """Attention backward: dQ, dK, dV of ``O = softmax(Q Kᵀ [+ causal mask]) V`` given dO, fp16 or bf16;
 10·B·H·L²·D FLOPs (2.5x the forward's, the five products of FlashAttention's count; half under a causal mask).
-nvdsl recomputes the scores in its dQ pass, so it executes 14·B·H·L²·D: the table counts the same 10 for all.
+nvdsl's default (deterministic) backward recomputes the scores in its dQ pass, so it executes 14·B·H·L²·D: the
+table counts the same 10 for all.
 
 Inputs are drawn once per shape as contiguous (B, H, L, D) tensors, Q and K scaled by ``D^-1/4`` (unit-variance
 logits, ``scale=1.0`` everywhere). Timed: the backward alone.
@@ -8,7 +9,9 @@ logits, ``scale=1.0`` everywhere). Timed: the backward alone.
 * ``sdpa-cudnn``, ``sdpa-flash``: ``torch.autograd.grad`` of ``scaled_dot_product_attention`` (one backend, via
   ``sdpa_kernel``) through a forward run once outside the timing (``retain_graph=True``);
 * ``nvdsl-attention-backward``: ``nvdsl.kernels.attention.attention_backward`` given the output and log-sum-exp
-  of ``nvdsl.kernels.attention.attention`` (computed once, outside the timing).
+  of ``nvdsl.kernels.attention.attention`` (computed once, outside the timing): dQ by its own pass;
+* ``nvdsl-attention-backward-summed-dq``: the same with ``deterministic=False``: at D 64 and 128, dQ summed in
+  float32 by the dK/dV kernel (its additions in any order).
 
 Gradients are checked against the flash backend's (relative Frobenius error of dQ, dK and dV).
 """
@@ -78,23 +81,27 @@ def _sdpa(backend_name: str) -> Callable:
     return prepare
 
 
-def _nvdsl(ops, args) -> harness.Prepared:
-    import torch
-    from nvdsl.kernels.attention import attention, attention_backward
+def _nvdsl(deterministic: bool) -> Callable:
+    def prepare(ops, args) -> harness.Prepared:
+        import torch
+        from nvdsl.kernels.attention import FUSED_DQ_HEAD_DIMS, attention, attention_backward
 
-    o = torch.empty_like(ops.q)
-    lse = torch.empty(ops.q.shape[:3], dtype=torch.float32, device=ops.q.device)
-    attention(ops.q, ops.k, ops.v, o, lse, causal=ops.causal, scale=1.0)
-    dq, dk, dv = (torch.empty_like(x) for x in (ops.q, ops.k, ops.v))
-    call = lambda: attention_backward(ops.q, ops.k, ops.v, o, lse, ops.do, dq, dk, dv,   # noqa: E731
-                                      causal=ops.causal, scale=1.0)
-    check = harness.checked_call(call, dq, ops.ref[0], RTOL, also=((dk, ops.ref[1]), (dv, ops.ref[2])))
-    return harness.Prepared(call, check, {"passes": "D, dQ, dK+dV"})
+        o = torch.empty_like(ops.q)
+        lse = torch.empty(ops.q.shape[:3], dtype=torch.float32, device=ops.q.device)
+        attention(ops.q, ops.k, ops.v, o, lse, causal=ops.causal, scale=1.0)
+        dq, dk, dv = (torch.empty_like(x) for x in (ops.q, ops.k, ops.v))
+        call = lambda: attention_backward(ops.q, ops.k, ops.v, o, lse, ops.do, dq, dk, dv,   # noqa: E731
+                                          causal=ops.causal, scale=1.0, deterministic=deterministic)
+        check = harness.checked_call(call, dq, ops.ref[0], RTOL, also=((dk, ops.ref[1]), (dv, ops.ref[2])))
+        fused = not deterministic and ops.q.shape[-1] in FUSED_DQ_HEAD_DIMS
+        return harness.Prepared(call, check, {"passes": "D, dK+dV+dQ (summed), dQ cast" if fused else
+                                              "D, dQ, dK+dV"})
+    return prepare
 
 
 def systems() -> dict[str, Callable]:
     return {"sdpa-cudnn": _sdpa("CUDNN_ATTENTION"), "sdpa-flash": _sdpa("FLASH_ATTENTION"),
-            "nvdsl-attention-backward": _nvdsl}
+            "nvdsl-attention-backward": _nvdsl(True), "nvdsl-attention-backward-summed-dq": _nvdsl(False)}
 
 
 def run(args) -> list[harness.Measurement]:

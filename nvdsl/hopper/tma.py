@@ -301,20 +301,24 @@ class SharedBoxes:
     (address bits 4.. XOR bits 7.., over as many bits as the span has chunks).
     """
 
-    def __init__(self, tile: Array, tma: "TMA", what: str, code: str = "bad-tma"):
-        if not isinstance(tma, TMA):
+    def __init__(self, tile: Array, tma: "TMA | None", what: str, code: str = "bad-tma", *, swizzle: int = 0):
+        if tma is None and swizzle in (32, 64, 128) and isinstance(tile, Array):
+            # a tile its threads write, laid out as a load of boxes of all its rows, ``swizzle`` bytes wide
+            box, dtype = (tile.shape[0], swizzle // tile.dtype.itemsize), tile.dtype
+        elif not isinstance(tma, TMA):
             raise TraceError(f"{what}: tma= needs an nvdsl.TMA, got {tma!r}", code=code, loc=user_location())
-        box = tma.box
+        else:
+            box, dtype, swizzle = tma.box, tma.array.dtype, tma.spec.swizzle
         while len(box) > 2 and box[0] == 1:      # a batch coordinate: the box is one matrix deep
             box = box[1:]
         if not (isinstance(tile, Array) and tile.space == SHARED and tile.ndim == 2 and len(box) == 2
-                and tile.shape[0] % box[0] == 0 and tile.shape[1] % box[1] == 0 and tile.dtype == tma.array.dtype):
-            raise TraceError(f"{what}: a shared {tma.array.dtype.name} tile made of whole boxes {list(box)} of the "
-                             f"descriptor is needed, got {tile!r}", code=code, loc=user_location())
-        span = swizzle_alignment(tma.spec.swizzle)
+                and tile.shape[0] % box[0] == 0 and tile.shape[1] % box[1] == 0 and tile.dtype == dtype):
+            raise TraceError(f"{what}: a shared {dtype.name} tile made of whole boxes {list(box)} is needed, got "
+                             f"{tile!r}", code=code, loc=user_location())
+        span = swizzle_alignment(swizzle)
         if tile.alignment < span:
             raise TraceError(f"'{tile.name}' starts at a shared byte offset aligned to {tile.alignment} bytes; a "
-                             f"{tma.spec.swizzle}-byte swizzled tile must start on a multiple of {span}",
+                             f"{swizzle}-byte swizzled tile must start on a multiple of {span}",
                              code="misaligned", hint=f"allocate it with align={span}", loc=user_location())
         self.tile = tile
         self.item = tile.dtype.itemsize
@@ -322,9 +326,9 @@ class SharedBoxes:
         self.boxes_per_row = tile.shape[1] // self.box_cols
         self.box_bytes = self.box_rows * self.box_cols * self.item
         self.row_bytes = self.box_cols * self.item
-        self.swizzle = tma.spec.swizzle
+        self.swizzle = swizzle
         swizzled = f"{self.swizzle}-byte swizzled " if self.swizzle else ""
-        self.description = f"{swizzled}{self.box_rows} x {self.box_cols} boxes of {tma.array.dtype.name}"
+        self.description = f"{swizzled}{self.box_rows} x {self.box_cols} boxes of {dtype.name}"
 
     def swizzled_index(self, offset):
         """The element index of byte ``offset`` (a traced index or an int) of the unswizzled tile."""

@@ -393,7 +393,7 @@ class WGMMAAccumulator(RegisterTile):
         with at_user_line():
             return WGMMAAccumulator.from_values(m, stop - start, picked)
 
-    def store(self, destination: Array, at=None, *, tma: TMA | None = None) -> None:
+    def store(self, destination: Array, at=None, *, tma: TMA | None = None, swizzle: int | None = None) -> None:
         """Write the accumulator into ``destination``, converted to its element type (float32, float16
         or bfloat16), after waiting for every wgmma group of the warpgroup.
 
@@ -404,8 +404,12 @@ class WGMMAAccumulator(RegisterTile):
                 can copy them out: the boxes one after the other, row of boxes by row of boxes, each
                 swizzled as the descriptor says. Give box ``i`` to ``tma.store`` as
                 ``destination.view(tma.box, offset=i * box_bytes)``.
+            swizzle: (32, 64 or 128, instead of ``tma``) lay the shared destination out as
+                ``WGMMAMatrix(destination, swizzle=swizzle)`` reads it: a later product's operand (FlashAttention's
+                P or dS, staged in shared memory to be read transposed). Fence it for the async proxy
+                (``nvdsl.fence_shared_to_async``) and synchronise the warpgroup before the product.
         """
-        _AccumulatorColumns(self, 0, self.shape[1]).store(destination, at, tma=tma)
+        _AccumulatorColumns(self, 0, self.shape[1]).store(destination, at, tma=tma, swizzle=swizzle)
 
     def _fragments(self, columns: tuple[int, int]):
         """Per pair of adjacent accumulator values a thread holds in ``columns`` (start, stop):
@@ -485,7 +489,7 @@ class _AccumulatorColumns:
         self.acc, self.columns = acc, (start, stop)
         self.shape = (acc.shape[0], stop - start)
 
-    def store(self, destination: Array, at=None, *, tma: TMA | None = None) -> None:
+    def store(self, destination: Array, at=None, *, tma: TMA | None = None, swizzle: int | None = None) -> None:
         """As :meth:`WGMMAAccumulator.store`, for these columns."""
         if not isinstance(destination, Array) or destination.ndim != 2 or \
                 destination.dtype not in (dt.float32,) + _INPUT_DTYPES:
@@ -501,8 +505,8 @@ class _AccumulatorColumns:
             wgmma_wait(0)
             # Never nvgpu.warpgroup.mma.store: MLIR 22 lowers it with rows from the block's thread index (wrong
             # for every warpgroup but the first) and steps 64-row chunks by N/2 rows (wrong unless N = 128).
-            if tma is not None:
-                _BoxLayout(destination, tma, self.shape, at).store(self.acc, self.columns)
+            if tma is not None or swizzle is not None:
+                _BoxLayout(destination, tma, self.shape, at, swizzle).store(self.acc, self.columns)
             else:
                 _RowMajor(destination, at).store(self.acc, self.columns)
 
@@ -512,6 +516,19 @@ class _AccumulatorWriter:
 
     def __init__(self, dtype: dt.DType):
         self.dtype = dtype
+
+    def store_tile(self, tile: RegisterTile) -> None:
+        """A register tile of the accumulator layout (any float type), pair by pair, converted."""
+        half = tile.shape[1] // 2
+        source = ir.VectorType.get([2], tile.dtype.mlir_type())
+        target = ir.VectorType.get([2], self.dtype.mlir_type())
+        for (chunk, i), row, col in WGMMAAccumulator._fragments(tile, (0, tile.shape[1])):
+            v = chunk * half + i
+            pair = vector.from_elements(source, [tile.values[v], tile.values[v + 1]])
+            if tile.dtype != self.dtype:
+                convert = arith.truncf if tile.dtype.itemsize > self.dtype.itemsize else arith.extf
+                pair = convert(target, pair)
+            self.write(pair, row, col)
 
     def store(self, acc: WGMMAAccumulator, columns: tuple[int, int]) -> None:
         f32 = ir.F32Type.get()
@@ -543,12 +560,15 @@ class _BoxLayout(_AccumulatorWriter):
     within every ``swizzle``-byte row span (TMA's layout: address bits 4.. XOR bits 7.., over as
     many bits as the swizzle has 16-byte chunks)."""
 
-    def __init__(self, destination: Array, tma: TMA, shape, at):
+    def __init__(self, destination: Array, tma: TMA | None, shape, at, swizzle: int | None = None):
         super().__init__(destination.dtype)
         if at is not None or tuple(shape) != getattr(destination, "shape", None):
-            raise TraceError(f"store(..., tma=) needs a shared tile of the accumulator's shape {list(shape)}, got "
-                             f"{destination!r}", code="bad-wgmma", loc=user_location())
-        self.boxes = SharedBoxes(destination, tma, "WGMMAAccumulator.store", code="bad-wgmma")
+            raise TraceError(f"store(..., tma= or swizzle=) needs a shared tile of the accumulator's shape "
+                             f"{list(shape)}, got {destination!r}", code="bad-wgmma", loc=user_location())
+        if (tma is None) == (swizzle is None) or (swizzle is not None and swizzle not in (32, 64, 128)):
+            raise TraceError(f"store takes tma= or swizzle= (32, 64 or 128), not both; got tma={tma!r}, "
+                             f"swizzle={swizzle!r}", code="bad-wgmma", loc=user_location())
+        self.boxes = SharedBoxes(destination, tma, "WGMMAAccumulator.store", code="bad-wgmma", swizzle=swizzle or 0)
         if self.boxes.box_rows % 64:
             raise TraceError(f"store(..., tma=) needs boxes whose rows are a multiple of 64, not {self.boxes.box_rows}",
                              code="bad-wgmma", loc=user_location())
@@ -565,6 +585,23 @@ class _BoxLayout(_AccumulatorWriter):
         offset = (row_thread + (row_in_box + row_const % 64)) * b.row_bytes + col_thread * b.item + \
             (box * b.box_bytes + col_in_box * b.item)
         vector.store(pair, self.flat.ir, [b.swizzled_index(offset).ir], alignment=2 * b.item)
+
+
+def stage_operand(tile: RegisterTile, destination: Array, swizzle: int = 128) -> None:
+    """Write ``tile`` (a warpgroup's tile in the wgmma accumulator layout, any float type, such as P or dS
+    converted to bfloat16) into the shared ``destination`` of its shape as ``WGMMAMatrix(destination,
+    swizzle=swizzle)`` reads it, two neighbouring values per store: a computed tile staged as a later product's
+    operand, which may read it transposed. Fence it for the async proxy (``nvdsl.fence_shared_to_async``) and
+    synchronise the warpgroup before the product."""
+    current_kernel("nvdsl.stage_operand")
+    if isinstance(tile, WGMMAAccumulator):
+        tile.store(destination, swizzle=swizzle)
+        return
+    if not isinstance(tile, RegisterTile) or len(tile.shape) != 2 or tile.layout != wgmma_accumulator(*tile.shape):
+        raise _bad(f"stage_operand writes a tile of the wgmma accumulator layout, got {tile!r}",
+                   code="layout-mismatch")
+    with at_user_line():
+        _BoxLayout(destination, None, tile.shape, None, swizzle).store_tile(tile)
 
 
 class wgmma_group:

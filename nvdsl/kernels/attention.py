@@ -57,7 +57,7 @@ from .. import dtypes as dt
 from .. import jit
 from .. import tasks as nt
 from ..errors import ArgumentError, TaskError, TraceError, user_location
-from ..arguments import describe, signature_key
+from ..arguments import check_writable, describe, is_torch_tensor, signature_key
 from ..signature import ARRAY
 from ..target import REGISTER_FILE
 from ..scratch import float32_like, scratch_like
@@ -582,10 +582,13 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN, parts: st
     causal mask, those at or after the block's first key, walked from the last). ``DK`` and ``DV`` have a head per
     query head: summed per group of heads by the caller where key/value heads are shared. ``parts`` ``"dk"`` or
     ``"dv"``: the program computes (and takes) only that gradient, with the arrays it needs (at head_dim 256 a
-    consumer cannot hold both accumulators, and the scores are recomputed by each)."""
-    with_dk, with_dv = parts in ("dkdv", "dk"), parts in ("dkdv", "dv")
-    fixed = (("DK",) if with_dk else ()) + (("DV",) if with_dv else ()) + ("Q", "K") + \
-        (("V",) if with_dk else ()) + ("DO", "LSE") + (("DELTA",) if with_dk else ())
+    consumer cannot hold both accumulators, and the scores are recomputed by each). ``parts`` ``"dkdvdq"``: dQ
+    too, each step's ``dS K`` (unscaled) added into the float32 ``DQ`` (FlashAttention-3's: the scores computed
+    once, five products a step; the additions land in any order)."""
+    with_dk, with_dv, with_dq = parts in ("dkdv", "dk", "dkdvdq"), parts in ("dkdv", "dv", "dkdvdq"), \
+        parts == "dkdvdq"
+    fixed = (("DK",) if with_dk else ()) + (("DV",) if with_dv else ()) + (("DQ",) if with_dq else ()) + \
+        ("Q", "K") + (("V",) if with_dk else ()) + ("DO", "LSE") + (("DELTA",) if with_dk else ())
 
     def attention_dkdv(*tensors):
         named = dict(zip(fixed, tensors))
@@ -603,6 +606,8 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN, parts: st
             Dt = nt.blocks(named["DELTA"], (1, 1, BM))
         if with_dv:
             DVt = nt.blocks(named["DV"], (1, 1, BN, d))
+        if with_dq:
+            DQt = nt.blocks(named["DQ"], (1, 1, BM, d))
         blocks = Qt.grid[2]
         mods = Variant.arrays(extra, variant.mask_mod)
         for b, hk, g, j in nt.prange(batch, kv_heads, group, Kt.grid[2]):
@@ -645,15 +650,21 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN, parts: st
                     dst = pt * (dpt - Dt[b, h, i][None, :])
                     if slope is not None:
                         dst = dst * slope
-                    dk += dst.astype(Q.dtype) @ Qt[b, h, i, 0]
+                    ds16 = dst.astype(Q.dtype)
+                    dk += ds16 @ Qt[b, h, i, 0]
+                if with_dq:
+                    dq = nt.zeros((BM, d), name="dq")
+                    dq += ds16.T @ Kt[b, hk, j, 0]
+                    DQt[b, h, i, 0] += dq
             if with_dk:
                 DKt[b, h, j, 0] = (dk * scale).astype(named["DK"].dtype)
             if with_dv:
                 DVt[b, h, j, 0] = dv.astype(named["DV"].dtype)
-    name = {"dkdv": "attention_dkdv", "dk": "attention_dk", "dv": "attention_dv"}[parts]
+    name = {"dkdv": "attention_dkdv", "dk": "attention_dk", "dv": "attention_dv", "dkdvdq": "attention_dkdvdq"}[parts]
     program, extra = _taking(attention_dkdv, fixed, variant, name)
-    reads = tuple(n for n in fixed if n not in ("DK", "DV"))
-    return nt.task(reads=reads + extra, writes=tuple(n for n in fixed if n in ("DK", "DV")))(program)
+    reads = tuple(n for n in fixed if n not in ("DK", "DV", "DQ"))
+    return nt.task(reads=reads + extra, writes=tuple(n for n in fixed if n in ("DK", "DV")),
+                   reduces=("DQ",) if with_dq else ())(program)
 
 
 @functools.lru_cache(maxsize=None)
@@ -678,13 +689,18 @@ def backward_mappings(d: int) -> tuple[nt.Mapping, nt.Mapping, nt.Mapping]:
     return delta, dq, dkdv
 
 
-def _dkdv_parts(d: int) -> tuple[str, ...]:
-    """The programs computing dK and dV at head_dim ``d`` (see :func:`dkdv_program`)."""
-    return ("dkdv",) if d <= 128 else ("dk", "dv")
+def _dkdv_parts(d: int, fused: bool = False) -> tuple[str, ...]:
+    """The programs computing dK and dV (and with ``fused``, dQ) at head_dim ``d`` (see :func:`dkdv_program`)."""
+    return ("dkdvdq",) if fused else ("dkdv",) if d <= 128 else ("dk", "dv")
+
+
+#: Head dims whose backward adds dQ into a float32 sum from the dK/dV program (:func:`dkdv_program`'s "dkdvdq")
+#: with ``deterministic=False``.
+FUSED_DQ_HEAD_DIMS = (64, 128)
 
 
 def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False, scale: float | None = None,
-                       score_mod=None, mask_mod=None, mod_args=()) -> None:
+                       score_mod=None, mask_mod=None, mod_args=(), deterministic: bool = True) -> None:
     """The gradients of :func:`attention`: given its inputs ``q``, ``k``, ``v``, its output ``o`` and log-sum-exp
     ``lse``, and the gradient ``do`` of a loss with respect to ``o``, write ``dq``, ``dk`` and ``dv``.
 
@@ -695,12 +711,17 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
         lse: (B, H, L) float32, as :func:`attention` wrote it (with the same ``causal`` and ``scale``).
         causal, scale, score_mod, mask_mod, mod_args: as given to :func:`attention`. The ``score_mod``'s
             derivative is derived from its tile math (:func:`nvdsl.tasks.value_and_derivative`).
+        deterministic: True (the default): dQ by its own pass over the key blocks, so that every output is the
+            same bits on every run. False (D = 64 or 128): the dK/dV program adds each step's part of dQ into a
+            float32 sum (FlashAttention-3's five products a step: the scores computed once), whose additions land
+            in any order, so dQ may differ in its last bits from run to run (dK and dV do not). Measured slower
+            today (H200, bf16 B4 H16 L 4096: 0.95x the default at D 64, 0.70x at D 128): each consumer warpgroup
+            adds its own part, twice FlashAttention-3's reductions, and at D 128 the consumers spill registers.
 
-    D = 64, 128 or 256 (at 256 the scores are computed three times, once more than at 64 and 128: a consumer
-    cannot hold dK and dV at once); L and Lk need not be multiples of anything. dQ is computed by its
-    own pass over the key blocks (no atomics), so every output is the same bits on every run. Float32 scratch
-    (the row dot products ``rowsum(do * o)``, and per-query-head dK, dV under grouped-query attention) is
-    allocated beside ``q``. A call like an earlier one (the arrays' kinds, dtypes, shapes and strides, the options
+    D = 64, 128 or 256 (at 256 the scores are computed three times: a consumer cannot hold dK and dV at once,
+    and dQ has its own pass); L and Lk need not be multiples of anything. Float32 scratch (the row dot products
+    ``rowsum(do * o)``, dQ's sum, and per-query-head dK, dV under grouped-query attention) is allocated beside
+    ``q``. A call like an earlier one (the arrays' kinds, dtypes, shapes and strides, the options
     and mods) skips the argument checks and goes straight to the kernels.
     """
     mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
@@ -709,7 +730,7 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
         # The checks below are per signature (kinds, dtypes, shapes, strides); a call like an earlier one skips
         # them (a training step's): the kernels' own calls still check each array's layout and device.
         signature = (tuple(map(signature_key, (q, k, v, o, lse, do, dq, dk, dv) + mod_args)), causal, scale,
-                     score_mod, mask_mod)
+                     score_mod, mask_mod, deterministic)
         plan = _BACKWARD_PLANS.get(signature)
         if plan is not None:
             plan.run(q, k, v, o, lse, do, dq, dk, dv, mod_args)
@@ -722,7 +743,11 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
         raise ArgumentError(f"attention_backward: {', '.join(scalars)} must be arrays", code="bad-argument", loc=loc)
     shape, kv_heads, seq_k, scale = _checked_problem(specs, causal, scale, loc, "attention_backward")
     causal, variant = _recognized(causal, _variant(score_mod, mask_mod, mod_args, loc, "attention_backward"))
-    plan = _BackwardPlan(shape, kv_heads, seq_k, causal, scale, variant)
+    if not isinstance(deterministic, bool):
+        raise ArgumentError(f"attention_backward: deterministic={deterministic!r} must be True or False",
+                            code="bad-argument", loc=loc)
+    plan = _BackwardPlan(shape, kv_heads, seq_k, causal, scale, variant,
+                         fused=not deterministic and shape[3] in FUSED_DQ_HEAD_DIMS)
     plan.run(q, k, v, o, lse, do, dq, dk, dv, mod_args)
     if signature is not None:
         _BACKWARD_PLANS[signature] = plan
@@ -741,6 +766,7 @@ class _BackwardPlan:
     causal: bool
     scale: float
     variant: Variant
+    fused: bool = False                     # dQ added up by the dK/dV program (see attention_backward)
 
     def run(self, q, k, v, o, lse, do, dq, dk, dv, mod_args) -> None:
         batch, heads, seq_q, d = self.shape
@@ -753,9 +779,15 @@ class _BackwardPlan:
                                 loc=user_location())
         _built(delta_program(), delta_mapping)(delta, o, do)
         kept = kept_blocks(q, variant.mask_mod, causal, seq_k, mod_args) if variant.mask_mod else None
-        dq_extra = mod_args if kept is None else \
-            (block_ranges(q, kept, dq_mapping.tile_values()["BM"], dq_mapping.tile_values()["BN"]),) + mod_args
-        _built(dq_program(causal, scale, variant), dq_mapping)(dq, q, k, v, do, lse, delta, *dq_extra)
+        if self.fused:
+            if not is_torch_tensor(dq):     # (dq is written by a kernel whose argument has another name)
+                check_writable(dq, "dq", user_location())
+            dq_sum = float32_like(q, (batch, heads, seq_q, d), "attention_backward.dq")
+            _fill(dq_sum, value=0)
+        else:
+            dq_extra = mod_args if kept is None else \
+                (block_ranges(q, kept, dq_mapping.tile_values()["BM"], dq_mapping.tile_values()["BN"]),) + mod_args
+            _built(dq_program(causal, scale, variant), dq_mapping)(dq, q, k, v, do, lse, delta, *dq_extra)
         # Under a causal mask no query reaches the keys past the last query block: their gradients are zero, and
         # the dK/dV loop (which walks the query blocks at or after its keys) runs over the others only.
         step = dkdv_mapping.tile_values()["BM"]
@@ -772,10 +804,13 @@ class _BackwardPlan:
         keys = dkdv_mapping.tile_values()["BN"]
         dkdv_extra = mod_args if kept is None else \
             (block_ranges(q, kept, keys, step, along_keys=False)[:, :, :_cdiv(reached, keys)],) + mod_args
-        for parts in _dkdv_parts(d):
+        for parts in _dkdv_parts(d, self.fused):
             arguments = {"dkdv": (dk_heads, dv_heads, q, k, v, do, lse, delta),
+                         "dkdvdq": (dk_heads, dv_heads, dq_sum, q, k, v, do, lse, delta) if self.fused else None,
                          "dk": (dk_heads, q, k, v, do, lse, delta), "dv": (dv_heads, q, k, do, lse)}[parts]
             _built(dkdv_program(causal, scale, variant, parts), dkdv_mapping)(*arguments, *dkdv_extra)
+        if self.fused:
+            _sum_groups(dq, dq_sum, scale=scale)
         if grouped:
             _sum_groups(dk, dk_heads)
             _sum_groups(dv, dv_heads)
@@ -804,9 +839,10 @@ def _elementwise_grid(shape) -> dict:
 
 
 @jit.mlir_func
-def _sum_groups(out, parts):
-    """``out[b, hk] = parts[b, hk * G] + parts[b, hk * G + 1] + ...`` (G = parts' heads // out's), added in head
-    order and converted to out's dtype: the gradient of a key/value head shared by G query heads."""
+def _sum_groups(out, parts, *, scale: float = 1.0):
+    """``out[b, hk] = (parts[b, hk * G] + parts[b, hk * G + 1] + ...) * scale`` (G = parts' heads // out's), added
+    in head order and converted to out's dtype: the gradient of a key/value head shared by G query heads (with
+    G = 1 and a scale, dQ from its float32 sum)."""
     from ..frontend.control import when          # MLIR: imported when traced, not with the library
     from ..frontend.launch import gpu_launch
     group = parts.shape[1] // out.shape[1]
@@ -818,6 +854,8 @@ def _sum_groups(out, parts):
             acc = parts[b, hk * group, position, c]
             for g in range(1, group):
                 acc = acc + parts[b, hk * group + g, position, c]
+            if scale != 1.0:
+                acc = acc * scale
             out[b, hk, position, c] = acc.to(out.dtype)
     sum_kernel()
 

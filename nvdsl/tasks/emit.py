@@ -22,7 +22,7 @@ from ..hopper.tile import ColumnVector, RegisterTile, RowVector
 from ..hopper.timeline import Timeline
 from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait
 from ..hopper.warpgroup import Warpgroup
-from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, wgmma_group, wgmma_wait
+from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, stage_operand, wgmma_group, wgmma_wait
 from ..layouts import rows_across_lanes, wgmma_accumulator
 from . import staging
 from .analysis import operand_name
@@ -96,6 +96,9 @@ class _Block:
             for name in st.staging:
                 self.staging[name] = ctx.dynamic_shared((st.box[-2], st.slice_columns), st.dtype,
                                                         offset=buffers[name].offset, align=1024)
+        for o in s.operands:
+            for name in o.buffers:
+                self.staging[name] = ctx.dynamic_shared(o.shape, o.dtype, offset=buffers[name].offset, align=1024)
         self.ones = {t.name: _write_ones(ctx, t, buffers[t.name].offset, s.block_threads) for t in s.ones}
         with when(ctx.linear_thread_id.eq(0)):
             for tma in tmas.all.values():
@@ -613,7 +616,17 @@ class _Consumer:
             self.joined_product(op, joined, in_flight)
             return
         acc = self.values[op.acc]
-        if op.transpose_a:
+        staged = next((o for o in self.s.operands if o.local == operand_name(op.a)), None) if op.transpose_a else None
+        if staged is not None and op.acc in self.s.partial:
+            # a consumer's part of a sum, only added into an argument: computed there, a slice of columns at a time
+            # (see _SlicedProduct), so that no more than a slice's accumulators are live
+            parts = acc.products if isinstance(acc, _SlicedProduct) else []
+            self.values[op.acc] = _SlicedProduct(parts + [(self.staged_operand(staged), *self.operand_view(op.b),
+                                                           op.transpose_b)], acc.shape)
+            return
+        if staged is not None:
+            a = self.staged_operand(staged)
+        elif op.transpose_a:
             a = WGMMAMatrix(*self.m_major_view(op.a), transposed=True)
         elif isinstance(self.values.get(operand_name(op.a)), Array):
             a = WGMMAMatrix(*self.operand_view(op.a))
@@ -717,6 +730,16 @@ class _Consumer:
             cols = view.shape[-1]
             view = view.view((self.s.rows, cols), offset=self.row0(name) * cols * view.dtype.itemsize)
         return view, tma
+
+    def staged_operand(self, staged) -> WGMMAMatrix:
+        """This consumer's rows of the computed tile ``staged.local``, written into its shared buffer in a
+        thread-written operand's layout, fenced for the tensor cores, and read M-major. (The buffer's last reader,
+        the previous step's product, retired before its result was added into the argument.)"""
+        buffer = self.staging[staged.buffers[self.c]]
+        stage_operand(self.value(staged.local), buffer, swizzle=128)
+        fence_shared_to_async()
+        self.wg.sync()
+        return WGMMAMatrix(buffer, swizzle=128, transposed=True)
 
     def m_major_view(self, operand):
         """An M-major A tile (K rows, M columns) and its descriptor: where the consumers share M, this consumer's
@@ -945,8 +968,10 @@ class _Consumer:
             window = (first, first + plan.slice_columns)
             tma_store_wait(0)                        # the last slice's copy has read the staging tile
             self.wg.sync()
-            if isinstance(value, WGMMAAccumulator) or (isinstance(value, _Cast) and
-                                                        isinstance(value.acc, WGMMAAccumulator)):
+            if isinstance(value, _SlicedProduct):
+                value.columns(*window).store(buffer, tma=tma)
+            elif isinstance(value, WGMMAAccumulator) or (isinstance(value, _Cast) and
+                                                          isinstance(value.acc, WGMMAAccumulator)):
                 accumulator = value.acc if isinstance(value, _Cast) else value
                 accumulator[:, window[0]:window[1]].store(buffer, tma=tma)
             else:                                    # math computed for this slice only
@@ -1138,6 +1163,28 @@ class _Iota:
 
     def __init__(self, start):
         self.start = start
+
+
+class _SlicedProduct:
+    """A consumer's part of a sum of products (``t.T @ B``) that is only added into an argument, not computed
+    until that store: then a slice of columns at a time (the store's slices), each slice's product into a
+    fresh accumulator of the slice's width, which the slice's staging and TMA reduction take (a backward's dQ
+    part: 64 x 128 float32 would hold 64 registers a thread beside dK and dV; a 64-column slice holds 32)."""
+
+    def __init__(self, products: list, shape: tuple[int, int]):
+        self.products, self.shape = products, shape       # products: (A operand, B tile, its TMA, transpose_b)
+
+    def columns(self, start: int, stop: int) -> WGMMAAccumulator:
+        acc = WGMMAAccumulator(self.shape[0], stop - start)
+        for a, b_tile, tma, transpose_b in self.products:
+            # B N-major, boxes of all its K rows side by side: the slice's boxes
+            k, box_columns = b_tile.shape[0], tma.box[-1]
+            if transpose_b or start % box_columns or stop % box_columns:
+                raise TaskError(f"columns {start}:{stop} of a product of a transposed computed tile are taken from "
+                                f"an N-major B of boxes {box_columns} wide only", code="unsupported-program")
+            b = b_tile.view((k, stop - start), offset=start * k * b_tile.dtype.itemsize)
+            acc.accumulate(a @ WGMMAMatrix(b, tma))
+        return acc
 
 
 class _Cast:

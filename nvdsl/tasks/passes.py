@@ -26,7 +26,8 @@ from .ir import SHARED, Broadcast, Copy, Fill, FirstColumn, Loop, Map, Mma, Prog
 from .mapping import (BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers,
                       refusal)
 from .stages import (ONES_COLUMNS, Allocation, Buffer, Joined, Levels, MainLoop, OnesTile, Persistence, Phases,
-                     Pipeline, Products, Registers, RingPlan, RingTile, Split, StorePlan, TileBody, Transfers, Unmasked)
+                     Pipeline, Products, Registers, RingPlan, RingTile, Split, StagedOperand, StorePlan, TileBody,
+                     Transfers, Unmasked)
 
 TILE_ALIGNMENT = swizzle_alignment(128)   # ring tiles and staging buffers: 128-byte swizzled TMA tiles
 STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the output in slices of this size
@@ -261,9 +262,15 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
     if pingpong and consumers != 2:
         raise refusal(f"{levels.stated}: a ping-pong alternates tiles between 2 consumer warpgroups, not "
                       f"{consumers}", code="bad-mapping", changes=[{"consumers": 2}])
+    partial = _partial_accumulators(program, body.ops)
+    if partial and pingpong:
+        raise refusal(f"{levels.stated}: a product of a transposed computed tile ({', '.join(sorted(partial))}) "
+                      "sums over the rows cooperative consumers share; a ping-pong's consumers hold whole tiles",
+                      code="bad-mapping", changes=[{"schedule": COOPERATIVE}])
     split = _split_tensors(program, body.ops, mapping.schedule)
-    tile_rows = {program.tensor(op.acc).shape[0] for op in body.ops if isinstance(op, Mma)} or \
-        {program.tensor(op.target).shape[0] for op in body.ops if isinstance(op, Fill)} or {MMA_ROWS}
+    _check_partial_uses(body.ops, partial, split)
+    tile_rows = {program.tensor(op.acc).shape[0] for op in body.ops if isinstance(op, Mma) and op.acc not in partial} \
+        or {program.tensor(op.target).shape[0] for op in body.ops if isinstance(op, Fill)} or {MMA_ROWS}
     if len(tile_rows) != 1:
         raise _refuse(f"the accumulators have different row counts {sorted(tile_rows)}")
     tile_rows = tile_rows.pop()
@@ -283,7 +290,34 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
         raise refusal(f"a tile of {odd[0]} columns cannot lie along a warp's {LANE_COLUMNS} lanes",
                       code="mapping-tile", changes=_tunables_at(mapping, odd[0], wanted),
                       note=f"or tiles of a multiple of {LANE_COLUMNS} columns")
-    return Split(consumers=consumers, split=split, rows=tile_rows // share, lanes_along_rows=lanes)
+    return Split(consumers=consumers, split=split, rows=tile_rows // share, lanes_along_rows=lanes,
+                 partial=partial)
+
+
+def _partial_products(program: Program, ops) -> list[Mma]:
+    """The products of a computed tile's transpose (``t.T @ B``, t in registers): the consumers share t's rows,
+    which are the product's K, so each sums its part."""
+    return [op for op in ops if isinstance(op, Mma) and op.transpose_a and
+            program.tensor(operand_name(op.a)).memory != SHARED]
+
+
+def _partial_accumulators(program: Program, ops) -> frozenset:
+    return frozenset(op.acc for op in _partial_products(program, ops))
+
+
+def _check_partial_uses(ops, partial: frozenset, split: frozenset) -> None:
+    """A consumer's part of a sum is only added into an argument (``Dt[...] += acc``), where the parts add up."""
+    for op in ops:
+        read = {operand_name(x) for x in op.reads()} & partial
+        if not read or (isinstance(op, Copy) and op.accumulate) or (isinstance(op, Mma) and read == {op.acc}):
+            continue
+        name = sorted(read)[0]
+        raise _refuse(f"{op}: each consumer warpgroup holds its own part of the sum in '{name}' (a product of a "
+                      "transposed computed tile, whose rows the consumers share), so it cannot be read here",
+                      hint=f"add it into a float32 argument as it is (Xt[...] += {name}), where the parts add up",
+                      loc=op.loc)
+    if partial & split:
+        raise _refuse(f"{sorted(partial & split)} would be both a consumer's part of a sum and shared out by rows")
 
 
 def _row_split_changes(mapping: Mapping, tile_rows: int, share: int, granule: int = MMA_ROWS) -> tuple[list, str]:
@@ -309,8 +343,11 @@ def _split_tensors(program: Program, ops, schedule: str) -> frozenset:
         return frozenset()
     split = set()
     whole = set()
+    partial = _partial_accumulators(program, ops)
     for op in ops:
-        if isinstance(op, Mma):
+        if isinstance(op, Mma) and op.acc in partial:    # t.T @ B: B's rows are its K, shared as t's are
+            split.update((operand_name(op.a), operand_name(op.b)))
+        elif isinstance(op, Mma):
             split.update((op.acc, operand_name(op.a)))
             whole.add(operand_name(op.b))
     if not split:                 # no products: the tiles filled in the program (a row-wise program's) split
@@ -569,7 +606,20 @@ def place_copies(levels: Levels, body: TileBody, split: Split, loop: MainLoop) -
     stores = _stores(program, body, split, mapping)
     if pingpong:
         rings = _taken_in_turn(rings)
-    return Transfers(rings=tuple(rings), stores=tuple(stores))
+    return Transfers(rings=tuple(rings), stores=tuple(stores), operands=_staged_operands(program, body, split))
+
+
+def _staged_operands(program: Program, body: TileBody, split: Split) -> tuple[StagedOperand, ...]:
+    """The computed tiles products read transposed: each consumer stages its rows of one (see
+    :class:`~nvdsl.tasks.stages.StagedOperand`)."""
+    staged = {}
+    for op in _partial_products(program, body.ops):
+        name = operand_name(op.a)
+        t = program.tensor(name)
+        rows = split.rows if name in split.split else t.shape[0]
+        staged[name] = StagedOperand(name, (rows, t.shape[1]), t.dtype,
+                                     tuple(f"operand_{name}_{c}" for c in range(split.consumers)))
+    return tuple(staged.values())
 
 
 def _rings(program: Program, body: TileBody, split: Split, phases: Phases | None, producer: str,
@@ -855,15 +905,34 @@ def _entry_holding_products(registers: dict, consumers: int, program: Program) -
 
 def _live_accumulators(body: TileBody, split: Split, pingpong: bool) -> set:
     """The accumulators (products' and filled tiles) live at once: all of them, except that a tile filled in one
-    of a row-wise program's loops lives in that loop only, so of those only the costliest loop's count."""
+    of a row-wise program's loops lives in that loop only, so of those only the costliest loop's count; and a
+    tile filled (zeroed) inside the main loop lives from that fill to its last use in the step, so of those
+    only the costliest point's count (a backward's dQ part, filled after the step's scores are last read)."""
     def filled(ops) -> set:
         return {op.acc for op in ops if isinstance(op, Mma)} | {op.target for op in ops if isinstance(op, Fill)}
     sections = [node for node in body.prologue if isinstance(node, Loop)]
     inside = [filled(loop.body) for loop in sections]
+    if body.main is not None:
+        after = {operand_name(x) for op in body.epilogue for x in op.reads()}
+        inside += _live_in_step(body.main.body, after)
     outside = filled(body.ops) - set().union(*inside)
     costs = [_accumulator_registers(body.program, names - outside, split.split, split.rows, pingpong)
              for names in inside]
     return outside | (inside[costs.index(max(costs))] if inside else set())
+
+
+def _live_in_step(ops, after: set) -> list[set]:
+    """The main loop's own tiles (filled in its body, not read ``after`` it) live at each point of a step, from
+    their fill to their last use (a set per point)."""
+    ops = list(ops)
+    spans = {}
+    for i, op in enumerate(ops):
+        if isinstance(op, Fill) and op.target not in after:
+            spans.setdefault(op.target, [i, i])
+    for i, op in enumerate(ops):
+        for name in {operand_name(x) for x in op.reads() + op.writes()} & set(spans):
+            spans[name][1] = max(spans[name][1], i)
+    return [{name for name, (first, last) in spans.items() if first <= i <= last} for i in range(len(ops))] or [set()]
 
 
 def _accumulator_registers(program: Program, accumulators, split_names, rows: int, pingpong: bool) -> int:
@@ -940,6 +1009,7 @@ def _buffers(levels: Levels, body: TileBody, transfers: Transfers, rings) -> lis
         nbytes = _aligned(s.box[-2] * s.slice_columns * s.dtype.itemsize)
         for name in s.staging:       # a store before the epilogue (a row-wise program's) stages while rings live
             out.append(Buffer(name, nbytes, (1, 2) if s.source in in_epilogue else (0, 2)))
+    out += [Buffer(name, _aligned(o.nbytes), (0, 2)) for o in transfers.operands for name in o.buffers]
     return out
 
 

@@ -348,9 +348,32 @@ def load_index(table, *indices) -> Affine:
 
 class _Product:
     def __init__(self, a, b):
-        if not isinstance(a, (TileRef, Local)) or not isinstance(b, (TileRef, Local)):
+        if not isinstance(a, (TileRef, Local, _TransposedLocal)) or not isinstance(b, (TileRef, Local)):
             raise _error("'@' multiplies tiles (of a partition, or computed)", code="bad-tile")
         self.a, self.b = a, b
+
+
+@dataclass(frozen=True, eq=False)
+class _TransposedLocal:
+    """``t.T`` of a computed tile: only the A operand of a product (FlashAttention's ``dS.T @ K``), which the
+    consumers stage through shared memory and read M-major. Where the consumers share the rows of ``t`` (the
+    product's K), each computes a part of the sum: its accumulator may only be added into an argument
+    (``DQt[...] += dq``), whose additions sum the parts."""
+    local: "Local"
+
+    @property
+    def shape(self) -> tuple:
+        return self.local.shape[::-1]
+
+    @property
+    def dtype(self) -> dt.DType:
+        return self.local.dtype
+
+    def _operand(self):
+        return self.local.name
+
+    def __matmul__(self, other) -> "_Product":
+        return _Product(self, other)
 
 
 class Local(_TileMath):
@@ -374,13 +397,13 @@ class Local(_TileMath):
             if len(self.shape) != 2 or a_shape[1] != b_shape[0] or (a_shape[0], b_shape[1]) != self.shape:
                 raise _error(f"{self.name} {list(self.shape)} += {_describe(a)} @ {_describe(b)}: the shapes do "
                              f"not make a product of {list(self.shape)}", code="bad-shape")
-            if isinstance(a, TileRef) and a.transposed and a.dtype.itemsize != 2:
-                raise _error(f"the A operand {a.region} cannot be transposed: wgmma reads a {a.dtype.name} A with K "
-                             "contiguous (it transposes 16-bit operands only)", code="bad-tile",
-                             hint="store A as (M, K)")
+            transpose_a = isinstance(a, _TransposedLocal) or (isinstance(a, TileRef) and a.transposed)
+            if transpose_a and a.dtype.itemsize != 2:
+                raise _error(f"the A operand {_describe(a)} cannot be transposed: wgmma reads a {a.dtype.name} A "
+                             "with K contiguous (it transposes 16-bit operands only)", code="bad-tile",
+                             hint="store A as (M, K)" if isinstance(a, TileRef) else "convert it: t.astype(...).T")
             trace.add(ir.Mma, acc=self.name, a=a._operand(), b=b._operand(),
-                      transpose_b=isinstance(b, TileRef) and b.transposed,
-                      transpose_a=isinstance(a, TileRef) and a.transposed)
+                      transpose_b=isinstance(b, TileRef) and b.transposed, transpose_a=transpose_a)
             return self
         value = _as_operand(other, self.shape)
         trace.add(ir.Map, out=self.name, fn="add", inputs=(self.name, value))
@@ -473,6 +496,14 @@ class Local(_TileMath):
         """A product with this computed tile as the A operand, read from registers (attention's ``P @ V``)."""
         return _Product(self, other)
 
+    @property
+    def T(self) -> _TransposedLocal:
+        """The tile's transpose, as the A operand of a product (``dst.astype(dtype).T @ Kt[j]``): staged through
+        shared memory and read M-major (16-bit tiles)."""
+        if len(self.shape) != 2:
+            raise _error(f"only a matrix tile can be transposed, not {self!r}", code="bad-tile")
+        return _TransposedLocal(self)
+
     def astype(self, dtype: dt.DType) -> "Local":
         """The tile converted to ``dtype``."""
         if not isinstance(dtype, dt.DType):
@@ -520,6 +551,8 @@ def _matrix(x) -> tuple[int, ...]:
 
 
 def _describe(x) -> str:
+    if isinstance(x, _TransposedLocal):
+        return f"{_describe(x.local)}.T"
     return str(x.region) if isinstance(x, TileRef) else f"{x.name}{list(x.shape)}"
 
 

@@ -132,6 +132,27 @@ class StorePlan:
 
 
 @dataclass(frozen=True)
+class StagedOperand:
+    """A computed tile read transposed as a product's A (``t.T @ B``): each consumer writes its rows of the tile
+    into a shared buffer of its own, laid out as a thread-written wgmma operand (128-byte swizzled rows), and the
+    product reads it M-major."""
+
+    local: str
+    shape: tuple[int, int]            # a consumer's rows of the tile x its columns
+    dtype: dt.DType
+    buffers: tuple[str, ...]          # one per consumer
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self.shape[1] * self.dtype.itemsize
+
+
+def format_operand(o: StagedOperand) -> str:
+    return (f"stage {o.local} -> {', '.join(o.buffers)}: each consumer's {o.shape[0]} x {o.shape[1]} rows, "
+            "128-byte swizzled, read transposed (M-major) by the product")
+
+
+@dataclass(frozen=True)
 class OnesTile:
     """A tile of ones in shared memory, written by every thread once per block and fenced for the async
     proxy: the K-major B operand (``shape`` (8, K)) of the products that sum rows on the tensor cores
@@ -216,12 +237,15 @@ class Split:
     split: frozenset
     rows: int
     lanes_along_rows: bool = False      # a row-wise program's tiles: each row along a warp's lanes (passes.py)
+    partial: frozenset = frozenset()    # accumulators each consumer holds whole, of its part of a sum (t.T @ B)
 
     def __str__(self) -> str:
         held = (f"each holds {self.rows} rows of " + ", ".join(sorted(self.split)) if self.split else
                 f"each holds whole tiles of {self.rows} rows")
         lanes = "; tiles with each row along a warp's lanes" if self.lanes_along_rows else ""
-        return f"consumers: {self.consumers} warpgroup(s); {held}{lanes}\n"
+        partial = ("; each holds all of " + ", ".join(sorted(self.partial)) + ", its part of the sum over the rows "
+                   "it holds") if self.partial else ""
+        return f"consumers: {self.consumers} warpgroup(s); {held}{lanes}{partial}\n"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -258,11 +282,12 @@ class Transfers:
 
     rings: tuple[RingPlan, ...]
     stores: tuple[StorePlan, ...]
+    operands: tuple[StagedOperand, ...] = ()
 
     def __str__(self) -> str:
         lines = [f"ring {r.name}: slots of {r.slot_bytes} B, once per {r.per}; {r.route()}; tiles: {r.tiles_text()}"
                  for r in self.rings]
-        lines += [format_store(st) for st in self.stores]
+        lines += [format_store(st) for st in self.stores] + [format_operand(o) for o in self.operands]
         return "".join(f"{line}\n" for line in lines) or "no copies through shared memory\n"
 
 
@@ -405,6 +430,8 @@ class Schedule:
     smem_bytes: int
     ones: tuple[OnesTile, ...] = ()
     joined: tuple[Joined, ...] = ()
+    operands: tuple[StagedOperand, ...] = ()
+    partial: frozenset = frozenset()    # accumulators each consumer holds whole, of its part of a sum (t.T @ B)
     lanes_along_rows: bool = False      # tiles with each row along a warp's lanes, not wgmma's layout
     grid: int
     persistent: bool                    # blocks loop over tiles (else one block per tile, or pair of tiles)
