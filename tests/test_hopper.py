@@ -802,3 +802,42 @@ def test_a_product_staged_in_shared_memory_is_read_transposed_by_the_next(m):
 def test_a_product_staged_in_shared_memory_is_read_transposed_on_the_gpu():
     for m in (64, 128):
         test_a_product_staged_in_shared_memory_is_read_transposed_by_the_next(m)
+
+
+def test_a_column_block_of_an_n_major_b_is_a_product_operand():
+    """``WGMMAMatrix(b_tile, b_tma).columns(64, 128)``: the second 64-column box of a (128, 128) tile loaded as
+    boxes of 64 rows, read over all 128 K rows (a warpgroup's share of a product's N). Small integers: exact."""
+    @nvdsl.mlir_func
+    def half_product(a, b, c):
+        a_tma, b_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128), nvdsl.TMA(b, box=(64, 64), swizzle=128)
+
+        @nvdsl.gpu_launch(grid=1, block=128, smem=64 * 128 * 2 + 128 * 128 * 2)
+        def kernel(ctx):
+            a_tile = load_box(ctx, a_tma, (0, 0), (64, 128))
+            b_tile = load_box(ctx, b_tma, (0, 0), (128, 128))
+            acc = nvdsl.WGMMAAccumulator(64, 64)
+            acc += nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma).columns(64, 128)
+            acc.store(c)
+        kernel()
+
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-2, 3, (64, 128)).astype(np.float16), rng.integers(-2, 3, (128, 128)).astype(np.float16)
+    c = np.zeros((64, 64), np.float32)
+    half_product(a, b, c)
+    np.testing.assert_array_equal(c, a.astype(np.float32) @ b[:, 64:].astype(np.float32))
+    with pytest.raises(nvdsl.TraceError) as info:
+        @nvdsl.mlir_func
+        def unaligned(b):
+            b_tma = nvdsl.TMA(b, box=(64, 64), swizzle=128)
+
+            @nvdsl.gpu_launch(grid=1, block=128, smem=128 * 128 * 2)
+            def kernel(ctx):
+                nvdsl.WGMMAMatrix(load_box(ctx, b_tma, (0, 0), (128, 128)), b_tma).columns(32, 96)
+            kernel()
+        unaligned.trace(b)
+    assert info.value.code == "bad-wgmma-shape"
+
+
+@requires_gpu
+def test_a_column_block_of_an_n_major_b_on_the_gpu():
+    test_a_column_block_of_an_n_major_b_is_a_product_operand()

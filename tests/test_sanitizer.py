@@ -86,6 +86,8 @@ PROGRAMS = {
                                                   ("kernels.attention-backward-d256", 256))},
     # dQ's parts added by the dK/dV kernel: dS staged in shared memory for its transposed read, TMA reductions
     "kernels.attention-backward-summed-dq": _backward_program(64, deterministic=False),
+    # at D 128 the consumers stage dS side by side and each computes half of dQ's columns (named barriers)
+    "kernels.attention-backward-summed-dq-d128": _backward_program(128, deterministic=False),
     # tiles added into one output by TMA reductions from several blocks (three splits of K), C through a staging copy
     "tasks.added": ("import sys; sys.path.insert(0, 'tests'); import numpy as np, nvdsl.tasks as nt; "
                     "from test_tasks_added import added_splits, small_integers; "
@@ -158,6 +160,7 @@ def environment(tmp_path, backend):
                                      "kernels.attention", "kernels.gemm-odd", "kernels.rowwise",
                                      "kernels.attention-backward", "kernels.attention-backward-d256",
                                      "kernels.attention-backward-summed-dq",
+                                     "kernels.attention-backward-summed-dq-d128",
                                      "kernels.attention-variants",
                                      "kernels.attention-varlen", "kernels.attention-decode", "tasks.profile",
                                      "tasks.added",

@@ -64,9 +64,10 @@ def test_splits_add_into_the_output_it_already_holds(m, n, k):
 
 @pytest.mark.parametrize("l, lk, d", [(128, 256, 64), (200, 300, 128)])
 def test_a_transposed_computed_tile_is_summed_over_the_consumers_rows(l, lk, d):
-    """St's rows (keys) are shared by the two consumers; St.T @ K sums over them, each consumer its own part,
-    and the parts are added into DQ. Small integers: St is exact in float16 (|St| <= d) and every sum in
-    float32, so the result is exact in any order."""
+    """St's rows (keys) are shared by the two consumers; St.T @ K sums over them. At d = 64 each consumer sums
+    its own rows and the parts are added into DQ; at d = 128 the consumers stage their rows side by side and each
+    computes 64 of the columns over all of them (FlashAttention-3's dQ). Small integers: St is exact in float16
+    (|St| <= d) and every sum in float32, so the result is exact in any order."""
     q = small_integers((l, d), np.float16, 1) % 2
     k = small_integers((lk, d), np.float16, 2) % 2
     dq = np.zeros((l, d), np.float32)
@@ -74,9 +75,12 @@ def test_a_transposed_computed_tile_is_summed_over_the_consumers_rows(l, lk, d):
     kernel(dq, q, k)
     st = k.astype(np.float32) @ q.astype(np.float32).T
     np.testing.assert_array_equal(dq, st.T @ k.astype(np.float32))
-    text = kernel.explain(dq, q, k)
-    assert "operand_t_0 (whole kernel)" in text and "mma dq += t.T @ K_s0" in text
-    assert "each holds all of dq, its part of the sum over the rows it holds" in str(kernel.passes(dq, q, k)["split"])
+    text, split = kernel.explain(dq, q, k), str(kernel.passes(dq, q, k)["split"])
+    assert "mma dq += t.T @ K_s0" in text
+    if d == 64:
+        assert "operand_t_0 (whole kernel)" in text and "each holds all of dq, its part of the sum" in split
+    else:
+        assert "operand_t (whole kernel)" in text and "each holds an equal share of the columns of dq" in split
 
 
 def test_a_consumers_part_of_a_sum_is_only_added_into_an_argument():

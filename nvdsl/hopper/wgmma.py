@@ -101,6 +101,7 @@ class WGMMAMatrix:
         self.tile, self.tma, self.transposed, self.swizzle = tile, tma, transposed, swizzle
         self.shape = tile.shape[::-1] if transposed else tile.shape
         self.dtype = tile.dtype
+        self._first_column = 0            # of the tile (a column block of it: columns())
         descriptor_type = ir.Type.parse(
             f"!nvgpu.warpgroup.descriptor<tensor = {_memref_text(tile.shape, tile.dtype)}>")
         with at_user_line():
@@ -114,12 +115,29 @@ class WGMMAMatrix:
         """``p @ b`` with ``p`` a register tile: A read from registers."""
         return _Product(a, self)
 
+    def columns(self, start: int, stop: int) -> "WGMMAMatrix":
+        """An N-major B made of the tile's columns ``start:stop``, whole boxes of it (a warpgroup's share of a
+        product's N, the rest of the tile's layout unchanged: its boxes may hold fewer rows than K)."""
+        if self.transposed or start % self.box[1] or stop % self.box[1] or not 0 <= start < stop <= self.shape[1]:
+            raise _bad(f"columns({start}, {stop}) takes whole boxes of {self.box[1]} columns of an N-major tile "
+                       f"{list(self.tile.shape)}", code="bad-wgmma-shape")
+        part = object.__new__(WGMMAMatrix)
+        part.__dict__.update(self.__dict__)
+        part.shape, part._first_column = (self.tile.shape[0], stop - start), self._first_column + start
+        return part
+
     @property
     def _boxes_per_row(self) -> int:
         return self.tile.shape[1] // self.box[1]
 
+    @property
+    def _boxes_wide(self) -> int:
+        """The boxes a product reads side by side (a column block's, or the whole tile's)."""
+        return self.shape[0 if self.transposed else 1] // self.box[1]
+
     def _offset(self, row: int, col: int) -> int:
         """The byte offset of the tile's element (row, col) before swizzling: boxes in row-major order."""
+        col += self._first_column
         (box_rows, box_cols), item = self.box, self.dtype.itemsize
         box = (row // box_rows) * self._boxes_per_row + col // box_cols
         return (box * box_rows * box_cols + (row % box_rows) * box_cols + col % box_cols) * item
@@ -158,7 +176,7 @@ class _Product:
         if b.dtype in _FLOAT8 and not b.transposed:
             raise _bad("a float8 B must be K-major: wgmma transposes only 16-bit operands", code="bad-wgmma-shape",
                        hint="store B as (N, K) and use WGMMAMatrix(b_tile, b_tma, transposed=True)")
-        if b._boxes_per_row > 1 and b.box[0] != b.tile.shape[0]:
+        if b._boxes_wide > 1 and b.box[0] != b.tile.shape[0]:
             what = "N rows of the K-major" if b.transposed else "K rows of the N-major"
             raise _bad(f"B is {b._boxes_per_row} boxes wide, so each box must hold all {b.tile.shape[0]} {what} "
                        f"tile, not {b.box[0]}", code="bad-wgmma-shape",
@@ -172,7 +190,7 @@ class _Product:
         """``nvgpu.warpgroup.mma`` advances A's descriptor by 16 values and B's by ``16 * (rows of the B
         tile)`` values per K step: right for shared A and N-major B tiles one swizzle span deep in K."""
         a, b = self.a, self.b
-        if not isinstance(a, WGMMAMatrix) or a.transposed or not self.transpose_b:
+        if not isinstance(a, WGMMAMatrix) or a.transposed or not self.transpose_b or b.shape != b.tile.shape:
             return False
         span = lambda m: m.swizzle // m.dtype.itemsize
         return a.tile.shape[1] == span(a) and b.tile.shape[0] == span(b)

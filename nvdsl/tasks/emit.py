@@ -28,7 +28,7 @@ from . import staging
 from .analysis import operand_name
 from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Loop, Map, Mma, Reduce, Region, argument_loads
 from .profile import DATA_WAIT, EPILOGUE, LOAD, MATH, PRODUCT_WAIT, STEP, TILE, TURN_WAIT, roles
-from .stages import TURN_BARRIER, OnesTile, Schedule
+from .stages import EXCHANGE_BARRIER, TURN_BARRIER, OnesTile, Schedule
 
 
 def emit(schedule: Schedule, arrays: dict, timeline: tuple | None = None) -> None:
@@ -459,6 +459,14 @@ class _Consumer:
         """Where this consumer's rows of ``name`` start within the tile."""
         return self.c * self.s.rows if self.split(name) else 0
 
+    def columns(self, name: str) -> tuple[int, int]:
+        """The first of the columns of tile ``name`` this consumer holds, and how many (all but of a tile whose
+        columns the consumers share: Schedule.columns)."""
+        width = self.program.tensor(name).shape[-1]
+        if name in self.s.columns:
+            return self.c * width // self.s.consumers, width // self.s.consumers
+        return 0, width
+
     # -- the tile --------------------------------------------------------------------------------------------
     def run_tile(self) -> None:
         with self.timeline.span(TILE):
@@ -624,6 +632,13 @@ class _Consumer:
             self.values[op.acc] = _SlicedProduct(parts + [(self.staged_operand(staged), *self.operand_view(op.b),
                                                            op.transpose_b)], acc.shape)
             return
+        if staged is not None and staged.shared:     # each consumer's share of the columns, over all of t's rows
+            first, width = self.columns(op.acc)
+            a = self.staged_operand(staged)
+            b = WGMMAMatrix(self.values[operand_name(op.b)], self.tma_of(operand_name(op.b))).columns(first,
+                                                                                                   first + width)
+            acc.accumulate(a @ b, in_flight=in_flight)
+            return
         if staged is not None:
             a = self.staged_operand(staged)
         elif op.transpose_a:
@@ -716,7 +731,7 @@ class _Consumer:
             tile = _zero_tile(rows, t.shape[1], True)
             self.values[op.target] = tile if op.value == 0.0 else tile * 0.0 + op.value
         elif len(t.shape) == 2:
-            tile = WGMMAAccumulator(rows, t.shape[1])
+            tile = WGMMAAccumulator(rows, self.columns(op.target)[1])
             self.values[op.target] = tile if op.value == 0.0 else tile * 0.0 + op.value
         else:                                        # a vector over the rows of this consumer's tiles
             layout = _row_layout_tile(rows, self.lanes_along_rows).layout.project(0)
@@ -735,10 +750,22 @@ class _Consumer:
         """This consumer's rows of the computed tile ``staged.local``, written into its shared buffer in a
         thread-written operand's layout, fenced for the tensor cores, and read M-major. (The buffer's last reader,
         the previous step's product, retired before its result was added into the argument.)"""
-        buffer = self.staging[staged.buffers[self.c]]
-        stage_operand(self.value(staged.local), buffer, swizzle=128)
+        if not staged.shared:
+            buffer = self.staging[staged.buffers[self.c]]
+            stage_operand(self.value(staged.local), buffer, swizzle=128)
+            fence_shared_to_async()
+            self.wg.sync()
+            return WGMMAMatrix(buffer, swizzle=128, transposed=True)
+        # one tile, each consumer's rows side by side: written once every consumer's last product reading it
+        # retired (each waits for it before storing its result), read once every consumer wrote its rows
+        buffer = self.staging[staged.buffers[0]]
+        threads = 128 * self.s.consumers
+        self.ctx.sync_threads(threads, barrier=EXCHANGE_BARRIER)
+        rows, columns = self.rows(staged.local), staged.shape[1]
+        mine = buffer.view((rows, columns), offset=self.row0(staged.local) * columns * buffer.dtype.itemsize)
+        stage_operand(self.value(staged.local), mine, swizzle=128)
         fence_shared_to_async()
-        self.wg.sync()
+        self.ctx.sync_threads(threads, barrier=EXCHANGE_BARRIER)
         return WGMMAMatrix(buffer, swizzle=128, transposed=True)
 
     def m_major_view(self, operand):
@@ -963,7 +990,7 @@ class _Consumer:
             buffer = self.staging[plan.staging[self.c]]
         leader = self.wg.thread_index.eq(0)
         row0 = self.row0(op.source)
-        columns = self.program.tensor(op.source).shape[1]
+        column0, columns = self.columns(op.source)
         for first in range(0, columns, plan.slice_columns):
             window = (first, first + plan.slice_columns)
             tma_store_wait(0)                        # the last slice's copy has read the staging tile
@@ -980,8 +1007,8 @@ class _Consumer:
             fence_shared_to_async()
             self.wg.sync()
             end = None if op.target.end is None else _evaluate(op.target.end, self.env)
-            tma.store(buffer, _origin(op.target, self.env, row0, first), predicate=leader, wait=False, end=end,
-                      add=plan.add)
+            tma.store(buffer, _origin(op.target, self.env, row0, column0 + first), predicate=leader, wait=False,
+                      end=end, add=plan.add)
 
     def _direct_store(self, op: Copy) -> None:
         """A tile stored by each thread's own elements, clipped at the tensor's end (see ``StorePlan.direct``)."""

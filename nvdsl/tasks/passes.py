@@ -262,14 +262,16 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
     if pingpong and consumers != 2:
         raise refusal(f"{levels.stated}: a ping-pong alternates tiles between 2 consumer warpgroups, not "
                       f"{consumers}", code="bad-mapping", changes=[{"consumers": 2}])
-    partial = _partial_accumulators(program, body.ops)
-    if partial and pingpong:
-        raise refusal(f"{levels.stated}: a product of a transposed computed tile ({', '.join(sorted(partial))}) "
+    summed = _partial_accumulators(program, body.ops)
+    if summed and pingpong:
+        raise refusal(f"{levels.stated}: a product of a transposed computed tile ({', '.join(sorted(summed))}) "
                       "sums over the rows cooperative consumers share; a ping-pong's consumers hold whole tiles",
                       code="bad-mapping", changes=[{"schedule": COOPERATIVE}])
-    split = _split_tensors(program, body.ops, mapping.schedule)
-    _check_partial_uses(body.ops, partial, split)
-    tile_rows = {program.tensor(op.acc).shape[0] for op in body.ops if isinstance(op, Mma) and op.acc not in partial} \
+    shared_columns = frozenset(op.acc for op in _column_products(program, body.ops, consumers))
+    partial = summed - shared_columns
+    split = _split_tensors(program, body.ops, mapping.schedule, consumers)
+    _check_partial_uses(body.ops, partial, shared_columns, split)
+    tile_rows = {program.tensor(op.acc).shape[0] for op in body.ops if isinstance(op, Mma) and op.acc not in summed} \
         or {program.tensor(op.target).shape[0] for op in body.ops if isinstance(op, Fill)} or {MMA_ROWS}
     if len(tile_rows) != 1:
         raise _refuse(f"the accumulators have different row counts {sorted(tile_rows)}")
@@ -291,33 +293,53 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
                       code="mapping-tile", changes=_tunables_at(mapping, odd[0], wanted),
                       note=f"or tiles of a multiple of {LANE_COLUMNS} columns")
     return Split(consumers=consumers, split=split, rows=tile_rows // share, lanes_along_rows=lanes,
-                 partial=partial)
+                 partial=partial, columns=shared_columns)
 
 
 def _partial_products(program: Program, ops) -> list[Mma]:
     """The products of a computed tile's transpose (``t.T @ B``, t in registers): the consumers share t's rows,
-    which are the product's K, so each sums its part."""
+    which are the product's K."""
     return [op for op in ops if isinstance(op, Mma) and op.transpose_a and
             program.tensor(operand_name(op.a)).memory != SHARED]
+
+
+def _column_products(program: Program, ops, consumers: int) -> list[Mma]:
+    """Of :func:`_partial_products`, those whose consumers put their rows of t side by side in one shared tile
+    (one TMA box wide: 128 bytes a row) and each compute a share of the product's columns over all of K (whole
+    64-column boxes of an N-major B): FlashAttention-3's dQ. The others' consumers each sum their own rows."""
+    def fits(op: Mma) -> bool:
+        t, b = program.tensor(operand_name(op.a)), program.tensor(operand_name(op.b))
+        n = program.tensor(op.acc).shape[1]
+        box = 128 // b.dtype.itemsize
+        return consumers > 1 and t.shape[1] * t.dtype.itemsize == 128 and not op.transpose_b and \
+            n % (consumers * box) == 0
+    return [op for op in _partial_products(program, ops) if fits(op)]
 
 
 def _partial_accumulators(program: Program, ops) -> frozenset:
     return frozenset(op.acc for op in _partial_products(program, ops))
 
 
-def _check_partial_uses(ops, partial: frozenset, split: frozenset) -> None:
-    """A consumer's part of a sum is only added into an argument (``Dt[...] += acc``), where the parts add up."""
+def _check_partial_uses(ops, partial: frozenset, columns: frozenset, split: frozenset) -> None:
+    """A consumer's part of a sum is only added into an argument (``Dt[...] += acc``), where the parts add up; a
+    consumer's share of the columns of a sum is only stored (or added)."""
     for op in ops:
-        read = {operand_name(x) for x in op.reads()} & partial
-        if not read or (isinstance(op, Copy) and op.accumulate) or (isinstance(op, Mma) and read == {op.acc}):
+        read = {operand_name(x) for x in op.reads()} & (partial | columns)
+        if not read or (isinstance(op, Copy) and isinstance(op.target, Region) and
+                        (op.accumulate or not read & partial)) or (isinstance(op, Mma) and read == {op.acc}):
             continue
         name = sorted(read)[0]
-        raise _refuse(f"{op}: each consumer warpgroup holds its own part of the sum in '{name}' (a product of a "
-                      "transposed computed tile, whose rows the consumers share), so it cannot be read here",
-                      hint=f"add it into a float32 argument as it is (Xt[...] += {name}), where the parts add up",
-                      loc=op.loc)
-    if partial & split:
-        raise _refuse(f"{sorted(partial & split)} would be both a consumer's part of a sum and shared out by rows")
+        if name in partial:
+            raise _refuse(f"{op}: each consumer warpgroup holds its own part of the sum in '{name}' (a product of a "
+                          "transposed computed tile, whose rows the consumers share), so it cannot be read here",
+                          hint=f"add it into a float32 argument as it is (Xt[...] += {name}), where the parts add "
+                               "up", loc=op.loc)
+        raise _refuse(f"{op}: the consumer warpgroups share the columns of '{name}' (a product of a transposed "
+                      "computed tile, whose rows they share), so it cannot be read here",
+                      hint=f"store it (or add it into an argument) as it is: Xt[...] = {name}", loc=op.loc)
+    if (partial | columns) & split:
+        raise _refuse(f"{sorted((partial | columns) & split)} would be both a sum the consumers share and shared out "
+                      "by rows")
 
 
 def _row_split_changes(mapping: Mapping, tile_rows: int, share: int, granule: int = MMA_ROWS) -> tuple[list, str]:
@@ -337,15 +359,18 @@ def _tunables_at(mapping: Mapping, value: int, wanted: int) -> list[dict]:
     return [{"tiles": {name: wanted}} for name, v in mapping.tiles if v == value and wanted != value]
 
 
-def _split_tensors(program: Program, ops, schedule: str) -> frozenset:
+def _split_tensors(program: Program, ops, schedule: str, consumers: int = 1) -> frozenset:
     """The tensors whose rows cooperative consumers share out: every accumulator, and what follows its rows."""
     if schedule == PINGPONG:
         return frozenset()
     split = set()
     whole = set()
     partial = _partial_accumulators(program, ops)
+    columns = {op.id for op in _column_products(program, ops, consumers)}
     for op in ops:
-        if isinstance(op, Mma) and op.acc in partial:    # t.T @ B: B's rows are its K, shared as t's are
+        if isinstance(op, Mma) and op.id in columns:   # t.T @ B: each consumer writes its rows of t; B read whole
+            split.add(operand_name(op.a))
+        elif isinstance(op, Mma) and op.acc in partial:    # t.T @ B: B's rows are its K, shared as t's are
             split.update((operand_name(op.a), operand_name(op.b)))
         elif isinstance(op, Mma):
             split.update((op.acc, operand_name(op.a)))
@@ -616,6 +641,9 @@ def _staged_operands(program: Program, body: TileBody, split: Split) -> tuple[St
     for op in _partial_products(program, body.ops):
         name = operand_name(op.a)
         t = program.tensor(name)
+        if op.acc in split.columns:        # one tile, each consumer's rows of it side by side
+            staged[name] = StagedOperand(name, t.shape, t.dtype, (f"operand_{name}",), shared=True)
+            continue
         rows = split.rows if name in split.split else t.shape[0]
         staged[name] = StagedOperand(name, (rows, t.shape[1]), t.dtype,
                                      tuple(f"operand_{name}_{c}" for c in range(split.consumers)))
@@ -748,8 +776,9 @@ def _stores(program: Program, body: TileBody, split: Split, mapping: Mapping) ->
             stores.append(StorePlan(op.source, op.target, local.dtype, (out_rows, local.shape[-1]), local.shape[-1],
                                     (), direct=True))
             continue
-        box, _ = _box(op.target.shape, local.dtype, out_rows, mapping)
-        columns = local.shape[-1]
+        share = split.consumers if op.source in split.columns else 1       # each consumer stores its columns
+        box, _ = _box(op.target.shape[:-1] + (op.target.shape[-1] // share,), local.dtype, out_rows, mapping)
+        columns = local.shape[-1] // share
         slice_columns = max(box[-1], min(columns, STAGING_BYTES // (out_rows * local.dtype.itemsize)) // box[-1] *
                             box[-1])
         while columns % slice_columns:
@@ -758,7 +787,7 @@ def _stores(program: Program, body: TileBody, split: Split, mapping: Mapping) ->
         # A tile loaded once per tile with this one's shape, type and rows per consumer (attention's Q for
         # its O) holds each consumer's rows of the output once its products have read it.
         reuse = next((t for t in tile_loads if t.source.matrix_shape == local.shape and
-                      program.tensor(t.target).dtype == local.dtype and not pingpong and
+                      program.tensor(t.target).dtype == local.dtype and not pingpong and share == 1 and
                       (t.target in split.split) == (op.source in split.split)), None)
         # (at most 128 columns: storing 256 at once from the tile spilled attention's consumers at D = 256)
         if reuse is not None and columns <= 128:
@@ -879,7 +908,8 @@ def budget_registers(levels: Levels, body: TileBody, split: Split) -> Registers:
     check_registers(mapping, registers, producers)
     pingpong = mapping.schedule == PINGPONG
     accumulators = _live_accumulators(body, split, pingpong)
-    accumulator_registers = _accumulator_registers(program, accumulators, split.split, split.rows, pingpong)
+    accumulator_registers = _accumulator_registers(program, accumulators, split.split, split.rows, pingpong,
+                                                   split.columns, split.consumers)
     needed = OVERHEAD_REGISTERS + accumulator_registers
     if needed > registers["consumer"]:
         elements = (registers["consumer"] - OVERHEAD_REGISTERS) * 128
@@ -916,7 +946,8 @@ def _live_accumulators(body: TileBody, split: Split, pingpong: bool) -> set:
         after = {operand_name(x) for op in body.epilogue for x in op.reads()}
         inside += _live_in_step(body.main.body, after)
     outside = filled(body.ops) - set().union(*inside)
-    costs = [_accumulator_registers(body.program, names - outside, split.split, split.rows, pingpong)
+    costs = [_accumulator_registers(body.program, names - outside, split.split, split.rows, pingpong, split.columns,
+                                    split.consumers)
              for names in inside]
     return outside | (inside[costs.index(max(costs))] if inside else set())
 
@@ -935,13 +966,15 @@ def _live_in_step(ops, after: set) -> list[set]:
     return [{name for name, (first, last) in spans.items() if first <= i <= last} for i in range(len(ops))] or [set()]
 
 
-def _accumulator_registers(program: Program, accumulators, split_names, rows: int, pingpong: bool) -> int:
+def _accumulator_registers(program: Program, accumulators, split_names, rows: int, pingpong: bool,
+                           shared_columns=frozenset(), consumers: int = 1) -> int:
     """Registers per consumer thread for its part of the accumulators (float32, 128 threads a consumer)."""
     total = 0
     for name in accumulators:
         t = program.tensor(name)
         per_consumer_rows = rows if name in split_names or pingpong else t.shape[0]
-        total += -(-per_consumer_rows * (t.shape[1] if len(t.shape) > 1 else 1) // 128)
+        columns = (t.shape[1] if len(t.shape) > 1 else 1) // (consumers if name in shared_columns else 1)
+        total += -(-per_consumer_rows * columns // 128)
     return total
 
 

@@ -36,7 +36,7 @@ def plan_stages(program: Program, mapping: Mapping, sm_count: int) -> dict:
         registers=registers.registers, accumulator_registers=registers.accumulators, rings=allocation.rings,
         prologue=body.prologue, main=body.main, epilogue=body.epilogue, in_flight=pipeline.in_flight,
         waited=loop.waited, lookahead=pipeline.lookahead, phases=loop.phases, unmasked=loop.unmasked,
-        stores=transfers.stores, operands=transfers.operands, partial=split.partial,
+        stores=transfers.stores, operands=transfers.operands, partial=split.partial, columns=split.columns,
         buffers=allocation.buffers, smem_bytes=allocation.smem_bytes, ones=body.ones, joined=products.joined,
         grid=persistence.grid, persistent=persistence.persistent, raster=persistence.raster,
         group=persistence.group, tiles_per_block=persistence.tiles_per_block)

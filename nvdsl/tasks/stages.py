@@ -13,6 +13,7 @@ from .ir import Copy, Loop, Program, Region
 from .mapping import Mapping
 
 TURN_BARRIER = 10                     # named barriers 10, 11, ...: consumer c's turn at the tensor cores is 10 + c
+EXCHANGE_BARRIER = 14                 # the consumers meet at a tile they stage side by side (StagedOperand.shared)
 ONES_COLUMNS = 8                      # wgmma's smallest N: the ones tile's columns, the row sums' accumulator's
 
 
@@ -138,9 +139,10 @@ class StagedOperand:
     product reads it M-major."""
 
     local: str
-    shape: tuple[int, int]            # a consumer's rows of the tile x its columns
+    shape: tuple[int, int]            # a consumer's rows of the tile x its columns (shared: the whole tile)
     dtype: dt.DType
-    buffers: tuple[str, ...]          # one per consumer
+    buffers: tuple[str, ...]          # one per consumer (shared: one, each consumer's rows side by side)
+    shared: bool = False
 
     @property
     def nbytes(self) -> int:
@@ -148,8 +150,9 @@ class StagedOperand:
 
 
 def format_operand(o: StagedOperand) -> str:
-    return (f"stage {o.local} -> {', '.join(o.buffers)}: each consumer's {o.shape[0]} x {o.shape[1]} rows, "
-            "128-byte swizzled, read transposed (M-major) by the product")
+    whose = f"the consumers' rows side by side, {o.shape[0]} x {o.shape[1]}" if o.shared else \
+        f"each consumer's {o.shape[0]} x {o.shape[1]} rows"
+    return f"stage {o.local} -> {', '.join(o.buffers)}: {whose}, 128-byte swizzled, read transposed (M-major)"
 
 
 @dataclass(frozen=True)
@@ -238,6 +241,7 @@ class Split:
     rows: int
     lanes_along_rows: bool = False      # a row-wise program's tiles: each row along a warp's lanes (passes.py)
     partial: frozenset = frozenset()    # accumulators each consumer holds whole, of its part of a sum (t.T @ B)
+    columns: frozenset = frozenset()    # accumulators whose columns the consumers share (t.T @ B over all of t)
 
     def __str__(self) -> str:
         held = (f"each holds {self.rows} rows of " + ", ".join(sorted(self.split)) if self.split else
@@ -245,7 +249,9 @@ class Split:
         lanes = "; tiles with each row along a warp's lanes" if self.lanes_along_rows else ""
         partial = ("; each holds all of " + ", ".join(sorted(self.partial)) + ", its part of the sum over the rows "
                    "it holds") if self.partial else ""
-        return f"consumers: {self.consumers} warpgroup(s); {held}{lanes}{partial}\n"
+        columns = ("; each holds an equal share of the columns of " + ", ".join(sorted(self.columns)) +
+                   " (summed over the rows they share, staged side by side)") if self.columns else ""
+        return f"consumers: {self.consumers} warpgroup(s); {held}{lanes}{partial}{columns}\n"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -432,6 +438,7 @@ class Schedule:
     joined: tuple[Joined, ...] = ()
     operands: tuple[StagedOperand, ...] = ()
     partial: frozenset = frozenset()    # accumulators each consumer holds whole, of its part of a sum (t.T @ B)
+    columns: frozenset = frozenset()    # accumulators whose columns the consumers share (t.T @ B over all of t)
     lanes_along_rows: bool = False      # tiles with each row along a warp's lanes, not wgmma's layout
     grid: int
     persistent: bool                    # blocks loop over tiles (else one block per tile, or pair of tiles)
