@@ -218,3 +218,20 @@ def test_splits_add_on_the_gpu(m, n, k):
     nt.build(added_splits, nt.Mapping())(c, a, b)
     u = 2.0 ** -24
     assert np.all(np.abs(c - exact) <= (k + 1) * u / (1 - (k + 1) * u) * terms)
+
+
+def test_a_sum_over_the_consumers_rows_is_stored_in_the_step_that_computes_it():
+    """The staged tile is overwritten by the next step's: a dQ carried across steps is refused."""
+    @nt.task(reads=("Q", "K"), reduces=("DQ",))
+    def carried(DQ, Q, K):
+        Qt, Kt, DQt = nt.blocks(Q, (64, 64)), nt.blocks(K, (128, 64)), nt.blocks(DQ, (64, 64))
+        for i in nt.prange(Qt.grid[0]):
+            dq = nt.zeros((64, 64), name="dq")
+            for j in nt.srange(Kt.grid[0]):
+                st = nt.zeros((128, 64), name="st")
+                st += Kt[j, 0] @ Qt[i, 0].T
+                dq += st.astype(Q.dtype).T @ Kt[j, 0]
+            DQt[i, 0] += dq
+    args = (np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float16), np.zeros((256, 64), np.float16))
+    error = _refused(carried, args, "unsupported-program", nt.Mapping(pipeline=2, persistent=False))
+    assert "zeroed and stored in the same step" in str(error) and "inside the loop" in error.hint

@@ -1204,13 +1204,7 @@ class _SlicedProduct:
     def columns(self, start: int, stop: int) -> WGMMAAccumulator:
         acc = WGMMAAccumulator(self.shape[0], stop - start)
         for a, b_tile, tma, transpose_b in self.products:
-            # B N-major, boxes of all its K rows side by side: the slice's boxes
-            k, box_columns = b_tile.shape[0], tma.box[-1]
-            if transpose_b or start % box_columns or stop % box_columns:
-                raise TaskError(f"columns {start}:{stop} of a product of a transposed computed tile are taken from "
-                                f"an N-major B of boxes {box_columns} wide only", code="unsupported-program")
-            b = b_tile.view((k, stop - start), offset=start * k * b_tile.dtype.itemsize)
-            acc.accumulate(a @ WGMMAMatrix(b, tma))
+            acc.accumulate(a @ WGMMAMatrix(b_tile, tma, transposed=transpose_b).columns(start, stop))
         return acc
 
 

@@ -271,6 +271,7 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
     partial = summed - shared_columns
     split = _split_tensors(program, body.ops, mapping.schedule, consumers)
     _check_partial_uses(body.ops, partial, shared_columns, split)
+    _check_summed_in_one_step(body)
     tile_rows = {program.tensor(op.acc).shape[0] for op in body.ops if isinstance(op, Mma) and op.acc not in summed} \
         or {program.tensor(op.target).shape[0] for op in body.ops if isinstance(op, Fill)} or {MMA_ROWS}
     if len(tile_rows) != 1:
@@ -314,6 +315,24 @@ def _column_products(program: Program, ops, consumers: int) -> list[Mma]:
         return consumers > 1 and t.shape[1] * t.dtype.itemsize == 128 and not op.transpose_b and \
             n % (consumers * box) == 0
     return [op for op in _partial_products(program, ops) if fits(op)]
+
+
+def _check_summed_in_one_step(body: TileBody) -> None:
+    """A product of a transposed computed tile reads it staged in shared memory, which the next step's staging
+    overwrites: its accumulator is zeroed and stored (or added into an argument) in the same straight run of
+    operations (a step of the main loop), after the product."""
+    runs = [list(body.prologue), list(body.main.body) if body.main is not None else [], list(body.epilogue)]
+    for op in _partial_products(body.program, body.ops):
+        run = next((r for r in runs if op in r), [])
+        position = run.index(op) if op in run else -1
+        zeroed = any(isinstance(o, Fill) and o.target == op.acc for o in run[:position])
+        stored = any(isinstance(o, Copy) and o.source == op.acc and isinstance(o.target, Region)
+                     for o in run[position + 1:])
+        if not (zeroed and stored):
+            raise _refuse(f"{op}: the transposed computed tile is staged in shared memory for this product only, so "
+                          f"'{op.acc}' is zeroed and stored in the same step, around it",
+                          hint=f"start it with nt.zeros(...) and store it (or add it into an argument) right after, "
+                               "inside the loop", loc=op.loc)
 
 
 def _partial_accumulators(program: Program, ops) -> frozenset:

@@ -357,8 +357,10 @@ class _Product:
 class _TransposedLocal:
     """``t.T`` of a computed tile: only the A operand of a product (FlashAttention's ``dS.T @ K``), which the
     consumers stage through shared memory and read M-major. Where the consumers share the rows of ``t`` (the
-    product's K), each computes a part of the sum: its accumulator may only be added into an argument
-    (``DQt[...] += dq``), whose additions sum the parts."""
+    product's K), they either stage their rows side by side and each compute a share of the product's columns
+    (``t`` one 128-byte box wide, the columns whole 64-column boxes a consumer), or each sum their own rows, a part
+    that may only be added into an argument (``DQt[...] += dq``, whose additions sum the parts). Either way the
+    accumulator is zeroed and stored in the step that computes it, and only stored."""
     local: "Local"
 
     @property
