@@ -4,6 +4,8 @@ derived from the arithmetic (the 16-bit roundings of P, dS, O and the outputs; f
 256, float16 and bfloat16, strided (B, L, H, D) views; on the GPU also against torch autograd through
 ``scaled_dot_product_attention`` and bitwise repeatability."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -308,3 +310,17 @@ def test_gradients_are_the_same_bits_on_every_run():
         torch.cuda.synchronize()
         exact = slice(0, 3) if deterministic else slice(1, 3)
         assert all(torch.equal(a, b) for run in runs[1:] for a, b in zip(runs[0][exact], run[exact]))
+
+
+def test_the_staged_ds_is_written_through_one_address_per_column_block():
+    """At D 128 the consumers stage dS (64 rows x 64 columns each) between two named barriers: under the 128-byte
+    swizzle each 8-column block needs its own address (the XOR pattern), the rows an immediate offset. Before, 15
+    distinct addresses were held across the main loop and ptxas spilled 220 registers a consumer thread."""
+    q = np.zeros((1, 2, 512, 128), np.float16)
+    lse, parts = np.zeros((1, 2, 512), np.float32), np.zeros((1, 2, 512, 128), np.float32)
+    mapping = library.backward_mappings(128)[2]
+    ptx = nt.build(library.dkdv_program(False, 0.125, parts="dkdvdq"), mapping).compile(
+        parts, parts, parts, q, q, q, q, lse, lse).ptx
+    staging = ptx.split("barrier.sync")[1]            # the first named barrier to the second: dS's stores
+    addresses = re.findall(r"st\.shared\.b32\s+\[(%rd\d+)\+\d+\]", staging)
+    assert len(addresses) == 16 and len(set(addresses)) == 8

@@ -10,6 +10,8 @@ straight from registers (``acc.accumulate(p.to(nvdsl.float16) @ v)``, attention'
 
 from __future__ import annotations
 
+import copy
+
 from mlir import ir
 from mlir.dialects import arith, llvm, nvgpu, nvvm, vector
 
@@ -121,8 +123,7 @@ class WGMMAMatrix:
         if self.transposed or start % self.box[1] or stop % self.box[1] or not 0 <= start < stop <= self.shape[1]:
             raise _bad(f"columns({start}, {stop}) takes whole boxes of {self.box[1]} columns of an N-major tile "
                        f"{list(self.tile.shape)}", code="bad-wgmma-shape")
-        part = object.__new__(WGMMAMatrix)
-        part.__dict__.update(self.__dict__)
+        part = copy.copy(self)
         part.shape, part._first_column = (self.tile.shape[0], stop - start), self._first_column + start
         return part
 
@@ -587,6 +588,7 @@ class _BoxLayout(_AccumulatorWriter):
             raise TraceError(f"store takes tma= or swizzle= (32, 64 or 128), not both; got tma={tma!r}, "
                              f"swizzle={swizzle!r}", code="bad-wgmma", loc=user_location())
         self.boxes = SharedBoxes(destination, tma, "WGMMAAccumulator.store", code="bad-wgmma", swizzle=swizzle or 0)
+        self._thread = None              # the swizzled index of this thread's part (see write)
         if self.boxes.box_rows % 64:
             raise TraceError(f"store(..., tma=) needs boxes whose rows are a multiple of 64, not {self.boxes.box_rows}",
                              code="bad-wgmma", loc=user_location())
@@ -600,6 +602,18 @@ class _BoxLayout(_AccumulatorWriter):
         box_row, row_in_box = divmod(row_const - row_const % 64, b.box_rows)
         box_col, col_in_box = divmod(col_const, b.box_cols)
         box = box_row * b.boxes_per_row + box_col
+        rows = (row_in_box + row_const % 64) * b.row_bytes + box * b.box_bytes
+        if b.swizzle == 128 and b.row_bytes == 128 and rows % 1024 == 0:
+            # Under the 128-byte swizzle, constant rows in whole 8-row groups leave the XOR pattern alone and a
+            # constant column block only XORs chunk bits the thread's part XORs too: swizzle(thread + columns +
+            # rows) = (swizzle(thread) ^ columns) + rows. One address per column block, the rows an immediate
+            # (15 distinct 64-bit addresses held across a backward's main loop spilled its consumers).
+            shift = b.item.bit_length() - 1
+            if self._thread is None:
+                self._thread = b.swizzled_index(row_thread * b.row_bytes + col_thread * b.item)
+            index = (self._thread ^ (col_in_box * b.item >> shift)) + (rows >> shift)
+            vector.store(pair, self.flat.ir, [index_value(index, "a staging index")], alignment=2 * b.item)
+            return
         offset = (row_thread + (row_in_box + row_const % 64)) * b.row_bytes + col_thread * b.item + \
             (box * b.box_bytes + col_in_box * b.item)
         vector.store(pair, self.flat.ir, [b.swizzled_index(offset).ir], alignment=2 * b.item)
