@@ -752,7 +752,7 @@ def test_a_is_read_m_major_from_its_transposed_tile(k, m, n):
     c = np.zeros((m, n), np.float32)
     gemm = m_major_a_product(k, m, n)
     gemm(a, b, c)
-    np.testing.assert_array_equal(c, a.astype(np.float32).T @ b.astype(np.float32))
+    np.testing.assert_array_equal(c, a.astype(np.float64).T @ b.astype(np.float64))   # exact: small integers
     if find_tool("ptxas"):
         ptx = gemm.compile(a, b, c).ptx
         assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16 .*p, 1, +1, 1, +1;", ptx)
@@ -794,8 +794,8 @@ def test_a_product_staged_in_shared_memory_is_read_transposed_by_the_next(m):
     a, b, c = (rng.integers(-1, 2, shape).astype(np.float16) for shape in ((m, 64), (64, 64), (m, 64)))
     out = np.zeros((64, 64), np.float32)
     two_products(a, b, c, out)
-    s = a.astype(np.float32) @ b.astype(np.float32)
-    np.testing.assert_array_equal(out, s.T @ c.astype(np.float32))
+    s = a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_array_equal(out, s.T @ c.astype(np.float64))     # exact: small integers
 
 
 @requires_gpu
@@ -824,7 +824,7 @@ def test_a_column_block_of_an_n_major_b_is_a_product_operand():
     a, b = rng.integers(-2, 3, (64, 128)).astype(np.float16), rng.integers(-2, 3, (128, 128)).astype(np.float16)
     c = np.zeros((64, 64), np.float32)
     half_product(a, b, c)
-    np.testing.assert_array_equal(c, a.astype(np.float32) @ b[:, 64:].astype(np.float32))
+    np.testing.assert_array_equal(c, a.astype(np.float64) @ b[:, 64:].astype(np.float64))   # exact: small integers
     with pytest.raises(nvdsl.TraceError) as info:
         @nvdsl.mlir_func
         def unaligned(b):

@@ -45,6 +45,11 @@ def summed_over_key_blocks(DQ, Q, K):
 SUMMED_MAPPING = nt.Mapping(tiles={"BM": 64, "BN": 128}, pipeline=2, persistent=False)
 
 
+def one_query_block():
+    """DQ, Q (one 64-row block) and K (two 128-row blocks) for programs that are refused before they run."""
+    return np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float16), np.zeros((256, 64), np.float16)
+
+
 def small_integers(shape, dtype, seed):
     return np.random.default_rng(seed).integers(-2, 3, shape).astype(dtype)
 
@@ -57,9 +62,9 @@ def test_splits_add_into_the_output_it_already_holds(m, n, k):
     a staging copy, which must be copied in.)"""
     a, b = small_integers((m, k), np.float16, 1), small_integers((k, n), np.float16, 2)
     c = small_integers((m, n), np.float32, 3)
-    want = c + a.astype(np.float32) @ b.astype(np.float32)
+    want = c + a.astype(np.float64) @ b.astype(np.float64)
     nt.build(added_splits, nt.Mapping())(c, a, b)
-    np.testing.assert_array_equal(c, want)
+    np.testing.assert_array_equal(c, want)        # exact: small integers, sums below 2^24
 
 
 @pytest.mark.parametrize("l, lk, d", [(128, 256, 64), (200, 300, 128)])
@@ -73,8 +78,8 @@ def test_a_transposed_computed_tile_is_summed_over_the_consumers_rows(l, lk, d):
     dq = np.zeros((l, d), np.float32)
     kernel = nt.build(summed_over_key_blocks, SUMMED_MAPPING)
     kernel(dq, q, k)
-    st = k.astype(np.float32) @ q.astype(np.float32).T
-    np.testing.assert_array_equal(dq, st.T @ k.astype(np.float32))
+    st = k.astype(np.float64) @ q.astype(np.float64).T
+    np.testing.assert_array_equal(dq, st.T @ k.astype(np.float64))     # exact: small integers
     text, split = kernel.explain(dq, q, k), str(kernel.passes(dq, q, k)["split"])
     assert "mma dq += t.T @ K_s0" in text
     if d == 64:
@@ -93,7 +98,7 @@ def test_a_consumers_part_of_a_sum_is_only_added_into_an_argument():
             dq = nt.zeros((64, 64), name="dq")
             dq += st.astype(Q.dtype).T @ Kt[j, 0]
             DQt[0, 0] += dq * 2.0
-    args = (np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float16), np.zeros((256, 64), np.float16))
+    args = one_query_block()
     error = _refused(scaled_part, args, "unsupported-program", nt.Mapping(pipeline=2, persistent=False))
     assert "its own part of the sum in 'dq'" in str(error) and "+= dq" in error.hint
     pingpong = nt.Mapping(tiles={"BM": 64, "BN": 128}, schedule="pingpong", consumers=2)
@@ -177,9 +182,9 @@ def test_a_hand_written_kernel_adds_boxes_from_several_blocks_into_one():
         kernel()
 
     x, out = small_integers((256, 32), np.float32, 4), small_integers((64, 32), np.float32, 5)
-    want = out + x.reshape(4, 64, 32).sum(0)      # small integers: exact in any order
+    want = out + x.reshape(4, 64, 32).astype(np.float64).sum(0)
     add_tiles(x, out)
-    np.testing.assert_array_equal(out, want)
+    np.testing.assert_array_equal(out, want)      # exact: small integers, in any order
 
 
 def test_a_hand_written_addition_into_half_precision_is_refused():
@@ -232,6 +237,6 @@ def test_a_sum_over_the_consumers_rows_is_stored_in_the_step_that_computes_it():
                 st += Kt[j, 0] @ Qt[i, 0].T
                 dq += st.astype(Q.dtype).T @ Kt[j, 0]
             DQt[i, 0] += dq
-    args = (np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float16), np.zeros((256, 64), np.float16))
+    args = one_query_block()
     error = _refused(carried, args, "unsupported-program", nt.Mapping(pipeline=2, persistent=False))
     assert "zeroed and stored in the same step" in str(error) and "inside the loop" in error.hint
