@@ -15,7 +15,9 @@ SM = 132
 
 @pytest.mark.parametrize("m, n, k, expected", [
     (16, 8192, 8192, 1), (1, 4096, 4096, 4), (64, 16384, 16384, 1), (16, 1024, 8192, 16),
-    (64, 8192, 8192, 1), (8192, 8192, 4096, 1), (16, 8192, 256, 1), (128, 128, 65536, 16), (256, 512, 8192, 8),
+    (64, 8192, 8192, 1), (8192, 8192, 4096, 1), (16, 8192, 256, 1), (256, 512, 8192, 8),
+    # long K over a tile or two: every SM a split (no cap at 16)
+    (128, 128, 65536, 66), (128, 256, 32768, 33), (64, 64, 131072, 132), (128, 128, 4096, 8),
 ])
 def test_the_library_splits_k_where_the_output_leaves_sms_idle(m, n, k, expected):
     mapping = library.default_mapping(m, n, sm_count=SM)

@@ -360,25 +360,28 @@ def _output_shape(c, ndim: int) -> tuple:
     return (None,) * ndim
 
 
-#: Split-K: at most this many splits, each of at least MIN_SPLIT_K_BLOCKS blocks of K.
-MAX_SPLITS, MIN_SPLIT_K_BLOCKS = 16, 8
+#: Split-K: each split takes at least this many blocks of K.
+MIN_SPLIT_K_BLOCKS = 8
 
 
 @functools.lru_cache(maxsize=1024)          # called per gemm() call, as default_mapping
 def split_k(m: int, n: int, k: int, mapping: nt.Mapping, *, sm_count: int | None = None) -> int:
     """How many splits of K the library runs an (m, n, k) product in under ``mapping``: where the output has tiles
-    for fewer than a quarter of the SMs, as many as give every SM a tile (at most :data:`MAX_SPLITS`, each of at
-    least :data:`MIN_SPLIT_K_BLOCKS` K blocks); else 1. Measured (bf16, GPU time, the sum included): 16 x 4096 x
-    4096 (32 tiles) ran 15.9 us unsplit and 11.5 in four splits on an H200 (cuBLAS 9.5), 13.7 and 12.6 on an
-    H100 (cuBLAS 9.5); 16 x 8192 x 8192 (64 tiles) gained on the H200 (45.0 -> 39.2 us, cuBLAS 34.2) but lost on
-    the H100 (48.3 -> 52.8, cuBLAS 47.9), and 64 or 128 rows of it lost on both: half-filled outputs stay unsplit."""
+    for fewer than a quarter of the SMs, as many as give every SM a tile (each split of at least
+    :data:`MIN_SPLIT_K_BLOCKS` K blocks); else 1. Measured (bf16, GPU time, the sum included): 16 x 4096 x 4096
+    (32 tiles) ran 15.9 us unsplit and 11.5 in four splits on an H200 (cuBLAS 9.5), 13.7 and 12.6 on an H100
+    (cuBLAS 9.5); 16 x 8192 x 8192 (64 tiles) gained on the H200 (45.0 -> 39.2 us, cuBLAS 34.2) but lost on the
+    H100 (48.3 -> 52.8, cuBLAS 47.9), and 64 or 128 rows of it lost on both: half-filled outputs stay unsplit.
+    Long K over a tile or two wants every SM: on an H200 (queued launches, cuBLAS in brackets) 128 x 128 x 65536
+    ran 16.1 us in 16 splits, 10.3 in 64 and 13.1 in 96 (11.5); 128 x 256 x 32768 10.8 in 16, 9.1 in 32 (10.0);
+    64 x 64 x 131072 25.7 in 16, 13.4 in 128 (12.2)."""
     if sm_count is None:
         sm_count = jit.sm_count()
     tile = mapping.tile_values()
     tiles = -(-m // tile["BM"]) * -(-n // tile["BN"])
     if 4 * tiles >= sm_count:
         return 1
-    return max(1, min(sm_count // tiles, -(-k // tile["BK"]) // MIN_SPLIT_K_BLOCKS, MAX_SPLITS))
+    return max(1, min(sm_count // tiles, -(-k // tile["BK"]) // MIN_SPLIT_K_BLOCKS))
 
 
 SUM_THREADS = 256
