@@ -31,13 +31,14 @@ def numpy(t) -> np.ndarray:
     return t.numpy() if t.dtype != torch.bfloat16 else t.float().numpy()
 
 
-@pytest.mark.parametrize("dtype, b, h, hkv, l, d, causal", [
-    (torch.float16, 1, 2, 1, 100, 64, True),          # grouped heads, a ragged causal block
-    (torch.bfloat16, 1, 2, 2, 130, 128, False),
+@pytest.mark.parametrize("dtype, b, h, hkv, l, d, causal, deterministic", [
+    (torch.float16, 1, 2, 1, 100, 64, True, True),          # grouped heads, a ragged causal block
+    (torch.bfloat16, 1, 2, 2, 130, 128, False, True),
+    (torch.float16, 1, 2, 1, 100, 64, True, False),         # dQ summed by the dK/dV kernel
 ])
-def test_output_and_gradients_match_float64(device, dtype, b, h, hkv, l, d, causal):
+def test_output_and_gradients_match_float64(device, dtype, b, h, hkv, l, d, causal, deterministic):
     q, k, v = qkv(device, dtype, b, h, hkv, l, d)
-    o = nvtorch.attention(q, k, v, causal=causal)
+    o = nvtorch.attention(q, k, v, causal=causal, deterministic=deterministic)
     assert o.shape == q.shape and o.dtype == dtype and o.device.type == device
     do = torch.randn(o.shape, generator=torch.Generator().manual_seed(9)).to(dtype).to(device)
     grads = torch.autograd.grad(o, (q, k, v), do)
@@ -57,6 +58,8 @@ def test_the_attention_ops_pass_opcheck(device):
     do = torch.randn_like(o)
     torch.library.opcheck(torch.ops.nvdsl.attention_backward.default,
                           tuple(t.detach() for t in (q, k, v, o, lse, do)) + (True, None))
+    torch.library.opcheck(torch.ops.nvdsl.attention_backward.default,
+                          tuple(t.detach() for t in (q, k, v, o, lse, do)) + (True, None, False))
 
 
 def step(q, k, v):

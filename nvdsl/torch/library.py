@@ -167,10 +167,11 @@ linear.register_autograd(_linear_backward, setup_context=_linear_setup)
 
 @torch.library.custom_op("nvdsl::attention", mutates_args=())
 def attention_with_lse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-                       scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                       scale: float | None = None, deterministic: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """``(o, lse)`` of ``nvdsl.kernels.attention.attention``: ``o`` (B, H, L, D) in q's dtype and the float32
     log-sum-exp (B, H, L) the backward reads. ``q`` (B, H, L, D), ``k`` and ``v`` (B, Hkv, Lk, D), float16 or
-    bfloat16, views included (``x.transpose(1, 2)`` of a (B, L, H, D) projection)."""
+    bfloat16, views included (``x.transpose(1, 2)`` of a (B, L, H, D) projection). ``deterministic`` is the
+    backward's (``nvdsl.kernels.attention.attention_backward``'s option)."""
     o = q.new_empty(q.shape)
     lse = q.new_empty(q.shape[:3], dtype=torch.float32)
     with at_user_line():
@@ -179,64 +180,70 @@ def attention_with_lse(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal
 
 
 @attention_with_lse.register_fake
-def _(q, k, v, causal=False, scale=None):
+def _(q, k, v, causal=False, scale=None, deterministic=True):
     return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
 @torch.library.custom_op("nvdsl::attention_backward", mutates_args=())
 def attention_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor, lse: torch.Tensor,
-                       do: torch.Tensor, causal: bool = False,
-                       scale: float | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                       do: torch.Tensor, causal: bool = False, scale: float | None = None,
+                       deterministic: bool = True) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(dq, dk, dv)`` of :func:`attention_with_lse` given the gradient ``do`` of its ``o``
     (``nvdsl.kernels.attention.attention_backward``)."""
     dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
     with at_user_line():
-        kernels_attention.attention_backward(q, k, v, o, lse, _dense(do), dq, dk, dv, causal=causal, scale=scale)
+        kernels_attention.attention_backward(q, k, v, o, lse, _dense(do), dq, dk, dv, causal=causal, scale=scale,
+                                             deterministic=deterministic)
     return dq, dk, dv
 
 
 @attention_backward.register_fake
-def _(q, k, v, o, lse, do, causal=False, scale=None):
+def _(q, k, v, o, lse, do, causal=False, scale=None, deterministic=True):
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
 
 
 def _attention_setup(ctx, inputs, output):
-    q, k, v, causal, scale = inputs
+    q, k, v, causal, scale, deterministic = inputs
     o, lse = output
-    ctx.causal, ctx.scale = causal, scale
+    ctx.causal, ctx.scale, ctx.deterministic = causal, scale, deterministic
     ctx.mark_non_differentiable(lse)
     ctx.save_for_backward(q, k, v, o, lse)
 
 
 def _attention_backward(ctx, do, dlse):
     q, k, v, o, lse = ctx.saved_tensors
-    dq, dk, dv = attention_backward(q, k, v, o, lse, do, ctx.causal, ctx.scale)
-    return dq, dk, dv, None, None
+    dq, dk, dv = attention_backward(q, k, v, o, lse, do, ctx.causal, ctx.scale, ctx.deterministic)
+    return dq, dk, dv, None, None, None
 
 
 attention_with_lse.register_autograd(_attention_backward, setup_context=_attention_setup)
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
-              scale: float | None = None, *, score_mod=None, mask_mod=None, mod_args=()) -> torch.Tensor:
+              scale: float | None = None, *, score_mod=None, mask_mod=None, mod_args=(),
+              deterministic: bool = True) -> torch.Tensor:
     """``softmax(q kᵀ · scale [+ causal mask]) v``, as ``torch.nn.functional.scaled_dot_product_attention(q, k, v,
     is_causal=causal, scale=scale)`` with grouped-query heads (``k``, ``v`` may have fewer heads than ``q``):
     differentiable in q, k and v (head_dim 64, 128 or 256), and traced whole by
     ``torch.compile(fullgraph=True)``. ``score_mod``, ``mask_mod`` and ``mod_args`` (tensors) as
     ``nvdsl.kernels.attention.attention`` takes them (FlexAttention's meaning): each pair of mods is an op of its
     own (``torch.ops.nvdsl.attention_mods_<n>``, made at its first call: make that call before ``torch.compile``
-    traces one, as before capturing a CUDA graph)."""
+    traces one, as before capturing a CUDA graph). ``deterministic`` as ``attention_backward`` takes it: False
+    (D 64 or 128) adds dQ's parts into a float32 sum in any order (its last bits may differ between runs)."""
     if score_mod is None and mask_mod is None:
         if mod_args:
             raise ArgumentError("nvdsl.torch.attention: mod_args given without a score_mod or mask_mod to read them",
                                 code="bad-argument", hint="pass score_mod= or mask_mod=, or leave mod_args out",
                                 loc=user_line())
-        return attention_with_lse(q, k, v, causal, scale)[0]
+        return attention_with_lse(q, k, v, causal, scale, deterministic)[0]
     mod_args = tuple(mod_args)
-    return _attention_with_mods(score_mod, mask_mod, len(mod_args))(q, k, v, *mod_args, causal, scale)[0]
+    return _attention_with_mods(score_mod, mask_mod, len(mod_args))(q, k, v, *mod_args, causal, scale,
+                                                                     deterministic)[0]
 
 
 _MOD_OPS: dict = {}         # (score_mod, mask_mod, arrays) -> the forward op that runs them
+_DEFAULTS = {"causal": False, "scale": None, "deterministic": True}     # the mods ops' flags, after the arrays
+_FLAGS = tuple(_DEFAULTS)
 
 
 def _with_signature(fn, parameters: list[str], annotations: dict, returns):
@@ -245,7 +252,7 @@ def _with_signature(fn, parameters: list[str], annotations: dict, returns):
     P = inspect.Parameter
     signature = inspect.Signature(
         [P(name, P.POSITIONAL_OR_KEYWORD, annotation=annotations.get(name, torch.Tensor),
-           **({"default": {"causal": False, "scale": None}[name]} if name in ("causal", "scale") else {}))
+           **({"default": _DEFAULTS[name]} if name in _DEFAULTS else {}))
          for name in parameters], return_annotation=returns)
 
     def call(*args, **kwargs):
@@ -266,43 +273,43 @@ def _attention_with_mods(score_mod, mask_mod, arrays: int):
     name = f"nvdsl::attention_mods_{len(_MOD_OPS)}"
     mods = {"score_mod": score_mod, "mask_mod": mask_mod}
     names = [f"mod{n}" for n in range(arrays)]
-    flags = {"causal": bool, "scale": float | None}
+    flags = {"causal": bool, "scale": float | None, "deterministic": bool}
     Tensor = torch.Tensor
 
     def forward_impl(q, k, v, *rest):
-        *mod_args, causal, scale = rest
+        *mod_args, causal, scale, _ = rest
         o = q.new_empty(q.shape)
         lse = q.new_empty(q.shape[:3], dtype=torch.float32)
         with at_user_line():
             kernels_attention.attention(q, k, v, o, lse, causal=causal, scale=scale, mod_args=tuple(mod_args), **mods)
         return o, lse
     forward = torch.library.custom_op(name, mutates_args=())(_with_signature(
-        forward_impl, ["q", "k", "v", *names, "causal", "scale"], flags, tuple[Tensor, Tensor]))
+        forward_impl, ["q", "k", "v", *names, *_FLAGS], flags, tuple[Tensor, Tensor]))
     forward.register_fake(lambda q, *rest, **kw: (q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)))
 
     def backward_impl(q, k, v, o, lse, do, *rest):
-        *mod_args, causal, scale = rest
+        *mod_args, causal, scale, deterministic = rest
         dq, dk, dv = q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
         with at_user_line():
             kernels_attention.attention_backward(q, k, v, o, lse, _dense(do), dq, dk, dv, causal=causal, scale=scale,
-                                                 mod_args=tuple(mod_args), **mods)
+                                                 mod_args=tuple(mod_args), deterministic=deterministic, **mods)
         return dq, dk, dv
     backward = torch.library.custom_op(name + "_backward", mutates_args=())(_with_signature(
-        backward_impl, ["q", "k", "v", "o", "lse", "do", *names, "causal", "scale"], flags,
+        backward_impl, ["q", "k", "v", "o", "lse", "do", *names, *_FLAGS], flags,
         tuple[Tensor, Tensor, Tensor]))
     backward.register_fake(lambda q, k, v, *rest, **kw: (q.new_empty(q.shape), k.new_empty(k.shape),
                                                          v.new_empty(v.shape)))
 
     def setup(ctx, inputs, output):
-        q, k, v, *mod_args, causal, scale = inputs
-        ctx.causal, ctx.scale = causal, scale
+        q, k, v, *mod_args, causal, scale, deterministic = inputs
+        ctx.causal, ctx.scale, ctx.deterministic = causal, scale, deterministic
         ctx.mark_non_differentiable(output[1])
         ctx.save_for_backward(q, k, v, *output, *mod_args)
 
     def gradients(ctx, do, dlse):
         q, k, v, o, lse, *mod_args = ctx.saved_tensors
-        dq, dk, dv = backward(q, k, v, o, lse, do, *mod_args, ctx.causal, ctx.scale)
-        return (dq, dk, dv) + (None,) * (arrays + 2)
+        dq, dk, dv = backward(q, k, v, o, lse, do, *mod_args, ctx.causal, ctx.scale, ctx.deterministic)
+        return (dq, dk, dv) + (None,) * (arrays + len(_FLAGS))
 
     forward.register_autograd(gradients, setup_context=setup)
     _MOD_OPS[(score_mod, mask_mod, arrays)] = forward
