@@ -316,9 +316,14 @@ def array_strides(value) -> tuple[int, ...] | None:
 
 def _keyer(kind: type):
     """How to key values of one Python type (chosen once per type: this runs on every call)."""
+    # A read-only array keys apart from a writeable one, so that a library call's own checks (which name the
+    # caller's arrays) see it rather than a plan made for writeable ones.
     if kind is np.ndarray:
-        return lambda v: (np.ndarray, v.dtype, v.shape) if v.flags.c_contiguous else (np.ndarray, v.dtype, v.shape,
-                                                                                        v.strides)
+        def numpy_key(v):
+            flags = v.flags
+            return (np.ndarray, v.dtype, v.shape, flags.writeable) if flags.c_contiguous else \
+                (np.ndarray, v.dtype, v.shape, flags.writeable, v.strides)
+        return numpy_key
     if kind in (int, float, bool):
         return lambda v: kind
     if issubclass(kind, np.generic):
@@ -331,8 +336,8 @@ def _keyer(kind: type):
 
     def generic(v):
         info = device_array_info(v)
-        return (kind, info.dtype_text, info.shape, info.strides, info.pointer % TMA_ADDRESS_BYTES != 0) \
-            if info is not None else (kind, id(v))
+        return (kind, info.dtype_text, info.shape, info.strides, info.pointer % TMA_ADDRESS_BYTES != 0,
+                info.readonly) if info is not None else (kind, id(v))
     return generic
 
 
@@ -496,10 +501,15 @@ def check_device_layout(info: ArrayInfo, name: str, loc) -> None:
 
 def check_writable(array, name: str, loc) -> None:
     """Refuse a read-only argument that a kernel writes: a NumPy array that is not writeable, or a device
-    array whose producer marked it read-only (``readonly`` in its CUDA array interface)."""
+    array (or its :class:`ArrayInfo`) whose producer marked it read-only (``readonly`` in its CUDA array
+    interface)."""
     if is_torch_tensor(array):         # torch has no read-only tensors
         return
-    readonly = not array.flags.writeable if isinstance(array, np.ndarray) else array.readonly
+    if isinstance(array, np.ndarray):
+        readonly = not array.flags.writeable
+    else:
+        info = array if isinstance(array, ArrayInfo) else device_array_info(array)
+        readonly = info is not None and info.readonly
     if readonly:
         raise ArgumentError(f"argument '{name}' is read-only, but a kernel writes it", code="read-only",
                             hint="pass a writeable array (e.g. a copy)", loc=loc)

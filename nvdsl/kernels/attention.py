@@ -747,6 +747,8 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
     if not isinstance(deterministic, bool):
         raise ArgumentError(f"attention_backward: deterministic={deterministic!r} must be True or False",
                             code="bad-argument", loc=loc)
+    for name in ("dq", "dk", "dv"):     # here, by name: scratch sums reach some of them through other kernels
+        check_writable(arrays[name], name, loc)
     plan = _BackwardPlan(shape, kv_heads, seq_k, causal, scale, variant,
                          fused=not deterministic and shape[3] in FUSED_DQ_HEAD_DIMS)
     plan.run(q, k, v, o, lse, do, dq, dk, dv, mod_args)
@@ -781,8 +783,6 @@ class _BackwardPlan:
         _built(delta_program(), delta_mapping)(delta, o, do)
         kept = kept_blocks(q, variant.mask_mod, causal, seq_k, mod_args) if variant.mask_mod else None
         if self.fused:
-            if not is_torch_tensor(dq):     # (dq is written by a kernel whose argument has another name)
-                check_writable(dq, "dq", user_location())
             dq_sum = float32_like(q, (batch, heads, seq_q, d), "attention_backward.dq")
             _fill(dq_sum, value=0)
         else:
