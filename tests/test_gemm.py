@@ -85,6 +85,14 @@ def test_the_library_maps_small_outputs_onto_narrower_tiles(monkeypatch):
     assert pick(8192, 8192, activation="gelu", sm_count=132) is library.PINGPONG_MAPPING
     assert pick(256, 8192, activation="gelu", sm_count=132) is library.TILE_128x128_MAPPING
     assert pick(1024, 1024, sm_count=8) is library.MAPPING                  # 4 rounds of 128 x 256 on 8 SMs
+    # one or two rows of tiles: 64 x 64 where 64 x 128 fills at most half the SMs and 64 x 64 more than half
+    assert pick(128, 4096, sm_count=132) is library.TILE_64x64_MAPPING     # 128 tiles, not 64
+    assert pick(1, 8192, sm_count=132) is library.TILE_64x64_MAPPING
+    assert pick(64, 4096, sm_count=132) is library.TILE_64x128_MAPPING     # 64 tiles would leave half idle
+    assert pick(128, 2048, sm_count=132) is library.TILE_64x128_MAPPING
+    assert pick(256, 4096, sm_count=132) is library.TILE_64x128_MAPPING    # four rows of tiles
+    assert pick(64, 4096, batch=2, sm_count=132) is library.TILE_64x64_MAPPING
+    assert pick(64, 16384, sm_count=132) is library.TILE_64x128_MAPPING    # 128 tiles of 64 x 128
 
     chosen = []
     monkeypatch.setattr(library, "_kernel", lambda program, mapping: lambda *arrays: chosen.append(mapping))
@@ -96,6 +104,20 @@ def test_the_library_maps_small_outputs_onto_narrower_tiles(monkeypatch):
                    np.zeros((256, 8192), np.float16), activation="gelu")
     assert chosen == [library.default_mapping(256, 8192), library.MAPPING, library.default_mapping(1024, 1024, 8),
                       library.default_mapping(256, 8192, activation="gelu")]
+
+
+@pytest.mark.parametrize("layout", ["KN", "NK"])
+def test_the_64x64_tiling_computes_the_library_gemm(backend, layout):
+    """TILE_64x64_MAPPING (one consumer, 64 x 64 tiles), ragged on every axis, B stored either way."""
+    rng = np.random.default_rng(4)
+    m, n, k = 100, 150, 200
+    a = rng.integers(-3, 4, (m, k)).astype(np.float16)
+    b = rng.integers(-3, 4, (k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float32)
+    library.gemm(a, np.ascontiguousarray(b.T) if layout == "NK" else b, c, b_layout=layout,
+                 mapping=library.TILE_64x64_MAPPING)
+    # exact: small integers, and float32 sums of at most 200 products of magnitude <= 9 are exact
+    np.testing.assert_array_equal(c, a.astype(np.float64) @ b.astype(np.float64))
 
 
 @pytest.mark.parametrize("layout", ["KN", "NK", "batched"])

@@ -11,8 +11,8 @@ import pytest
 
 import nvdsl
 import nvdsl.tasks as nt
-from nvdsl.kernels.gemm import (MAPPING, TILE_64x128_MAPPING, batched_matmul, gated_mlp, linear, linear_mapping,
-                                linear_program, matmul, matmul_nk, matmul_rowsum)
+from nvdsl.kernels.gemm import (MAPPING, TILE_64x64_MAPPING, TILE_64x128_MAPPING, batched_matmul, gated_mlp, linear,
+                                linear_mapping, linear_program, matmul, matmul_nk, matmul_rowsum)
 from nvdsl.tasks import ir
 from nvdsl.tasks.stages import Schedule
 from nvdsl.testing import assert_matches_golden, requires_gpu, sass_opcodes
@@ -248,6 +248,7 @@ MAPPINGS = {
     "two-in-flight": MAPPING.replace(mma_in_flight=2, pipeline=4),
     # one consumer of 64 x 256 products: ptxas needs 158 registers at entry for them (the producer gives up fewer)
     "one-consumer-64x256": nt.Mapping(tiles={"BM": 64, "BN": 256}, consumers=1),
+    "library-64x64": TILE_64x64_MAPPING,
 }
 
 

@@ -52,7 +52,7 @@ def cases():
         yield f"ch7_flash_attention_causal{int(causal)}", lambda c=causal: ch7.make_flash_attention(
             128, c, bn=128).compile(f16(1000, 128), f16(1000, 128), f16(1000, 128), f16(1000, 128), f32(1000))
     mappings = {"default": g.MAPPING, "pingpong": g.PINGPONG_MAPPING, "128x128": g.TILE_128x128_MAPPING,
-                "64x128": g.TILE_64x128_MAPPING}
+                "64x128": g.TILE_64x128_MAPPING, "64x64": g.TILE_64x64_MAPPING}
     m, n, k = 1000, 768, 520
     for mname, mapping in mappings.items():
         mapping = mapping.replace(sm_count=132)

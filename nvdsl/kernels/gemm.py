@@ -226,6 +226,14 @@ PINGPONG_MAPPING = nt.Mapping(tiles={"BM": 128, "BN": 128, "BK": 64}, mma_in_fli
 #: cores reread B for fewer rows), so they pay only where the 128 x 256 tiles would leave SMs idle.
 TILE_128x128_MAPPING = MAPPING.replace(tiles={"BM": 128, "BN": 128, "BK": 64}, pipeline=6)
 TILE_64x128_MAPPING = MAPPING.replace(tiles={"BM": 64, "BN": 128, "BK": 64}, consumers=1, pipeline=8)
+#: A 64 x 64 tile for one consumer, for outputs of one or two tile rows (a decode step, a small batch) whose 64 x
+#: 128 tiles fill at most half the SMs and whose 64 x 64 tiles fill more than half in one wave: filling them beats
+#: the wider tile's reuse of A there. Measured side by side (bf16, queued launches, us; cuBLAS in brackets):
+#: 128 x 4096 x 4096 ran 11.3 on 64 x 64 tiles against 13.4 on 64 x 128 (14.0) on an H200, 11.6 against 13.4
+#: (14.9) on an H100; 64 x 8192 x 8192 34.7 against 35.0 (35.2) and 47.5 against 48.1 (48.2). With three or more
+#: tile rows, or where 64 x 64 tiles still leave half the SMs idle, split-K over 64 x 128 tiles was faster
+#: (128 x 2048 x 8192: 12.3 in four splits against 14.1 in two on 64 x 64 tiles, H200).
+TILE_64x64_MAPPING = TILE_64x128_MAPPING.replace(tiles={"BM": 64, "BN": 64, "BK": 64})
 
 # The tilings default_mapping chooses from, each with its throughput relative to the first's on a problem of
 # many waves (an H100, fp16, 4096 x 14336 x 4096 and 4096 x 4096 x 14336: 128 x 128 0.86-0.93x, 64 x 128
@@ -241,7 +249,8 @@ def default_mapping(m: int, n: int, batch: int = 1, *, activation: str = "none",
     busiest SM finishes first. A persistent block takes ``ceil(tiles / SMs)`` tiles (a ping-pong's two
     consumers take them in pairs), each costing its area over the tiling's throughput; large outputs keep
     :data:`MAPPING` (or :data:`PINGPONG_MAPPING` with an activation), small ones get narrower tiles, so that
-    a 1024 x 1024 output does not run on 32 of 132 SMs."""
+    a 1024 x 1024 output does not run on 32 of 132 SMs; one or two rows of tiles may get
+    :data:`TILE_64x64_MAPPING` (see there)."""
     if sm_count is None:
         sm_count = jit.sm_count()
     best, best_cost = None, None
@@ -252,6 +261,10 @@ def default_mapping(m: int, n: int, batch: int = 1, *, activation: str = "none",
         cost = -(-tiles // (sm_count * per_block)) * per_block * tile["BM"] * tile["BN"] / throughput
         if best_cost is None or cost < best_cost:
             best, best_cost = mapping, cost
+    if best is TILE_64x128_MAPPING and batch * -(-m // 64) <= 2:
+        wide, narrow = (batch * -(-m // 64) * -(-n // columns) for columns in (128, 64))
+        if 2 * wide <= sm_count < 2 * narrow <= 2 * sm_count:
+            return TILE_64x64_MAPPING
     return best
 
 
