@@ -240,6 +240,8 @@ TILE_64x64_MAPPING = TILE_64x128_MAPPING.replace(tiles={"BM": 64, "BN": 64, "BK"
 # 0.58-0.59x). With an activation the ping-pong takes the 128 x 256 tile's place: it hides the epilogue.
 _TILINGS = ((MAPPING, 1.0), (TILE_128x128_MAPPING, 0.9), (TILE_64x128_MAPPING, 0.6))
 _TILINGS_WITH_ACTIVATION = ((PINGPONG_MAPPING, 1.0),) + _TILINGS[1:]
+#: The tilings ``gemm(..., autotune=True)`` times: those above and the 64 x 64 tile.
+AUTOTUNED_TILINGS = tuple(mapping for mapping, _ in _TILINGS) + (TILE_64x64_MAPPING,)
 
 
 @functools.lru_cache(maxsize=1024)          # called per gemm()/linear() call: a cached answer costs ~0.2 us
@@ -281,7 +283,7 @@ def _kernel(program: nt.Task, mapping: nt.Mapping) -> nt.TaskKernel:
 def _autotuned(program: nt.Task) -> nt.Autotuned:
     """``program`` under the fastest of the tilings :func:`default_mapping` chooses from, per device and shape
     class (``nt.autotune``)."""
-    return nt.autotune(program, [mapping for mapping, _ in _TILINGS])
+    return nt.autotune(program, list(AUTOTUNED_TILINGS))
 
 
 def linear_mapping(activation: str = "none", m: int | None = None, n: int | None = None) -> nt.Mapping:
@@ -439,8 +441,8 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, sp
     products (``splits * M * N`` floats beside ``c``), then added in split order into ``c`` (deterministic: the
     same bits on every run). ``splits`` sets their number (1: never split).
 
-    ``autotune=True`` (without ``mapping``): where the product runs unsplit, the fastest of the tilings
-    :func:`default_mapping` chooses from, timed on the device at the first call of each shape class and kept on
+    ``autotune=True`` (without ``mapping``): where the product runs unsplit, the fastest of
+    :data:`AUTOTUNED_TILINGS`, timed on the device at the first call of each shape class and kept on
     disk (``nt.autotune``); the results are those of any mapping.
     """
     signature = _signature(("gemm", b_layout, mapping, type(splits), splits, autotune), b, a, c)   # True is not 1
