@@ -57,7 +57,7 @@ from .. import dtypes as dt
 from .. import jit
 from .. import tasks as nt
 from ..errors import ArgumentError, TaskError, TraceError, user_location
-from ..arguments import check_writable, describe, is_torch_tensor, signature_key
+from ..arguments import check_writable, describe, signature_key
 from ..signature import ARRAY
 from ..target import REGISTER_FILE
 from ..scratch import float32_like, scratch_like

@@ -263,8 +263,10 @@ def default_mapping(m: int, n: int, batch: int = 1, *, activation: str = "none",
         cost = -(-tiles // (sm_count * per_block)) * per_block * tile["BM"] * tile["BN"] / throughput
         if best_cost is None or cost < best_cost:
             best, best_cost = mapping, cost
-    if best is TILE_64x128_MAPPING and batch * -(-m // 64) <= 2:
-        wide, narrow = (batch * -(-m // 64) * -(-n // columns) for columns in (128, 64))
+    tile_rows = batch * -(-m // TILE_64x64_MAPPING.tile_values()["BM"])
+    if best is TILE_64x128_MAPPING and tile_rows <= 2:
+        wide, narrow = (tile_rows * -(-n // mapping.tile_values()["BN"])
+                        for mapping in (TILE_64x128_MAPPING, TILE_64x64_MAPPING))
         if 2 * wide <= sm_count < 2 * narrow <= 2 * sm_count:
             return TILE_64x64_MAPPING
     return best
