@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--a-layout", default="MK", choices=("MK", "KM"),
                         help="gemm: A stored (M, K) row-major (default), or KM: given as the transposed view of a "
                              "(K, M) array, as the x.T of a weight gradient x.T @ dy")
+    parser.add_argument("--b-layout", default="KN", choices=("KN", "NK"),
+                        help="gemm: B stored (K, N) row-major (default), or NK: given as the transposed view w.T of "
+                             "an (N, K) row-major weight, as a linear layer stores it (cuBLAS: torch.matmul(a, w.T))")
     parser.add_argument("--k", default="",
                         help="gemm, gemm_family: comma-separated K values to sweep instead of the default")
     parser.add_argument("--dtypes", default="",

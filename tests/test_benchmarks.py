@@ -208,6 +208,13 @@ def test_gemm_takes_a_as_the_transposed_view_of_a_weight_gradient():
     assert "A" not in gemm.shapes(_args(dtypes="bf16", k="4096", square=False, shapes=""))[0]
 
 
+def test_gemm_takes_b_as_the_transposed_view_of_a_linear_layers_weight():
+    shapes = gemm.shapes(_args(dtypes="bf16", k="", square=False, shapes="16x50257x4096", b_layout="NK"))
+    assert shapes and all(p["B"] == "NK" for p in shapes)
+    assert gemm.row_label(shapes[-1]) == "bf16 16×50257×4096 B=w.T"
+    assert "B" not in gemm.shapes(_args(dtypes="bf16", k="4096", square=False, shapes=""))[0]
+
+
 def test_gemm_family_shapes_are_the_issues():
     shapes = gemm_family.shapes(_args())
     assert [p["op"] for p in shapes] == (["dual"] * 2 + ["rowsum"] * 2 + ["batched"] * 2 + ["grouped"] * 2 +

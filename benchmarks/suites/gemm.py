@@ -2,10 +2,11 @@
 
 Operands: ``A`` (M, K) row-major (with ``--a-layout KM``: the transposed view ``x.T`` of a (K, M) row-major
 ``x``, as in a weight gradient); ``B`` (K, N) row-major, also stored as its
-transpose (N, K) row-major ("K-major") for systems that want that layout;
-``C`` (M, N) row-major. Layout by system:
+transpose (N, K) row-major ("K-major") for systems that want that layout (with ``--b-layout NK``: B is the
+transposed view ``w.T`` of an (N, K) row-major ``w``, a linear layer's weight, and systems taking B (K, N) get
+that view); ``C`` (M, N) row-major. Layout by system:
 
-* ``cublas``: ``torch.matmul(a, b, out=c)`` with B (K, N) row-major.
+* ``cublas``: ``torch.matmul(a, b, out=c)`` with B (K, N) row-major (or ``w.T``).
 * ``triton``: :mod:`benchmarks.peers.triton_matmul`, B (N, K) K-major.
 * ``pallas``: JAX Pallas ``hopper_matmul_mgpu``, B (K, N) row-major.
 * ``NVDSL_GEMMS``: B (K, N) unless the function has ``b_layout = "NK"``.
@@ -48,8 +49,9 @@ def shapes(args) -> list[dict]:
         shapes += [{"dtype": d, "M": s, "N": s, "K": s, "sweep": "square"} for d in dtypes for s in SQUARE]
     shapes += [{"dtype": d, "M": m, "N": n, "K": k, "sweep": "shapes"} for d in dtypes
                for m, n, k in parse_shapes(getattr(args, "shapes", ""))]
-    a_layout = getattr(args, "a_layout", "MK")
-    return [dict(s, A=a_layout) for s in shapes] if a_layout != "MK" else shapes
+    a_layout, b_layout = getattr(args, "a_layout", "MK"), getattr(args, "b_layout", "KN")
+    shapes = [dict(s, A=a_layout) for s in shapes] if a_layout != "MK" else shapes
+    return [dict(s, B=b_layout) for s in shapes] if b_layout != "KN" else shapes
 
 
 def parse_shapes(text: str) -> list[tuple[int, int, int]]:
@@ -65,7 +67,7 @@ def parse_shapes(text: str) -> list[tuple[int, int, int]]:
 
 def row_label(p: dict) -> str:
     return f"{p['dtype']} {p['M']}×{p['N']}×{p['K']}" + (" (square)" if p["sweep"] == "square" else "") + \
-        (" A=x.T" if p.get("A") == "KM" else "")
+        (" A=x.T" if p.get("A") == "KM" else "") + (" B=w.T" if p.get("B") == "NK" else "")
 
 
 def _operands(p: dict):
@@ -78,15 +80,17 @@ def _operands(p: dict):
     with harness.exact_fp32():
         ref = a.float() @ b.float()
     c = torch.empty((p["M"], p["N"]), dtype=dtype, device="cuda")
-    return SimpleNamespace(a=a, b_kn=b, b_nk=b.t().contiguous(), c=c, ref=ref)
+    b_nk = b.t().contiguous()
+    return SimpleNamespace(a=a, b_kn=b_nk.t() if p.get("B") == "NK" else b, b_nk=b_nk, c=c, ref=ref)
 
 
 def _cublas(ops, args) -> harness.Prepared:
     import torch
 
     call = lambda: torch.matmul(ops.a, ops.b_kn, out=ops.c)
+    layout = "KN (row-major)" if ops.b_kn.is_contiguous() else "w.T of an (N, K) row-major w"
     return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, RTOL),
-                            {"call": "torch.matmul(a, b, out=c)", "b_layout": "KN (row-major)"})
+                            {"call": "torch.matmul(a, b, out=c)", "b_layout": layout})
 
 
 def _triton(ops, args) -> harness.Prepared:
@@ -99,7 +103,7 @@ def _triton(ops, args) -> harness.Prepared:
 def _pallas(ops, args) -> harness.Prepared:
     from ..peers import pallas
 
-    call, info = pallas.prepare_matmul(ops.a, ops.b_kn, args)
+    call, info = pallas.prepare_matmul(ops.a, ops.b_kn.contiguous(), args)      # its kernel takes (K, N) row-major
     return pallas.prepared(call, info, ops.ref, RTOL)
 
 
