@@ -159,15 +159,17 @@ class LaunchSpec:
     block: tuple[int, int, int]
     smem: int
     params: tuple[ParamSource, ...]  # for each kernel parameter, its host argument or TMA descriptor
+    overlaps_previous: bool = False  # a programmatic dependent launch (gpu_launch(..., overlap_previous=True))
 
     def to_json(self) -> dict:
         return {"kernel": self.kernel, "grid": list(self.grid), "block": list(self.block),
-                "smem": self.smem, "params": [_param_to_json(p) for p in self.params]}
+                "smem": self.smem, "params": [_param_to_json(p) for p in self.params],
+                "overlaps_previous": self.overlaps_previous}
 
     @classmethod
     def from_json(cls, d: dict) -> "LaunchSpec":
         return cls(d["kernel"], tuple(d["grid"]), tuple(d["block"]), d["smem"],
-                   tuple(_param_from_json(p) for p in d["params"]))
+                   tuple(_param_from_json(p) for p in d["params"]), d["overlaps_previous"])
 
 
 @dataclass(frozen=True)

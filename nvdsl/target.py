@@ -79,6 +79,9 @@ SCRATCH_ATTR = "nvdsl.scratch"
 # descriptor's settings. The runtime encodes the descriptor for the actual buffer at call time; the kernel
 # receives it as a pointer.
 TENSORMAP_ATTR = "nvdsl.tensormap"
+# A gpu.launch made with gpu_launch(..., overlap_previous=True): launched as a programmatic dependent of the kernel
+# before it (its body waits for that kernel first), read from the launch before outlining into the launch plan.
+OVERLAP_PREVIOUS_ATTR = "nvdsl.overlap_previous"
 
 
 # --- TMA (cuTensorMapEncodeTiled's rules) ---------------------------------------------------------------------

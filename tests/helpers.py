@@ -133,3 +133,24 @@ def axpy(x, y, alpha):
         i = ctx.block_id.x * 32 + ctx.thread_id.x
         y[i] = y[i] + x[i] * alpha
     kernel()
+
+
+def two_step_host():
+    """``y = 2 x`` then ``z = y + 1``, the second kernel overlapping the first (programmatic dependent launch)."""
+    @nvdsl.mlir_func
+    def two_steps(x, y, z):
+        n, = x.shape
+
+        @nvdsl.gpu_launch(grid=n // 128, block=128)
+        def double(ctx):
+            ctx.launch_dependents()
+            i = ctx.block_id.x * 128 + ctx.thread_id.x
+            y[i] = x[i] * 2.0
+        double()
+
+        @nvdsl.gpu_launch(grid=n // 128, block=128, overlap_previous=True)
+        def increment(ctx):
+            i = ctx.block_id.x * 128 + ctx.thread_id.x
+            z[i] = y[i] + 1.0
+        increment()
+    return two_steps

@@ -88,7 +88,13 @@ def test_the_library_maps_small_outputs_onto_narrower_tiles(monkeypatch):
     # one or two rows of tiles: 64 x 64 where 64 x 128 fills at most half the SMs and 64 x 64 more than half
     assert pick(128, 4096, sm_count=132) is library.TILE_64x64_MAPPING     # 128 tiles, not 64
     assert pick(1, 8192, sm_count=132) is library.TILE_64x64_MAPPING
-    assert pick(64, 4096, sm_count=132) is library.TILE_64x128_MAPPING     # 64 tiles would leave half idle
+    # one row of 64 x 64 tiles that two splits of K spread as widely as 64 x 128 tiles in their splits
+    assert pick(64, 4096, sm_count=132) is library.TILE_64x64_MAPPING      # 64 tiles, each in two splits
+    assert pick(1, 3072, sm_count=132) is library.TILE_64x128_MAPPING      # 96 blocks against 24 x 5 = 120
+    assert pick(16, 4096, sm_count=128) is library.TILE_64x64_MAPPING      # 128 blocks on 128 SMs
+    # with 120 SMs two splits would make two waves: 64 x 64 tiles unsplit (more than half the SMs)
+    assert pick(64, 4096, sm_count=120) is library.TILE_64x64_MAPPING
+    assert library.split_k(64, 4096, 4096, library.TILE_64x64_MAPPING, sm_count=120) == 1
     assert pick(128, 2048, sm_count=132) is library.TILE_64x128_MAPPING
     assert pick(256, 4096, sm_count=132) is library.TILE_64x128_MAPPING    # four rows of tiles
     assert pick(64, 4096, batch=2, sm_count=132) is library.TILE_64x64_MAPPING

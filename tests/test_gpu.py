@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import nvdsl
-from helpers import DLPackOnly
+from helpers import DLPackOnly, two_step_host
 from nvdsl.testing import GPU_MARKS
 
 pytestmark = GPU_MARKS
@@ -129,6 +129,24 @@ def test_on_a_torch_stream():
     axpy(x, y, 2.0, stream=stream)
     stream.synchronize()
     torch.testing.assert_close(y, expected)
+
+
+def test_a_kernel_overlapping_the_previous_reads_everything_it_wrote():
+    """``overlap_previous``: the second kernel's blocks start while the first's last wave runs (it lets them go at
+    its start), and still read every element it wrote: 2**22 of them, in a CUDA graph too."""
+    torch = pytest.importorskip("torch")
+    two_steps = two_step_host()
+    n = 1 << 22
+    x = torch.arange(n, device="cuda", dtype=torch.float32) % 1000        # small integers: the sums are exact
+    y, z = torch.zeros_like(x), torch.zeros_like(x)
+    two_steps(x, y, z)
+    torch.testing.assert_close(z, 2 * x + 1, rtol=0, atol=0)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        two_steps(x, y, z)
+    x.add_(1)
+    graph.replay()
+    torch.testing.assert_close(z, 2 * x + 1, rtol=0, atol=0)
 
 
 @nvdsl.mlir_func

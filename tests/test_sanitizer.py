@@ -75,6 +75,15 @@ PROGRAMS = {
                          "gemm(a, b, c, splits=2); "
                          "e = np.abs(c - a.astype(np.float64) @ b.astype(np.float64)).max(); "
                          "assert e < 0.05, e; print('PASS')"),
+    # a decode step's split: 64 x 64 tiles in two splits of K, the sum launched to overlap its products' kernel
+    "kernels.gemm-decode": ("import numpy as np; from nvdsl.kernels.gemm import TILE_64x64_MAPPING, gemm; "
+                            "rng = np.random.default_rng(0); "
+                            "a = rng.standard_normal((16, 1000)).astype(np.float16); "
+                            "b = rng.standard_normal((1000, 200)).astype(np.float16); "
+                            "c = np.zeros((16, 200), np.float16); "
+                            "gemm(a, b, c, mapping=TILE_64x64_MAPPING, splits=2); "
+                            "e = np.abs(c - a.astype(np.float64) @ b.astype(np.float64)).max(); "
+                            "assert e < 0.05, e; print('PASS')"),
     # rows of odd length: loads past N masked, the output stored by each thread's clipped stores
     "kernels.rowwise": ("import numpy as np; from nvdsl.kernels.rowwise import softmax; "
                         "x = np.random.default_rng(0).standard_normal((100, 300)).astype(np.float32); "
@@ -157,7 +166,7 @@ def environment(tmp_path, backend):
 
 
 @pytest.mark.parametrize("program", ["ch0_hello", "ch3_gemm_single_tile", "ch6_tasks_and_mappings", "kernels.gemm",
-                                     "kernels.attention", "kernels.gemm-odd", "kernels.rowwise",
+                                     "kernels.attention", "kernels.gemm-odd", "kernels.gemm-decode", "kernels.rowwise",
                                      "kernels.attention-backward", "kernels.attention-backward-d256",
                                      "kernels.attention-backward-summed-dq",
                                      "kernels.attention-backward-summed-dq-d128",

@@ -14,7 +14,9 @@ SM = 132
 
 
 @pytest.mark.parametrize("m, n, k, expected", [
-    (16, 8192, 8192, 1), (1, 4096, 4096, 4), (64, 16384, 16384, 1), (16, 1024, 8192, 16),
+    (16, 8192, 8192, 1), (64, 16384, 16384, 1), (16, 1024, 8192, 16),
+    # one row of 64 x 64 tiles, two splits (64 x 128 tiles would take four); not where K has too few blocks
+    (1, 4096, 4096, 2), (64, 4096, 4096, 2), (16, 4096, 14336, 2), (64, 4096, 960, 1),
     (64, 8192, 8192, 1), (8192, 8192, 4096, 1), (16, 8192, 256, 1), (256, 512, 8192, 8),
     # long K over a tile or two: every SM a split (no cap at 16)
     (128, 128, 65536, 66), (128, 256, 32768, 33), (64, 64, 131072, 132), (128, 128, 4096, 8),
@@ -34,6 +36,16 @@ def test_split_k_computes_the_product(backend, layout, splits):
     b = rng.standard_normal((k, n)).astype(np.float16)
     c = np.zeros((m, n), np.float16)
     library.gemm(a, np.ascontiguousarray(b.T) if layout == "NK" else b, c, b_layout=layout, splits=splits)
+    assert_product_close(c, a, b)
+
+
+def test_split_k_on_64x64_tiles_computes_the_product(backend):
+    """The default for one row of 64 x 64 tiles (a decode step against a 4096-wide weight): two splits."""
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((16, 1000)).astype(np.float16)
+    b = rng.standard_normal((1000, 200)).astype(np.float16)
+    c = np.zeros((16, 200), np.float16)
+    library.gemm(a, b, c, mapping=library.TILE_64x64_MAPPING, splits=2)
     assert_product_close(c, a, b)
 
 

@@ -1,12 +1,14 @@
 """Tracing: kernels, control flow, memory, source locations, retracing and launch-config checks."""
 
+import json
 import re
 
 import numpy as np
 import pytest
 
 import nvdsl
-from helpers import trace_body
+from nvdsl.signature import LaunchSpec
+from helpers import trace_body, two_step_host
 
 
 @nvdsl.mlir_func
@@ -176,6 +178,26 @@ def test_shared_arrays_size_the_launch():
     assert launch.smem == 112 + 64 * 256 * 4 + 16 + 6  # 100 rounded up to 16, then 65536 rounded to 128
 
 
+def test_a_launch_overlapping_the_previous_waits_for_it_first():
+    """The overlapping kernel's first instruction waits for the kernel before (so it reads ``y`` complete); the
+    plan launches it as a programmatic dependent, the other as usual; the interpreter computes the same."""
+    arrays = [np.arange(512, dtype=np.float32), np.zeros(512, np.float32), np.zeros(512, np.float32)]
+    compiled = two_step_host().compile(*arrays)
+    assert [launch.overlaps_previous for launch in compiled.module.plan.launches] == [False, True]
+    double, increment = re.split(r"\.entry ", compiled.ptx)[1:]
+    assert "griddepcontrol.launch_dependents;" in double and "griddepcontrol.wait" not in double
+    memory = [m.start() for m in re.finditer(r"\b(ld|st)\.global", increment)]
+    assert memory and increment.index("griddepcontrol.wait;") < min(memory)
+    x, y, z = arrays
+    two_step_host()(x, y, z)        # on the GPU where there is one, else in the interpreter
+    np.testing.assert_array_equal(z, 2 * np.arange(512, dtype=np.float32) + 1)   # small integers: exact
+
+
+def test_the_plan_keeps_which_launches_overlap():
+    launch = LaunchSpec("k", (1, 1, 1), (32, 1, 1), 0, (0,), overlaps_previous=True)
+    assert LaunchSpec.from_json(json.loads(json.dumps(launch.to_json()))) == launch
+
+
 @pytest.mark.parametrize("grid, block, smem, code", [
     (1, (32, 33), 0, "block-too-large"),
     (1, 2048, 0, "bad-launch-config"),
@@ -189,6 +211,13 @@ def test_impossible_launch_configurations_are_refused(grid, block, smem, code):
     with pytest.raises(nvdsl.LaunchConfigError) as info:
         nvdsl.gpu_launch(grid=grid, block=block, smem=smem)(lambda ctx: None)
     assert info.value.code == code
+    assert info.value.loc.filename == __file__
+
+
+def test_overlap_previous_must_be_a_bool():
+    with pytest.raises(nvdsl.LaunchConfigError) as info:
+        nvdsl.gpu_launch(grid=1, block=32, overlap_previous="yes")(lambda ctx: None)
+    assert info.value.code == "bad-launch-config" and "overlap_previous='yes'" in str(info.value)
     assert info.value.loc.filename == __file__
 
 

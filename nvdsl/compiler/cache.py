@@ -25,7 +25,7 @@ from ..version import __version__
 from .compiled import CompiledModule, KernelResources
 from .toolchain import file_identity, find_tool, mlir_build
 
-_FORMAT = 2  # 2: plans carry scratch arrays; call entries
+_FORMAT = 3  # 2: plans carry scratch arrays; call entries; 3: launches say whether they overlap the previous
 
 
 @functools.lru_cache(maxsize=None)

@@ -25,8 +25,8 @@ from mlir.dialects.gpu import ObjectAttr
 from ..errors import CompileError, InternalError, LaunchConfigError, SourceLocation, UserError
 from ..options import Options
 from ..signature import LaunchSpec, ProgramPlan, ScratchSpec, TensorMapSpec
-from ..target import (DYNAMIC_SHARED_ALIGNMENT, MAXNREG_ATTR, SCRATCH_ATTR, TENSORMAP_ATTR, max_shared_memory,
-                      static_shared_memory)
+from ..target import (DYNAMIC_SHARED_ALIGNMENT, MAXNREG_ATTR, OVERLAP_PREVIOUS_ATTR, SCRATCH_ATTR, TENSORMAP_ATTR,
+                      max_shared_memory, static_shared_memory)
 from .compiled import CompiledModule, parse_ptxas_log
 from .toolchain import find_tool
 
@@ -102,6 +102,7 @@ def _constant_int(value: ir.Value, what: str) -> int:
 def outline(module: ir.Module) -> tuple[ir.Module, ProgramPlan]:
     """Outline the kernels; return a module of only the gpu.modules, and the launch plan."""
     register_caps = _register_caps(module)
+    overlapping = _overlapping_launches(module)
     run_passes(module, "builtin.module(gpu-kernel-outlining)", "kernel outlining")
     kernels = ir.Module.create()
     kernels.operation.attributes["gpu.container_module"] = ir.UnitAttr.get()
@@ -117,7 +118,7 @@ def outline(module: ir.Module) -> tuple[ir.Module, ProgramPlan]:
             for inner in op.regions[0].blocks[0].operations:
                 if inner.operation.name != "gpu.launch_func":
                     continue
-                launches.append(_launch_spec(inner))
+                launches.append(_launch_spec(inner, overlapping))
     _set_register_caps(kernels, register_caps)
     return kernels, ProgramPlan(tuple(launches), scratch)
 
@@ -125,11 +126,21 @@ def outline(module: ir.Module) -> tuple[ir.Module, ProgramPlan]:
 
 
 def _register_caps(module: ir.Module) -> dict[str, ir.Attribute]:
-    """Kernel name -> register cap, from the host function's launches (always at its top level)."""
+    """Kernel name -> register cap, from the host function's launches."""
     return {ir.FlatSymbolRefAttr(op.attributes["function"]).value: op.attributes[MAXNREG_ATTR]
-            for function in module.body.operations if function.operation.name == "func.func"
-            for op in function.regions[0].blocks[0].operations
-            if op.operation.name == "gpu.launch" and MAXNREG_ATTR in op.attributes}
+            for op in _host_launches(module) if MAXNREG_ATTR in op.attributes}
+
+
+def _overlapping_launches(module: ir.Module) -> frozenset[str]:
+    """The kernels launched with ``overlap_previous`` (``gpu_launch``), by name."""
+    return frozenset(ir.FlatSymbolRefAttr(op.attributes["function"]).value
+                     for op in _host_launches(module) if OVERLAP_PREVIOUS_ATTR in op.attributes)
+
+
+def _host_launches(module: ir.Module):
+    """The gpu.launch ops of the host functions, before outlining (always at a function's top level)."""
+    return (op for function in module.body.operations if function.operation.name == "func.func"
+            for op in function.regions[0].blocks[0].operations if op.operation.name == "gpu.launch")
 
 
 def _set_register_caps(kernels: ir.Module, caps: dict[str, ir.Attribute]) -> None:
@@ -154,7 +165,7 @@ def _launch_locations(module: ir.Module) -> dict[str, SourceLocation]:
     return found
 
 
-def _launch_spec(op) -> LaunchSpec:
+def _launch_spec(op, overlapping: frozenset[str] = frozenset()) -> LaunchSpec:
     kernel = str(op.attributes["kernel"])  # @module::@function
     function = kernel.rsplit("::@", 1)[-1]
     grid = tuple(_constant_int(v, "grid size") for v in (op.gridSizeX, op.gridSizeY, op.gridSizeZ))
@@ -171,7 +182,7 @@ def _launch_spec(op) -> LaunchSpec:
             raise UserError("a kernel uses a value computed in host code", code="host-compute",
                             hint="compute on traced values inside the kernel body, or on Python ints "
                                  "while tracing")
-    return LaunchSpec(function, grid, block, smem, tuple(params))
+    return LaunchSpec(function, grid, block, smem, tuple(params), overlaps_previous=function in overlapping)
 
 
 

@@ -16,6 +16,7 @@ from mlir.dialects import arith, gpu, llvm, nvvm
 
 from .. import dtypes as dt
 from ..errors import LaunchConfigError, TraceError, user_location
+from ..target import OVERLAP_PREVIOUS_ATTR
 from .context import at_user_line, current, mlir_location
 from .memory import Array, SharedMemoryPlan
 from .ranges import Affine, Atom
@@ -154,6 +155,14 @@ class LaunchContext:
             self._wgmma_bound_block = outer if before_here and self._wgmma_bound_in(body) else None
         return after
 
+    def launch_dependents(self) -> None:
+        """Let the kernel launched next in the stream with ``gpu_launch(..., overlap_previous=True)`` start once
+        every block of this one has passed here (PTX ``griddepcontrol.launch_dependents``): its blocks take their
+        places on the SMs while this kernel runs and wait in their first instruction until it has completed and
+        its writes are visible, so its launch costs no gap. Without it, that kernel starts as this one ends."""
+        with mlir_location(user_location()):
+            nvvm.griddepcontrol(nvvm.GridDepActionKind.launch_dependents)
+
     @property
     def linear_thread_id(self) -> Value:
         """This thread's index in the block, x fastest (an ``index`` value)."""
@@ -278,7 +287,7 @@ def _check_body(body) -> None:
 class Kernel:
     """A kernel body with its launch configuration; calling it inside ``@mlir_func`` emits the launch."""
 
-    def __init__(self, body, grid, block, smem: int):
+    def __init__(self, body, grid, block, smem: int, overlap_previous: bool = False):
         _check_body(body)
         self.body = body
         self.grid = _dims(grid, "grid", MAX_GRID_DIM)
@@ -293,6 +302,10 @@ class Kernel:
             raise LaunchConfigError(f"smem={smem!r} must be a non-negative number of bytes",
                                     code="bad-launch-config", loc=user_location())
         self.smem = smem
+        if not isinstance(overlap_previous, bool):
+            raise LaunchConfigError(f"overlap_previous={overlap_previous!r} must be True or False",
+                                    code="bad-launch-config", loc=user_location())
+        self.overlap_previous = overlap_previous
 
     def __call__(self, *args, **kwargs) -> None:
         if args or kwargs:
@@ -315,6 +328,8 @@ class Kernel:
             op.attributes["function"] = ir.FlatSymbolRefAttr.get(name)
             # One gpu.module per traced function: one PTX module, one cubin, one load.
             op.attributes["module"] = ir.FlatSymbolRefAttr.get(f"{trace.name}_kernels")
+            if self.overlap_previous:
+                op.attributes[OVERLAP_PREVIOUS_ATTR] = ir.UnitAttr.get()
         entry = op.body.blocks[0]
         shared = SharedMemoryPlan(entry, self.smem)
         ctx = LaunchContext(entry, self.grid, self.block, self.smem, shared, trace=trace, name=name,
@@ -323,6 +338,9 @@ class Kernel:
         open_loops = len(trace.open_loops)
         try:
             with ir.InsertionPoint(entry):
+                if self.overlap_previous:       # nothing of the body runs before the previous kernel completed
+                    with mlir_location(user_location()):
+                        nvvm.griddepcontrol(nvvm.GridDepActionKind.wait)
                 try:
                     result = self.body(ctx)
                 except BaseException:
@@ -342,7 +360,7 @@ class Kernel:
             trace.kernel = None
 
 
-def gpu_launch(grid, block, smem: int = 0):
+def gpu_launch(grid, block, smem: int = 0, *, overlap_previous: bool = False):
     """Decorate a kernel body ``def body(ctx): ...`` traced into a ``gpu.launch``.
 
     Args:
@@ -350,9 +368,15 @@ def gpu_launch(grid, block, smem: int = 0):
         block: threads per block, an int or a tuple of up to three ints (1024 threads at most).
         smem: bytes of dynamic shared memory for ``ctx.dynamic_shared`` views; ``ctx.shared_array``
             adds its arrays' bytes. Above 48 KiB in all the runtime opts in, up to the device's limit.
+        overlap_previous: launch as a programmatic dependent of the kernel before it in the stream (CUDA's
+            programmatic dependent launch): the launch overlaps that kernel's end (or more of it, where that
+            kernel calls ``ctx.launch_dependents()``), and the body starts with a wait until that kernel has
+            completed and its writes are visible, so results are those of an ordinary launch. For a short kernel
+            that reads what the one before it wrote (a reduction of partial results): it saves the gap between
+            the two, a few microseconds.
 
     Call the decorated body (with no arguments) to launch it.
     """
     def decorate(body) -> Kernel:
-        return Kernel(body, grid, block, smem)
+        return Kernel(body, grid, block, smem, overlap_previous)
     return decorate

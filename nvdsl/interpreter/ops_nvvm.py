@@ -1,5 +1,5 @@
 """The other ``nvvm`` and ``llvm`` operations nvdsl emits: ``setmaxnreg`` (checked against the register file),
-``elect.sync``, special registers and the global timer, LLVM struct values, ``trap``, and inline PTX (recognised
+``elect.sync``, ``griddepcontrol``, special registers and the global timer, LLVM struct values, ``trap``, and inline PTX (recognised
 by its text and run by the module of the primitive it is)."""
 
 from __future__ import annotations
@@ -66,6 +66,15 @@ def _elect(op, c, info):
             if lanes.size:
                 result[k * V.LANES + lanes[0]] = True
         w.env[r] = result
+    return PLAIN, fn
+
+
+@handles("nvvm.griddepcontrol")
+def _griddepcontrol(op, c, info):
+    """``griddepcontrol.wait`` / ``.launch_dependents`` (programmatic dependent launch): the interpreter runs a
+    program's kernels one after another, so the kernel before has always completed and nothing is to be done."""
+    def fn(w):
+        pass
     return PLAIN, fn
 
 

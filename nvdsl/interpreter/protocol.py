@@ -94,7 +94,7 @@ UNIT_OPS = frozenset({
     "nvgpu.tma.async.load", "nvgpu.tma.prefetch.descriptor", "nvgpu.warpgroup.generate.descriptor",
     "nvgpu.warpgroup.mma", "nvvm.wgmma.mma_async", "nvvm.wgmma.fence.aligned", "nvvm.wgmma.commit.group.sync.aligned",
     "nvvm.wgmma.wait.group.sync.aligned", "nvvm.setmaxregister", "nvvm.elect.sync",
-    "nvvm.fence.mbarrier.init", "nvvm.fence.sc.cluster", "nvvm.fence.acq_rel.cluster",
+    "nvvm.fence.mbarrier.init", "nvvm.fence.sc.cluster", "nvvm.fence.acq_rel.cluster", "nvvm.griddepcontrol",
 })
 UNIT_DIALECTS = ("arith.", "index.", "math.")
 

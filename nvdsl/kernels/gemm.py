@@ -252,7 +252,7 @@ def default_mapping(m: int, n: int, batch: int = 1, *, activation: str = "none",
     consumers take them in pairs), each costing its area over the tiling's throughput; large outputs keep
     :data:`MAPPING` (or :data:`PINGPONG_MAPPING` with an activation), small ones get narrower tiles, so that
     a 1024 x 1024 output does not run on 32 of 132 SMs; one or two rows of tiles may get
-    :data:`TILE_64x64_MAPPING` (see there)."""
+    :data:`TILE_64x64_MAPPING` (see there and :func:`_narrow_tiles_in_two_splits`)."""
     if sm_count is None:
         sm_count = jit.sm_count()
     best, best_cost = None, None
@@ -263,6 +263,8 @@ def default_mapping(m: int, n: int, batch: int = 1, *, activation: str = "none",
         cost = -(-tiles // (sm_count * per_block)) * per_block * tile["BM"] * tile["BN"] / throughput
         if best_cost is None or cost < best_cost:
             best, best_cost = mapping, cost
+    if best is TILE_64x128_MAPPING and _narrow_tiles_in_two_splits(m, n, batch, sm_count):
+        return TILE_64x64_MAPPING
     tile_rows = batch * -(-m // TILE_64x64_MAPPING.tile_values()["BM"])
     if best is TILE_64x128_MAPPING and tile_rows <= 2:
         wide, narrow = (tile_rows * -(-n // mapping.tile_values()["BN"])
@@ -270,6 +272,21 @@ def default_mapping(m: int, n: int, batch: int = 1, *, activation: str = "none",
         if 2 * wide <= sm_count < 2 * narrow <= 2 * sm_count:
             return TILE_64x64_MAPPING
     return best
+
+
+def _narrow_tiles_in_two_splits(m: int, n: int, batch: int, sm_count: int) -> bool:
+    """Whether an (m, n) output (``batch`` of them) is one row of 64 x 64 tiles that two splits of K spread over the
+    SMs in one wave as widely as 64 x 128 tiles in their :func:`split_k` splits: there the library runs
+    :data:`TILE_64x64_MAPPING` in two splits (as many blocks, half the partial products to write and add).
+    Measured (bf16, queued launches, us, cuBLAS in brackets), 64 x 64 in two splits against 64 x 128 in four: 64 x
+    4096 x 4096 10.4 against 11.0 on an H200 (9.1), 12.2 against 13.3 on an H100 (9.7); 16 rows 9.1 against 9.7
+    (9.9) and 10.0 against 10.7 (9.9); 64 x 4096 x 14336 (B (N, K)) 35.5 against 36.9 (36.5) and 48.7 against 50.6
+    (47.7). Where two splits make fewer blocks (1 x 3072 x 4096: 96 against 120) they lost (H200: 7.8 against
+    7.4)."""
+    narrow = -(-n // TILE_64x64_MAPPING.tile_values()["BN"])
+    wide = -(-n // TILE_64x128_MAPPING.tile_values()["BN"])
+    return batch * -(-m // TILE_64x64_MAPPING.tile_values()["BM"]) == 1 and \
+        wide * (sm_count // wide) <= 2 * narrow <= sm_count
 
 
 #: The mapping of ``scaled_matmul``: K tiles of 128 float8 values, one 128-byte swizzled row.
@@ -385,10 +402,12 @@ MIN_SPLIT_K_BLOCKS = 8
 def split_k(m: int, n: int, k: int, mapping: nt.Mapping, *, sm_count: int | None = None) -> int:
     """How many splits of K the library runs an (m, n, k) product in under ``mapping``: where the output has tiles
     for fewer than a quarter of the SMs, as many as give every SM a tile (each split of at least
-    :data:`MIN_SPLIT_K_BLOCKS` K blocks); else 1. Measured (bf16, GPU time, the sum included): 16 x 4096 x 4096
-    (32 tiles) ran 15.9 us unsplit and 11.5 in four splits on an H200 (cuBLAS 9.5), 13.7 and 12.6 on an H100
-    (cuBLAS 9.5); 16 x 8192 x 8192 (64 tiles) gained on the H200 (45.0 -> 39.2 us, cuBLAS 34.2) but lost on the
-    H100 (48.3 -> 52.8, cuBLAS 47.9), and 64 or 128 rows of it lost on both: half-filled outputs stay unsplit.
+    :data:`MIN_SPLIT_K_BLOCKS` K blocks); two for the one row of 64 x 64 tiles :func:`default_mapping` chooses
+    for that (:func:`_narrow_tiles_in_two_splits`); else 1. Measured (bf16, GPU time, the sum included): 16 x
+    4096 x 4096 (32 tiles) ran 15.9 us unsplit and 11.5 in four splits on an H200 (cuBLAS 9.5), 13.7 and 12.6
+    on an H100 (cuBLAS 9.5); 16 x 8192 x 8192 (64 tiles) gained on the H200 (45.0 -> 39.2 us, cuBLAS 34.2) but
+    lost on the H100 (48.3 -> 52.8, cuBLAS 47.9), and 64 or 128 rows of it lost on both: half-filled outputs
+    stay unsplit.
     Long K over a tile or two wants every SM: on an H200 (queued launches, cuBLAS in brackets) 128 x 128 x 65536
     ran 16.1 us in 16 splits, 10.3 in 64 and 13.1 in 96 (11.5); 128 x 256 x 32768 10.8 in 16, 9.1 in 32 (10.0);
     64 x 64 x 131072 25.7 in 16, 13.4 in 128 (12.2)."""
@@ -396,32 +415,43 @@ def split_k(m: int, n: int, k: int, mapping: nt.Mapping, *, sm_count: int | None
         sm_count = jit.sm_count()
     tile = mapping.tile_values()
     tiles = -(-m // tile["BM"]) * -(-n // tile["BN"])
+    blocks = -(-k // tile["BK"])
+    if mapping is TILE_64x64_MAPPING and _narrow_tiles_in_two_splits(m, n, 1, sm_count):
+        return max(1, min(2, blocks // MIN_SPLIT_K_BLOCKS))
     if 4 * tiles >= sm_count:
         return 1
-    return max(1, min(sm_count // tiles, -(-k // tile["BK"]) // MIN_SPLIT_K_BLOCKS))
+    return max(1, min(sm_count // tiles, blocks // MIN_SPLIT_K_BLOCKS))
 
 
 SUM_THREADS = 256
 
 
-@jit.mlir_func
-def _sum_partials(c, p):
-    """``c[i, j] = p[0, i, j] + p[1, i, j] + ...``, added in split order (the same bits on every run), converted
-    to c's type: split-K's second kernel."""
-    from ..frontend.control import when          # MLIR: imported when traced, not with the library
-    from ..frontend.launch import gpu_launch
-    splits, m, n = p.shape
+def partials_sum(overlap_previous: bool = True):
+    """Split-K's second kernel: ``c[i, j] = p[0, i, j] + p[1, i, j] + ...``, added in split order (the same bits
+    on every run), converted to c's type. The library's is launched while the products' kernel runs
+    (``overlap_previous``), so that it starts as soon as they are written: on an H200 that took 0.6-1.1 us off
+    every split product (``tools/split_k_overlap_probe.py``)."""
+    @jit.mlir_func
+    def sum_partials(c, p):
+        from ..frontend.control import when          # MLIR: imported when traced, not with the library
+        from ..frontend.launch import gpu_launch
+        splits, m, n = p.shape
 
-    @gpu_launch(grid=(-(-(m * n) // SUM_THREADS), 1, 1), block=(SUM_THREADS, 1, 1))
-    def sum_kernel(ctx):
-        e = ctx.block_id.x * SUM_THREADS + ctx.thread_id.x
-        with when(e < m * n):
-            i, j = e // n, e % n
-            total = p[0, i, j]
-            for s in range(1, splits):
-                total = total + p[s, i, j]
-            c[i, j] = total.to(c.dtype)
-    sum_kernel()
+        @gpu_launch(grid=(-(-(m * n) // SUM_THREADS), 1, 1), block=(SUM_THREADS, 1, 1),
+                    overlap_previous=overlap_previous)
+        def sum_kernel(ctx):
+            e = ctx.block_id.x * SUM_THREADS + ctx.thread_id.x
+            with when(e < m * n):
+                i, j = e // n, e % n
+                total = p[0, i, j]
+                for s in range(1, splits):
+                    total = total + p[s, i, j]
+                c[i, j] = total.to(c.dtype)
+        sum_kernel()
+    return sum_partials
+
+
+_sum_partials = partials_sum()
 
 
 def _partials_like(c, shape: tuple[int, ...]):

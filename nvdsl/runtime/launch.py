@@ -160,8 +160,9 @@ class LoadedProgram:
             self._prepare_shared_memory(func, launch)
             params = (ctypes.c_void_p * max(1, len(launch.params)))(
                 *[ctypes.addressof(self._param_slot(p)) for p in launch.params])
-            self._launches.append((func, params))  # params: kept alive for the driver's reads
-            self._launch_calls.append((_launcher(cu.cuLaunchKernel, func, launch, ctypes.addressof(params)),
+            config = _dependent_launch_config(cu, launch) if launch.overlaps_previous else None
+            self._launches.append((func, params, config))  # params: kept alive for the driver's reads
+            self._launch_calls.append((_launcher(cu, func, launch, ctypes.addressof(params), config),
                                        launch.kernel))
         if not (self._host or self._scratch):    # the common case: one function from the call to the driver
             self.run = _fused_run(self, plan, locations, sample_args)
@@ -424,12 +425,17 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
                   f"            found = descriptors({addresses}, stream, captured)",
                   "        " + "".join(f"map{j}.value, " for j in range(len(program._tensormaps))) + "= found"]
         names.update({f"map{j}": slot for j, (slot, _, _) in enumerate(program._tensormaps.values())})
-    for k, (launch, (func, address)) in enumerate(zip(plan.launches, program._launches)):
+    for k, (launch, (func, address, config)) in enumerate(zip(plan.launches, program._launches)):
         (gx, gy, gz), (bx, by, bz) = launch.grid, launch.block
         names.update({f"F{k}": func, f"kernel{k}": f"cuLaunchKernel({launch.kernel})"})
-        lines += [f"        result = launch_kernel(F{k}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {launch.smem}, stream, "
-                  f"{ctypes.addressof(address)}, 0)[0]",
-                  "        if result:",
+        if config is None:
+            lines += [f"        result = launch_kernel(F{k}, {gx}, {gy}, {gz}, {bx}, {by}, {bz}, {launch.smem}, "
+                      f"stream, {ctypes.addressof(address)}, 0)[0]"]
+        else:
+            names.update({f"config{k}": config, "launch_kernel_ex": program._cu.cuLaunchKernelEx})
+            lines += [f"        config{k}.hStream = stream",
+                      f"        result = launch_kernel_ex(config{k}, F{k}, {ctypes.addressof(address)}, 0)[0]"]
+        lines += ["        if result:",
                   f"            check((result,), kernel{k}, LaunchError)"]
     lines += ["    finally:", "        release()", "    return True"]
     exec(compile("\n".join(lines), f"<nvdsl run of {program.name}>", "exec"), names)
@@ -489,10 +495,34 @@ class _Guard:
         self.names["guard"] = guard
 
 
-def _launcher(launch_kernel, func, launch, params_address: int):
-    """``launch(stream)``: ``cuLaunchKernel`` of one planned launch, its other arguments bound."""
+def _launcher(cu, func, launch, params_address: int, config=None):
+    """``launch(stream)``: ``cuLaunchKernel`` of one planned launch, its other arguments bound; with ``config``
+    (:func:`_dependent_launch_config`), ``cuLaunchKernelEx`` under it."""
+    if config is not None:
+        launch_kernel_ex = cu.cuLaunchKernelEx
+
+        def launch_dependent(stream):
+            config.hStream = stream
+            return launch_kernel_ex(config, func, params_address, 0)
+        return launch_dependent
     (gx, gy, gz), (bx, by, bz), smem = launch.grid, launch.block, launch.smem
+    launch_kernel = cu.cuLaunchKernel
     return lambda stream: launch_kernel(func, gx, gy, gz, bx, by, bz, smem, stream, params_address, 0)
+
+
+def _dependent_launch_config(cu, launch):
+    """The ``CUlaunchConfig`` of a launch that overlaps the kernel before it (``LaunchSpec.overlaps_previous``):
+    programmatic stream serialization, its stream set per call (the program's lock is held)."""
+    config = cu.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = launch.grid
+    config.blockDimX, config.blockDimY, config.blockDimZ = launch.block
+    config.sharedMemBytes = launch.smem
+    attribute = cu.CUlaunchAttribute()
+    attribute.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attribute.value.programmaticStreamSerializationAllowed = 1
+    config.attrs = [attribute]
+    config.numAttrs = 1
+    return config
 
 
 def _checked_pointer(info: ArrayInfo, name: str, ordinal: int, written: bool) -> int:

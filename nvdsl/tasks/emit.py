@@ -41,6 +41,7 @@ def emit(schedule: Schedule, arrays: dict, timeline: tuple | None = None) -> Non
 
     @gpu_launch(grid=s.grid, block=s.block_threads, smem=s.smem_bytes)
     def kernel(ctx):
+        ctx.launch_dependents()     # a kernel after it that overlaps it (split-K's sum) gets ready meanwhile
         _Block(s, ctx, arrays, tmas, timeline).run()
 
     kernel()
