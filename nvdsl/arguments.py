@@ -499,17 +499,19 @@ def check_device_layout(info: ArrayInfo, name: str, loc) -> None:
                             loc=loc)
 
 
-def check_writable(array, name: str, loc) -> None:
-    """Refuse a read-only argument that a kernel writes: a NumPy array that is not writeable, or a device
-    array (or its :class:`ArrayInfo`) whose producer marked it read-only (``readonly`` in its CUDA array
-    interface)."""
+def is_read_only(array) -> bool:
+    """Whether ``array`` may not be written: a NumPy array that is not writeable, or a device array (or its
+    :class:`ArrayInfo`) whose producer marked it read-only (``readonly`` in its CUDA array interface)."""
     if is_torch_tensor(array):         # torch has no read-only tensors
-        return
+        return False
     if isinstance(array, np.ndarray):
-        readonly = not array.flags.writeable
-    else:
-        info = array if isinstance(array, ArrayInfo) else device_array_info(array)
-        readonly = info is not None and info.readonly
-    if readonly:
+        return not array.flags.writeable
+    info = array if isinstance(array, ArrayInfo) else device_array_info(array)
+    return info is not None and info.readonly
+
+
+def check_writable(array, name: str, loc) -> None:
+    """Refuse a read-only argument (:func:`is_read_only`) that a kernel writes, naming it ``name``."""
+    if is_read_only(array):
         raise ArgumentError(f"argument '{name}' is read-only, but a kernel writes it", code="read-only",
                             hint="pass a writeable array (e.g. a copy)", loc=loc)

@@ -234,3 +234,59 @@ def test_a_dtype_clash_names_the_argument_and_how_it_was_passed():
     assert info.value.code == "dtype-mismatch"
     assert "'alpha' is int32 (a Python int) here but was float32" in str(info.value)
     assert "a Python float" in info.value.hint
+
+
+def _read_only(x):
+    x.setflags(write=False)
+    return x
+
+
+def _library_calls():
+    """Each library function with a read-only output, and the name the caller gave that output."""
+    from nvdsl.kernels import attention, attention_varlen, gemm, linear_grad, rowwise
+    h = np.float16
+    a, w, bias = np.ones((64, 64), h), np.ones((64, 64), h), np.zeros(64, h)
+    rows, vec = np.ones((4, 64), np.float32), np.ones(64, np.float32)
+    q = np.ones((1, 1, 64, 64), h)
+    return {
+        "gemm": (lambda: gemm.gemm(a, w, _read_only(np.zeros((64, 64), np.float32))), "c"),
+        "linear": (lambda: gemm.linear(a, w, bias, _read_only(np.zeros((64, 64), h))), "c"),
+        "grouped_gemm": (lambda: gemm.grouped_gemm(a, np.ones((2, 64, 64), h), _read_only(np.zeros((64, 64), h)),
+                                                   [30, 34]), "c"),
+        "scaled_gemm": (lambda: gemm.scaled_gemm(np.zeros((64, 64), np.uint8), np.zeros((64, 64), np.uint8),
+                                                 _read_only(np.zeros((64, 64), np.float32)), vec[:1], vec[:1]), "c"),
+        "linear_grad": (lambda: linear_grad.linear_grad(a, w, bias, a, _read_only(np.zeros((64, 64), h)),
+                                                        activation="relu"), "dz"),
+        "softmax": (lambda: rowwise.softmax(rows, _read_only(np.zeros_like(rows))), "y"),
+        "rms_norm": (lambda: rowwise.rms_norm(rows, vec, _read_only(np.zeros_like(rows))), "y"),
+        "layer_norm": (lambda: rowwise.layer_norm(rows, vec, vec, _read_only(np.zeros_like(rows))), "y"),
+        "cross_entropy": (lambda: rowwise.cross_entropy(rows, np.zeros(4, np.int32),
+                                                        _read_only(np.zeros(4, np.float32))), "loss"),
+        "attention o": (lambda: attention.attention(q, q, q, _read_only(np.zeros_like(q))), "o"),
+        "attention lse": (lambda: attention.attention(q, q, q, np.zeros_like(q),
+                                                      _read_only(np.zeros((1, 1, 64), np.float32))), "lse"),
+        "attention_decode": (lambda: attention_varlen.attention_decode(
+            q[:, :, :1], q, q, _read_only(np.zeros_like(q[:, :, :1])), np.array([64], np.int32)), "o"),
+    }
+
+
+@pytest.mark.parametrize("function", sorted(_library_calls()))
+def test_a_library_function_refuses_a_read_only_output_by_the_callers_name(function):
+    """Not by the name its kernel gives the array ('C', 'Y', 'O'), and before anything runs."""
+    call, name = _library_calls()[function]
+    with pytest.raises(nvdsl.ArgumentError) as info:
+        call()
+    assert info.value.code == "read-only" and f"argument '{name}' is read-only" in str(info.value), info.value
+    assert info.value.loc.filename == __file__
+
+
+def test_a_gemm_planned_for_a_writeable_output_still_names_a_read_only_one(backend):
+    """A call like an earlier one skips gemm's planning; a read-only output is a signature of its own."""
+    from nvdsl.kernels.gemm import gemm
+    a, b = np.ones((64, 64), np.float16), np.ones((64, 64), np.float16)
+    c = np.zeros((64, 64), np.float32)
+    gemm(a, b, c)
+    np.testing.assert_array_equal(c, 64.0)      # sums of 64 ones: exact in float32
+    with pytest.raises(nvdsl.ArgumentError) as info:
+        gemm(a, b, _read_only(np.zeros((64, 64), np.float32)))
+    assert "argument 'c' is read-only" in str(info.value)

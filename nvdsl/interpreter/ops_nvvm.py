@@ -1,6 +1,6 @@
 """The other ``nvvm`` and ``llvm`` operations nvdsl emits: ``setmaxnreg`` (checked against the register file),
-``elect.sync``, ``griddepcontrol``, special registers and the global timer, LLVM struct values, ``trap``, and inline PTX (recognised
-by its text and run by the module of the primitive it is)."""
+``elect.sync``, ``griddepcontrol``, special registers and the global timer, LLVM struct values, ``trap``, and
+inline PTX (recognised by its text and run by the module of the primitive it is)."""
 
 from __future__ import annotations
 

@@ -297,6 +297,9 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
         raise ArgumentError(f"attention: mapping={mapping!r} must be an nvdsl.tasks.Mapping", code="bad-argument",
                             loc=loc)
     causal, variant = _recognized(causal, _variant(score_mod, mask_mod, mod_args, loc, "attention"))
+    for name, x in (("o", o), ("lse", lse)):    # by the caller's names (the kernel's own check says 'O', 'LSE')
+        if x is not None:
+            check_writable(x, name, loc)
     mapping = mapping or task_mapping(d, causal, seq_q, variant.mask_mod is not None)
     launch = functools.partial(_forward, _kernel(causal, float(scale), lse is not None, mapping, variant),
                                variant.mask_mod, causal, mapping.tile_values())

@@ -30,7 +30,7 @@ import functools
 
 from .. import jit
 from .. import tasks as nt
-from ..arguments import array_strides
+from ..arguments import array_strides, check_writable, is_read_only
 from ..errors import ArgumentError, user_location
 from ..scratch import SCRATCH_BESIDE, float32_like
 
@@ -319,7 +319,7 @@ def linear(a, w, bias, c, *, activation: str = "none", mapping: nt.Mapping | Non
     ``bias`` (N,), ``c`` (M, N); ``activation`` is one of "none", "relu", "gelu" (exact, erf), "gelu_tanh"
     (torch's ``gelu(approximate="tanh")``) or "silu".
     Compiled once per dtype, shape, activation and mapping (default :func:`linear_mapping` for c's shape)."""
-    signature = _signature(("linear", activation, mapping), w, c)
+    signature = _signature(("linear", activation, mapping), w, written=c)
     steps = _PLANNED.get(signature) if signature is not None else None
     if steps is None:
         steps = _linear_steps(w, c, activation, mapping)
@@ -333,6 +333,7 @@ def _linear_steps(w, c, activation: str, mapping: nt.Mapping | None) -> tuple:
     if activation not in ACTIVATIONS:
         raise ArgumentError(f"activation={activation!r} must be one of {sorted(ACTIVATIONS)}", code="bad-argument",
                             loc=user_location())
+    _check_output(c, "c")
     if mapping is None:
         mapping = linear_mapping(activation, *_output_shape(c, 2)[-2:])
     transposed = _transposed_view(w)         # w is W.T of a (K, N) weight: its (K, N) array is the operand
@@ -349,16 +350,21 @@ _PLANNED_LIMIT = 1024
 _STRIDES: dict = {}         # array type -> how to read its strides (torch: x.stride(); NumPy, CuPy: x.strides)
 
 
-def _signature(options: tuple, strided, *shaped) -> tuple | None:
+def _signature(options: tuple, strided, *shaped, written) -> tuple | None:
     """The key of a call in :data:`_PLANNED`: ``options``, the kind and strides of ``strided`` (the operand read
-    as its transpose where it is a transposed view) and the kinds and shapes of ``shaped``; None where an
-    argument cannot be keyed (the call then checks it)."""
+    as its transpose where it is a transposed view), the kinds and shapes of ``shaped`` and of ``written`` (the
+    output) and whether it is read-only (the planning checks that by the caller's name); None where an argument
+    cannot be keyed (the call then checks it)."""
     kind = type(strided)
     strides = _STRIDES.get(kind)
     if strides is None:
         strides = _STRIDES[kind] = _strides_reader(kind)
+    output = _OUTPUTS.get(type(written))
+    if output is None:
+        output = _OUTPUTS[type(written)] = _output_reader(type(written))
     try:
-        key = (options, kind, strides(strided), *[(type(x), x.shape) for x in shaped])
+        key = (options, kind, strides(strided), *[(type(x), x.shape) for x in shaped], type(written),
+               output(written))
         hash(key)
     except (TypeError, AttributeError):
         return None
@@ -369,6 +375,21 @@ def _strides_reader(kind: type):
     if kind.__module__.startswith("torch"):
         return lambda x: x.stride()
     return lambda x: (x.dtype, x.strides)        # in bytes: keyed with the dtype (its element size)
+
+
+_OUTPUTS: dict = {}         # array type -> how to key an output of it (its shape, and whether it is read-only)
+
+
+def _output_reader(kind: type):
+    if kind.__module__.startswith("torch"):     # torch has no read-only tensors
+        return lambda x: x.shape
+    return lambda x: (x.shape, is_read_only(x))
+
+
+def _check_output(c, name: str) -> None:
+    """Refuse a read-only output by the caller's name (the kernels' own check names the program's argument)."""
+    if is_read_only(c):
+        check_writable(c, name, user_location())
 
 
 def _remember(signature: tuple | None, steps: tuple) -> None:
@@ -429,8 +450,8 @@ SUM_THREADS = 256
 def partials_sum(overlap_previous: bool = True):
     """Split-K's second kernel: ``c[i, j] = p[0, i, j] + p[1, i, j] + ...``, added in split order (the same bits
     on every run), converted to c's type. The library's is launched while the products' kernel runs
-    (``overlap_previous``), so that it starts as soon as they are written: on an H200 that took 0.6-1.1 us off
-    every split product (``tools/split_k_overlap_probe.py``)."""
+    (``overlap_previous``), so that it starts as soon as they are written: that took 0.1-1.0 us off the split
+    products on an H200 and an H100 (``tools/split_k_overlap_probe.py``)."""
     @jit.mlir_func
     def sum_partials(c, p):
         from ..frontend.control import when          # MLIR: imported when traced, not with the library
@@ -477,7 +498,8 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, sp
     :data:`AUTOTUNED_TILINGS`, timed on the device at the first call of each shape class and kept on
     disk (``nt.autotune``); the results are those of any mapping.
     """
-    signature = _signature(("gemm", b_layout, mapping, type(splits), splits, autotune), b, a, c)   # True is not 1
+    signature = _signature(("gemm", b_layout, mapping, type(splits), splits, autotune), b, a,   # True is not 1
+                           written=c)
     steps = _PLANNED.get(signature) if signature is not None else None
     if steps is None:
         steps = _gemm_steps(a, b, c, b_layout, mapping, splits, autotune)
@@ -502,6 +524,7 @@ def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int 
     shape of split-K's partial products, which ``kernel`` computes and ``_sum_partials`` adds into ``c``, and
     ``a_transposed`` that the kernel takes ``a.T`` (a 16-bit ``a`` given as ``x.T``: read M-major)."""
     ndim = len(getattr(a, "shape", ()))
+    _check_output(c, "c")
     if b_layout not in ("KN", "NK"):
         raise ArgumentError(f"b_layout={b_layout!r} must be 'KN' or 'NK'", code="bad-layout", loc=user_location())
     if ndim == 3 and b_layout == "NK":
@@ -574,6 +597,7 @@ def grouped_gemm(a, b, c, group_sizes, *, mapping: nt.Mapping | None = None) -> 
         raise ArgumentError(f"grouped_gemm needs a (M, K), b (groups, K, N) and one size per group summing to M; got "
                             f"a {list(shape_a)}, b {list(shape_b)}, {len(sizes)} sizes summing to {sum(sizes)}",
                             code="bad-groups", loc=user_location())
+    _check_output(c, "c")
     table = row_tile_table(sizes, mapping.tile_values().get("BM", 128))
     if type(a).__module__.startswith("torch"):       # a device array beside a's, not a copy per call
         import torch
@@ -588,4 +612,5 @@ def scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None = None)
     The tensor cores accumulate float8 products with about 14 bits of mantissa (as cuBLAS's fast float8
     accumulation), so the relative error grows with K: about 1e-4 at K = 256, 1e-3 at K = 4096.
     """
+    _check_output(c, "c")
     _kernel(scaled_matmul, mapping or FP8_MAPPING)(c, a, b, scale_a, scale_b)

@@ -21,7 +21,7 @@ import math
 
 from .. import tasks as nt
 from ..errors import ArgumentError, user_location
-from .gemm import _kernel, _output_shape, linear_mapping
+from .gemm import _check_output, _kernel, _output_shape, linear_mapping
 
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
@@ -83,6 +83,7 @@ def linear_grad(a, w, bias, dy, dz, *, activation: str, mapping: nt.Mapping | No
     if activation not in GRADIENTS:
         raise ArgumentError(f"activation={activation!r} must be one of {sorted(GRADIENTS)}", code="bad-argument",
                             hint="an activation of 'none' needs no kernel: dz is dy", loc=user_location())
+    _check_output(dz, "dz")
     if mapping is None:
         mapping = linear_mapping(activation, *_output_shape(dz, 2))
     _kernel(linear_grad_program(activation), mapping)(dz, a, w, bias, dy)

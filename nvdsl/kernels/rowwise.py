@@ -36,7 +36,7 @@ import math
 
 from .. import dtypes as dt
 from .. import tasks as nt
-from ..arguments import describe
+from ..arguments import check_writable, describe
 from ..errors import ArgumentError, user_location
 from ..signature import ARRAY
 
@@ -181,10 +181,12 @@ def _specs(names, arrays):
     return specs
 
 
-def _check(names, arrays, rows_of: str, wants: dict) -> tuple[int, int]:
-    """(M, N) of the (M, N) array ``rows_of``, each argument's rank, extents and dtype checked."""
+def _check(names, arrays, rows_of: str, wants: dict, written: str) -> tuple[int, int]:
+    """(M, N) of the (M, N) array ``rows_of``, each argument's rank, extents and dtype checked, and the output
+    ``written`` writeable."""
     specs = dict(zip(names, _specs(names, arrays)))
     loc = user_location()
+    check_writable(arrays[names.index(written)], written, loc)
     if len(specs[rows_of].shape) != 2:
         raise ArgumentError(f"'{rows_of}' must be 2-D (rows, columns), got shape {specs[rows_of].shape}",
                             code="bad-shape", hint=f"reshape it to (rows, {specs[rows_of].shape[-1] if specs[rows_of].shape else 1})",
@@ -231,14 +233,15 @@ def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = 
 def softmax(x, y, *, mapping: nt.Mapping | None = None) -> None:
     """``y[r] = softmax(x[r])`` for every row ``r`` of the (M, N) array ``x`` (float32, float16 or bfloat16),
     computed in float32; ``y`` has x's shape, any of those dtypes."""
-    _check(("x", "y"), (x, y), "x", {"x": ("MN", _FLOATS), "y": ("MN", _FLOATS)})
+    _check(("x", "y"), (x, y), "x", {"x": ("MN", _FLOATS), "y": ("MN", _FLOATS)}, "y")
     _kernel(softmax_program(), mapping or default_mapping())(y, x)
 
 
 def rms_norm(x, w, y, *, eps: float = 1e-6, mapping: nt.Mapping | None = None) -> None:
     """``y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w`` for every row of the (M, N) array ``x``; ``w`` (N,);
     float32, float16 or bfloat16, computed in float32 (as ``torch.nn.functional.rms_norm``)."""
-    _check(("x", "w", "y"), (x, w, y), "x", {"x": ("MN", _FLOATS), "w": ("N", _FLOATS), "y": ("MN", _FLOATS)})
+    _check(("x", "w", "y"), (x, w, y), "x", {"x": ("MN", _FLOATS), "w": ("N", _FLOATS), "y": ("MN", _FLOATS)},
+           "y")
     _kernel(rms_norm_program(float(eps)), mapping or default_mapping())(y, x, w)
 
 
@@ -247,7 +250,7 @@ def layer_norm(x, w, b, y, *, eps: float = 1e-5, mapping: nt.Mapping | None = No
     variance, as ``torch.nn.functional.layer_norm``); ``w``, ``b`` (N,); float32, float16 or bfloat16,
     computed in float32."""
     _check(("x", "w", "b", "y"), (x, w, b, y), "x",
-           {"x": ("MN", _FLOATS), "w": ("N", _FLOATS), "b": ("N", _FLOATS), "y": ("MN", _FLOATS)})
+           {"x": ("MN", _FLOATS), "w": ("N", _FLOATS), "b": ("N", _FLOATS), "y": ("MN", _FLOATS)}, "y")
     _kernel(layer_norm_program(float(eps)), mapping or default_mapping())(y, x, w, b)
 
 
@@ -257,5 +260,5 @@ def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None) -
     ``cross_entropy(logits, targets, reduction='none')``. A target outside ``[0, N)`` picks no logit (the row's
     loss is its log-sum-exp)."""
     _check(("logits", "targets", "loss"), (logits, targets, loss), "logits",
-           {"logits": ("MN", _FLOATS), "targets": ("M", (dt.int32,)), "loss": ("M", (dt.float32,))})
+           {"logits": ("MN", _FLOATS), "targets": ("M", (dt.int32,)), "loss": ("M", (dt.float32,))}, "loss")
     _kernel(cross_entropy_program(), mapping or default_mapping())(loss, logits, targets)
