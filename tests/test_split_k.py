@@ -49,6 +49,18 @@ def test_split_k_on_64x64_tiles_computes_the_product(backend):
     assert_product_close(c, a, b)
 
 
+def test_the_sum_of_the_partials_overlaps_their_kernel():
+    """Split-K's second kernel is launched as a programmatic dependent of the products' kernel, and waits for it
+    before reading a partial product."""
+    c, p = np.zeros((16, 200), np.float16), np.zeros((2, 16, 200), np.float32)
+    compiled = library._sum_partials.compile(c, p)
+    launch, = compiled.module.plan.launches
+    assert launch.overlaps_previous
+    assert compiled.ptx.index("griddepcontrol.wait;") < compiled.ptx.index("ld.global")
+    plain, = library.partials_sum(overlap_previous=False).compile(c, p).module.plan.launches
+    assert not plain.overlaps_previous
+
+
 def test_split_k_writes_into_an_output_view(backend):
     rng = np.random.default_rng(4)
     a = rng.standard_normal((8, 512)).astype(np.float16)

@@ -198,6 +198,19 @@ def test_the_plan_keeps_which_launches_overlap():
     assert LaunchSpec.from_json(json.loads(json.dumps(launch.to_json()))) == launch
 
 
+def test_an_overlapping_launch_is_configured_for_programmatic_stream_serialization():
+    """What the runtime hands ``cuLaunchKernelEx`` for it: the launch's own geometry, and the one attribute."""
+    from nvdsl.runtime.device import driver
+    from nvdsl.runtime.launch import _dependent_launch_config
+    cu = driver()
+    config = _dependent_launch_config(cu, LaunchSpec("k", (3, 2, 1), (128, 1, 1), 4096, (0,), True))
+    assert (config.gridDimX, config.gridDimY, config.gridDimZ) == (3, 2, 1)
+    assert (config.blockDimX, config.blockDimY, config.blockDimZ, config.sharedMemBytes) == (128, 1, 1, 4096)
+    attribute, = config.attrs[:config.numAttrs]
+    assert attribute.id == cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    assert attribute.value.programmaticStreamSerializationAllowed == 1
+
+
 @pytest.mark.parametrize("grid, block, smem, code", [
     (1, (32, 33), 0, "block-too-large"),
     (1, 2048, 0, "bad-launch-config"),
