@@ -142,9 +142,10 @@ def test_the_narrow_tilings_compute_the_library_gemm(backend, layout):
 
 
 def test_library_gemm_names_what_it_needs():
-    with pytest.raises(nvdsl.TaskError, match="float16, bfloat16 or float8"):
+    with pytest.raises(nvdsl.ArgumentError, match="'a' is float32; it must be float16 or bfloat16") as info:
         library.gemm(np.zeros((128, 64), np.float32), np.zeros((64, 256), np.float32),
                      np.zeros((128, 256), np.float32))
+    assert info.value.code == "bad-dtype" and info.value.loc.filename == __file__
     with pytest.raises(nvdsl.ArgumentError, match="b_layout"):
         library.gemm(*zeros(128, 256, 64), b_layout="MN")
 

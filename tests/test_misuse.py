@@ -253,8 +253,6 @@ def _library_calls():
         "linear": (lambda: gemm.linear(a, w, bias, _read_only(np.zeros((64, 64), h))), "c"),
         "grouped_gemm": (lambda: gemm.grouped_gemm(a, np.ones((2, 64, 64), h), _read_only(np.zeros((64, 64), h)),
                                                    [30, 34]), "c"),
-        "scaled_gemm": (lambda: gemm.scaled_gemm(np.zeros((64, 64), np.uint8), np.zeros((64, 64), np.uint8),
-                                                 _read_only(np.zeros((64, 64), np.float32)), vec[:1], vec[:1]), "c"),
         "linear_grad": (lambda: linear_grad.linear_grad(a, w, bias, a, _read_only(np.zeros((64, 64), h)),
                                                         activation="relu"), "dz"),
         "softmax": (lambda: rowwise.softmax(rows, _read_only(np.zeros_like(rows))), "y"),
@@ -290,3 +288,64 @@ def test_a_gemm_planned_for_a_writeable_output_still_names_a_read_only_one(backe
     with pytest.raises(nvdsl.ArgumentError) as info:
         gemm(a, b, _read_only(np.zeros((64, 64), np.float32)))
     assert "argument 'c' is read-only" in str(info.value)
+
+
+def _gemm_family_misuse():
+    """Calls of the GEMM family with mismatched shapes or unsupported dtypes: before these were checked, a B with
+    fewer rows than A has columns, a C with fewer rows or a short bias ran and gave a wrong answer (the kernels
+    read past an operand's end as zeros), and a float32 A failed deep in the task layer."""
+    from nvdsl.kernels import gemm, linear_grad
+    h = np.float16
+    a, w, bias, c = np.ones((64, 64), h), np.ones((64, 64), h), np.zeros(64, h), np.zeros((64, 64), np.float32)
+    one = np.ones(1, np.float32)
+    return {
+        "c with fewer rows": (lambda: gemm.gemm(a, w, np.zeros((32, 64), np.float32)), "bad-shape",
+                              "'c' has shape (32, 64), M = 32 on axis 0, but 'a' has M = 64", "(64, 64)"),
+        "b with fewer rows than a has columns": (lambda: gemm.gemm(a, np.ones((32, 64), h), c), "bad-shape",
+                                                 "'b' has shape (32, 64), K = 32 on axis 0, but 'a' has K = 64",
+                                                 "(64, 64)"),
+        "b (N, K) with another K": (lambda: gemm.gemm(a, np.ones((64, 32), h), c, b_layout="NK"), "bad-shape",
+                                    "K = 32 on axis 1, but 'a' has K = 64", "(64, 64)"),
+        "batched b of two dims": (lambda: gemm.gemm(np.ones((2, 64, 64), h), w, np.zeros((2, 64, 64), h)),
+                                  "bad-shape", "'b' must be 3-D (B, K, N)", "(2, 64, 64)"),
+        "float32 a": (lambda: gemm.gemm(a.astype(np.float32), w, c), "bad-dtype",
+                      "'a' is float32; it must be float16 or bfloat16", "float16"),
+        "int32 c": (lambda: gemm.gemm(a, w, c.astype(np.int32)), "bad-dtype", "'c' is int32", "float16"),
+        "a and b of two dtypes": (lambda: gemm.gemm(a, w.astype(ml_bfloat16()), c), "bad-dtype",
+                                  "'a' float16, 'b' bfloat16: they must be of one dtype", "float16"),
+        "a short bias": (lambda: gemm.linear(a, w, np.zeros(32, h), c), "bad-shape",
+                         "'bias' has shape (32,), N = 32 on axis 0, but 'w' has N = 64", "(64,)"),
+        "linear's a of another K": (lambda: gemm.linear(np.ones((64, 32), h), w, bias, c), "bad-shape",
+                                    "'w' has shape (64, 64), K = 64 on axis 1, but 'a' has K = 32", "(64, 32)"),
+        "grouped b of another K": (lambda: gemm.grouped_gemm(a, np.ones((2, 32, 64), h), c, [30, 34]), "bad-shape",
+                                   "'b' has shape (2, 32, 64), K = 32 on axis 1", "(2, 64, 64)"),
+        "scaled_gemm's int8 a": (lambda: gemm.scaled_gemm(a.view(np.uint8)[:, :64], a.view(np.uint8)[:, :64], c,
+                                                          one, one), "bad-dtype",
+                                 "'a' is uint8; it must be float8_e4m3fn or float8_e5m2", "float8_e4m3fn"),
+        "linear_grad's short dy": (lambda: linear_grad.linear_grad(a, w, bias, np.zeros((32, 64), h),
+                                                                   np.zeros((64, 64), h), activation="relu"),
+                                   "bad-shape", "'dy' has shape (32, 64), M = 32 on axis 0, but 'dz' has M = 64",
+                                   "(64, 64)"),
+    }
+
+
+def ml_bfloat16():
+    return pytest.importorskip("ml_dtypes").bfloat16
+
+
+@pytest.mark.parametrize("case", sorted(_gemm_family_misuse()))
+def test_the_gemm_family_refuses_mismatched_shapes_and_dtypes_by_the_callers_names(case):
+    call, code, message, hint = _gemm_family_misuse()[case]
+    with pytest.raises(nvdsl.ArgumentError) as info:
+        call()
+    assert info.value.code == code and message in str(info.value), info.value
+    assert hint in info.value.hint and info.value.loc.filename == __file__
+
+
+def test_scaled_gemm_scales_are_one_element():
+    from nvdsl.kernels.gemm import scaled_gemm
+    with pytest.raises(nvdsl.ArgumentError) as info:
+        scaled_gemm(np.zeros((64, 64), np.uint8), np.zeros((64, 64), np.uint8), np.zeros((64, 64), np.float32),
+                    np.ones(2, np.float32), np.ones(1, np.float32))
+    assert info.value.code == "bad-shape" and "'scale_a' has shape (2,); axis 0 must be 1" in str(info.value)
+    assert "(1,)" in info.value.hint

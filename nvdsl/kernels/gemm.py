@@ -30,9 +30,11 @@ import functools
 
 from .. import jit
 from .. import tasks as nt
-from ..arguments import array_strides, check_writable, is_read_only
+from .. import dtypes as dt
+from ..arguments import array_strides, check_writable, is_read_only, signature_key
 from ..errors import ArgumentError, user_location
 from ..scratch import SCRATCH_BESIDE, float32_like
+from . import checks
 
 
 def _a_tiles(A, BM: int, BK: int, m_major: bool):
@@ -319,21 +321,25 @@ def linear(a, w, bias, c, *, activation: str = "none", mapping: nt.Mapping | Non
     ``bias`` (N,), ``c`` (M, N); ``activation`` is one of "none", "relu", "gelu" (exact, erf), "gelu_tanh"
     (torch's ``gelu(approximate="tanh")``) or "silu".
     Compiled once per dtype, shape, activation and mapping (default :func:`linear_mapping` for c's shape)."""
-    signature = _signature(("linear", activation, mapping), w, written=c)
+    signature = _signature(("linear", activation, mapping), w, a, bias, written=c)
     steps = _PLANNED.get(signature) if signature is not None else None
     if steps is None:
-        steps = _linear_steps(w, c, activation, mapping)
+        steps = _linear_steps(a, w, bias, c, activation, mapping)
         _remember(signature, steps)
     kernel, transposed, _ = steps
     kernel(c, a, w.T if transposed else w, bias)
 
 
-def _linear_steps(w, c, activation: str, mapping: nt.Mapping | None) -> tuple:
-    """What :func:`linear` runs for these arguments (see :func:`_gemm_steps`)."""
+def _linear_steps(a, w, bias, c, activation: str, mapping: nt.Mapping | None) -> tuple:
+    """What :func:`linear` runs for these arguments, after checking them (see :func:`_gemm_steps`)."""
+    loc = user_location()
     if activation not in ACTIVATIONS:
         raise ArgumentError(f"activation={activation!r} must be one of {sorted(ACTIVATIONS)}", code="bad-argument",
-                            loc=user_location())
-    _check_output(c, "c")
+                            loc=loc)
+    checks.checked("linear", {"a": a, "w": w, "bias": bias, "c": c}, {"a": "MK", "w": "NK", "bias": "N", "c": "MN"},
+                   {"a": checks.HALVES, "w": checks.HALVES, "bias": checks.OUTPUTS, "c": checks.OUTPUTS}, loc,
+                   alike=("a", "w"))
+    check_writable(c, "c", loc)
     if mapping is None:
         mapping = linear_mapping(activation, *_output_shape(c, 2)[-2:])
     transposed = _transposed_view(w)         # w is W.T of a (K, N) weight: its (K, N) array is the operand
@@ -351,10 +357,10 @@ _STRIDES: dict = {}         # array type -> how to read its strides (torch: x.st
 
 
 def _signature(options: tuple, strided, *shaped, written) -> tuple | None:
-    """The key of a call in :data:`_PLANNED`: ``options``, the kind and strides of ``strided`` (the operand read
-    as its transpose where it is a transposed view), the kinds and shapes of ``shaped`` and of ``written`` (the
-    output) and whether it is read-only (the planning checks that by the caller's name); None where an argument
-    cannot be keyed (the call then checks it)."""
+    """The key of a call in :data:`_PLANNED`: ``options``, the kind, dtype, shape and strides of ``strided`` (the
+    operand read as its transpose where it is a transposed view), the kinds, dtypes and shapes of ``shaped`` and of
+    ``written`` (the output) and whether it is read-only: all the planning checks, by the caller's names; None
+    where an argument cannot be keyed (the call then checks it)."""
     kind = type(strided)
     strides = _STRIDES.get(kind)
     if strides is None:
@@ -363,7 +369,7 @@ def _signature(options: tuple, strided, *shaped, written) -> tuple | None:
     if output is None:
         output = _OUTPUTS[type(written)] = _output_reader(type(written))
     try:
-        key = (options, kind, strides(strided), *[(type(x), x.shape) for x in shaped], type(written),
+        key = (options, kind, strides(strided), *[(type(x), x.dtype, x.shape) for x in shaped], type(written),
                output(written))
         hash(key)
     except (TypeError, AttributeError):
@@ -373,8 +379,8 @@ def _signature(options: tuple, strided, *shaped, written) -> tuple | None:
 
 def _strides_reader(kind: type):
     if kind.__module__.startswith("torch"):
-        return lambda x: x.stride()
-    return lambda x: (x.dtype, x.strides)        # in bytes: keyed with the dtype (its element size)
+        return lambda x: (x.dtype, x.shape, x.stride())
+    return lambda x: (x.dtype, x.shape, x.strides)        # in bytes: keyed with the dtype (its element size)
 
 
 _OUTPUTS: dict = {}         # array type -> how to key an output of it (its shape, and whether it is read-only)
@@ -382,14 +388,30 @@ _OUTPUTS: dict = {}         # array type -> how to key an output of it (its shap
 
 def _output_reader(kind: type):
     if kind.__module__.startswith("torch"):     # torch has no read-only tensors
-        return lambda x: x.shape
-    return lambda x: (x.shape, is_read_only(x))
+        return lambda x: (x.dtype, x.shape)
+    return lambda x: (x.dtype, x.shape, is_read_only(x))
 
 
-def _check_output(c, name: str) -> None:
-    """Refuse a read-only output by the caller's name (the kernels' own check names the program's argument)."""
-    if is_read_only(c):
-        check_writable(c, name, user_location())
+def _checked_once(options: tuple, arrays: dict, axes: dict, allowed: dict, *, written: str = "c",
+                  alike: tuple = ()) -> None:
+    """:func:`checks.checked` for a call unlike any checked before (kinds, dtypes, shapes, strides and
+    writeability of its arrays: ``signature_key``), and the output ``written`` writeable, by the caller's names."""
+    try:
+        key = (options, tuple(map(signature_key, arrays.values())))
+        if key in _CHECKED_CALLS:
+            return
+    except TypeError:           # unhashable: checked below, not remembered
+        key = None
+    loc = user_location()
+    checks.checked(options[0], arrays, axes, allowed, loc, alike=alike)
+    check_writable(arrays[written], written, loc)
+    if key is not None:
+        if len(_CHECKED_CALLS) >= _PLANNED_LIMIT:
+            _CHECKED_CALLS.clear()
+        _CHECKED_CALLS.add(key)
+
+
+_CHECKED_CALLS: set = set()
 
 
 def _remember(signature: tuple | None, steps: tuple) -> None:
@@ -523,12 +545,16 @@ def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int 
     a_transposed)``, where ``transposed`` says the kernel takes ``b.T``, ``partials_shape`` (None: no split) the
     shape of split-K's partial products, which ``kernel`` computes and ``_sum_partials`` adds into ``c``, and
     ``a_transposed`` that the kernel takes ``a.T`` (a 16-bit ``a`` given as ``x.T``: read M-major)."""
+    loc = user_location()
     ndim = len(getattr(a, "shape", ()))
-    _check_output(c, "c")
     if b_layout not in ("KN", "NK"):
-        raise ArgumentError(f"b_layout={b_layout!r} must be 'KN' or 'NK'", code="bad-layout", loc=user_location())
+        raise ArgumentError(f"b_layout={b_layout!r} must be 'KN' or 'NK'", code="bad-layout", loc=loc)
     if ndim == 3 and b_layout == "NK":
-        raise ArgumentError("batched GEMM takes B as (batch, K, N)", code="bad-layout", loc=user_location())
+        raise ArgumentError("batched GEMM takes B as (batch, K, N)", code="bad-layout", loc=loc)
+    axes = {"a": "BMK", "b": "BKN", "c": "BMN"} if ndim == 3 else {"a": "MK", "b": b_layout, "c": "MN"}
+    checks.checked("gemm", {"a": a, "b": b, "c": c}, axes,
+                   {"a": checks.HALVES, "b": checks.HALVES, "c": checks.OUTPUTS}, loc, alike=("a", "b"))
+    check_writable(c, "c", loc)
     transposed = ndim == 2 and _transposed_view(b)
     if transposed:      # b is w.T of a row-major w: w is the operand in the other layout
         b_layout = "NK" if b_layout == "KN" else "KN"
@@ -592,12 +618,13 @@ def grouped_gemm(a, b, c, group_sizes, *, mapping: nt.Mapping | None = None) -> 
     """
     mapping = mapping or MAPPING
     sizes = [int(m) for m in group_sizes]
-    shape_a, shape_b = tuple(getattr(a, "shape", ())), tuple(getattr(b, "shape", ()))
-    if len(shape_a) != 2 or len(shape_b) != 3 or len(sizes) != shape_b[0] or sum(sizes) != shape_a[0]:
-        raise ArgumentError(f"grouped_gemm needs a (M, K), b (groups, K, N) and one size per group summing to M; got "
-                            f"a {list(shape_a)}, b {list(shape_b)}, {len(sizes)} sizes summing to {sum(sizes)}",
+    _checked_once(("grouped_gemm",), {"a": a, "b": b, "c": c}, {"a": "MK", "b": "GKN", "c": "MN"},
+                  {"a": checks.HALVES, "b": checks.HALVES, "c": checks.OUTPUTS}, alike=("a", "b"))
+    shape_a, shape_b = tuple(a.shape), tuple(b.shape)
+    if len(sizes) != shape_b[0] or sum(sizes) != shape_a[0]:
+        raise ArgumentError(f"grouped_gemm needs one size per group of b summing to a's M; got a {list(shape_a)}, "
+                            f"b {list(shape_b)}, {len(sizes)} sizes summing to {sum(sizes)}",
                             code="bad-groups", loc=user_location())
-    _check_output(c, "c")
     table = row_tile_table(sizes, mapping.tile_values().get("BM", 128))
     if type(a).__module__.startswith("torch"):       # a device array beside a's, not a copy per call
         import torch
@@ -612,5 +639,8 @@ def scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None = None)
     The tensor cores accumulate float8 products with about 14 bits of mantissa (as cuBLAS's fast float8
     accumulation), so the relative error grows with K: about 1e-4 at K = 256, 1e-3 at K = 4096.
     """
-    _check_output(c, "c")
+    _checked_once(("scaled_gemm",), {"a": a, "b": b, "c": c, "scale_a": scale_a, "scale_b": scale_b},
+                  {"a": "MK", "b": "NK", "c": "MN", "scale_a": "1", "scale_b": "1"},
+                  {"a": checks.FLOAT8, "b": checks.FLOAT8, "c": checks.OUTPUTS, "scale_a": (dt.float32,),
+                   "scale_b": (dt.float32,)})
     _kernel(scaled_matmul, mapping or FP8_MAPPING)(c, a, b, scale_a, scale_b)

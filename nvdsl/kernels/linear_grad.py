@@ -21,7 +21,8 @@ import math
 
 from .. import tasks as nt
 from ..errors import ArgumentError, user_location
-from .gemm import _check_output, _kernel, _output_shape, linear_mapping
+from . import checks
+from .gemm import _checked_once, _kernel, _output_shape, linear_mapping
 
 _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
@@ -83,7 +84,10 @@ def linear_grad(a, w, bias, dy, dz, *, activation: str, mapping: nt.Mapping | No
     if activation not in GRADIENTS:
         raise ArgumentError(f"activation={activation!r} must be one of {sorted(GRADIENTS)}", code="bad-argument",
                             hint="an activation of 'none' needs no kernel: dz is dy", loc=user_location())
-    _check_output(dz, "dz")
+    _checked_once(("linear_grad",), {"dz": dz, "a": a, "w": w, "bias": bias, "dy": dy},
+                  {"dz": "MN", "a": "MK", "w": "NK", "bias": "N", "dy": "MN"},
+                  {"dz": checks.OUTPUTS, "a": checks.HALVES, "w": checks.HALVES, "bias": checks.OUTPUTS,
+                   "dy": checks.OUTPUTS}, written="dz", alike=("a", "w"))
     if mapping is None:
         mapping = linear_mapping(activation, *_output_shape(dz, 2))
     _kernel(linear_grad_program(activation), mapping)(dz, a, w, bias, dy)

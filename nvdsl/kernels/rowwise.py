@@ -36,9 +36,9 @@ import math
 
 from .. import dtypes as dt
 from .. import tasks as nt
-from ..arguments import check_writable, describe
+from ..arguments import check_writable
 from ..errors import ArgumentError, user_location
-from ..signature import ARRAY
+from . import checks
 
 # Rows per block (one per warp of the consumer warpgroup) and columns per step of a pass (16 per lane): the
 # fastest softmax of BM in (4, 8, 16, 32, 64) x BN in (128, 256, 512) on an H200 at (4096, 4096) and (4096, 1000)
@@ -169,41 +169,12 @@ def cross_entropy_program() -> nt.Task:
 
 # -- the library calls --------------------------------------------------------------------------------------------
 
-def _specs(names, arrays):
+def _check(what: str, arrays: dict, axes: dict[str, str], dtypes: dict[str, tuple], written: str) -> None:
+    """Each argument's rank, extents ("MN": (M, N) with x's M and N) and dtype checked by the caller's names
+    (:mod:`.checks`), and the output ``written`` writeable."""
     loc = user_location()
-    specs = []
-    for name, value in zip(names, arrays):
-        spec, _ = describe(value, name, loc)
-        if spec.kind != ARRAY:
-            raise ArgumentError(f"'{name}' must be an array, got {value!r}", code="bad-call",
-                                hint="pass a NumPy array or a CUDA array (torch, CuPy)", loc=loc)
-        specs.append(spec)
-    return specs
-
-
-def _check(names, arrays, rows_of: str, wants: dict, written: str) -> tuple[int, int]:
-    """(M, N) of the (M, N) array ``rows_of``, each argument's rank, extents and dtype checked, and the output
-    ``written`` writeable."""
-    specs = dict(zip(names, _specs(names, arrays)))
-    loc = user_location()
-    check_writable(arrays[names.index(written)], written, loc)
-    if len(specs[rows_of].shape) != 2:
-        raise ArgumentError(f"'{rows_of}' must be 2-D (rows, columns), got shape {specs[rows_of].shape}",
-                            code="bad-shape", hint=f"reshape it to (rows, {specs[rows_of].shape[-1] if specs[rows_of].shape else 1})",
-                            loc=loc)
-    m, n = specs[rows_of].shape
-    extents = {"MN": (m, n), "N": (n,), "M": (m,)}
-    for name, (shape, dtypes) in wants.items():
-        spec = specs[name]
-        if tuple(spec.shape) != extents[shape]:
-            raise ArgumentError(f"'{name}' must have shape {extents[shape]} (from '{rows_of}' {m} x {n}), got "
-                                f"{tuple(spec.shape)}", code="bad-shape",
-                                hint=f"pass a '{name}' of shape {extents[shape]}", loc=loc)
-        if spec.dtype not in dtypes:
-            raise ArgumentError(f"'{name}' is {spec.dtype.name}; it must be one of "
-                                f"{', '.join(d.name for d in dtypes)}", code="bad-dtype",
-                                hint=f"convert it to {dtypes[0].name}", loc=loc)
-    return m, n
+    checks.checked(what, arrays, axes, dtypes, loc)
+    check_writable(arrays[written], written, loc)
 
 
 @functools.lru_cache(maxsize=None)
@@ -233,15 +204,15 @@ def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = 
 def softmax(x, y, *, mapping: nt.Mapping | None = None) -> None:
     """``y[r] = softmax(x[r])`` for every row ``r`` of the (M, N) array ``x`` (float32, float16 or bfloat16),
     computed in float32; ``y`` has x's shape, any of those dtypes."""
-    _check(("x", "y"), (x, y), "x", {"x": ("MN", _FLOATS), "y": ("MN", _FLOATS)}, "y")
+    _check("softmax", {"x": x, "y": y}, {"x": "MN", "y": "MN"}, {"x": _FLOATS, "y": _FLOATS}, "y")
     _kernel(softmax_program(), mapping or default_mapping())(y, x)
 
 
 def rms_norm(x, w, y, *, eps: float = 1e-6, mapping: nt.Mapping | None = None) -> None:
     """``y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w`` for every row of the (M, N) array ``x``; ``w`` (N,);
     float32, float16 or bfloat16, computed in float32 (as ``torch.nn.functional.rms_norm``)."""
-    _check(("x", "w", "y"), (x, w, y), "x", {"x": ("MN", _FLOATS), "w": ("N", _FLOATS), "y": ("MN", _FLOATS)},
-           "y")
+    _check("rms_norm", {"x": x, "w": w, "y": y}, {"x": "MN", "w": "N", "y": "MN"},
+           {"x": _FLOATS, "w": _FLOATS, "y": _FLOATS}, "y")
     _kernel(rms_norm_program(float(eps)), mapping or default_mapping())(y, x, w)
 
 
@@ -249,8 +220,8 @@ def layer_norm(x, w, b, y, *, eps: float = 1e-5, mapping: nt.Mapping | None = No
     """``y[r] = (x[r] - mean) / sqrt(var + eps) * w + b`` for every row of the (M, N) array ``x`` (the biased
     variance, as ``torch.nn.functional.layer_norm``); ``w``, ``b`` (N,); float32, float16 or bfloat16,
     computed in float32."""
-    _check(("x", "w", "b", "y"), (x, w, b, y), "x",
-           {"x": ("MN", _FLOATS), "w": ("N", _FLOATS), "b": ("N", _FLOATS), "y": ("MN", _FLOATS)}, "y")
+    _check("layer_norm", {"x": x, "w": w, "b": b, "y": y}, {"x": "MN", "w": "N", "b": "N", "y": "MN"},
+           {"x": _FLOATS, "w": _FLOATS, "b": _FLOATS, "y": _FLOATS}, "y")
     _kernel(layer_norm_program(float(eps)), mapping or default_mapping())(y, x, w, b)
 
 
@@ -259,6 +230,7 @@ def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None) -
     ``logits`` (float32, float16 or bfloat16); ``targets`` (M,) int32, ``loss`` (M,) float32: torch's
     ``cross_entropy(logits, targets, reduction='none')``. A target outside ``[0, N)`` picks no logit (the row's
     loss is its log-sum-exp)."""
-    _check(("logits", "targets", "loss"), (logits, targets, loss), "logits",
-           {"logits": ("MN", _FLOATS), "targets": ("M", (dt.int32,)), "loss": ("M", (dt.float32,))}, "loss")
+    _check("cross_entropy", {"logits": logits, "targets": targets, "loss": loss},
+           {"logits": "MN", "targets": "M", "loss": "M"},
+           {"logits": _FLOATS, "targets": (dt.int32,), "loss": (dt.float32,)}, "loss")
     _kernel(cross_entropy_program(), mapping or default_mapping())(loss, logits, targets)

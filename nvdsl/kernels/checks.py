@@ -1,0 +1,93 @@
+"""Argument checks the library's GEMM family shares: each array described by the caller's name, its rank and
+extents bound to the problem's letters (``"MK"``: an (M, K) array), its dtype among those the kernel takes.
+
+The kernels' own calls check layouts, alignment and devices, but know only their programs' argument names
+('C', 'A', 'B'), and a task program reads past a shorter operand as zeros: a B with fewer rows than A has
+columns, or a C with fewer rows than A, would give a wrong answer instead of an error. These checks run
+where a library function plans a call (once per signature where it keeps plans).
+"""
+
+from __future__ import annotations
+
+from .. import dtypes as dt
+from ..arguments import describe
+from ..errors import ArgumentError
+from ..signature import ARRAY, ArgSpec
+
+HALVES = (dt.float16, dt.bfloat16)
+OUTPUTS = (dt.float16, dt.bfloat16, dt.float32)
+FLOAT8 = (dt.float8_e4m3fn, dt.float8_e5m2)
+
+
+def described(what: str, arrays: dict, loc) -> dict[str, ArgSpec]:
+    """Each array's description, by the caller's name; anything that is not an array is refused by it."""
+    specs = {}
+    for name, value in arrays.items():
+        spec, _ = describe(value, name, loc)
+        if spec.kind != ARRAY:
+            raise ArgumentError(f"{what}: '{name}' must be an array, got {type(value).__name__}",
+                                code="bad-argument", hint="pass a NumPy array or a CUDA array (torch, CuPy)",
+                                loc=loc)
+        specs[name] = spec
+    return specs
+
+
+def bound_extents(what: str, specs: dict[str, ArgSpec], axes: dict[str, str], loc) -> dict[str, int]:
+    """The problem's extents by letter: ``axes`` gives each array's letters, one per axis ("MK": (M, K)); a letter
+    takes its extent from the first array of the right rank that has it, a digit is that extent itself. An array of
+    another rank, or with another extent for a letter, is refused, naming the array the extent came from."""
+    extents: dict[str, int] = {}
+    source: dict[str, str] = {}
+
+    def expected(letters: str, shape: tuple) -> str:
+        """The shape ``letters`` ask for: known extents, else the array's own where it has that axis."""
+        own = dict(zip(letters, shape)) if len(shape) == len(letters) else {}
+        known = [extents.get(x, int(x) if x.isdigit() else own.get(x, x)) for x in letters]
+        return "(" + ", ".join(map(str, known)) + ("," if len(known) == 1 else "") + ")"
+
+    for name, letters in axes.items():         # first the extents, from the arrays of the right rank, for hints
+        shape = tuple(specs[name].shape)
+        if len(shape) == len(letters):
+            for letter, extent in zip(letters, shape):
+                if not letter.isdigit() and letter not in extents:
+                    extents[letter], source[letter] = extent, name
+    for name, letters in axes.items():
+        shape = tuple(specs[name].shape)
+        if len(shape) != len(letters):
+            raise ArgumentError(f"{what}: '{name}' must be {len(letters)}-D ({', '.join(letters)}), got shape "
+                                f"{shape}", code="bad-shape",
+                                hint=f"pass '{name}' of shape {expected(letters, shape)}", loc=loc)
+        for axis, (letter, extent) in enumerate(zip(letters, shape)):
+            if letter.isdigit():
+                if extent != int(letter):
+                    raise ArgumentError(f"{what}: '{name}' has shape {shape}; axis {axis} must be {letter}",
+                                        code="bad-shape", hint=f"pass '{name}' of shape {expected(letters, shape)}",
+                                        loc=loc)
+            elif extent != extents[letter]:
+                raise ArgumentError(f"{what}: '{name}' has shape {shape}, {letter} = {extent} on axis {axis}, but "
+                                    f"'{source[letter]}' has {letter} = {extents[letter]}", code="bad-shape",
+                                    hint=f"pass '{name}' of shape {expected(letters, shape)}", loc=loc)
+    return extents
+
+
+def check_dtypes(what: str, specs: dict[str, ArgSpec], allowed: dict[str, tuple], loc, *, alike: tuple = ()) -> None:
+    """Each array's dtype among ``allowed[name]``, and the arrays named in ``alike`` of one dtype."""
+    for name, dtypes in allowed.items():
+        dtype = specs[name].dtype
+        if dtype not in dtypes:
+            raise ArgumentError(f"{what}: '{name}' is {dtype.name}; it must be "
+                                f"{' or '.join(d.name for d in dtypes)}", code="bad-dtype",
+                                hint=f"convert it to {dtypes[0].name}", loc=loc)
+    if len({specs[name].dtype for name in alike}) > 1:
+        given = ", ".join(f"'{name}' {specs[name].dtype.name}" for name in alike)
+        raise ArgumentError(f"{what}: {given}: they must be of one dtype", code="bad-dtype",
+                            hint=f"convert them to {specs[alike[0]].dtype.name}", loc=loc)
+
+
+def checked(what: str, arrays: dict, axes: dict[str, str], allowed: dict[str, tuple], loc, *,
+            alike: tuple = ()) -> dict[str, int]:
+    """:func:`described`, :func:`bound_extents` and :func:`check_dtypes` in turn: the problem's extents."""
+    specs = described(what, arrays, loc)
+    extents = bound_extents(what, specs, axes, loc)
+    check_dtypes(what, specs, allowed, loc, alike=alike)
+    return extents
