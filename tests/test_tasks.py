@@ -146,6 +146,33 @@ def test_infeasible_mappings_are_refused_with_both_numbers():
     refused(matmul, nt.Mapping(schedule="pingpong", consumers=3, tiles={"BN": 128}), args, "bad-mapping", "not 3")
 
 
+@nt.task(reads=("A", "B"), writes=("C",))
+def matmul_over_a_and_b(C, A, B):
+    """A GEMM whose loops run over A's and B's grids, not C's: arrays of mismatched shapes reach past an end."""
+    BM, BN, BK = nt.tunable("BM", 64), nt.tunable("BN", 64), nt.tunable("BK", 64)
+    Ct, At, Bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(B, (BK, BN))
+    for i, j in nt.prange(At.grid[0], Bt.grid[1]):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in nt.srange(At.grid[1]):
+            acc += At[i, k] @ Bt[k, j]
+        Ct[i, j] = acc.astype(C.dtype)
+
+
+@pytest.mark.parametrize("shapes, code, words", [
+    # B with fewer rows than A has columns: its tiles past the end would read zeros, dropping A's last columns
+    (((64, 64), (64, 128), (64, 64)), "bad-shape", ["A @ B sums over A[64, 128]'s axis 1 (128) and B[64, 64]'s "
+                                                     "axis 0 (64)"]),
+    # C with fewer rows than A: the loop over A's tiles would write C's tiles past its end, which TMA drops
+    (((64, 64), (128, 64), (64, 64)), "tile-out-of-range", ["a tile written into C[64, 64]", "0..64 over p0 < 2",
+                                                             "outside 0..63"]),
+])
+def test_a_task_program_refuses_arrays_that_would_be_read_or_written_past_an_end(shapes, code, words):
+    """Before these checks both ran (the interpreter gave C = 64 for the first: half of A's columns lost)."""
+    c, a, b = (np.zeros(shape, np.float16) for shape in shapes)
+    refused(matmul_over_a_and_b, nt.Mapping(tiles={"BM": 64, "BN": 64, "BK": 64}, consumers=1), (c, a, b), code,
+            *words)
+
+
 @pytest.mark.parametrize("fields, code, words", [
     (dict(pipeline=2, mma_in_flight=2), "mapping-depth", "pipeline must be >= 3"),
     (dict(pipeline=1), "bad-mapping", "at least 2 slots"),

@@ -53,6 +53,7 @@ class _Trace:
         self.indices: dict[str, ir.Index] = {}
         self.positions: dict[str, Affine] = {}   # nt.arange vectors: their starts, for indexing arguments
         self.pranges: dict[str, int] = {}       # the enclosing prange loops' variables and their extents
+        self.loop_extents: dict[str, int] = {}  # every enclosing loop's variables (prange and srange) and theirs
         self.tasks: list[str] = [name]          # the chain of launches being traced, the entry task first
 
     def fresh(self, stem: str) -> str:
@@ -238,7 +239,30 @@ class Partition:
         return TileRef(self.base.tensor, tuple(origin), self.tile, self.base._privilege, end=end)
 
     def __setitem__(self, index, value) -> None:
-        _store(self[index], value)
+        tile = self[index]
+        self._check_written_inside(index if isinstance(index, tuple) else (index,), tile.origin)
+        _store(tile, value)
+
+    def _check_written_inside(self, index, origin) -> None:
+        """Refuse a written tile that starts outside its tensor in some iteration of the loops around it: TMA would
+        write none of it (a loop over another tensor's grid, or arrays of mismatched shapes). Reads may run past
+        the end on purpose (split-K's last split reads zeros there); axes indexed by values read on the GPU (row
+        tiles, loaded indices) are not known here."""
+        trace = _current("a tile's index")
+        tensor = self.base.tensor
+        for axis, start in enumerate(origin):
+            if (self.rows is not None and axis == 0) or any(v not in trace.loop_extents for v in start.variables):
+                continue
+            low = start.const + sum(c * (trace.loop_extents[v] - 1) for v, c in start.terms if c < 0)
+            high = start.const + sum(c * (trace.loop_extents[v] - 1) for v, c in start.terms if c > 0)
+            extent = tensor.shape[axis]
+            if low < 0 or high >= extent:
+                loops = ", ".join(f"{v} < {trace.loop_extents[v]}" for v in start.variables)
+                raise _error(f"a tile written into {tensor.name}{list(tensor.shape)} (index {index[axis]} along axis "
+                             f"{axis}) starts at elements {low}..{high}{f' over {loops}' if loops else ''}, outside "
+                             f"0..{extent - 1}: nothing of it would be written", code="tile-out-of-range",
+                             hint=f"loop over {tensor.name}'s own grid ({self.grid[axis]} tiles along axis {axis}), "
+                                  "or check the shapes of the arrays passed")
 
 
 def blocks(tensor, tile, *, rows: "RowTiles | None" = None) -> Partition:
@@ -350,7 +374,26 @@ class _Product:
     def __init__(self, a, b):
         if not isinstance(a, (TileRef, Local, _TransposedLocal)) or not isinstance(b, (TileRef, Local)):
             raise _error("'@' multiplies tiles (of a partition, or computed)", code="bad-tile")
+        if isinstance(a, TileRef) and isinstance(b, TileRef):
+            _check_contraction(a, b)
         self.a, self.b = a, b
+
+
+def _check_contraction(a: "TileRef", b: "TileRef") -> None:
+    """Refuse a product of two arguments' tiles that walk the summed axis together (A's columns and B's rows from
+    the same index) over tensors of different extents along it: the tiles of the shorter one past its end read
+    zeros, so the product would silently drop the other's rest (arrays of mismatched shapes)."""
+    axis_a = len(a.tensor.shape) - (2 if a.transposed else 1)
+    axis_b = len(b.tensor.shape) - (1 if b.transposed else 2)
+    if min(axis_a, axis_b) < 0 or a.origin[axis_a] != b.origin[axis_b]:
+        return
+    k_a, k_b = a.tensor.shape[axis_a], b.tensor.shape[axis_b]
+    if k_a != k_b:
+        raise _error(f"the product {a.tensor.name} @ {b.tensor.name} sums over {a.tensor.name}{list(a.tensor.shape)}'s "
+                     f"axis {axis_a} ({k_a}) and {b.tensor.name}{list(b.tensor.shape)}'s axis {axis_b} ({k_b}): they "
+                     f"must be equal", code="bad-shape",
+                     hint=f"pass arrays whose summed extents agree ({a.tensor.name}'s K is {k_a}, "
+                          f"{b.tensor.name}'s {k_b})")
 
 
 @dataclass(frozen=True, eq=False)
@@ -825,6 +868,7 @@ def _loop(kind: str, extents, below=None, step: int = 1):
     trace.bodies.append([])
     if kind == "prange":
         trace.pranges.update(zip(names, extents))
+    trace.loop_extents.update(zip(names, extents))
     finished = False
     try:
         variables = tuple(Affine.var(n) for n in names)
@@ -834,6 +878,7 @@ def _loop(kind: str, extents, below=None, step: int = 1):
         body = trace.bodies.pop()
         for name in names:
             trace.pranges.pop(name, None)
+            trace.loop_extents.pop(name, None)
         for _ in extents:
             trace.loop_depth[kind] -= 1
         if finished:
