@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import functools
 
+from .. import dtypes as dt
 from .. import jit
 from .. import tasks as nt
-from .. import dtypes as dt
 from ..arguments import array_strides, check_writable, is_read_only, signature_key
 from ..errors import ArgumentError, user_location
 from ..scratch import SCRATCH_BESIDE, float32_like
@@ -383,7 +383,7 @@ def _strides_reader(kind: type):
     return lambda x: (x.dtype, x.shape, x.strides)        # in bytes: keyed with the dtype (its element size)
 
 
-_OUTPUTS: dict = {}         # array type -> how to key an output of it (its shape, and whether it is read-only)
+_OUTPUTS: dict = {}         # array type -> how to key an output of it (dtype, shape, and whether it is read-only)
 
 
 def _output_reader(kind: type):
