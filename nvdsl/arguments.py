@@ -515,3 +515,12 @@ def check_writable(array, name: str, loc) -> None:
     if is_read_only(array):
         raise ArgumentError(f"argument '{name}' is read-only, but a kernel writes it", code="read-only",
                             hint="pass a writeable array (e.g. a copy)", loc=loc)
+
+
+def check_outputs_writable(outputs: dict, loc) -> None:
+    """:func:`check_writable` on each of a library call's outputs by the caller's name (None: an optional output
+    not given): the kernels' own checks know only their programs' names, and some outputs are reached through
+    scratch arrays."""
+    for name, array in outputs.items():
+        if array is not None:
+            check_writable(array, name, loc)

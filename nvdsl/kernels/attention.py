@@ -57,7 +57,7 @@ from .. import dtypes as dt
 from .. import jit
 from .. import tasks as nt
 from ..errors import ArgumentError, TaskError, TraceError, user_location
-from ..arguments import check_writable, describe, signature_key
+from ..arguments import check_outputs_writable, describe, signature_key
 from ..signature import ARRAY
 from ..target import REGISTER_FILE
 from ..scratch import float32_like, scratch_like
@@ -297,9 +297,7 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
         raise ArgumentError(f"attention: mapping={mapping!r} must be an nvdsl.tasks.Mapping", code="bad-argument",
                             loc=loc)
     causal, variant = _recognized(causal, _variant(score_mod, mask_mod, mod_args, loc, "attention"))
-    for name, x in (("o", o), ("lse", lse)):    # by the caller's names (the kernel's own check says 'O', 'LSE')
-        if x is not None:
-            check_writable(x, name, loc)
+    check_outputs_writable({"o": o, "lse": lse}, loc)
     mapping = mapping or task_mapping(d, causal, seq_q, variant.mask_mod is not None)
     launch = functools.partial(_forward, _kernel(causal, float(scale), lse is not None, mapping, variant),
                                variant.mask_mod, causal, mapping.tile_values())
@@ -750,8 +748,7 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
     if not isinstance(deterministic, bool):
         raise ArgumentError(f"attention_backward: deterministic={deterministic!r} must be True or False",
                             code="bad-argument", loc=loc)
-    for name in ("dq", "dk", "dv"):     # here, by name: scratch sums reach some of them through other kernels
-        check_writable(arrays[name], name, loc)
+    check_outputs_writable({"dq": dq, "dk": dk, "dv": dv}, loc)
     plan = _BackwardPlan(shape, kv_heads, seq_k, causal, scale, variant,
                          fused=not deterministic and shape[3] in FUSED_DQ_HEAD_DIMS)
     plan.run(q, k, v, o, lse, do, dq, dk, dv, mod_args)

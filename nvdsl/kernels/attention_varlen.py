@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import dtypes as dt
 from .. import jit
-from ..arguments import HOST, check_writable, describe, signature_key
+from ..arguments import HOST, check_outputs_writable, describe, signature_key
 from ..errors import ArgumentError, user_location
 from ..signature import ARRAY
 from .attention import (MASK_BLOCK, Variant, _cdiv, _checked_problem, _element, _elementwise_grid, _kernel,
@@ -593,9 +593,7 @@ def attention_decode(q, k_cache, v_cache, o, cache_seqlens, lse=None, *, causal:
     if not isinstance(causal, bool):
         raise ArgumentError(f"attention_decode: causal={causal!r} must be True or False", code="bad-argument",
                             loc=loc)
-    for name, x in (("o", o), ("lse", lse)):    # by the caller's names: split decodes reach them through scratch
-        if x is not None:
-            check_writable(x, name, loc)
+    check_outputs_writable({"o": o, "lse": lse}, loc)
     if scratch_like(q, (1,), "attention_decode.probe", "int32") is None:
         raise ArgumentError(f"attention_decode: cannot allocate scratch beside q of type {type(q).__name__}",
                             code="bad-argument", hint="pass NumPy arrays, torch tensors or CuPy arrays", loc=loc)

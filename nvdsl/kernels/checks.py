@@ -10,7 +10,7 @@ where a library function plans a call (once per signature where it keeps plans).
 from __future__ import annotations
 
 from .. import dtypes as dt
-from ..arguments import describe
+from ..arguments import check_outputs_writable, describe
 from ..errors import ArgumentError
 from ..signature import ARRAY, ArgSpec
 
@@ -84,10 +84,12 @@ def check_dtypes(what: str, specs: dict[str, ArgSpec], allowed: dict[str, tuple]
                             hint=f"convert them to {specs[alike[0]].dtype.name}", loc=loc)
 
 
-def checked(what: str, arrays: dict, axes: dict[str, str], allowed: dict[str, tuple], loc, *,
+def checked(what: str, arrays: dict, axes: dict[str, str], allowed: dict[str, tuple], loc, *, written: str,
             alike: tuple = ()) -> dict[str, int]:
-    """:func:`described`, :func:`bound_extents` and :func:`check_dtypes` in turn: the problem's extents."""
+    """:func:`described`, :func:`bound_extents` and :func:`check_dtypes` in turn, and the output ``written``
+    writeable: the problem's extents."""
     specs = described(what, arrays, loc)
     extents = bound_extents(what, specs, axes, loc)
     check_dtypes(what, specs, allowed, loc, alike=alike)
+    check_outputs_writable({written: arrays[written]}, loc)
     return extents

@@ -31,7 +31,7 @@ import functools
 from .. import dtypes as dt
 from .. import jit
 from .. import tasks as nt
-from ..arguments import array_strides, check_writable, is_read_only, signature_key
+from ..arguments import array_strides, is_read_only, signature_key
 from ..errors import ArgumentError, user_location
 from ..scratch import SCRATCH_BESIDE, float32_like
 from . import checks
@@ -338,8 +338,7 @@ def _linear_steps(a, w, bias, c, activation: str, mapping: nt.Mapping | None) ->
                             loc=loc)
     checks.checked("linear", {"a": a, "w": w, "bias": bias, "c": c}, {"a": "MK", "w": "NK", "bias": "N", "c": "MN"},
                    {"a": checks.HALVES, "w": checks.HALVES, "bias": checks.OUTPUTS, "c": checks.OUTPUTS}, loc,
-                   alike=("a", "w"))
-    check_writable(c, "c", loc)
+                   written="c", alike=("a", "w"))
     if mapping is None:
         mapping = linear_mapping(activation, *_output_shape(c, 2)[-2:])
     transposed = _transposed_view(w)         # w is W.T of a (K, N) weight: its (K, N) array is the operand
@@ -403,8 +402,7 @@ def _checked_once(options: tuple, arrays: dict, axes: dict, allowed: dict, *, wr
     except TypeError:           # unhashable: checked below, not remembered
         key = None
     loc = user_location()
-    checks.checked(options[0], arrays, axes, allowed, loc, alike=alike)
-    check_writable(arrays[written], written, loc)
+    checks.checked(options[0], arrays, axes, allowed, loc, written=written, alike=alike)
     if key is not None:
         if len(_CHECKED_CALLS) >= _PLANNED_LIMIT:
             _CHECKED_CALLS.clear()
@@ -553,8 +551,7 @@ def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int 
         raise ArgumentError("batched GEMM takes B as (batch, K, N)", code="bad-layout", loc=loc)
     axes = {"a": "BMK", "b": "BKN", "c": "BMN"} if ndim == 3 else {"a": "MK", "b": b_layout, "c": "MN"}
     checks.checked("gemm", {"a": a, "b": b, "c": c}, axes,
-                   {"a": checks.HALVES, "b": checks.HALVES, "c": checks.OUTPUTS}, loc, alike=("a", "b"))
-    check_writable(c, "c", loc)
+                   {"a": checks.HALVES, "b": checks.HALVES, "c": checks.OUTPUTS}, loc, written="c", alike=("a", "b"))
     transposed = ndim == 2 and _transposed_view(b)
     if transposed:      # b is w.T of a row-major w: w is the operand in the other layout
         b_layout = "NK" if b_layout == "KN" else "KN"

@@ -36,7 +36,6 @@ import math
 
 from .. import dtypes as dt
 from .. import tasks as nt
-from ..arguments import check_writable
 from ..errors import ArgumentError, user_location
 from . import checks
 
@@ -169,14 +168,6 @@ def cross_entropy_program() -> nt.Task:
 
 # -- the library calls --------------------------------------------------------------------------------------------
 
-def _check(what: str, arrays: dict, axes: dict[str, str], dtypes: dict[str, tuple], written: str) -> None:
-    """Each argument's rank, extents ("MN": (M, N) with x's M and N) and dtype checked by the caller's names
-    (:mod:`.checks`), and the output ``written`` writeable."""
-    loc = user_location()
-    checks.checked(what, arrays, axes, dtypes, loc)
-    check_writable(arrays[written], written, loc)
-
-
 @functools.lru_cache(maxsize=None)
 def _kernel(program: nt.Task, the_mapping: nt.Mapping) -> nt.TaskKernel:
     return nt.build(program, the_mapping)
@@ -204,15 +195,16 @@ def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = 
 def softmax(x, y, *, mapping: nt.Mapping | None = None) -> None:
     """``y[r] = softmax(x[r])`` for every row ``r`` of the (M, N) array ``x`` (float32, float16 or bfloat16),
     computed in float32; ``y`` has x's shape, any of those dtypes."""
-    _check("softmax", {"x": x, "y": y}, {"x": "MN", "y": "MN"}, {"x": _FLOATS, "y": _FLOATS}, "y")
+    checks.checked("softmax", {"x": x, "y": y}, {"x": "MN", "y": "MN"}, {"x": _FLOATS, "y": _FLOATS},
+                   user_location(), written="y")
     _kernel(softmax_program(), mapping or default_mapping())(y, x)
 
 
 def rms_norm(x, w, y, *, eps: float = 1e-6, mapping: nt.Mapping | None = None) -> None:
     """``y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w`` for every row of the (M, N) array ``x``; ``w`` (N,);
     float32, float16 or bfloat16, computed in float32 (as ``torch.nn.functional.rms_norm``)."""
-    _check("rms_norm", {"x": x, "w": w, "y": y}, {"x": "MN", "w": "N", "y": "MN"},
-           {"x": _FLOATS, "w": _FLOATS, "y": _FLOATS}, "y")
+    checks.checked("rms_norm", {"x": x, "w": w, "y": y}, {"x": "MN", "w": "N", "y": "MN"},
+                   {"x": _FLOATS, "w": _FLOATS, "y": _FLOATS}, user_location(), written="y")
     _kernel(rms_norm_program(float(eps)), mapping or default_mapping())(y, x, w)
 
 
@@ -220,8 +212,8 @@ def layer_norm(x, w, b, y, *, eps: float = 1e-5, mapping: nt.Mapping | None = No
     """``y[r] = (x[r] - mean) / sqrt(var + eps) * w + b`` for every row of the (M, N) array ``x`` (the biased
     variance, as ``torch.nn.functional.layer_norm``); ``w``, ``b`` (N,); float32, float16 or bfloat16,
     computed in float32."""
-    _check("layer_norm", {"x": x, "w": w, "b": b, "y": y}, {"x": "MN", "w": "N", "b": "N", "y": "MN"},
-           {"x": _FLOATS, "w": _FLOATS, "b": _FLOATS, "y": _FLOATS}, "y")
+    checks.checked("layer_norm", {"x": x, "w": w, "b": b, "y": y}, {"x": "MN", "w": "N", "b": "N", "y": "MN"},
+                   {"x": _FLOATS, "w": _FLOATS, "b": _FLOATS, "y": _FLOATS}, user_location(), written="y")
     _kernel(layer_norm_program(float(eps)), mapping or default_mapping())(y, x, w, b)
 
 
@@ -230,7 +222,8 @@ def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None) -
     ``logits`` (float32, float16 or bfloat16); ``targets`` (M,) int32, ``loss`` (M,) float32: torch's
     ``cross_entropy(logits, targets, reduction='none')``. A target outside ``[0, N)`` picks no logit (the row's
     loss is its log-sum-exp)."""
-    _check("cross_entropy", {"logits": logits, "targets": targets, "loss": loss},
-           {"logits": "MN", "targets": "M", "loss": "M"},
-           {"logits": _FLOATS, "targets": (dt.int32,), "loss": (dt.float32,)}, "loss")
+    checks.checked("cross_entropy", {"logits": logits, "targets": targets, "loss": loss},
+                   {"logits": "MN", "targets": "M", "loss": "M"},
+                   {"logits": _FLOATS, "targets": (dt.int32,), "loss": (dt.float32,)}, user_location(),
+                   written="loss")
     _kernel(cross_entropy_program(), mapping or default_mapping())(loss, logits, targets)
