@@ -418,6 +418,8 @@ def test_rowwise_loads_without_gpu_libraries_and_measures_the_issues_shapes():
     assert {(p["M"], p["N"]) for p in rowwise.shapes(_args(quick=True))} == {(4096, 4096), (8192, 50257)}
     assert set(rowwise.systems("softmax")) == {"nvdsl", "torch", "triton", rowwise.COPY}
     assert set(rowwise.systems("cross_entropy")) == {"nvdsl", "torch", rowwise.COPY}
+    assert set(rowwise.systems("cross_entropy", _args(tiles="8x1024, 4x2048"))) == \
+        {"nvdsl", "nvdsl 8x1024", "nvdsl 4x2048", "torch", rowwise.COPY}
     p = {"op": "cross_entropy", "dtype": "bf16", "M": 8192, "N": 50257}
     assert rowwise.nbytes(p) == 2 * 8192 * 50257 + 8 * 8192 and rowwise.copy_bytes(p) == 4 * 8192 * 50257
 

@@ -322,6 +322,29 @@ def test_out_of_bounds_accesses_are_reported_with_the_line():
     assert "x[ctx.thread_id.x + shift]" in str(info.value.loc)
 
 
+def test_a_vector_access_off_its_promised_alignment_is_reported():
+    """A GPU faults on a vector load or store whose address is not a multiple of the alignment the op promises; the
+    interpreter reports it (float32 pairs of 8 bytes: one from element 0 passes, one from 1 does not)."""
+    from mlir.dialects import vector
+
+    @nvdsl.mlir_func
+    def pairs(x, y, start):
+        @nvdsl.gpu_launch(grid=1, block=1)
+        def kernel(ctx):
+            pair = ir.VectorType.get([2], ir.F32Type.get())
+            at = start.to(nvdsl.index)
+            loaded = vector.load(pair, x.ir, [at.ir], alignment=8)
+            vector.store(loaded, y.ir, [at.ir], alignment=8)
+        kernel()
+    x, y = np.arange(4, dtype=np.float32), np.zeros(4, np.float32)
+    interpreted(pairs)(x, y, 0)
+    assert y.tolist() == [0, 1, 0, 0]
+    with pytest.raises(nvdsl.KernelFault) as info:
+        interpreted(pairs)(x, y, 1)
+    assert info.value.code == "misaligned" and "'x' at byte 4" in str(info.value) and "8 bytes" in str(info.value)
+    assert "test_interpreter.py" in str(info.value.loc)      # (raw ops carry the function's line)
+
+
 def test_device_arrays_need_a_gpu():
     x = FakeDLPackDeviceArray((32,), 2, 32)
     with pytest.raises(nvdsl.ArgumentError) as info:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from nvdsl.layouts import (FragmentLayout, Layout, coalesce, complement, composition, idx2crd, logical_divide,
-                           logical_product, make_layout, wgmma_accumulator, zipped_divide)
+                           logical_product, make_layout, rows_across_lanes, wgmma_accumulator, zipped_divide)
 
 LAYOUTS = ["8:1", "8:2", "(4,8):(1,4)", "(4,8):(8,1)", "(4,(2,4)):(2,(1,8))", "(2,(1,4)):(1,(6,2))",
            "((2,2),(3,4)):((1,2),(4,12))", "(4,2,3):(2,1,8)", "(3,4):(0,1)"]
@@ -151,6 +151,28 @@ def test_the_accumulator_layout_prints_in_shape_stride_notation():
     assert str(wgmma_accumulator(128, 64).tv) == "((4,8,4),(2,2,8,2)):((256,1,16),(128,8,1024,64))"
     assert str(wgmma_accumulator(64, 128).project(0)) == \
         "rows of wgmma accumulator 64 over 128 threads: (thread,value) -> index ((4,8,4),2):((0,1,16),8)"
+
+
+@pytest.mark.parametrize("m, n, run", [(4, 512, 8), (8, 1024, 8), (4, 512, 1), (12, 96, 1), (4, 64, 2)])
+def test_rows_across_lanes_hold_runs_of_consecutive_columns(m, n, run):
+    """Thread ``lane + 32 w`` holds row ``w + 4 r`` at columns ``run * lane + 32 run c + e``: every element once, a
+    run's values numbered ``m / 4`` apart; the rows' vector is the same whatever the run (vectors of tiles of
+    several widths combine), and a row reduces over the warp's 32 lanes."""
+    layout = rows_across_lanes(m, n, run)
+    assert layout.threads == 128 and layout.values == m * n // 128
+    seen = set()
+    for t in range(128):
+        lane, w = t % 32, t // 32
+        for v in range(layout.values):
+            r, rest = v % (m // 4), v // (m // 4)
+            e, c = rest % run, rest // run
+            assert layout(t, v) == (w + 4 * r, run * lane + 32 * run * c + e)
+            seen.add(layout(t, v))
+    assert len(seen) == m * n
+    assert layout.project(0) == rows_across_lanes(m, 32).project(0)
+    assert layout.reduction(1).shuffle_masks == (1, 2, 4, 8, 16)
+    with pytest.raises(ValueError, match="multiple of 4 rows and of 256 columns"):
+        rows_across_lanes(4, 128, 8)
 
 
 @pytest.mark.parametrize("m, n", [(64, 128), (128, 64)])

@@ -14,7 +14,7 @@ import nvdsl
 import nvdsl.tasks as nt
 from nvdsl.errors import MappingError, TaskError
 from nvdsl.kernels import rowwise
-from nvdsl.testing import assert_matches_golden
+from nvdsl.testing import assert_matches_golden, requires_gpu
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 BF16 = ml_dtypes.bfloat16
@@ -270,6 +270,58 @@ def test_library_16_bit_rows_of_odd_length():
     rowwise.softmax(x, s)
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, BF16, 8))
+
+
+def test_library_rows_of_16_byte_multiples_move_in_vector_accesses():
+    """Rows whose bytes are a multiple of 16 (bfloat16 rows of 1000: the last column block half past the end) are
+    read and written 16 bytes a lane (``ld.global.v4``/``st.global.v4``; the interpreter checks each vector's
+    alignment), into a row-aligned slice of a wider buffer (its other columns untouched) and into float32. Where
+    rows of 1001, or a slice whose rows are 2008 bytes apart, take part, every tile moves in single elements."""
+    rng = np.random.default_rng(10)
+    x, w = _inputs(rng, (5, 1000), BF16, 3.0), _inputs(rng, (1000,), BF16)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    wide = np.full((5, 1016), np.nan, BF16)
+    y = wide[:, :1000]                                   # rows 2032 bytes apart
+    rowwise.rms_norm(x, w, y)
+    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, BF16))
+    assert np.isnan(wide[:, 1000:].astype(np.float32)).all()
+    s = np.full(x.shape, np.nan, np.float32)
+    rowwise.softmax(x, s)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, 8))
+
+    def ptx(*args):
+        return rowwise.kernel("softmax").compile(*args).ptx
+    vectors = ptx(y, x)
+    assert "ld.global.v4" in vectors and "st.global.v4" in vectors
+    assert "st.global.v4" in ptx(s, x)                   # float32: two vectors of 4 a run of 8
+    unaligned = np.zeros((5, 1004), BF16)[:, :1000]
+    assert "v4" not in ptx(unaligned, x)                  # one such argument: lanes side by side, no vectors
+    odd = np.zeros((3, 1001), BF16)
+    assert "v4" not in ptx(odd, odd)
+
+
+@requires_gpu
+def test_torch_row_views_in_vectors_or_elements_on_the_gpu():
+    """Device views used in place: a row-aligned column slice (16-byte vector accesses) and views starting 2 bytes
+    in (single elements: a vector access there would fault), against float64; the slices' neighbours untouched."""
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    base = (torch.randn(37, 1040, device="cuda", generator=gen) * 3.0).to(torch.bfloat16)
+    w = torch.randn(1000, device="cuda", generator=gen).to(torch.bfloat16)
+    for start in (16, 1):                                  # 32 bytes in: aligned rows; 2 bytes in: not
+        x = base[:, start:start + 1000]
+        out = torch.full((37, 1040), 7.0, device="cuda", dtype=torch.bfloat16)
+        y = out[:, start:start + 1000]
+        rowwise.rms_norm(x, w, y)
+        x64, w64 = x.double().cpu().numpy(), w.double().cpu().numpy()
+        assert_within(y.float().cpu().numpy(), rms_norm_reference(x64, w64, 1e-6),
+                      rms_norm_bound(x64, w64, 1e-6, BF16))
+        assert bool((out[:, :start] == 7.0).all()) and bool((out[:, start + 1000:] == 7.0).all())
+        s = torch.empty(37, 1000, device="cuda")
+        rowwise.softmax(x, s)
+        e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+        assert_within(s.cpu().numpy(), e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, 8))
 
 
 @pytest.mark.parametrize("n, dtype", [(50257, BF16), (1000, np.float32)])

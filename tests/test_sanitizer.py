@@ -84,11 +84,15 @@ PROGRAMS = {
                             "gemm(a, b, c, mapping=TILE_64x64_MAPPING, splits=2); "
                             "e = np.abs(c - a.astype(np.float64) @ b.astype(np.float64)).max(); "
                             "assert e < 0.05, e; print('PASS')"),
-    # rows of odd length: loads past N masked, the output stored by each thread's clipped stores
+    # rows past the last column block's middle, loads past N masked and the output stored by each thread's clipped
+    # stores: rows of 300 float32 (1200 bytes) in 16-byte vectors, rows of 1001 one element at a time
     "kernels.rowwise": ("import numpy as np; from nvdsl.kernels.rowwise import softmax; "
-                        "x = np.random.default_rng(0).standard_normal((100, 300)).astype(np.float32); "
+                        "rng = np.random.default_rng(0)\n"
+                        "for shape in ((100, 300), (37, 1001)):\n"
+                        "    x = rng.standard_normal(shape).astype(np.float32); "
                         "y = np.zeros_like(x); softmax(x, y); e = np.exp(x - x.max(1, keepdims=True)); "
-                        "assert np.abs(y - e / e.sum(1, keepdims=True)).max() < 1e-5; print('PASS')"),
+                        "assert np.abs(y - e / e.sum(1, keepdims=True)).max() < 1e-5\n"
+                        "print('PASS')"),
     # a ragged causal GQA backward: D, dQ, dK/dV per query head, keys past the last query zeroed, heads summed (at
     # head_dim 256 dK and dV by separate kernels)
     **{name: _backward_program(d) for name, d in (("kernels.attention-backward", 64),

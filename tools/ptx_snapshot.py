@@ -21,6 +21,7 @@ import nvdsl                                 # noqa: E402
 import nvdsl.tasks as nt                     # noqa: E402
 from nvdsl.kernels import attention as att   # noqa: E402
 from nvdsl.kernels import gemm as g          # noqa: E402
+from nvdsl.kernels import rowwise            # noqa: E402
 
 f16 = lambda *shape: np.zeros(shape, np.float16)     # noqa: E731
 f32 = lambda *shape: np.zeros(shape, np.float32)     # noqa: E731
@@ -96,6 +97,12 @@ def cases():
                 yield f"attention_{parts}_d{d}_causal{int(causal)}", lambda d=d, c=causal, m=dkdv, p=parts, a=args: \
                     nt.build(att.dkdv_program(c, d ** -0.5, parts=p), m).compile(*a)
         yield f"attention_delta_d{d}", lambda m=delta: nt.build(att.delta_program(), m).compile(rows, q, q)
+    for n in (4096, 1001):                  # rows of 16-byte multiples, and odd ones
+        x16 = f16(64, n)
+        for name, args in (("softmax", (x16, x16)), ("rms_norm", (x16, x16, f16(n))),
+                           ("layer_norm", (x16, x16, f16(n), f16(n))),
+                           ("cross_entropy", (f32(64), x16, np.zeros(64, np.int32)))):
+            yield f"rowwise_{name}_n{n}", lambda k=name, a=args: rowwise.kernel(k).compile(*a)
 
 
 def main(out: str, pattern: str = "") -> None:

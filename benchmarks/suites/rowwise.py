@@ -102,11 +102,14 @@ def operands(p: dict) -> SimpleNamespace:
 
 # --------------------------------------------------------------------------- systems
 
-def _nvdsl(op: str):
+def _nvdsl(op: str, tiles: tuple[int, int] | None = None):
     def prepare(ops, args) -> harness.Prepared:
         from nvdsl.kernels import rowwise
 
-        kernel = rowwise.kernel(op, eps=EPS.get(op))
+        mapping = None
+        if tiles is not None:
+            mapping = rowwise.default_mapping().replace(tiles={"BM": tiles[0], "BN": tiles[1]})
+        kernel = rowwise.kernel(op, eps=EPS.get(op), mapping=mapping)
         arguments = {"softmax": (ops.y, ops.x), "rms_norm": (ops.y, ops.x, getattr(ops, "w", None)),
                      "layer_norm": (ops.y, ops.x, getattr(ops, "w", None), getattr(ops, "b", None)),
                      "cross_entropy": (getattr(ops, "loss", None), ops.x, getattr(ops, "targets", None))}[op]
@@ -149,8 +152,16 @@ def _copy(ops, args) -> harness.Prepared:
     return harness.Prepared(call, harness.checked_call(call, ops.y, ops.x, 1e-12))
 
 
-def systems(op: str) -> dict:
+def tile_choices(args) -> list[tuple[int, int]]:
+    """``--tiles``: the (BM, BN) tiles to time nvdsl under besides the default mapping's."""
+    text = getattr(args, "tiles", "") or ""
+    return [tuple(int(v) for v in t.lower().split("x")) for t in text.split(",") if t.strip()]
+
+
+def systems(op: str, args=None) -> dict:
     found = {"nvdsl": _nvdsl(op), "torch": _torch(op)}
+    for bm, bn in tile_choices(args):
+        found[f"nvdsl {bm}x{bn}"] = _nvdsl(op, (bm, bn))
     if op in ("softmax", "rms_norm"):
         found["triton"] = _triton(op)
     found[COPY] = harness.System(_copy, role=harness.REFERENCE, nbytes=copy_bytes)
@@ -162,6 +173,6 @@ def run(args) -> list[harness.Measurement]:
     measured = []
     all_shapes = shapes(args)
     for op in OPS:
-        measured += harness.run_shapes(SUITE, [p for p in all_shapes if p["op"] == op], operands, systems(op),
+        measured += harness.run_shapes(SUITE, [p for p in all_shapes if p["op"] == op], operands, systems(op, args),
                                        lambda p: None, args, nbytes=nbytes)
     return measured

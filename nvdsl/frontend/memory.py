@@ -160,7 +160,8 @@ class Array:
         with at_user_line():
             flat = memref.collapse_shape(memref_type(self.dtype, (self.size,), self.space), self.ir,
                                          [list(range(self.ndim))])
-        return Array(flat, self.dtype, (self.size,), name=self.name, space=self.space, scope=self.scope)
+        return Array(flat, self.dtype, (self.size,), name=self.name, space=self.space, scope=self.scope,
+                     unaligned=self.unaligned)
 
     def span(self) -> "Array":
         """The elements from this global array's first to its last as one 1-D array: for a strided view, its
@@ -174,7 +175,8 @@ class Array:
         with at_user_line():
             flat = memref.reinterpret_cast(memref_type(self.dtype, (size,), self.space), self.ir, [], [], [],
                                            [0], [size], [1])
-        return Array(flat, self.dtype, (size,), name=self.name, space=self.space, scope=self.scope)
+        return Array(flat, self.dtype, (size,), name=self.name, space=self.space, scope=self.scope,
+                     unaligned=self.unaligned)
 
     def check_lease(self, what: str) -> None:
         """A ring slot's view may only be used while its slot is held (see ``nvdsl.Aref.get``)."""

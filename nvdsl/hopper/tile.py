@@ -33,13 +33,14 @@ import contextlib
 import functools
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm
+from mlir.dialects import arith, gpu, llvm, vector
 
 from .. import dtypes as dt
 from ..errors import InternalError, TraceError, user_location
 from ..frontend.context import at_user_line, current_kernel
 from ..frontend.control import when
-from ..frontend.memory import Array
+from ..frontend.memory import GLOBAL, Array
+from ..frontend.ranges import Affine
 from ..frontend.values import (Value, as_value, binary, compare, convert, maximum, minimum, python_number, select,
                                unify)
 from ..layouts import FragmentLayout
@@ -299,13 +300,21 @@ class RegisterTile(_Fragment):
             if not isinstance(array, Array) or array.ndim != len(self.layout.shape) or at is None:
                 raise _error(f"{type(self).__name__}.store(clip=True) needs an array of the tile's rank and at=, "
                              f"got {array!r}, at={at!r}", code="bad-tile")
+            runs = _vector_runs(array, self.layout, at)
             with at_user_line():
-                for index, v in zip(_coordinates(self.layout, at, dt.index), self.values):
+                coordinates = _coordinates(self.layout, at, dt.index)
+                for run in runs or ((v,) for v in range(self.layout.values)):
+                    index = coordinates[run[0]]
                     inside = None
                     for i, extent in zip(index, array.shape):
                         inside = i < extent if inside is None else inside & (i < extent)
                     with when(inside):
-                        array[index] = Value(v, self.dtype).to(array.dtype)
+                        converted = [Value(self.values[v], self.dtype).to(array.dtype) for v in run]
+                        if runs is None:
+                            array[index] = converted[0]
+                        else:               # a run lies wholly inside the array or wholly past its end
+                            packed = vector.from_elements(_vector_type(array, len(run)), [c.ir for c in converted])
+                            vector.store(packed, array.ir, [i.ir for i in index], alignment=VECTOR_BYTES)
             return
         _check_block(array, self.layout.shape, at, f"{type(self).__name__}.store")
         with at_user_line():
@@ -424,17 +433,91 @@ def _load_filled(array: Array, layout: FragmentLayout, at, fill) -> list[ir.Valu
     array's end on some axis (a block overhanging a ragged edge); nothing is read outside the array. An array of
     higher rank than the layout is read at ``at``'s leading indices (a block of one (batch, head) of a 4-D array)."""
     lead = array.ndim - len(layout.shape)
+    runs = _vector_runs(array, layout, at[lead:])
     with at_user_line():
         fixed = tuple(at[:lead])
         lasts = [extent - 1 for extent in array.shape[lead:]]
-        values = []
-        for index in _coordinates(layout, at[lead:], dt.index):
-            value = array[fixed + tuple(minimum(i, last) for i, last in zip(index, lasts))]
+        coordinates = _coordinates(layout, at[lead:], dt.index)
+        values = [None] * layout.values
+        for run in runs or ((v,) for v in range(layout.values)):
+            index = coordinates[run[0]]
+            clamped = [minimum(i, last) for i, last in zip(index, lasts)]
+            if runs is None:
+                loaded = [array[fixed + tuple(clamped)]]
+            else:       # the last run of a row ends at the row's end (its extent is a multiple of the run)
+                clamped[-1] = minimum(index[-1], lasts[-1] + 1 - len(run))
+                packed = vector.load(_vector_type(array, len(run)), array.ir,
+                                     [as_value(i, dt.index, "an index").ir for i in fixed + tuple(clamped)],
+                                     alignment=VECTOR_BYTES)
+                loaded = [Value(vector.extract(packed, [], [e]), array.dtype) for e in range(len(run))]
             inside = None
             for i, last in zip(index, lasts):
                 inside = i <= last if inside is None else inside & (i <= last)
-            values.append(select(inside, value, as_value(fill, array.dtype, "fill")).ir)
+            for v, value in zip(run, loaded):
+                values[v] = select(inside, value, as_value(fill, array.dtype, "fill")).ir
     return values
+
+
+#: The bytes of one vector access of a thread (``ld.global.v4.b32``, ``st.global.v4.b32``).
+VECTOR_BYTES = 16
+
+
+def _vector_type(array: Array, length: int) -> ir.VectorType:
+    return ir.VectorType.get([length], array.dtype.mlir_type())
+
+
+def _vector_runs(array: Array, layout: FragmentLayout, at) -> list[tuple[int, ...]] | None:
+    """The values of ``layout`` at ``at`` grouped into runs of :data:`VECTOR_BYTES` along the last axis of the global
+    ``array`` that one aligned vector access each reads or writes (see :func:`vector_length`), or None where that
+    is not so for every value: each run starts at a multiple of its length (the layout's part and ``at``'s,
+    traced offsets by their exact form)."""
+    length = vector_length(array)
+    if length == 1 or not all(_multiple_of(a, length) for a in at[-1:]):
+        return None
+    return _runs_of(layout, length)
+
+
+def vector_length(array: Array) -> int:
+    """The elements of :data:`VECTOR_BYTES` (more than one), where every run of them along the global ``array``'s
+    last axis that starts at a multiple of their count is one aligned vector access: the array starts on a
+    16-byte boundary, steps every axis but the last (unit-stride) by a multiple of 16 bytes, and its last axis's
+    extent is a multiple of the count (so a run lies wholly inside or wholly past the end); else 1."""
+    itemsize = array.dtype.itemsize
+    length = VECTOR_BYTES // itemsize if VECTOR_BYTES % itemsize == 0 else 1
+    if length == 1 or array.space != GLOBAL or array.unaligned or array.shape[-1] % length:
+        return 1
+    strides, offset = ir.MemRefType(array.ir.type).get_strides_and_offset()
+    if strides[-1] != 1 or any(n * itemsize % VECTOR_BYTES for n in (offset, *strides[:-1])):
+        return 1            # (a dynamic stride or offset is a huge negative sentinel, never a multiple of 16)
+    return length
+
+
+def _multiple_of(x, length: int) -> bool:
+    """Whether ``x`` (a Python int or a traced integer) is a multiple of ``length`` for every thread and trip."""
+    x = python_number(x)
+    if isinstance(x, int):
+        return x % length == 0
+    exact = getattr(x, "exact", None)
+    return isinstance(exact, Affine) and exact.constant % length == 0 and \
+        all(c % length == 0 for _, c in exact.terms)
+
+
+@functools.lru_cache(maxsize=None)
+def _runs_of(layout: FragmentLayout, length: int) -> list[tuple[int, ...]] | None:
+    """Every value of ``layout`` (a tile's or a vector's) in runs of ``length`` value numbers holding consecutive
+    elements along its last axis (of one row), starting at a multiple of ``length`` for every thread; else None."""
+    last = len(layout.shape) - 1
+    if any(layout.thread_part(last, t) % length for t in range(layout.threads)):
+        return None
+    starts = {}
+    for v in range(layout.values):
+        lead = tuple(layout.value_part(axis, v) for axis in range(last))
+        column = layout.value_part(last, v)
+        starts.setdefault((lead, column - column % length), {})[column % length] = v
+    runs = [tuple(found.get(e) for e in range(length)) for found in starts.values()]
+    if any(None in run for run in runs):
+        return None
+    return runs
 
 
 def _load(array: Array, layout: FragmentLayout, at, what: str) -> list[ir.Value]:

@@ -130,6 +130,7 @@ def _access(op, c, info, memref: ir.Value, first_index: int, count: int, write: 
     what = f"this {'vector ' if count > 1 else ''}{verb}"
     check = check_shared_write if write else check_shared_read
     kind = WRITE if write else READ
+    alignment = ir.IntegerAttr(op.attributes["alignment"]).value if "alignment" in op.attributes else None
 
     def at(w):
         env = w.env
@@ -138,12 +139,24 @@ def _access(op, c, info, memref: ir.Value, first_index: int, count: int, write: 
         if not lanes.size:
             return None
         addresses = element_addresses(w, mem, [_index(env[i]) for i in indices], info, count, verb)
+        if alignment is not None:
+            _check_alignment(w, mem, _active(addresses, lanes), alignment, info, what)
         if shared:
             check(w, _active(addresses, lanes), lanes, count * mem.itemsize, info, what)
         elif mem.buffer.watched:
             check_global_access(w, mem, _active(addresses, lanes), count, kind, info, what)
         return mem, lanes, addresses
     return at, not is_private(memref)
+
+
+def _check_alignment(w, mem: MemRef, addresses: np.ndarray, alignment: int, info, what: str) -> None:
+    """A load or store promised ``alignment`` (its ``alignment`` attribute, which the GPU's vector accesses need:
+    a misaligned one faults there) reaches only addresses that are multiples of it (buffers start aligned)."""
+    bad = addresses % alignment != 0
+    if bad.any():
+        raise w.block.fault("misaligned", f"{what} of '{mem.name}' at byte {int(addresses[np.argmax(bad)])} is not "
+                            f"aligned to the {alignment} bytes it promises", info, warp=w,
+                            hint="vector accesses need their first element on a multiple of their size")
 
 
 def _private_element(op, c, memref: ir.Value, first_index: int):

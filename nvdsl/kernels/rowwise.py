@@ -22,11 +22,11 @@ masking columns past N with ``nt.arange`` positions:
   column equal to the row's target; ``loss = max + ln(sum) - logit[target]``. Targets outside ``[0, N)`` (an
   ignore index) give the row's log-sum-exp.
 
-The task layer lays such programs' tiles out with each row along a warp's 32 lanes (``rows_across_lanes``:
-nothing is multiplied, so no wgmma layout is needed), reads them by ordinary loads, 32 consecutive elements
-per warp instruction (not TMA: so rows of any length work, and no ring or producer warpgroup is needed), and
-stores each thread's own elements, clipped at the array's end; later passes re-read the rows (from L2 when
-they fit there).
+The task layer lays such programs' tiles out with each row along a warp's 32 lanes, 8 consecutive columns a lane
+(``rows_across_lanes``: nothing is multiplied, so no wgmma layout is needed), reads them by ordinary loads (not
+TMA: so rows of any length work, and no ring or producer warpgroup is needed), 16 bytes a lane where the rows'
+bytes and start are multiples of 16 (one element at a time otherwise), and stores each thread's own elements
+likewise, clipped at the array's end; later passes re-read the rows (from L2 when they fit there).
 """
 
 from __future__ import annotations

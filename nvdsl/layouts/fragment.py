@@ -185,16 +185,21 @@ def wgmma_accumulator(m: int, n: int) -> FragmentLayout:
     return FragmentLayout((m, n), (rows, cols), name="wgmma accumulator")
 
 
-def rows_across_lanes(m: int, n: int) -> FragmentLayout:
-    """An ``m`` x ``n`` tile over a warpgroup's 128 threads with each row along the 32 lanes of one warp: thread
-    ``t = lane + 32 w`` holds, as value ``r + (m / 4) c``, the element at row ``w + 4 r``, column ``lane + 32 c``.
-    A warp's loads and stores of one value touch 32 consecutive elements of a row (coalesced), and a row
-    reduces over the warp's lanes by butterfly shuffles: the layout of tiles that no wgmma reads or writes
-    (the task layer's row-wise programs)."""
-    if m % 4 or n % 32 or m <= 0 or n <= 0:
-        raise ValueError(f"rows across lanes take a multiple of 4 rows and of 32 columns, not {m}x{n}")
-    threads, values = (32, 4), (m // 4, n // 32)
-    rows = make_layout(Layout(threads, (0, 1)), Layout(values, (4, 0)))
-    cols = make_layout(Layout(threads, (1, 0)), Layout(values, (0, 32)))
+def rows_across_lanes(m: int, n: int, run: int = 1) -> FragmentLayout:
+    """An ``m`` x ``n`` tile over a warpgroup's 128 threads with each row along the 32 lanes of one warp, in runs of
+    ``run`` consecutive columns: thread ``t = lane + 32 w`` holds, as value ``r + (m / 4) (e + run c)``, the element
+    at row ``w + 4 r``, column ``e + run lane + 32 run c`` (``e < run``). A warp's loads and stores of one run touch
+    ``32 run`` consecutive elements of a row (coalesced; a run of 16 bytes is one vector access per lane), and a row
+    reduces over the warp's lanes by butterfly shuffles: the layout of tiles that no wgmma reads or writes (the
+    task layer's row-wise programs)."""
+    if m % 4 or run <= 0 or n % (32 * run) or m <= 0 or n <= 0:
+        raise ValueError(f"rows across lanes take a multiple of 4 rows and of {32 * run} columns (runs of {run}), "
+                         f"not {m}x{n}")
+    threads = (32, 4)
+    if run == 1:
+        values, row_strides, column_strides = (m // 4, n // 32), (4, 0), (0, 32)
+    else:
+        values, row_strides, column_strides = (m // 4, run, n // (32 * run)), (4, 0, 0), (0, 1, 32 * run)
+    rows = make_layout(Layout(threads, (0, 1)), Layout(values, row_strides))
+    cols = make_layout(Layout(threads, (run, 0)), Layout(values, column_strides))
     return FragmentLayout((m, n), (rows, cols), name="rows across lanes")
-

@@ -18,7 +18,7 @@ from ..frontend.math import erf, exp2, log2, rsqrt, sqrt, tanh, where
 from ..frontend.memory import Array
 from ..frontend.values import constant, maximum, minimum, select
 from ..hopper.aref import Aref
-from ..hopper.tile import ColumnVector, RegisterTile, RowVector
+from ..hopper.tile import ColumnVector, RegisterTile, RowVector, vector_length
 from ..hopper.timeline import Timeline
 from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait
 from ..hopper.warpgroup import Warpgroup
@@ -434,7 +434,9 @@ class _Consumer:
         self.turn = turn                 # ping-pong: this consumer's turns at the main loop
         self.rings, self.ring_tmas, self.store_tmas = block.rings, block.ring_tmas, block.store_tmas
         self.staging, self.arrays, self.env = block.staging, block.arrays, env
-        self.lanes_along_rows = s.lanes_along_rows
+        # 0: tiles in wgmma's accumulator layout; else a row-wise program's rows along a warp's lanes in runs of this
+        # many columns a lane (see _tile_layout)
+        self.row_run = _row_run(block.arrays) if s.lanes_along_rows else 0
         self.program = s.program
         self.values: dict = dict(block.ones)
         self.ones = frozenset(block.ones)
@@ -728,14 +730,14 @@ class _Consumer:
             if op.target == joined.accumulators[0]:
                 self.values[op.target] = WGMMAAccumulator(rows, sum(joined.columns))
             return
-        if self.lanes_along_rows and len(t.shape) == 2:     # a row-wise program (Schedule.lanes_along_rows)
-            tile = _zero_tile(rows, t.shape[1], True)
+        if self.row_run and len(t.shape) == 2:     # a row-wise program (Schedule.lanes_along_rows)
+            tile = _zero_tile(rows, t.shape[1], self.row_run)
             self.values[op.target] = tile if op.value == 0.0 else tile * 0.0 + op.value
         elif len(t.shape) == 2:
             tile = WGMMAAccumulator(rows, self.columns(op.target)[1])
             self.values[op.target] = tile if op.value == 0.0 else tile * 0.0 + op.value
         else:                                        # a vector over the rows of this consumer's tiles
-            layout = _row_layout_tile(rows, self.lanes_along_rows).layout.project(0)
+            layout = _row_layout_tile(rows, self.row_run).layout.project(0)
             self.values[op.target] = RowVector([constant(op.value, dt.float32).ir] * layout.values, dt.float32, layout)
 
     def operand_view(self, operand):
@@ -894,7 +896,7 @@ class _Consumer:
         like = next((t for t in tiles if isinstance(t, RegisterTile)), like)
         if like is None and any(isinstance(t, RowVector) for t in tiles) and \
                 any(self.pending_vector(x) for x in op.inputs if isinstance(x, str)):
-            like = _row_layout_tile(self.rows(op.out), self.lanes_along_rows)   # an argument's vector beside one
+            like = _row_layout_tile(self.rows(op.out), self.row_run)   # an argument's vector beside one
         args = [self.value(x, like, columns, axis) for x in op.inputs]
         if isinstance(like, RegisterTile) and any(isinstance(a, RowVector) for a in args) and \
                 any(isinstance(a, ColumnVector) for a in args):          # a row and a column: over the tile
@@ -942,13 +944,13 @@ class _Consumer:
             name = operand_name(op.input)
             rows, cols = self.rows(name), source.shape[-1]
             tma = self.tma_of(name)
-            tile = RegisterTile.load(source, _tile_layout(rows, cols, self.lanes_along_rows), at=(self.row0(name), 0),
+            tile = RegisterTile.load(source, _tile_layout(rows, cols, self.row_run), at=(self.row0(name), 0),
                                      tma=tma)
             source = tile.to(dt.float32)
         elif isinstance(source, _Pending):            # an argument's tile in registers: ordinary loads
             name = operand_name(op.input)
             source = self.argument_tile(source.region, _zero_tile(self.rows(name), source.region.shape[-1],
-                                                                  self.lanes_along_rows), None).to(dt.float32)
+                                                                  self.row_run), None).to(dt.float32)
         elif isinstance(source, _Cast):
             source = source.acc
         reduced = getattr(source, op.fn)(axis=op.axis)
@@ -1246,23 +1248,39 @@ def _as_accumulator(tile: RegisterTile) -> WGMMAAccumulator:
     return WGMMAAccumulator.from_values(*tile.shape, (tile if tile.dtype == dt.float32 else tile.to(dt.float32)).values)
 
 
-def _tile_layout(rows: int, columns: int, lanes_along_rows: bool):
-    """The layout of a consumer's ``rows`` x ``columns`` tiles: wgmma's accumulator's, or in a row-wise program
-    (``Schedule.lanes_along_rows``, decided by ``passes.in_registers``) rows along a warp's lanes."""
-    return rows_across_lanes(rows, columns) if lanes_along_rows else wgmma_accumulator(rows, columns)
+#: Consecutive columns a lane holds of a row-wise tile's row where its arguments' rows allow 16-byte vector accesses
+#: of 16-bit elements (see :func:`_row_run`).
+ROW_RUN = 8
 
 
-def _zero_tile(rows: int, columns: int, lanes_along_rows: bool = False) -> RegisterTile:
+def _row_run(arrays: dict) -> int:
+    """The columns a lane holds together of a row-wise program's tiles: :data:`ROW_RUN` where every argument of two
+    axes or more moves in 16-byte vectors along its rows (``hopper.tile.vector_length``: rows and start on 16-byte
+    boundaries); else 1, the lanes side by side, each warp instruction reading one element a lane from consecutive
+    addresses (runs read one element at a time would spread each warp instruction over 16 sectors)."""
+    return ROW_RUN if all(vector_length(a) > 1 for a in arrays.values() if a.ndim >= 2) else 1
+
+
+def _tile_layout(rows: int, columns: int, row_run: int):
+    """The layout of a consumer's ``rows`` x ``columns`` tiles: wgmma's accumulator's (``row_run`` 0), or in a
+    row-wise program (``Schedule.lanes_along_rows``, decided by ``passes.in_registers``) rows along a warp's lanes,
+    ``row_run`` consecutive columns a lane where the tile is wide enough (see :func:`_row_run`)."""
+    if not row_run:
+        return wgmma_accumulator(rows, columns)
+    return rows_across_lanes(rows, columns, row_run if columns % (32 * row_run) == 0 else 1)
+
+
+def _zero_tile(rows: int, columns: int, row_run: int = 0) -> RegisterTile:
     """A tile of zeros in the consumers' tile layout: the layout an argument's tile or vector is read into (its
     values are never used)."""
-    layout = _tile_layout(rows, columns, lanes_along_rows)
+    layout = _tile_layout(rows, columns, row_run)
     return RegisterTile([constant(0.0, dt.float32).ir] * layout.values, dt.float32, layout)
 
 
-def _row_layout_tile(rows: int, lanes_along_rows: bool = False) -> RegisterTile:
+def _row_layout_tile(rows: int, row_run: int = 0) -> RegisterTile:
     """A tile whose rows are laid out as a vector filled over ``rows`` rows (see ``_Consumer.fill``): the layout
     in which an argument's vector is read to combine with such a vector."""
-    return _zero_tile(rows, 32 if lanes_along_rows else 8, lanes_along_rows)
+    return _zero_tile(rows, 32 if row_run else 8, row_run)
 
 
 def _uniform_rows(tile: RegisterTile) -> RowVector:
