@@ -11,7 +11,8 @@
 of 50257 works).
 
 Each is a short tile program (``nvdsl.tasks``) plus a mapping. A block takes ``BM`` = 4 rows (one consumer
-warpgroup, a row per warp) and walks their columns in blocks of ``BN`` = 512 (``nt.srange(Xt.grid[1])``),
+warpgroup, a row per warp) and walks their columns in blocks of ``BN`` = 2048 (1024 for cross-entropy;
+``nt.srange(Xt.grid[1])``),
 masking columns past N with ``nt.arange`` positions:
 
 * softmax: pass 1 keeps a running max and a rescaled sum of ``exp`` (an online softmax, as attention's),
@@ -39,12 +40,16 @@ from .. import tasks as nt
 from ..errors import ArgumentError, user_location
 from . import checks
 
-# Rows per block (one per warp of the consumer warpgroup) and columns per step of a pass (16 per lane): the
-# fastest softmax of BM in (4, 8, 16, 32, 64) x BN in (128, 256, 512) on an H200 at (4096, 4096) and (4096, 1000)
-# (2370 and 2323 GB/s; 64 x 128, the wgmma-shaped tile, 530 and 767), within 8% of the best (8 x 512) at
-# (8192, 50257).
+# Rows per block (one per warp of the consumer warpgroup) and columns per step of a pass (64 per lane, in runs of 8):
+# BM = 4 was the fastest softmax of BM in (4, 8, 16, 32, 64) x BN in (128, 256, 512) on an H200 (one element a
+# lane); with 16-byte vectors, of 4 x 512, 4 x 1024, 8 x 1024 and 4 x 2048 (`python3 -m benchmarks rowwise --tiles`,
+# H200, 2026-11-27) BN = 2048 was the fastest for softmax and RMSNorm or within 2% of it at every shape (softmax
+# 4096 x 4096: 83% of the device copy's bandwidth against 77% at 512), for LayerNorm within 9% (8 x 1024 at
+# (4096, 1000)). Cross-entropy's online max, sum and picked logit hold more registers a column: 2048 columns
+# spill there; 1024 were its fastest or within 10% at three shapes, 25% behind 8 x 1024 at (8192, 50257).
 ROWS = 4
-COLUMNS = 512
+COLUMNS = 2048
+CROSS_ENTROPY_COLUMNS = 1024
 LOG2_E = 1 / math.log(2)
 LN_2 = math.log(2)
 _FLOATS = (dt.float32, dt.float16, dt.bfloat16)
@@ -55,6 +60,10 @@ def default_mapping(columns: int = COLUMNS) -> nt.Mapping:
     step, one consumer warpgroup
     and no producer (nothing goes through shared memory but the output's staging), one block per row tile."""
     return nt.Mapping(tiles={"BM": ROWS, "BN": columns}, consumers=1, warp_specialize=False, persistent=False)
+
+
+def _default_mapping_of(name: str) -> nt.Mapping:
+    return default_mapping(CROSS_ENTROPY_COLUMNS if name == "cross_entropy" else COLUMNS)
 
 
 def _tile(X):
@@ -189,7 +198,7 @@ def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = 
                             hint=f"the programs are {', '.join(PROGRAMS)}", loc=user_location())
     program = PROGRAMS[name](float(eps if eps is not None else {"rms_norm": 1e-6}.get(name, 1e-5))) \
         if name in ("rms_norm", "layer_norm") else PROGRAMS[name]()
-    return _kernel(program, mapping or default_mapping())
+    return _kernel(program, mapping or _default_mapping_of(name))
 
 
 def softmax(x, y, *, mapping: nt.Mapping | None = None) -> None:
@@ -226,4 +235,4 @@ def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None) -
                    {"logits": "MN", "targets": "M", "loss": "M"},
                    {"logits": _FLOATS, "targets": (dt.int32,), "loss": (dt.float32,)}, user_location(),
                    written="loss")
-    _kernel(cross_entropy_program(), mapping or default_mapping())(loss, logits, targets)
+    _kernel(cross_entropy_program(), mapping or _default_mapping_of("cross_entropy"))(loss, logits, targets)
