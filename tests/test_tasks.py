@@ -173,6 +173,38 @@ def test_a_task_program_refuses_arrays_that_would_be_read_or_written_past_an_end
             *words)
 
 
+@nt.task(reads=("A", "B", "W"), writes=("C",))
+def scaled_sum(C, A, B, W):
+    """C = (A + B) * w: tiles of A and B at C's positions, w's tile at C's columns."""
+    Ct, At, Bt, Wt = nt.blocks(C, (64, 64)), nt.blocks(A, (64, 64)), nt.blocks(B, (64, 64)), nt.blocks(W, (64,))
+    for i, j in nt.prange(*Ct.grid):
+        x = nt.zeros((64, 64), nt.float32)
+        x += At[i, j]
+        Ct[i, j] = ((x + Bt[i, j]) * Wt[j][None, :]).astype(C.dtype)
+
+
+@pytest.mark.parametrize("shapes, words", [
+    # B with fewer rows than C: C's rows 64..127 would be A + 0
+    (((128, 64), (128, 64), (64, 64), (64,)), ["C[128, 64] is written at elements 64..127 along axis 0 from tiles "
+                                               "of B[64, 64]", "pass arrays whose extents agree"]),
+    # a w shorter than C's rows: C's columns 64..127 would be scaled by 0
+    (((64, 128), (64, 128), (64, 128), (64,)), ["elements 64..127 along axis 1 from tiles of W[64]", "W's axis 0"]),
+])
+def test_a_task_program_refuses_a_tile_stored_from_an_argument_shorter_than_it(shapes, words):
+    """Each stored tile is traced back to the argument tiles it is computed from; one at the same positions of a
+    shorter argument would read zeros into elements that are stored (before, a wrong answer). A longer argument is
+    read in part (a slice), and a product's summed axis is the contraction check's."""
+    c, a, b, w = (np.zeros(shape, np.float32) for shape in shapes)
+    error = refused(scaled_sum, nt.Mapping(consumers=1, warp_specialize=False), (c, a, b, w), "bad-shape", *words)
+    assert error.loc is not None and "Ct[i, j] = ((x + Bt[i, j])" in str(error)
+    longer = np.zeros((128, 64), np.float32), np.zeros((256, 64), np.float32)
+    nt.build(scaled_sum, nt.Mapping(consumers=1, warp_specialize=False)).plan(longer[0], longer[0], longer[1],
+                                                                             np.zeros(64, np.float32))
+    c, a, b = np.zeros((128, 128), np.float16), np.zeros((64, 64), np.float16), np.zeros((64, 128), np.float16)
+    refused(matmul, TILE_64x64_MAPPING, (c, a, b), "bad-shape", "C[128, 128] is written at elements 64..127 along "
+            "axis 0 from tiles of A[64, 64]")
+
+
 @pytest.mark.parametrize("fields, code, words", [
     (dict(pipeline=2, mma_in_flight=2), "mapping-depth", "pipeline must be >= 3"),
     (dict(pipeline=1), "bad-mapping", "at least 2 slots"),

@@ -751,7 +751,55 @@ def _store(tile: TileRef, value) -> None:
     if value.dtype != tile.dtype:
         raise _error(f"storing a {value.dtype.name} tile into {tile.tensor.name} ({tile.dtype.name})", code="bad-dtype",
                      hint=f"convert it first: value.astype({tile.tensor.name}.dtype)")
+    _check_reads_cover(trace, tile, value)
     trace.add(ir.Copy, source=value.name, target=tile.region, accumulate=accumulate)
+
+
+def _check_reads_cover(trace: _Trace, tile: TileRef, value: "Local") -> None:
+    """Refuse a store whose tile is computed from an argument's tile at the same positions along some axis (the same
+    origin and box) of an argument shorter along it: the stored elements past that argument's end would be made of
+    the zeros read there (arrays of mismatched shapes; a longer argument is read in part, as a slice). The tiles
+    feeding the value are found by following the recorded operations back from it."""
+    written = tile.region
+    for read in _argument_tiles_feeding(trace, value.name):
+        if read.tensor == written.tensor:
+            continue
+        source = trace.tensors[read.tensor]
+        for axis_w, (origin_w, box_w) in enumerate(zip(written.origin, written.shape)):
+            if not origin_w.terms or (axis_w == 0 and written.end is not None):
+                continue
+            for axis_r, (origin_r, box_r) in enumerate(zip(read.origin, read.shape)):
+                if origin_r != origin_w or box_r != box_w or (axis_r == 0 and read.end is not None):
+                    continue
+                have, need = source.shape[axis_r], tile.tensor.shape[axis_w]
+                if have < need:
+                    raise _error(f"{tile.tensor.name}{list(tile.tensor.shape)} is written at elements {have}..{need - 1} "
+                                 f"along axis {axis_w} from tiles of {read.tensor}{list(source.shape)} at the same "
+                                 f"positions ({read}), whose axis {axis_r} ends at {have}: those elements would be "
+                                 f"made of zeros read past its end", code="bad-shape",
+                                 hint=f"pass arrays whose extents agree ({read.tensor}'s axis {axis_r} is {have}, "
+                                      f"{tile.tensor.name}'s axis {axis_w} is {need}), or write into a slice of "
+                                      f"{tile.tensor.name} of {have} along that axis")
+
+
+def _argument_tiles_feeding(trace: _Trace, name: str) -> list[Region]:
+    """The argument tiles the local ``name`` is computed from, through every operation recorded so far (loops
+    included) that writes it or a local it is computed from."""
+    ops = [op for body in trace.bodies for op, _ in ir.walk(body)]
+    wanted, found, changed = {name}, [], True
+    while changed:
+        changed = False
+        for op in ops:
+            if not any(isinstance(w, str) and w in wanted for w in op.writes()):
+                continue
+            for read in op.reads():
+                read = read.tensor if isinstance(read, ir.Broadcast) else read
+                if isinstance(read, Region) and read not in found:
+                    found.append(read)
+                elif isinstance(read, str) and read not in wanted:
+                    wanted.add(read)
+                    changed = True
+    return found
 
 
 # --- building blocks of a task body ---------------------------------------------------------------------
