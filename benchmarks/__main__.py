@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="gemm: also M=N=K in {1024, 2048, 4096, 8192, 16384}")
     parser.add_argument("--shapes", default="",
                         help="gemm: also these comma-separated MxNxK shapes, e.g. 1024x1024x8192,256x8192x8192 (in the "
-                             "table, not the plot)")
+                             "table, not the plot); rowwise: these MxN shapes instead of the default, e.g. 8192x50304")
     parser.add_argument("--a-layout", default="MK", choices=("MK", "KM"),
                         help="gemm: A stored (M, K) row-major (default), or KM: given as the transposed view of a "
                              "(K, M) array, as the x.T of a weight gradient x.T @ dy")

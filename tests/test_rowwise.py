@@ -258,6 +258,26 @@ def test_library_layer_norm(shape):
     assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5), layer_norm_bound(x64, w64, b64, 1e-5, np.float32))
 
 
+@pytest.mark.parametrize("n", [4504, 4501])
+def test_library_rows_of_several_column_blocks(n):
+    """Rows of three column blocks, the last ragged (408 or 405 of 2048 columns), in 16-byte vectors (4504 bf16) or
+    one element at a time (4501): each pass walks the blocks, and columns past the end are masked."""
+    rng = np.random.default_rng(13)
+    x, w, b = _inputs(rng, (6, n), BF16, 3.0), _inputs(rng, (n,), BF16), _inputs(rng, (n,), BF16)
+    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
+    blocks = -(-n // 128)
+    s = np.full(x.shape, np.nan, np.float32)
+    rowwise.softmax(x, s)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
+    y = np.full_like(x, np.nan)
+    rowwise.rms_norm(x, w, y)
+    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, BF16))
+    y = np.full(x.shape, np.nan, np.float32)
+    rowwise.layer_norm(x, w, b, y)
+    assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5), layer_norm_bound(x64, w64, b64, 1e-5, np.float32))
+
+
 def test_library_16_bit_rows_of_odd_length():
     """bfloat16 in and out, rows of 1001 (2002 bytes: clipped stores), 3 rows (one tile, mostly empty)."""
     rng = np.random.default_rng(8)

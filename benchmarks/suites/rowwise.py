@@ -48,7 +48,10 @@ PLOT = {"kind": "bars", "peak": False}
 
 
 def shapes(args) -> list[dict]:
-    chosen = QUICK_SHAPES if args.quick else SHAPES
+    """Every operation at each shape: ``--shapes MxN,...`` where given, else the default (or ``--quick``) set."""
+    given = getattr(args, "shapes", "") or ""
+    chosen = [tuple(int(v) for v in text.lower().split("x")) for text in given.split(",") if text.strip()] or \
+        (QUICK_SHAPES if args.quick else SHAPES)
     return [{"op": op, "dtype": "bf16", "M": m, "N": n} for op in OPS for m, n in chosen]
 
 
