@@ -67,16 +67,23 @@ def layer_norm_reference(x64, w64, b64, eps):
 
 
 def layer_norm_bound(x64, w64, b64, eps, y_dtype) -> np.ndarray:
-    """``(x - mean) * r * w + b``: the mean's error ``e_m`` (gamma_N sum|x| / N, and the scaling), each
-    deviation's (``e_m`` + u |d|), the variance's (gamma_{N+1} of a sum of squares, and 2 |d| e_m per term),
-    rsqrt's (half the variance's relative error, and its own), then three roundings of the output's terms and
-    the output's own rounding."""
+    """``(x - mean) * r * w + b``, the statistics kept over column blocks of at most ``rowwise.COLUMNS`` (Chan's
+    update; one block covers the test programs' single pass). Each block's mean is off by at most
+    (block + 1) u max|x| (gamma of its sum, the division); the running mean is a weighted average of them, each
+    of the G updates adding about 4 roundings of at most 3 max|x|: ``E = (block + 1 + 12 G) u max|x|`` bounds it.
+    The squared deviations: a block mean off by e adds ``block e^2`` to its block's (the cross term cancels),
+    the G cross terms ``delta^2 count here / total`` are off by ``2 |delta| 2E`` each, at most ``4 E n sigma``
+    together (Cauchy-Schwarz over sum(count here / total delta^2) <= n var), and the sums round within
+    gamma_{N + 3G + 2}. Then rsqrt's (half the variance's relative error, and its own), each deviation's
+    (``E`` + u |d|), three roundings of the output's terms and the output's own rounding."""
     n = x64.shape[1]
+    block = min(n, rowwise.COLUMNS)
+    blocks = -(-n // rowwise.COLUMNS)
     mean = x64.mean(axis=1, keepdims=True)
     d = x64 - mean
     var = (d * d).mean(axis=1, keepdims=True)
-    e_mean = (n + 1) * U * np.abs(x64).mean(axis=1, keepdims=True)
-    e_var = (n + 2) * U * var + 2 * e_mean * np.abs(d).mean(axis=1, keepdims=True) + e_mean ** 2
+    e_mean = (block + 1 + 12 * blocks) * U * np.abs(x64).max(axis=1, keepdims=True)
+    e_var = (n + 3 * blocks + 2) * U * var + 4 * e_mean * np.sqrt(var) + 5 * e_mean ** 2
     r = 1 / np.sqrt(var + eps)
     e_r = r * (e_var / (var + eps) / 2 + TRANSCENDENTAL + U)
     e_normed = (e_mean + U * np.abs(d)) * r + np.abs(d) * e_r + np.abs(d) * r * U
@@ -276,6 +283,11 @@ def test_library_rows_of_several_column_blocks(n):
     y = np.full(x.shape, np.nan, np.float32)
     rowwise.layer_norm(x, w, b, y)
     assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5), layer_norm_bound(x64, w64, b64, 1e-5, np.float32))
+    # blocks of different means: most of the variance is between blocks (Chan's cross terms)
+    shifted = (x.astype(np.float32) + np.repeat([0.0, 50.0, -30.0], 2048)[:n]).astype(BF16)
+    s64 = shifted.astype(np.float64)
+    rowwise.layer_norm(shifted, w, b, y)
+    assert_within(y, layer_norm_reference(s64, w64, b64, 1e-5), layer_norm_bound(s64, w64, b64, 1e-5, np.float32))
 
 
 def test_library_16_bit_rows_of_odd_length():

@@ -17,8 +17,9 @@ masking columns past N with ``nt.arange`` positions:
 
 * softmax: pass 1 keeps a running max and a rescaled sum of ``exp`` (an online softmax, as attention's),
   pass 2 re-reads each block and writes ``exp(x - max) / sum``;
-* RMSNorm: pass 1 sums squares, pass 2 writes; LayerNorm: pass 1 sums, pass 2 sums squared deviations from
-  the mean (not ``E[x^2] - mean^2``, which cancels), pass 3 writes;
+* RMSNorm: pass 1 sums squares, pass 2 writes; LayerNorm: pass 1 keeps a running mean and sum of squared
+  deviations from it (each block's combined by Chan's update: not ``E[x^2] - mean^2``, which cancels), pass 2
+  writes;
 * cross-entropy: one pass with the online max and sum, and the target's logit picked by a mask of the
   column equal to the row's target; ``loss = max + ln(sum) - logit[target]``. Targets outside ``[0, N)`` (an
   ignore index) give the row's log-sum-exp.
@@ -125,8 +126,10 @@ def rms_norm_program(eps: float) -> nt.Task:
 
 @functools.lru_cache(maxsize=None)
 def layer_norm_program(eps: float) -> nt.Task:
-    """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` in three passes over the column blocks: the sum, the
-    sum of squared deviations from the mean (masked past N), the output."""
+    """``Y[r] = (X[r] - mean) * rsqrt(var + eps) * W + B`` in two passes over the column blocks: the first keeps each
+    row's running count, mean and sum of squared deviations from it, combining each block's own (its mean, and its
+    squared deviations from that mean, masked past N) by Chan's update, so no ``E[x^2] - mean^2`` cancels; the
+    second writes the output."""
 
     @nt.task(reads=("X", "W", "B"), writes=("Y",))
     def layer_norm(Y, X, W, B):
@@ -134,16 +137,22 @@ def layer_norm_program(eps: float) -> nt.Task:
         Yt, Wt, Bt = nt.blocks(Y, (BM, BN)), nt.blocks(W, (BN,)), nt.blocks(B, (BN,))
         n = X.shape[1]
         for i in nt.prange(Xt.grid[0]):
-            total = nt.zeros((BM,), name="total")
-            for j in nt.srange(Xt.grid[1]):
-                total[...] = total + _read(Xt, i, j, BM, BN).sum(axis=1)
-            mean = total * (1.0 / n)
-            deviations = nt.zeros((BM,), name="deviations")
+            ones = nt.full((BM, BN), 1.0, name="ones")
+            count, mean, squares = nt.zeros((BM,), name="count"), nt.zeros((BM,), name="mean"), \
+                nt.zeros((BM,), name="squares")
             for j in nt.srange(Xt.grid[1]):
                 cols = nt.arange(BN, start=j * BN, name="cols")
-                d = nt.where((cols < n)[None, :], _read(Xt, i, j, BM, BN) - mean[:, None], 0.0)
-                deviations[...] = deviations + (d * d).sum(axis=1)
-            r = nt.rsqrt(deviations * (1.0 / n) + eps)
+                inside = (cols < n)[None, :]
+                x = _read(Xt, i, j, BM, BN)
+                here = nt.where(inside, ones, 0.0).sum(axis=1)
+                block_mean = x.sum(axis=1) / here
+                d = nt.where(inside, x - block_mean[:, None], 0.0)
+                total = count + here
+                delta = block_mean - mean
+                mean[...] = mean + delta * (here / total)
+                squares[...] = squares + (d * d).sum(axis=1) + delta * delta * (count * here / total)
+                count[...] = total
+            r = nt.rsqrt(squares * (1.0 / n) + eps)
             for j in nt.srange(Xt.grid[1]):
                 x = _read(Xt, i, j, BM, BN)
                 Yt[i, j] = ((x - mean[:, None]) * r[:, None] * Wt[j][None, :] + Bt[j][None, :]).astype(Y.dtype)
