@@ -45,9 +45,9 @@ from . import checks
 # BM = 4 was the fastest softmax of BM in (4, 8, 16, 32, 64) x BN in (128, 256, 512) on an H200 (one element a
 # lane); with 16-byte vectors, of 4 x 512, 4 x 1024, 8 x 1024 and 4 x 2048 (`python3 -m benchmarks rowwise --tiles`,
 # H200, 2026-11-27) BN = 2048 was the fastest for softmax and RMSNorm or within 2% of it at every shape (softmax
-# 4096 x 4096: 83% of the device copy's bandwidth against 77% at 512), for LayerNorm within 9% (8 x 1024 at
-# (4096, 1000)). Cross-entropy's online max, sum and picked logit hold more registers a column: 2048 columns
-# spill there; 1024 were its fastest or within 10% at three shapes, 25% behind 8 x 1024 at (8192, 50257).
+# 4096 x 4096: 83% of the device copy's bandwidth against 77% at 512), for LayerNorm (three passes then) within 9%
+# (8 x 1024 at (4096, 1000)). Cross-entropy's online max, sum and picked logit hold more registers a column: 2048
+# columns spill there; 1024 were its fastest or within 10% at three shapes, 25% behind 8 x 1024 at (8192, 50257).
 ROWS = 4
 COLUMNS = 2048
 CROSS_ENTROPY_COLUMNS = 1024
