@@ -260,7 +260,8 @@ class RegisterTile(_Fragment):
         """Each thread loads its elements of the ``layout.shape`` block of ``array`` at ``at`` (row, col).
 
         With ``fill`` (a number), elements at or past the array's end on an axis read as ``fill`` instead (a
-        block overhanging a ragged edge); nothing is read outside the array.
+        block overhanging a ragged edge); nothing is read outside the array. There, each thread's runs of 16 bytes
+        along the last axis are one vector load where the layout and the array allow (see :func:`vector_length`).
 
         With ``tma``, ``array`` is a shared tile laid out as that descriptor's (swizzled) boxes, as
         ``tma.load`` fills it; ``at`` then counts in the tile's own rows and columns.
@@ -294,7 +295,8 @@ class RegisterTile(_Fragment):
     def store(self, array: Array, at=None, *, clip: bool = False) -> None:
         """Each thread writes its elements into the tile-shaped block of ``array`` at ``at`` (row, col),
         converted to the array's dtype. With ``clip``, elements at or past the array's end on an axis are
-        not written (a block overhanging a ragged edge); nothing is written outside the array."""
+        not written (a block overhanging a ragged edge); nothing is written outside the array; each thread's runs of
+        16 bytes along the last axis are one vector store where the layout and the array allow."""
         current_kernel(f"{type(self).__name__}.store")
         if clip:
             if not isinstance(array, Array) or array.ndim != len(self.layout.shape) or at is None:
@@ -314,7 +316,7 @@ class RegisterTile(_Fragment):
                             array[index] = converted[0]
                         else:               # a run lies wholly inside the array or wholly past its end
                             packed = vector.from_elements(_vector_type(array, len(run)), [c.ir for c in converted])
-                            vector.store(packed, array.ir, [i.ir for i in index], alignment=VECTOR_BYTES)
+                            vector.store(packed, array.ir, array._indices(index, "write"), alignment=VECTOR_BYTES)
             return
         _check_block(array, self.layout.shape, at, f"{type(self).__name__}.store")
         with at_user_line():
@@ -447,8 +449,7 @@ def _load_filled(array: Array, layout: FragmentLayout, at, fill) -> list[ir.Valu
             else:       # the last run of a row ends at the row's end (its extent is a multiple of the run)
                 clamped[-1] = minimum(index[-1], lasts[-1] + 1 - len(run))
                 packed = vector.load(_vector_type(array, len(run)), array.ir,
-                                     [as_value(i, dt.index, "an index").ir for i in fixed + tuple(clamped)],
-                                     alignment=VECTOR_BYTES)
+                                     array._indices(fixed + tuple(clamped), "read"), alignment=VECTOR_BYTES)
                 loaded = [Value(vector.extract(packed, [], [e]), array.dtype) for e in range(len(run))]
             inside = None
             for i, last in zip(index, lasts):
