@@ -104,6 +104,30 @@ TMA_DATA_TYPES = {
 _FLOAT_DATA_TYPES = ("FLOAT16", "BFLOAT16", "FLOAT32", "FLOAT64")
 
 
+VECTOR_BYTES = 16                   # the widest load or store of one thread (ld/st.global.v4.b32)
+
+
+def vector_problem(shape: tuple[int, ...], itemsize: int, strides: tuple[int, ...] | None = None,
+                   unaligned: bool = False) -> str | None:
+    """Why the rows of an array of ``shape`` (element ``strides``, None: row-major; ``unaligned``: its start is off
+    a 16-byte boundary) cannot move in aligned vectors of :data:`VECTOR_BYTES`, each a run of ``16 / itemsize``
+    elements along the last axis starting at a multiple of that count (a run then lies wholly inside a row or
+    wholly past its end); None when they can."""
+    if not shape or VECTOR_BYTES % itemsize or itemsize == VECTOR_BYTES:
+        return f"{itemsize}-byte elements do not make 16-byte vectors of several"
+    length = VECTOR_BYTES // itemsize
+    if unaligned:
+        return f"it starts off a {VECTOR_BYTES}-byte boundary"
+    if shape[-1] % length:
+        return f"its rows hold {shape[-1]} elements, not a multiple of {length}"
+    if strides is not None and strides[-1] != 1 and shape[-1] != 1:
+        return f"its last axis has a stride of {strides[-1]} elements"
+    far = [n * itemsize for n in (strides or ())[:-1] if n * itemsize % VECTOR_BYTES]
+    if far:
+        return f"its rows are {far[-1]} bytes apart, not a multiple of {VECTOR_BYTES}"
+    return None
+
+
 def stride_problem(shape: tuple[int, ...], itemsize: int, strides: tuple[int, ...] | None = None) -> str | None:
     """Why no TMA descriptor can address an array of ``shape`` and element ``strides`` (None: row-major), whatever
     its box: a last axis without unit stride, or another axis stepping a number of bytes that is not a multiple

@@ -331,6 +331,11 @@ def test_library_rows_of_16_byte_multiples_move_in_vector_accesses():
     assert "v4" not in ptx(unaligned, x)                  # one such argument: lanes side by side, no vectors
     odd = np.zeros((3, 1001), BF16)
     assert "v4" not in ptx(odd, odd)
+    explain = rowwise.kernel("softmax").explain            # says which, and why
+    assert "runs of 8 columns a lane, loaded and stored in 16-byte vectors" in explain(y, x)
+    assert "one element a lane, since 'Y': its rows are 2008 bytes apart, not a multiple of 16" in \
+        explain(unaligned, x)
+    assert "'X': its rows hold 1001 elements, not a multiple of 8" in explain(odd, odd)
 
 
 @requires_gpu

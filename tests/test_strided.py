@@ -10,7 +10,7 @@ import nvdsl.kernels.gemm as library
 from nvdsl.arguments import describe, signature_key, view_strides
 from nvdsl.kernels.attention import attention
 from nvdsl.signature import TensorMapSpec, span_elements
-from nvdsl.target import rule_violations
+from nvdsl.target import rule_violations, vector_problem
 from nvdsl.testing import requires_gpu
 from helpers import assert_product_close, product_error_bound
 from test_attention import check as check_attention
@@ -286,3 +286,19 @@ def test_torch_views_run_in_place_on_the_gpu():
     library.gemm(a_off, w_kn, c_off)
     expected = a_off.double() @ w_kn.double()
     torch.testing.assert_close(c_off.double(), expected, atol=1e-2 * float(expected.abs().max()), rtol=0)
+
+
+@pytest.mark.parametrize("shape, itemsize, strides, unaligned, why", [
+    ((4, 1000), 2, None, False, None),                          # 2000-byte rows: 16-byte vectors of 8
+    ((4, 1000), 4, (1016, 1), False, None),                     # a column slice whose rows are 4064 bytes apart
+    ((2, 3, 64), 2, (4096, 1024, 1), False, None),              # a (B, H, D) view, every axis a 16-byte multiple
+    ((4, 1001), 2, None, False, "its rows hold 1001 elements, not a multiple of 8"),
+    ((4, 1000), 2, (1004, 1), False, "its rows are 2008 bytes apart, not a multiple of 16"),
+    ((1000, 8), 2, (1, 1000), False, "its last axis has a stride of 1000 elements"),
+    ((4, 1000), 2, None, True, "it starts off a 16-byte boundary"),
+    ((4, 1000), 16, None, False, "16-byte elements do not make 16-byte vectors of several"),
+])
+def test_which_arrays_move_their_rows_in_16_byte_vectors(shape, itemsize, strides, unaligned, why):
+    """An array's rows move in aligned 16-byte vectors (row-wise programs' loads and stores) only where each run of
+    16 bytes from a multiple of its count is aligned and lies wholly in a row; else the reason, for explain()."""
+    assert vector_problem(shape, itemsize, strides, unaligned) == why

@@ -44,6 +44,7 @@ from ..frontend.ranges import Affine
 from ..frontend.values import (Value, as_value, binary, compare, convert, maximum, minimum, python_number, select,
                                unify)
 from ..layouts import FragmentLayout
+from ..target import VECTOR_BYTES, vector_problem
 
 
 def _error(message: str, code: str, hint: str | None = None) -> TraceError:
@@ -459,10 +460,6 @@ def _load_filled(array: Array, layout: FragmentLayout, at, fill) -> list[ir.Valu
     return values
 
 
-#: The bytes of one vector access of a thread (``ld.global.v4.b32``, ``st.global.v4.b32``).
-VECTOR_BYTES = 16
-
-
 def _vector_type(array: Array, length: int) -> ir.VectorType:
     return ir.VectorType.get([length], array.dtype.mlir_type())
 
@@ -479,18 +476,18 @@ def _vector_runs(array: Array, layout: FragmentLayout, at) -> list[tuple[int, ..
 
 
 def vector_length(array: Array) -> int:
-    """The elements of :data:`VECTOR_BYTES` (more than one), where every run of them along the global ``array``'s
-    last axis that starts at a multiple of their count is one aligned vector access: the array starts on a
-    16-byte boundary, steps every axis but the last (unit-stride) by a multiple of 16 bytes, and its last axis's
-    extent is a multiple of the count (so a run lies wholly inside or wholly past the end); else 1."""
-    itemsize = array.dtype.itemsize
-    length = VECTOR_BYTES // itemsize if VECTOR_BYTES % itemsize == 0 else 1
-    if length == 1 or array.space != GLOBAL or array.unaligned or array.shape[-1] % length:
+    """The elements of :data:`~nvdsl.target.VECTOR_BYTES` (more than one) where every run of them along the global
+    ``array``'s last axis that starts at a multiple of their count is one aligned vector access
+    (:func:`~nvdsl.target.vector_problem` finds nothing against the array and its view's offset is a multiple of 16
+    bytes); else 1."""
+    if array.space != GLOBAL:
         return 1
+    itemsize = array.dtype.itemsize
     strides, offset = ir.MemRefType(array.ir.type).get_strides_and_offset()
-    if strides[-1] != 1 or any(n * itemsize % VECTOR_BYTES for n in (offset, *strides[:-1])):
+    if offset * itemsize % VECTOR_BYTES or \
+            vector_problem(array.shape, itemsize, tuple(strides), array.unaligned) is not None:
         return 1            # (a dynamic stride or offset is a huge negative sentinel, never a multiple of 16)
-    return length
+    return VECTOR_BYTES // itemsize
 
 
 def _multiple_of(x, length: int) -> bool:

@@ -22,7 +22,7 @@ from .mapping import Mapping, apply_change, change_text, refusal
 from .profile import session
 from .program import Task, trace_program
 from .schedule import Schedule, plan_stages, stage_text
-from .staging import staged_arguments, staging_text
+from .staging import row_layout_text, staged_arguments, staging_text
 
 
 class TaskKernel:
@@ -148,6 +148,7 @@ class TaskKernel:
             layouts = {spec.name: (spec.shape, spec.dtype.itemsize, spec.strides, spec.unaligned)
                        for spec in described}
             text += staging_text(staged_arguments(stages["schedule"], layouts))
+            text += row_layout_text(stages["schedule"], layouts)
         return text
 
     @property

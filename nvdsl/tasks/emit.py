@@ -18,7 +18,7 @@ from ..frontend.math import erf, exp2, log2, rsqrt, sqrt, tanh, where
 from ..frontend.memory import Array
 from ..frontend.values import constant, maximum, minimum, select
 from ..hopper.aref import Aref
-from ..hopper.tile import ColumnVector, RegisterTile, RowVector, vector_length
+from ..hopper.tile import ColumnVector, RegisterTile, RowVector
 from ..hopper.timeline import Timeline
 from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait
 from ..hopper.warpgroup import Warpgroup
@@ -436,7 +436,8 @@ class _Consumer:
         self.staging, self.arrays, self.env = block.staging, block.arrays, env
         # 0: tiles in wgmma's accumulator layout; else a row-wise program's rows along a warp's lanes in runs of this
         # many columns a lane (see _tile_layout)
-        self.row_run = _row_run(block.arrays) if s.lanes_along_rows else 0
+        self.row_run = staging.row_run({name: (a.shape, a.dtype.itemsize, a.strides, a.unaligned)
+                                        for name, a in block.arrays.items()}) if s.lanes_along_rows else 0
         self.program = s.program
         self.values: dict = dict(block.ones)
         self.ones = frozenset(block.ones)
@@ -1248,23 +1249,10 @@ def _as_accumulator(tile: RegisterTile) -> WGMMAAccumulator:
     return WGMMAAccumulator.from_values(*tile.shape, (tile if tile.dtype == dt.float32 else tile.to(dt.float32)).values)
 
 
-#: Consecutive columns a lane holds of a row-wise tile's row where its arguments' rows allow 16-byte vector accesses
-#: of 16-bit elements (see :func:`_row_run`).
-ROW_RUN = 8
-
-
-def _row_run(arrays: dict) -> int:
-    """The columns a lane holds together of a row-wise program's tiles: :data:`ROW_RUN` where every argument of two
-    axes or more moves in 16-byte vectors along its rows (``hopper.tile.vector_length``: rows and start on 16-byte
-    boundaries); else 1, the lanes side by side, each warp instruction reading one element a lane from consecutive
-    addresses (runs read one element at a time would spread each warp instruction over 16 sectors)."""
-    return ROW_RUN if all(vector_length(a) > 1 for a in arrays.values() if a.ndim >= 2) else 1
-
-
 def _tile_layout(rows: int, columns: int, row_run: int):
     """The layout of a consumer's ``rows`` x ``columns`` tiles: wgmma's accumulator's (``row_run`` 0), or in a
     row-wise program (``Schedule.lanes_along_rows``, decided by ``passes.in_registers``) rows along a warp's lanes,
-    ``row_run`` consecutive columns a lane where the tile is wide enough (see :func:`_row_run`)."""
+    ``row_run`` consecutive columns a lane where the tile is wide enough (see ``staging.row_run``)."""
     if not row_run:
         return wgmma_accumulator(rows, columns)
     return rows_across_lanes(rows, columns, row_run if columns % (32 * row_run) == 0 else 1)

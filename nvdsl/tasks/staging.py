@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..target import TMA_ADDRESS_BYTES, stride_problem
+from ..target import TMA_ADDRESS_BYTES, VECTOR_BYTES, stride_problem, vector_problem
 from .ir import Region, walk
 from .stages import Schedule
 
@@ -71,6 +71,37 @@ def staging_text(found: list[Staged]) -> str:
     if not found:
         return ""
     return "staging copies (arguments no TMA descriptor can address):\n" + "".join(f"{f}\n" for f in found)
+
+
+#: Consecutive columns a lane holds of a row-wise program's tile rows where its arguments allow 16-byte vector
+#: accesses of 16-bit elements (see :func:`row_run`).
+ROW_RUN = 8
+
+
+def row_run(layouts: dict) -> int:
+    """The columns a lane holds together of a row-wise program's tiles (``Schedule.lanes_along_rows``) over arguments
+    of ``layouts`` (name -> (shape, itemsize, element strides or None, unaligned start)): :data:`ROW_RUN` where
+    every argument of two axes or more can move its rows in 16-byte vectors (``target.vector_problem``); else 1,
+    the lanes side by side, each warp instruction reading one element a lane from consecutive addresses (runs
+    read one element at a time would spread each warp instruction over 16 sectors)."""
+    return 1 if _vector_problems(layouts) else ROW_RUN
+
+
+def _vector_problems(layouts: dict) -> list[str]:
+    return [f"'{name}': {why}" for name, (shape, itemsize, strides, unaligned) in sorted(layouts.items())
+            if len(shape) >= 2 and (why := vector_problem(shape, itemsize, strides, unaligned)) is not None]
+
+
+def row_layout_text(s: Schedule, layouts: dict) -> str:
+    """``kernel.explain``'s line on how a row-wise program's rows move (none for other programs)."""
+    if not s.lanes_along_rows:
+        return ""
+    problems = _vector_problems(layouts)
+    if not problems:
+        return (f"row-wise tiles: runs of {ROW_RUN} columns a lane, loaded and stored in {VECTOR_BYTES}-byte "
+                "vectors\n")
+    return ("row-wise tiles: one element a lane, since " + "; ".join(problems) + f" (rows of {VECTOR_BYTES}-byte "
+            "multiples, starting on such a boundary, move in 16-byte vectors)\n")
 
 
 def stage(s: Schedule, arrays: dict[str, Array]) -> tuple[dict[str, Array], list[tuple[Array, Array]]]:
