@@ -436,8 +436,7 @@ class _Consumer:
         self.staging, self.arrays, self.env = block.staging, block.arrays, env
         # 0: tiles in wgmma's accumulator layout; else a row-wise program's rows along a warp's lanes in runs of this
         # many columns a lane (see _tile_layout)
-        self.row_run = staging.row_run({name: (a.shape, a.dtype.itemsize, a.strides, a.unaligned)
-                                        for name, a in block.arrays.items()}) if s.lanes_along_rows else 0
+        self.row_run = staging.row_run(staging.argument_layouts(block.arrays)) if s.lanes_along_rows else 0
         self.program = s.program
         self.values: dict = dict(block.ones)
         self.ones = frozenset(block.ones)

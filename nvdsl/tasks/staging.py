@@ -73,6 +73,12 @@ def staging_text(found: list[Staged]) -> str:
     return "staging copies (arguments no TMA descriptor can address):\n" + "".join(f"{f}\n" for f in found)
 
 
+def argument_layouts(arrays: dict[str, Array]) -> dict:
+    """name -> (shape, itemsize, element strides or None, unaligned start) of traced arrays: what
+    :func:`staged_arguments` and :func:`row_run` read (``explain`` gives them from the call's specs)."""
+    return {name: (a.shape, a.dtype.itemsize, a.strides, a.unaligned) for name, a in arrays.items()}
+
+
 #: Consecutive columns a lane holds of a row-wise program's tile rows where its arguments allow 16-byte vector
 #: accesses of 16-bit elements (see :func:`row_run`).
 ROW_RUN = 8
@@ -109,7 +115,7 @@ def stage(s: Schedule, arrays: dict[str, Array]) -> tuple[dict[str, Array], list
     (copied in here, in host code before the kernel), and the (copy, argument) pairs to copy back after the
     kernel (:func:`copy`)."""
     from ..frontend.memory import padded_empty    # MLIR: imported when traced (explain needs none of it)
-    layouts = {name: (a.shape, a.dtype.itemsize, a.strides, a.unaligned) for name, a in arrays.items()}
+    layouts = argument_layouts(arrays)
     staged, back = dict(arrays), []
     for found in staged_arguments(s, layouts):
         array = arrays[found.name]
