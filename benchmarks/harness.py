@@ -496,6 +496,18 @@ def sweep(args, k_values: tuple[int, ...], quick_k: tuple[int, ...],
     return chosen, ks
 
 
+def parse_shapes(text: str, option: str, form: str, example: str) -> list[tuple[int, ...]]:
+    """Comma-separated shapes of positive integers joined by ``x`` (``"1024x1024x8192,256x8192x8192"``), each of
+    as many extents as ``form`` (``"MxNxK"``) names; anything else stops the run naming ``option``."""
+    rank, shapes = len(form.split("x")), []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        dims = item.lower().split("x")
+        if len(dims) != rank or not all(d.isdigit() and int(d) > 0 for d in dims):
+            raise SystemExit(f"{option}: {item!r} is not {form} (positive integers), e.g. {example}")
+        shapes.append(tuple(int(d) for d in dims))
+    return shapes
+
+
 def selected(args, system: str) -> bool:
     """Whether ``--systems`` (a comma-separated list; empty means all) asks for this system."""
     wanted = getattr(args, "systems", None)

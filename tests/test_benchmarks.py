@@ -417,6 +417,8 @@ def test_rowwise_loads_without_gpu_libraries_and_measures_the_issues_shapes():
     assert [p["op"] for p in full[::4]] == ["softmax", "rms_norm", "layer_norm", "cross_entropy"]
     assert {(p["M"], p["N"]) for p in rowwise.shapes(_args(quick=True))} == {(4096, 4096), (8192, 50257)}
     assert {(p["M"], p["N"]) for p in rowwise.shapes(_args(shapes="8192x50304"))} == {(8192, 50304)}
+    with pytest.raises(SystemExit, match="--tiles: '8x' is not BMxBN"):
+        rowwise.systems("softmax", _args(tiles="8x"))
     assert set(rowwise.systems("softmax")) == {"nvdsl", "torch", "triton", rowwise.COPY}
     assert set(rowwise.systems("cross_entropy")) == {"nvdsl", "torch", rowwise.COPY}
     assert set(rowwise.systems("cross_entropy", _args(tiles="8x1024, 4x2048"))) == \

@@ -265,6 +265,14 @@ def test_library_layer_norm(shape):
     assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5), layer_norm_bound(x64, w64, b64, 1e-5, np.float32))
 
 
+def test_library_layer_norm_reads_each_row_twice():
+    """The statistics in one pass (Chan's update per column block), the output in the second: two loops over the
+    column blocks (three before, reading each row three times)."""
+    x, w = np.zeros((64, 5000), BF16), np.zeros(5000, BF16)
+    schedule = rowwise.kernel("layer_norm").explain(x, x, w, w)
+    assert schedule.count("srange k0 < 3") == 2, schedule
+
+
 @pytest.mark.parametrize("n", [4504, 4501])
 def test_library_rows_of_several_column_blocks(n):
     """Rows of three column blocks, the last ragged (408 or 405 of 2048 columns), in 16-byte vectors (4504 bf16) or

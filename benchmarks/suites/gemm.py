@@ -48,21 +48,11 @@ def shapes(args) -> list[dict]:
     if args.square:
         shapes += [{"dtype": d, "M": s, "N": s, "K": s, "sweep": "square"} for d in dtypes for s in SQUARE]
     shapes += [{"dtype": d, "M": m, "N": n, "K": k, "sweep": "shapes"} for d in dtypes
-               for m, n, k in parse_shapes(getattr(args, "shapes", ""))]
+               for m, n, k in harness.parse_shapes(getattr(args, "shapes", ""), "--shapes", "MxNxK",
+                                                   "1024x1024x8192")]
     a_layout, b_layout = getattr(args, "a_layout", "MK"), getattr(args, "b_layout", "KN")
     shapes = [dict(s, A=a_layout) for s in shapes] if a_layout != "MK" else shapes
     return [dict(s, B=b_layout) for s in shapes] if b_layout != "KN" else shapes
-
-
-def parse_shapes(text: str) -> list[tuple[int, int, int]]:
-    """``"1024x1024x8192,256x8192x8192"`` as [(1024, 1024, 8192), (256, 8192, 8192)]."""
-    shapes = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        dims = item.lower().split("x")
-        if len(dims) != 3 or not all(d.isdigit() and int(d) > 0 for d in dims):
-            raise SystemExit(f"--shapes: {item!r} is not MxNxK (positive integers), e.g. 1024x1024x8192")
-        shapes.append(tuple(int(d) for d in dims))
-    return shapes
 
 
 def row_label(p: dict) -> str:

@@ -49,8 +49,7 @@ PLOT = {"kind": "bars", "peak": False}
 
 def shapes(args) -> list[dict]:
     """Every operation at each shape: ``--shapes MxN,...`` where given, else the default (or ``--quick``) set."""
-    given = getattr(args, "shapes", "") or ""
-    chosen = [tuple(int(v) for v in text.lower().split("x")) for text in given.split(",") if text.strip()] or \
+    chosen = harness.parse_shapes(getattr(args, "shapes", "") or "", "--shapes", "MxN", "8192x50304") or \
         (QUICK_SHAPES if args.quick else SHAPES)
     return [{"op": op, "dtype": "bf16", "M": m, "N": n} for op in OPS for m, n in chosen]
 
@@ -157,8 +156,7 @@ def _copy(ops, args) -> harness.Prepared:
 
 def tile_choices(args) -> list[tuple[int, int]]:
     """``--tiles``: the (BM, BN) tiles to time nvdsl under besides the default mapping's."""
-    text = getattr(args, "tiles", "") or ""
-    return [tuple(int(v) for v in t.lower().split("x")) for t in text.split(",") if t.strip()]
+    return harness.parse_shapes(getattr(args, "tiles", "") or "", "--tiles", "BMxBN", "4x2048")
 
 
 def systems(op: str, args=None) -> dict:

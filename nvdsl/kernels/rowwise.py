@@ -63,10 +63,6 @@ def default_mapping(columns: int = COLUMNS) -> nt.Mapping:
     return nt.Mapping(tiles={"BM": ROWS, "BN": columns}, consumers=1, warp_specialize=False, persistent=False)
 
 
-def _default_mapping_of(name: str) -> nt.Mapping:
-    return default_mapping(CROSS_ENTROPY_COLUMNS if name == "cross_entropy" else COLUMNS)
-
-
 def _tile(X):
     BM, BN = nt.tunable("BM", ROWS), nt.tunable("BN", COLUMNS)
     return BM, BN, nt.blocks(X, (BM, BN))
@@ -207,7 +203,7 @@ def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = 
                             hint=f"the programs are {', '.join(PROGRAMS)}", loc=user_location())
     program = PROGRAMS[name](float(eps if eps is not None else {"rms_norm": 1e-6}.get(name, 1e-5))) \
         if name in ("rms_norm", "layer_norm") else PROGRAMS[name]()
-    return _kernel(program, mapping or _default_mapping_of(name))
+    return _kernel(program, mapping or default_mapping(CROSS_ENTROPY_COLUMNS if name == "cross_entropy" else COLUMNS))
 
 
 def softmax(x, y, *, mapping: nt.Mapping | None = None) -> None:
@@ -215,7 +211,7 @@ def softmax(x, y, *, mapping: nt.Mapping | None = None) -> None:
     computed in float32; ``y`` has x's shape, any of those dtypes."""
     checks.checked("softmax", {"x": x, "y": y}, {"x": "MN", "y": "MN"}, {"x": _FLOATS, "y": _FLOATS},
                    user_location(), written="y")
-    _kernel(softmax_program(), mapping or default_mapping())(y, x)
+    kernel("softmax", mapping=mapping)(y, x)
 
 
 def rms_norm(x, w, y, *, eps: float = 1e-6, mapping: nt.Mapping | None = None) -> None:
@@ -223,7 +219,7 @@ def rms_norm(x, w, y, *, eps: float = 1e-6, mapping: nt.Mapping | None = None) -
     float32, float16 or bfloat16, computed in float32 (as ``torch.nn.functional.rms_norm``)."""
     checks.checked("rms_norm", {"x": x, "w": w, "y": y}, {"x": "MN", "w": "N", "y": "MN"},
                    {"x": _FLOATS, "w": _FLOATS, "y": _FLOATS}, user_location(), written="y")
-    _kernel(rms_norm_program(float(eps)), mapping or default_mapping())(y, x, w)
+    kernel("rms_norm", eps=eps, mapping=mapping)(y, x, w)
 
 
 def layer_norm(x, w, b, y, *, eps: float = 1e-5, mapping: nt.Mapping | None = None) -> None:
@@ -232,7 +228,7 @@ def layer_norm(x, w, b, y, *, eps: float = 1e-5, mapping: nt.Mapping | None = No
     computed in float32."""
     checks.checked("layer_norm", {"x": x, "w": w, "b": b, "y": y}, {"x": "MN", "w": "N", "b": "N", "y": "MN"},
                    {"x": _FLOATS, "w": _FLOATS, "b": _FLOATS, "y": _FLOATS}, user_location(), written="y")
-    _kernel(layer_norm_program(float(eps)), mapping or default_mapping())(y, x, w, b)
+    kernel("layer_norm", eps=eps, mapping=mapping)(y, x, w, b)
 
 
 def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None) -> None:
@@ -244,4 +240,4 @@ def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None) -
                    {"logits": "MN", "targets": "M", "loss": "M"},
                    {"logits": _FLOATS, "targets": (dt.int32,), "loss": (dt.float32,)}, user_location(),
                    written="loss")
-    _kernel(cross_entropy_program(), mapping or _default_mapping_of("cross_entropy"))(loss, logits, targets)
+    kernel("cross_entropy", mapping=mapping)(loss, logits, targets)
