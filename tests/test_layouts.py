@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from nvdsl.layouts import (FragmentLayout, Layout, coalesce, complement, composition, idx2crd, logical_divide,
-                           logical_product, make_layout, rows_across_lanes, wgmma_accumulator, zipped_divide)
+                           logical_product, make_layout, rows_across_lanes, warps_per_row, wgmma_accumulator,
+                           zipped_divide)
 
 LAYOUTS = ["8:1", "8:2", "(4,8):(1,4)", "(4,8):(8,1)", "(4,(2,4)):(2,(1,8))", "(2,(1,4)):(1,(6,2))",
            "((2,2),(3,4)):((1,2),(4,12))", "(4,2,3):(2,1,8)", "(3,4):(0,1)"]
@@ -171,8 +172,32 @@ def test_rows_across_lanes_hold_runs_of_consecutive_columns(m, n, run):
     assert len(seen) == m * n
     assert layout.project(0) == rows_across_lanes(m, 32).project(0)
     assert layout.reduction(1).shuffle_masks == (1, 2, 4, 8, 16)
-    with pytest.raises(ValueError, match="multiple of 4 rows and of 256 columns"):
+    with pytest.raises(ValueError, match="multiple of 256 columns"):
         rows_across_lanes(4, 128, 8)
+
+
+@pytest.mark.parametrize("m, n, run", [(1, 128, 1), (1, 1024, 8), (2, 512, 8), (3, 256, 1), (6, 512, 8)])
+def test_fewer_rows_than_warps_lie_across_several_warps(m, n, run):
+    """Rows not a multiple of 4: each row along ``k`` = 4 // gcd(m, 4) warps' lanes, thread ``lane + 32 (w + k g)``
+    holding row ``g + (4 / k) r`` at column ``run lane + 32 run w + 32 run k c + e``, every element once; a row
+    reduces over the lanes and then across its warps (shuffle masks of 32 and 64, which the tile's reduction takes
+    through shared memory)."""
+    layout = rows_across_lanes(m, n, run)
+    k = warps_per_row(m)
+    assert k == {1: 4, 2: 2, 3: 4, 6: 2}[m]
+    groups, seen = 4 // k, set()
+    for t in range(128):
+        lane, w, g = t % 32, (t // 32) % k, t // (32 * k)
+        for v in range(layout.values):
+            r, rest = v % (m // groups), v // (m // groups)
+            e, c = rest % run, rest // run
+            assert layout(t, v) == (g + groups * r, run * lane + 32 * run * w + 32 * run * k * c + e)
+            seen.add(layout(t, v))
+    assert len(seen) == m * n
+    assert layout.reduction(1).shuffle_masks == (1, 2, 4, 8, 16) + ((32, 64) if k == 4 else (32,))
+    assert layout.project(0) == rows_across_lanes(m, 32 * k).project(0)
+    with pytest.raises(ValueError, match=f"multiple of {32 * run * k} columns"):
+        rows_across_lanes(m, 32 * run * k + 32 * run, run)
 
 
 @pytest.mark.parametrize("m, n", [(64, 128), (128, 64)])

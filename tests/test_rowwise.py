@@ -180,7 +180,7 @@ def test_the_issues_softmax_runs(dtype):
 def test_the_issues_softmax_under_two_consumers_shares_its_rows():
     """The issue's softmax under the default two consumers (refused once: 64 rows cannot be shared in wgmma's
     64-row blocks): a row-wise program's tiles lie a row per warp, so each consumer takes 32 of the 64 rows.
-    Two consumers that cannot share 6 rows (a row per warp) are refused with a change that plans."""
+    Two consumers that cannot share 5 rows are refused with a change that plans."""
     rng = np.random.default_rng(12)
     x = _inputs(rng, (100, 128), np.float32, 3.0)
     y = np.full_like(x, np.nan)
@@ -190,8 +190,9 @@ def test_the_issues_softmax_under_two_consumers_shares_its_rows():
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
     assert_within(y, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, 1))
     with pytest.raises(MappingError) as refused:
-        kernel.with_mapping(kernel.mapping.replace(tiles={"BM": 6, "BN": 128})).plan(x, x)
-    assert "consumers=1" in refused.value.hint or "tiles['BM']=8" in refused.value.hint, refused.value.hint
+        kernel.with_mapping(kernel.mapping.replace(tiles={"BM": 5, "BN": 128})).plan(x, x)
+    assert "consumers=1" in refused.value.hint or "tiles['BM']=6" in refused.value.hint, refused.value.hint
+    kernel.with_mapping(kernel.mapping.replace(tiles={"BM": 6, "BN": 128})).plan(x, x)    # 3 rows each, over 4 warps
 
 
 def test_two_consumers_share_a_tiles_rows():
@@ -269,17 +270,49 @@ def test_library_layer_norm_reads_each_row_twice():
     """The statistics in one pass (Chan's update per column block), the output in the second: two loops over the
     column blocks (three before, reading each row three times)."""
     x, w = np.zeros((64, 5000), BF16), np.zeros(5000, BF16)
-    schedule = rowwise.kernel("layer_norm").explain(x, x, w, w)
+    schedule = rowwise.kernel("layer_norm", mapping=rowwise.default_mapping()).explain(x, x, w, w)
     assert schedule.count("srange k0 < 3") == 2, schedule
 
 
+@pytest.mark.parametrize("rows", [4, 1], ids=["a-row-a-warp", "a-row-over-four-warps"])
 @pytest.mark.parametrize("n", [4504, 4501])
-def test_library_rows_of_several_column_blocks(n):
+def test_library_rows_of_several_column_blocks(n, rows):
     """Rows of three column blocks, the last ragged (408 or 405 of 2048 columns), in 16-byte vectors (4504 bf16) or
-    one element at a time (4501): each pass walks the blocks, and columns past the end are masked."""
+    one element at a time (4501), four rows to a block (a row per warp) or one (over the four warps, their partial
+    sums meeting in shared memory): each pass walks the blocks, and columns past the end are masked."""
     rng = np.random.default_rng(13)
     x, w, b = _inputs(rng, (6, n), BF16, 3.0), _inputs(rng, (n,), BF16), _inputs(rng, (n,), BF16)
     x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
+    blocks = -(-n // 128)
+    mapping = rowwise.default_mapping().replace(tiles={"BM": rows, "BN": 2048})
+    s = np.full(x.shape, np.nan, np.float32)
+    rowwise.softmax(x, s, mapping=mapping)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
+    y = np.full_like(x, np.nan)
+    rowwise.rms_norm(x, w, y, mapping=mapping)
+    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, BF16))
+    y = np.full(x.shape, np.nan, np.float32)
+    rowwise.layer_norm(x, w, b, y, mapping=mapping)
+    assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5), layer_norm_bound(x64, w64, b64, 1e-5, np.float32))
+    # blocks of different means: most of the variance is between blocks (Chan's cross terms)
+    shifted = (x.astype(np.float32) + np.repeat([0.0, 50.0, -30.0], 2048)[:n]).astype(BF16)
+    s64 = shifted.astype(np.float64)
+    rowwise.layer_norm(shifted, w, b, y, mapping=mapping)
+    assert_within(y, layer_norm_reference(s64, w64, b64, 1e-5), layer_norm_bound(s64, w64, b64, 1e-5, np.float32))
+
+
+@pytest.mark.parametrize("n, dtype, columns", [(4100, np.float32, 8192), (2051, BF16, 2048)])
+def test_library_wide_rows_take_a_block_each(n, dtype, columns):
+    """Rows wider than 2048 columns run one to a block, over the four warps (``default_mapping``): 8192 columns a
+    step where they move in 16-byte vectors (4100 float32), 2048 where they move an element a lane (2051 bf16:
+    4102-byte rows); every program against float64, a last ragged block among them."""
+    rng = np.random.default_rng(21)
+    rows = 5
+    x, w, b = _inputs(rng, (rows, n), dtype, 3.0), _inputs(rng, (n,), dtype), _inputs(rng, (n,), dtype)
+    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
+    explained = rowwise.kernel("softmax", n=n, vectors=dtype == np.float32).explain(x, x)
+    assert f"BM: 1, BN: {columns}" in explained and "each row along the lanes of 4 warps" in explained, explained
     blocks = -(-n // 128)
     s = np.full(x.shape, np.nan, np.float32)
     rowwise.softmax(x, s)
@@ -287,15 +320,27 @@ def test_library_rows_of_several_column_blocks(n):
     assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
     y = np.full_like(x, np.nan)
     rowwise.rms_norm(x, w, y)
-    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, BF16))
+    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, dtype))
     y = np.full(x.shape, np.nan, np.float32)
     rowwise.layer_norm(x, w, b, y)
     assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5), layer_norm_bound(x64, w64, b64, 1e-5, np.float32))
-    # blocks of different means: most of the variance is between blocks (Chan's cross terms)
-    shifted = (x.astype(np.float32) + np.repeat([0.0, 50.0, -30.0], 2048)[:n]).astype(BF16)
-    s64 = shifted.astype(np.float64)
-    rowwise.layer_norm(shifted, w, b, y)
-    assert_within(y, layer_norm_reference(s64, w64, b64, 1e-5), layer_norm_bound(s64, w64, b64, 1e-5, np.float32))
+    targets = np.array([0, n - 1, 7, n // 2, 4099 % n], np.int32)
+    loss = np.full(rows, np.nan, np.float32)
+    rowwise.cross_entropy(x, targets, loss)
+    assert_within(loss, cross_entropy_reference(x64, targets), cross_entropy_bound(x64, targets, blocks))
+
+
+@pytest.mark.parametrize("rows", [2, 3])
+def test_row_tiles_of_two_and_three_rows(rows):
+    """A block of two rows (each over two warps) or three (each over all four, three values a thread), seven rows in
+    all: the last block ragged."""
+    rng = np.random.default_rng(22)
+    x = _inputs(rng, (7, 1000), np.float32, 4.0)
+    s = np.full_like(x, np.nan)
+    rowwise.softmax(x, s, mapping=rowwise.default_mapping().replace(tiles={"BM": rows, "BN": 256}))
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, 8))
 
 
 def test_library_16_bit_rows_of_odd_length():

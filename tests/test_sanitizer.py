@@ -85,10 +85,11 @@ PROGRAMS = {
                             "e = np.abs(c - a.astype(np.float64) @ b.astype(np.float64)).max(); "
                             "assert e < 0.05, e; print('PASS')"),
     # rows past the last column block's middle, loads past N masked and the output stored by each thread's clipped
-    # stores: rows of 300 float32 (1200 bytes) in 16-byte vectors, rows of 1001 one element at a time
+    # stores: rows of 300 float32 (1200 bytes) in 16-byte vectors, rows of 1001 one element at a time; wide rows one
+    # to a block over the four warps (their sums meeting in shared memory), 4100 in vectors, 2051 an element a lane
     "kernels.rowwise": ("import numpy as np; from nvdsl.kernels.rowwise import softmax; "
                         "rng = np.random.default_rng(0)\n"
-                        "for shape in ((100, 300), (37, 1001)):\n"
+                        "for shape in ((100, 300), (37, 1001), (5, 4100), (3, 2051)):\n"
                         "    x = rng.standard_normal(shape).astype(np.float32); "
                         "y = np.zeros_like(x); softmax(x, y); e = np.exp(x - x.max(1, keepdims=True)); "
                         "assert np.abs(y - e / e.sum(1, keepdims=True)).max() < 1e-5\n"

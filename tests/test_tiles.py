@@ -11,7 +11,7 @@ import pytest
 
 import nvdsl
 from nvdsl.compiler.toolchain import find_tool
-from nvdsl.layouts import wgmma_accumulator
+from nvdsl.layouts import rows_across_lanes, wgmma_accumulator
 from nvdsl.testing import sass_opcodes
 
 LOG2_E = 1 / math.log(2)
@@ -417,6 +417,35 @@ def test_indices_loads_and_stores_follow_the_layout(backend):
 
 
 
+def test_rows_across_warps_reduce_through_shared_memory(backend):
+    """Tiles of one and of two rows lie across four and two warps (``rows_across_lanes``): a row's max and sum
+    combine its lanes by shuffles, then its warps through shared memory, and every thread holds the result (the
+    vector is stored once). Small integers: the sums are exact in float32, in any order."""
+    def body(ctx, a1, a2, max1, sum1, max2, sum2):
+        one = nvdsl.RegisterTile.load(a1, rows_across_lanes(1, 512))
+        one.max(axis=1).store(max1)
+        one.sum(axis=1).store(sum1)
+        two = nvdsl.RegisterTile.load(a2, rows_across_lanes(2, 256, 2))
+        two.max(axis=1).store(max2)
+        (two * 2.0).sum(axis=1).store(sum2)
+    rng = np.random.default_rng(4)
+    a1, a2 = (rng.integers(-50, 50, shape).astype(np.float32) for shape in ((1, 512), (2, 256)))
+    max1, sum1, max2, sum2 = (np.full(n, np.nan, np.float32) for n in (1, 1, 2, 2))
+    in_kernel(body)(a1, a2, max1, sum1, max2, sum2)
+    np.testing.assert_array_equal(np.concatenate([max1, max2]), np.concatenate([a1.max(axis=1), a2.max(axis=1)]))
+    np.testing.assert_array_equal(np.concatenate([sum1, sum2]), np.concatenate([a1.sum(axis=1), 2 * a2.sum(axis=1)]))
+
+
+def test_a_reduction_across_warps_needs_their_barrier():
+    """Outside a Warpgroup body, the warps that share a row meet at the block's barrier: a block of more threads
+    than the tile's is refused where the reduction is written."""
+    def body(ctx, a):
+        nvdsl.RegisterTile.load(a, rows_across_lanes(1, 128)).sum(axis=1)
+    with pytest.raises(nvdsl.TraceError) as info:
+        in_kernel(body, block=256).trace(np.zeros((1, 128), np.float32))
+    assert info.value.code == "bad-axis" and info.value.loc.filename == __file__ and "Warpgroup" in info.value.hint
+
+
 def test_any_of_thread_lets_a_thread_skip_a_rescale(backend):
     """Each thread rescales its own rows of the tile only where one of its factors differs from 1: which
     threads do is what any_of_thread says, and the result is the same as rescaling every row."""
@@ -522,7 +551,7 @@ def test_products_deeper_than_one_box_match_numpy(k, dtype, backend):
 def test_a_column_slice_of_an_accumulator_is_the_narrower_accumulators_layout():
     """acc.columns(a, b) picks, per thread, the registers of columns a..b: by the layouts, value j of the
     (m, b - a) accumulator sits at the same row and at column - a of the value it was picked from."""
-    from nvdsl.layouts import wgmma_accumulator
+    from nvdsl.layouts import rows_across_lanes, wgmma_accumulator
     m, n, a, b = 128, 256, 64, 192
     full, part = wgmma_accumulator(m, n), wgmma_accumulator(m, b - a)
     half = n // 2

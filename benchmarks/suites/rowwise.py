@@ -14,8 +14,9 @@ TMA cannot address, so nvdsl stores them by ordinary stores) and (8192, 50304) (
 
 Systems:
 
-* ``nvdsl``: ``rowwise.kernel(op)`` (the task program under ``rowwise.default_mapping()``), called with
-  torch CUDA tensors.
+* ``nvdsl``: the library call (``rowwise.softmax(x, y)``, ...: the task program under the default mapping for
+  the shape, ``rowwise.default_mapping``), called with torch CUDA tensors; ``--tiles BMxBN,...`` adds the same
+  call under those tiles.
 * ``torch``: ``torch.softmax(x, -1)``, ``F.rms_norm``, ``F.layer_norm``, ``F.cross_entropy(...,
   reduction="none")``, each writing a new tensor (the allocation is in the timing, as in a model).
 * ``triton``: :mod:`benchmarks.peers.triton_rowwise` for softmax and RMSNorm (one program per row).
@@ -111,14 +112,16 @@ def _nvdsl(op: str, tiles: tuple[int, int] | None = None):
         mapping = None
         if tiles is not None:
             mapping = rowwise.default_mapping().replace(tiles={"BM": tiles[0], "BN": tiles[1]})
-        kernel = rowwise.kernel(op, eps=EPS.get(op), mapping=mapping)
-        arguments = {"softmax": (ops.y, ops.x), "rms_norm": (ops.y, ops.x, getattr(ops, "w", None)),
-                     "layer_norm": (ops.y, ops.x, getattr(ops, "w", None), getattr(ops, "b", None)),
-                     "cross_entropy": (getattr(ops, "loss", None), ops.x, getattr(ops, "targets", None))}[op]
-        out = arguments[0]
-        call = lambda: kernel(*arguments)                      # noqa: E731
-        return harness.Prepared(call, harness.checked_call(call, out, ops.ref, RTOL),
-                                {"program": kernel.entry.name, "mapping": str(kernel.mapping)})
+        kwargs = {"mapping": mapping, **({"eps": EPS[op]} if op in EPS else {})}
+        arguments = {"softmax": (ops.x, ops.y), "rms_norm": (ops.x, getattr(ops, "w", None), ops.y),
+                     "layer_norm": (ops.x, getattr(ops, "w", None), getattr(ops, "b", None), ops.y),
+                     "cross_entropy": (ops.x, getattr(ops, "targets", None), getattr(ops, "loss", None))}[op]
+        library = getattr(rowwise, op)
+        out = arguments[-1]
+        call = lambda: library(*arguments, **kwargs)           # noqa: E731
+        checked = harness.checked_call(call, out, ops.ref, RTOL)
+        return harness.Prepared(call, checked, {"program": op, "mapping": str(mapping) if mapping else
+                                                "rowwise.default_mapping for the shape"})
     return prepare
 
 

@@ -353,7 +353,9 @@ class RegisterTile(_Fragment):
             raise _error(f"{name} over a tile of {self.dtype.name}: reductions shuffle 32-bit floats",
                          code="type-mismatch", hint="convert first, e.g. tile.to(nvdsl.float32)")
         plan = _reduction(self.layout, axis)
-        if any(mask >= 32 for mask in plan.shuffle_masks):
+        lanes = [mask for mask in plan.shuffle_masks if mask < 32]
+        warps = [mask for mask in plan.shuffle_masks if mask >= 32]
+        if warps and (axis != 1 or self.layout.threads != _WARPGROUP):     # rows spread over a warpgroup's warps
             raise _error(f"{name}(axis={axis}) of this tile combines values held by different warps ({self.layout})",
                          code="bad-axis", hint="reduce along the rows (axis=1): each row of a wgmma tile lives "
                                                "in one quad of one warp")
@@ -362,11 +364,54 @@ class RegisterTile(_Fragment):
             results = []
             for group in plan.groups:
                 partial = _tree(combine, [values[v] for v in group])
-                for mask in plan.shuffle_masks:
+                for mask in lanes:
                     partial = combine(partial, _shuffle_xor(partial, mask))
-                results.append(partial.ir)
+                results.append(partial)
+            if warps:
+                results = _across_warps(results, warps, combine, self.layout)
         vector = RowVector if axis == 1 else ColumnVector
-        return vector(results, self.dtype, plan.target)
+        return vector([r.ir for r in results], self.dtype, plan.target)
+
+
+_WARPGROUP = 128
+
+
+def _across_warps(partials: list[Value], masks: list[int], combine, layout: FragmentLayout) -> list[Value]:
+    """Each of this thread's ``partials`` (its warp's, after the shuffles) combined with those of the threads
+    ``thread ^ x`` for ``x`` over the sums of ``masks`` (multiples of 32: other warps of the warpgroup), through
+    shared memory: every thread writes its own slots, the warpgroup meets at its barrier, each thread reads its
+    partners' slots in the order of their warps (so every thread combines the same values in the same order and
+    holds the same result), and meets the others again before the slots can be written anew."""
+    ctx = current_kernel("a reduction across warps")
+    slots = ctx.shared_array((layout.threads, len(partials)), dt.float32)
+    thread = _thread_index(layout)
+    across = 0
+    for mask in masks:
+        across |= mask
+    base = thread - (thread & across)
+    offsets = sorted({sum(m for j, m in enumerate(masks) if k >> j & 1) for k in range(1 << len(masks))})
+    for u, partial in enumerate(partials):
+        slots[thread, u] = partial.to(dt.float32)
+    _sync_warpgroup(ctx, layout)
+    results = []
+    for u, partial in enumerate(partials):
+        found = [slots[base + offset, u] for offset in offsets]
+        results.append(_tree(combine, found).to(partial.dtype))
+    _sync_warpgroup(ctx, layout)
+    return results
+
+
+def _sync_warpgroup(ctx, layout: FragmentLayout) -> None:
+    """The barrier of the warpgroup whose threads hold ``layout``'s tile: its own named barrier inside a
+    ``Warpgroup`` body, else the block's (a block of that warpgroup alone)."""
+    if ctx.warpgroup is not None:
+        ctx.warpgroup.sync()
+        return
+    if ctx.block.x * ctx.block.y * ctx.block.z != layout.threads:
+        raise _error(f"a reduction across the warps of a {layout.threads}-thread tile needs the tile's threads to meet "
+                     "at a barrier: a Warpgroup body, or a block of those threads alone", code="bad-axis",
+                     hint="reduce inside `with nvdsl.Warpgroup(ctx, ...)`, or launch the tile's threads alone")
+    ctx.sync_threads()
 
 
 def _tree(combine, values: list[Value]) -> Value:

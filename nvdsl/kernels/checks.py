@@ -85,11 +85,11 @@ def check_dtypes(what: str, specs: dict[str, ArgSpec], allowed: dict[str, tuple]
 
 
 def checked(what: str, arrays: dict, axes: dict[str, str], allowed: dict[str, tuple], loc, *, written: str,
-            alike: tuple = ()) -> dict[str, int]:
+            alike: tuple = ()) -> tuple[dict[str, int], dict[str, ArgSpec]]:
     """:func:`described`, :func:`bound_extents` and :func:`check_dtypes` in turn, and the output ``written``
-    writeable: the problem's extents."""
+    writeable: the problem's extents and each array's description."""
     specs = described(what, arrays, loc)
     extents = bound_extents(what, specs, axes, loc)
     check_dtypes(what, specs, allowed, loc, alike=alike)
     check_outputs_writable({written: arrays[written]}, loc)
-    return extents
+    return extents, specs

@@ -10,9 +10,10 @@
 ``targets`` (M,) int32 and ``loss`` (M,) float32. Neither M nor N need be a multiple of anything (a vocabulary
 of 50257 works).
 
-Each is a short tile program (``nvdsl.tasks``) plus a mapping. A block takes ``BM`` = 4 rows (one consumer
-warpgroup, a row per warp) and walks their columns in blocks of ``BN`` = 2048 (1024 for cross-entropy;
-``nt.srange(Xt.grid[1])``),
+Each is a short tile program (``nvdsl.tasks``) plus a mapping (:func:`default_mapping`). A block of one consumer
+warpgroup takes ``BM`` = 4 rows of at most 2048 columns (a row per warp) and walks their columns in blocks of ``BN`` =
+2048 (1024 for cross-entropy; ``nt.srange(Xt.grid[1])``), or one wider row (over the four warps, whose sums meet in
+shared memory) in blocks of 8192 (2048 for cross-entropy and for rows that move an element a lane),
 masking columns past N with ``nt.arange`` positions:
 
 * softmax: pass 1 keeps a running max and a rescaled sum of ``exp`` (an online softmax, as attention's),
@@ -24,7 +25,8 @@ masking columns past N with ``nt.arange`` positions:
   column equal to the row's target; ``loss = max + ln(sum) - logit[target]``. Targets outside ``[0, N)`` (an
   ignore index) give the row's log-sum-exp.
 
-The task layer lays such programs' tiles out with each row along a warp's 32 lanes, 8 consecutive columns a lane
+The task layer lays such programs' tiles out with each row along the 32 lanes of a warp (or of several), 8
+consecutive columns a lane
 (``rows_across_lanes``: nothing is multiplied, so no wgmma layout is needed), reads them by ordinary loads (not
 TMA: so rows of any length work, and no ring or producer warpgroup is needed), 16 bytes a lane where the rows'
 bytes and start are multiples of 16 (one element at a time otherwise), and stores each thread's own elements
@@ -39,28 +41,45 @@ import math
 from .. import dtypes as dt
 from .. import tasks as nt
 from ..errors import ArgumentError, user_location
+from ..tasks import staging
 from . import checks
 
-# Rows per block (one per warp of the consumer warpgroup) and columns per step of a pass (64 per lane, in runs of 8):
-# BM = 4 was the fastest softmax of BM in (4, 8, 16, 32, 64) x BN in (128, 256, 512) on an H200 (one element a
-# lane); with 16-byte vectors, of 4 x 512, 4 x 1024, 8 x 1024 and 4 x 2048 (`python3 -m benchmarks rowwise --tiles`,
-# H200, 2026-11-27) BN = 2048 was the fastest for softmax and RMSNorm or within 2% of it at every shape (softmax
-# 4096 x 4096: 83% of the device copy's bandwidth against 77% at 512), for LayerNorm (three passes then) within 9%
-# (8 x 1024 at (4096, 1000)). Cross-entropy's online max, sum and picked logit hold more registers a column: 2048
-# columns spill there; 1024 were its fastest or within 10% at three shapes, 25% behind 8 x 1024 at (8192, 50257).
+# Narrow rows (at most COLUMNS): a block of ROWS rows, a row per warp, COLUMNS columns a step (CROSS_ENTROPY_COLUMNS
+# for cross-entropy). BM = 4 was the fastest softmax of BM in (4, 8, 16, 32, 64) x BN in (128, 256, 512) on an H200
+# (one element a lane); with 16-byte vectors, of 4 x 512, 4 x 1024, 8 x 1024 and 4 x 2048 (`python3 -m benchmarks
+# rowwise --tiles`, H200, 2026-11-27) BN = 2048 was the fastest for softmax and RMSNorm or within 2% of it at every
+# shape, for LayerNorm (three passes then) within 9% (8 x 1024 at (4096, 1000)). Cross-entropy's online max, sum and
+# picked logit hold more registers a column: 2048 columns spill there; 1024 were its fastest or within 10% at three
+# shapes, 25% behind 8 x 1024 at (8192, 50257).
 ROWS = 4
 COLUMNS = 2048
 CROSS_ENTROPY_COLUMNS = 1024
+# Wider rows: a block of one row, spread over the warpgroup's four warps (their sums meet in shared memory),
+# WIDE_COLUMNS a step where the rows move in 16-byte vectors, SCALAR_WIDE_COLUMNS where they move an element a lane
+# and for cross-entropy. Against 4 x 2048 (4 x 1024 for cross-entropy), `--tiles 1x2048,1x4096,1x8192,2x4096` on an
+# H200 and the defaults side by side on an H100 (2026-11-27): at (4096, 4096) softmax, RMSNorm and LayerNorm went
+# from 80-87% of the device copy's bandwidth to 90-98%, at (8192, 50304) by -1 to +6%, 64 rows of 50304 or 128256
+# columns 2.5-4x faster (16 blocks of four rows left most SMs idle); cross-entropy at 1 x 2048 within 1% of 4 x 1024
+# at (4096, 4096) and (8192, 50304) on the H200, +31% at (8192, 50257); at (8192, 50257), where rows move an element
+# a lane, softmax and RMSNorm lose up to 5% and 9% (the wider rows' other shapes gain more).
+WIDE_COLUMNS = 8192
+SCALAR_WIDE_COLUMNS = 2048
 LOG2_E = 1 / math.log(2)
 LN_2 = math.log(2)
 _FLOATS = (dt.float32, dt.float16, dt.bfloat16)
 
 
-def default_mapping(columns: int = COLUMNS) -> nt.Mapping:
-    """How the row-wise programs run: ``ROWS`` rows per block (a row per warp, along its lanes), ``columns`` per
-    step, one consumer warpgroup
-    and no producer (nothing goes through shared memory but the output's staging), one block per row tile."""
-    return nt.Mapping(tiles={"BM": ROWS, "BN": columns}, consumers=1, warp_specialize=False, persistent=False)
+def default_mapping(name: str = "softmax", n: int | None = None, vectors: bool = True) -> nt.Mapping:
+    """How row-wise program ``name`` runs over rows of ``n`` columns (None: narrow rows) that move in 16-byte
+    vectors or not: one consumer warpgroup and no producer (nothing goes through shared memory but the output's
+    staging), one block per row tile; narrow rows (at most :data:`COLUMNS`) ``ROWS`` to a block, a row per warp,
+    wider ones one to a block, over the four warps."""
+    cross_entropy = name == "cross_entropy"
+    if n is None or n <= COLUMNS:
+        rows, columns = ROWS, CROSS_ENTROPY_COLUMNS if cross_entropy else COLUMNS
+    else:
+        rows, columns = 1, WIDE_COLUMNS if vectors and not cross_entropy else SCALAR_WIDE_COLUMNS
+    return nt.Mapping(tiles={"BM": rows, "BN": columns}, consumers=1, warp_specialize=False, persistent=False)
 
 
 def _tile(X):
@@ -194,41 +213,48 @@ PARAMETERS = {"softmax": ("y", "x"), "rms_norm": ("y", "x", "w"), "layer_norm": 
               "cross_entropy": ("loss", "logits", "targets")}
 
 
-def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = None) -> nt.TaskKernel:
+def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = None, n: int | None = None,
+           vectors: bool = True) -> nt.TaskKernel:
     """The built kernel of program ``name`` ("softmax", "rms_norm", "layer_norm", "cross_entropy"; ``eps``
     for the norms), called with its arguments in :data:`PARAMETERS`' order and no checks beyond the task
-    layer's: for callers that time it."""
+    layer's: for callers that time it. Without ``mapping``, :func:`default_mapping` for rows of ``n`` columns that
+    move in 16-byte vectors or not."""
     if name not in PROGRAMS:
         raise ArgumentError(f"no row-wise program {name!r}", code="bad-call",
                             hint=f"the programs are {', '.join(PROGRAMS)}", loc=user_location())
     program = PROGRAMS[name](float(eps if eps is not None else {"rms_norm": 1e-6}.get(name, 1e-5))) \
         if name in ("rms_norm", "layer_norm") else PROGRAMS[name]()
-    return _kernel(program, mapping or default_mapping(CROSS_ENTROPY_COLUMNS if name == "cross_entropy" else COLUMNS))
+    return _kernel(program, mapping or default_mapping(name, n, vectors))
+
+
+def _call(name: str, arrays: dict, axes: dict, allowed: dict, written: str, *, eps=None, mapping=None) -> None:
+    """Check the library call's ``arrays`` (by the caller's names) and run program ``name`` on them, under
+    ``mapping`` or the default mapping for their rows."""
+    extents, specs = checks.checked(name, arrays, axes, allowed, user_location(), written=written)
+    layouts = {key: (spec.shape, spec.dtype.itemsize, spec.strides, spec.unaligned) for key, spec in specs.items()}
+    built = kernel(name, eps=eps, mapping=mapping, n=extents["N"], vectors=staging.row_run(layouts) > 1)
+    built(*(arrays[key] for key in PARAMETERS[name]))
 
 
 def softmax(x, y, *, mapping: nt.Mapping | None = None) -> None:
     """``y[r] = softmax(x[r])`` for every row ``r`` of the (M, N) array ``x`` (float32, float16 or bfloat16),
     computed in float32; ``y`` has x's shape, any of those dtypes."""
-    checks.checked("softmax", {"x": x, "y": y}, {"x": "MN", "y": "MN"}, {"x": _FLOATS, "y": _FLOATS},
-                   user_location(), written="y")
-    kernel("softmax", mapping=mapping)(y, x)
+    _call("softmax", {"x": x, "y": y}, {"x": "MN", "y": "MN"}, {"x": _FLOATS, "y": _FLOATS}, "y", mapping=mapping)
 
 
 def rms_norm(x, w, y, *, eps: float = 1e-6, mapping: nt.Mapping | None = None) -> None:
     """``y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w`` for every row of the (M, N) array ``x``; ``w`` (N,);
     float32, float16 or bfloat16, computed in float32 (as ``torch.nn.functional.rms_norm``)."""
-    checks.checked("rms_norm", {"x": x, "w": w, "y": y}, {"x": "MN", "w": "N", "y": "MN"},
-                   {"x": _FLOATS, "w": _FLOATS, "y": _FLOATS}, user_location(), written="y")
-    kernel("rms_norm", eps=eps, mapping=mapping)(y, x, w)
+    _call("rms_norm", {"x": x, "w": w, "y": y}, {"x": "MN", "w": "N", "y": "MN"},
+          {"x": _FLOATS, "w": _FLOATS, "y": _FLOATS}, "y", eps=eps, mapping=mapping)
 
 
 def layer_norm(x, w, b, y, *, eps: float = 1e-5, mapping: nt.Mapping | None = None) -> None:
     """``y[r] = (x[r] - mean) / sqrt(var + eps) * w + b`` for every row of the (M, N) array ``x`` (the biased
     variance, as ``torch.nn.functional.layer_norm``); ``w``, ``b`` (N,); float32, float16 or bfloat16,
     computed in float32."""
-    checks.checked("layer_norm", {"x": x, "w": w, "b": b, "y": y}, {"x": "MN", "w": "N", "b": "N", "y": "MN"},
-                   {"x": _FLOATS, "w": _FLOATS, "b": _FLOATS, "y": _FLOATS}, user_location(), written="y")
-    kernel("layer_norm", eps=eps, mapping=mapping)(y, x, w, b)
+    _call("layer_norm", {"x": x, "w": w, "b": b, "y": y}, {"x": "MN", "w": "N", "b": "N", "y": "MN"},
+          {"x": _FLOATS, "w": _FLOATS, "b": _FLOATS, "y": _FLOATS}, "y", eps=eps, mapping=mapping)
 
 
 def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None) -> None:
@@ -236,8 +262,6 @@ def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None) -
     ``logits`` (float32, float16 or bfloat16); ``targets`` (M,) int32, ``loss`` (M,) float32: torch's
     ``cross_entropy(logits, targets, reduction='none')``. A target outside ``[0, N)`` picks no logit (the row's
     loss is its log-sum-exp)."""
-    checks.checked("cross_entropy", {"logits": logits, "targets": targets, "loss": loss},
-                   {"logits": "MN", "targets": "M", "loss": "M"},
-                   {"logits": _FLOATS, "targets": (dt.int32,), "loss": (dt.float32,)}, user_location(),
-                   written="loss")
-    kernel("cross_entropy", mapping=mapping)(loss, logits, targets)
+    _call("cross_entropy", {"logits": logits, "targets": targets, "loss": loss},
+          {"logits": "MN", "targets": "M", "loss": "M"},
+          {"logits": _FLOATS, "targets": (dt.int32,), "loss": (dt.float32,)}, "loss", mapping=mapping)

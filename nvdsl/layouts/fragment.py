@@ -15,6 +15,7 @@ column-major index ``row + M * col`` (as CuTe writes TV layouts): wgmma's 64 x 1
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, field
 
 from .layout import Layout, flatten, idx2crd, is_int, make_layout
@@ -185,21 +186,37 @@ def wgmma_accumulator(m: int, n: int) -> FragmentLayout:
     return FragmentLayout((m, n), (rows, cols), name="wgmma accumulator")
 
 
+def warps_per_row(m: int) -> int:
+    """The warps of a warpgroup that share each row of an ``m``-row :func:`rows_across_lanes` tile: one where the
+    four warps can each take whole rows (``m`` a multiple of 4), else as many as spread the rows evenly (2 for an
+    even ``m``, all 4 for an odd one)."""
+    return 4 // math.gcd(m, 4)
+
+
 def rows_across_lanes(m: int, n: int, run: int = 1) -> FragmentLayout:
-    """An ``m`` x ``n`` tile over a warpgroup's 128 threads with each row along the 32 lanes of one warp, in runs of
-    ``run`` consecutive columns: thread ``t = lane + 32 w`` holds, as value ``r + (m / 4) (e + run c)``, the element
-    at row ``w + 4 r``, column ``e + run lane + 32 run c`` (``e < run``). A warp's loads and stores of one run touch
+    """An ``m`` x ``n`` tile over a warpgroup's 128 threads with each row along the 32 lanes of ``k`` =
+    :func:`warps_per_row` warps (one where ``m`` is a multiple of 4), in runs of ``run`` consecutive columns: thread
+    ``t = lane + 32 (w + k g)`` holds, as value ``r + (m k / 4) (e + run c)``, the element at row ``g + (4 / k) r``,
+    column ``e + run lane + 32 run w + 32 run k c`` (``e < run``). A warp's loads and stores of one run touch
     ``32 run`` consecutive elements of a row (coalesced; a run of 16 bytes is one vector access per lane), and a row
-    reduces over the warp's lanes by butterfly shuffles: the layout of tiles that no wgmma reads or writes (the
-    task layer's row-wise programs)."""
-    if m % 4 or run <= 0 or n % (32 * run) or m <= 0 or n <= 0:
-        raise ValueError(f"rows across lanes take a multiple of 4 rows and of {32 * run} columns (runs of {run}), "
-                         f"not {m}x{n}")
-    threads = (32, 4)
-    if run == 1:
-        values, row_strides, column_strides = (m // 4, n // 32), (4, 0), (0, 32)
+    reduces over the warp's lanes by butterfly shuffles (and, with ``k`` > 1, across its warps through shared
+    memory): the layout of tiles that no wgmma reads or writes (the task layer's row-wise programs)."""
+    warps = warps_per_row(max(m, 1))
+    groups = 4 // warps
+    if m <= 0 or run <= 0 or n <= 0 or n % (32 * run * warps):
+        raise ValueError(f"rows across lanes of {m} rows take a multiple of {32 * run * warps} columns (runs of {run} "
+                         f"over {warps} warp(s) a row), not {m}x{n}")
+    if warps == 1:
+        threads, thread_rows, thread_columns = (32, 4), (0, 1), (run, 0)
+    elif groups == 1:
+        threads, thread_rows, thread_columns = (32, 4), (0, 0), (run, 32 * run)
     else:
-        values, row_strides, column_strides = (m // 4, run, n // (32 * run)), (4, 0, 0), (0, 1, 32 * run)
-    rows = make_layout(Layout(threads, (0, 1)), Layout(values, row_strides))
-    cols = make_layout(Layout(threads, (run, 0)), Layout(values, column_strides))
+        threads, thread_rows, thread_columns = (32, warps, groups), (0, 0, 1), (run, 32 * run, 0)
+    width = 32 * run * warps
+    if run == 1:
+        values, row_strides, column_strides = (m // groups, n // width), (groups, 0), (0, width)
+    else:
+        values, row_strides, column_strides = (m // groups, run, n // width), (groups, 0, 0), (0, 1, width)
+    rows = make_layout(Layout(threads, thread_rows), Layout(values, row_strides))
+    cols = make_layout(Layout(threads, thread_columns), Layout(values, column_strides))
     return FragmentLayout((m, n), (rows, cols), name="rows across lanes")

@@ -23,7 +23,7 @@ from ..hopper.timeline import Timeline
 from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait
 from ..hopper.warpgroup import Warpgroup
 from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, stage_operand, wgmma_group, wgmma_wait
-from ..layouts import rows_across_lanes, wgmma_accumulator
+from ..layouts import rows_across_lanes, warps_per_row, wgmma_accumulator
 from . import staging
 from .analysis import operand_name
 from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Loop, Map, Mma, Reduce, Region, argument_loads
@@ -1254,7 +1254,7 @@ def _tile_layout(rows: int, columns: int, row_run: int):
     ``row_run`` consecutive columns a lane where the tile is wide enough (see ``staging.row_run``)."""
     if not row_run:
         return wgmma_accumulator(rows, columns)
-    return rows_across_lanes(rows, columns, row_run if columns % (32 * row_run) == 0 else 1)
+    return rows_across_lanes(rows, columns, row_run if columns % (32 * row_run * warps_per_row(rows)) == 0 else 1)
 
 
 def _zero_tile(rows: int, columns: int, row_run: int = 0) -> RegisterTile:
@@ -1267,7 +1267,7 @@ def _zero_tile(rows: int, columns: int, row_run: int = 0) -> RegisterTile:
 def _row_layout_tile(rows: int, row_run: int = 0) -> RegisterTile:
     """A tile whose rows are laid out as a vector filled over ``rows`` rows (see ``_Consumer.fill``): the layout
     in which an argument's vector is read to combine with such a vector."""
-    return _zero_tile(rows, 32 if row_run else 8, row_run)
+    return _zero_tile(rows, 32 * warps_per_row(rows) if row_run else 8, row_run)
 
 
 def _uniform_rows(tile: RegisterTile) -> RowVector:

@@ -93,15 +93,26 @@ class Region:
     shape: tuple[int, ...]
     transposed: bool = False
     end: Affine | None = None
+    rank: int = 0
 
     @property
     def matrix_shape(self) -> tuple[int, ...]:
         """The shape without leading axes of extent 1 (a batch or row index), transposed if marked: a
-        (1, 128, 64) box is a (128, 64) matrix, a (1, 128) box a vector of 128."""
+        (1, 128, 64) box is a (128, 64) matrix, a (1, 128) box a vector of 128, unless ``rank`` keeps that many
+        last axes (a (1, 128) box read or written as a tile of one row: rank 2)."""
         shape = list(self.shape)
-        while len(shape) > 1 and shape[0] == 1:
+        while len(shape) > max(self.rank, 1) and shape[0] == 1:
             shape.pop(0)
         return tuple(shape[::-1]) if self.transposed else tuple(shape)
+
+    def as_tile_of(self, shape: tuple[int, ...]) -> "Region | None":
+        """This box as a tile of ``shape`` where its last axes are that shape and the axes before them of extent 1
+        (a (1, 128) box as a tile of one row); else None."""
+        shape = tuple(shape)
+        if self.transposed or len(shape) > len(self.shape) or tuple(self.shape[len(self.shape) - len(shape):]) != \
+                shape or any(e != 1 for e in self.shape[:len(self.shape) - len(shape)]):
+            return None
+        return self if self.matrix_shape == shape else replace(self, rank=len(shape))
 
     def __str__(self) -> str:
         axes = ", ".join(f"{o}:+{s}" for o, s in zip(self.origin, self.shape))

@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from .. import dtypes as dt
 from ..errors import MappingError, TaskError, user_location
+from ..layouts import warps_per_row
 from ..layouts.swizzle import swizzle_alignment
 from ..target import TMA_STRIDE_BYTES, wgmma_entry_registers
 from . import ir
@@ -34,7 +35,7 @@ STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the ou
 MAX_DEPTH = 8
 OVERHEAD_REGISTERS = 40               # a consumer's registers besides its accumulators (addresses, loop state)
 MMA_ROWS = 64                         # wgmma's M
-LANE_ROWS, LANE_COLUMNS = 4, 32       # a row-wise program's tiles: a row per warp of the four, 32 lanes along it
+LANE_COLUMNS = 32       # a row-wise program's tiles: each row along a warp's 32 lanes (or several: warps_per_row)
 _MMA_DTYPES = (dt.float16, dt.bfloat16, dt.float8_e4m3fn, dt.float8_e5m2)
 
 
@@ -242,8 +243,8 @@ def _fresh(names: set, stem: str) -> str:
 def in_registers(program: Program, ops) -> bool:
     """Whether a tile's ``ops`` compute in the consumers' registers only: no product, no argument loaded into
     shared memory, every store a 2-D tensor's (stored by each thread, see :func:`_stores`). Such a row-wise
-    program lays its tiles out with rows along a warp's lanes (emission's ``rows_across_lanes``), in multiples
-    of LANE_ROWS rows and LANE_COLUMNS columns, not in wgmma's 64-row blocks."""
+    program lays its tiles out with rows along a warp's lanes (emission's ``rows_across_lanes``; a row over two or four
+    warps where a consumer's rows are not a multiple of four), not in wgmma's 64-row blocks."""
     return not any(isinstance(op, Mma) for op in ops) and \
         not any(program.tensor(op.target).memory == SHARED for op in argument_loads(ops)) and \
         all(len(program.tensor(op.target.tensor).shape) == 2 and op.target.end is None
@@ -255,7 +256,8 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
     """TileBody -> Split: how the consumer warpgroups share a tile. Every accumulator has the tile's rows;
     cooperative consumers each take an equal share of them, and of every tensor that follows their rows
     (see :func:`_split_tensors`); ping-pong consumers each hold whole tiles. A row-wise program's tiles
-    (:func:`in_registers`) share rows in multiples of LANE_ROWS, and have a multiple of LANE_COLUMNS columns."""
+    (:func:`in_registers`) share whole rows, and have a multiple of LANE_COLUMNS columns for each warp that shares a
+    row (``warps_per_row``)."""
     mapping, program = levels.mapping, body.program
     consumers = mapping.consumers
     pingpong = mapping.schedule == PINGPONG
@@ -279,20 +281,23 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
     tile_rows = tile_rows.pop()
     share = 1 if pingpong else consumers
     lanes = in_registers(program, body.ops)
-    granule = LANE_ROWS if lanes else MMA_ROWS
+    granule = 1 if lanes else MMA_ROWS
     if tile_rows % (share * granule):
         changes, note = _row_split_changes(mapping, tile_rows, share, granule)
         raise refusal(f"a tile of {tile_rows} rows cannot be shared by {share} consumer warpgroup(s) in multiples of "
-                      + (f"{granule} rows (a row per warp)" if lanes else f"wgmma's {MMA_ROWS} rows"),
+                      + ("a row" if lanes else f"wgmma's {MMA_ROWS} rows"),
                       code="mapping-tile", changes=changes, note=note)
     columns = {program.tensor(op.target).shape[1] for op in body.ops
                if isinstance(op, Fill) and len(program.tensor(op.target).shape) == 2}
-    odd = sorted(c for c in columns if c % LANE_COLUMNS)
+    width = LANE_COLUMNS * warps_per_row(tile_rows // share)      # the lanes of the warps that share a row
+    odd = sorted(c for c in columns if c % width)
     if lanes and odd:
-        wanted = -(-odd[0] // LANE_COLUMNS) * LANE_COLUMNS
-        raise refusal(f"a tile of {odd[0]} columns cannot lie along a warp's {LANE_COLUMNS} lanes",
+        wanted = -(-odd[0] // width) * width
+        along = f"a warp's {LANE_COLUMNS} lanes" if width == LANE_COLUMNS else \
+            f"the {width} lanes of the {width // LANE_COLUMNS} warps that share each of its rows"
+        raise refusal(f"a tile of {odd[0]} columns cannot lie along {along}",
                       code="mapping-tile", changes=_tunables_at(mapping, odd[0], wanted),
-                      note=f"or tiles of a multiple of {LANE_COLUMNS} columns")
+                      note=f"or tiles of a multiple of {width} columns")
     return Split(consumers=consumers, split=split, rows=tile_rows // share, lanes_along_rows=lanes,
                  partial=partial, columns=shared_columns)
 

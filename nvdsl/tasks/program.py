@@ -698,6 +698,9 @@ def _as_operand(x, shape, dtype: dt.DType | None = None):
     x_shape = x.region.matrix_shape if isinstance(x, TileRef) else x.shape
     if isinstance(x, Local) and x.shape == ():       # a scalar (nt.scalar) combines with any tile
         return x._operand()
+    if isinstance(x, TileRef) and tuple(x_shape) != tuple(shape) and x.region.as_tile_of(shape) is not None:
+        x._operand()
+        return x.region.as_tile_of(shape)             # a tile of one row, (1, N)
     if tuple(x_shape) != tuple(shape):
         raise _error(f"elementwise operands must have one shape: {list(x_shape)} and {list(shape)}", code="bad-shape")
     return x._operand()
@@ -746,13 +749,14 @@ def _store(tile: TileRef, value) -> None:
         _check_privilege(tile, "write", "write")
     if not isinstance(value, Local):
         raise _error(f"assign a computed tile to {tile.region}, got {value!r}", code="bad-tile")
-    if value.shape != tile.region.matrix_shape:
+    target = tile.region if value.shape == tile.region.matrix_shape else tile.region.as_tile_of(value.shape)
+    if target is None:
         raise _error(f"a {list(value.shape)} tile cannot be stored into {tile.region}", code="bad-shape")
     if value.dtype != tile.dtype:
         raise _error(f"storing a {value.dtype.name} tile into {tile.tensor.name} ({tile.dtype.name})", code="bad-dtype",
                      hint=f"convert it first: value.astype({tile.tensor.name}.dtype)")
     _check_reads_cover(trace, tile, value)
-    trace.add(ir.Copy, source=value.name, target=tile.region, accumulate=accumulate)
+    trace.add(ir.Copy, source=value.name, target=target, accumulate=accumulate)
 
 
 def _check_reads_cover(trace: _Trace, tile: TileRef, value: "Local") -> None:

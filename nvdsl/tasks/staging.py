@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..layouts import warps_per_row
 from ..target import TMA_ADDRESS_BYTES, VECTOR_BYTES, stride_problem, vector_problem
 from .ir import Region, walk
 from .stages import Schedule
@@ -102,12 +103,14 @@ def row_layout_text(s: Schedule, layouts: dict) -> str:
     """``kernel.explain``'s line on how a row-wise program's rows move (none for other programs)."""
     if not s.lanes_along_rows:
         return ""
+    warps = warps_per_row(s.rows)
+    spread = "" if warps == 1 else f"; each row along the lanes of {warps} warps, whose sums meet in shared memory"
     problems = _vector_problems(layouts)
     if not problems:
         return (f"row-wise tiles: runs of {ROW_RUN} columns a lane, loaded and stored in {VECTOR_BYTES}-byte "
-                "vectors\n")
+                f"vectors{spread}\n")
     return ("row-wise tiles: one element a lane, since " + "; ".join(problems) + f" (rows of {VECTOR_BYTES}-byte "
-            "multiples, starting on such a boundary, move in 16-byte vectors)\n")
+            f"multiples, starting on such a boundary, move in 16-byte vectors){spread}\n")
 
 
 def stage(s: Schedule, arrays: dict[str, Array]) -> tuple[dict[str, Array], list[tuple[Array, Array]]]:
