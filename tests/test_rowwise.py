@@ -92,9 +92,15 @@ def layer_norm_bound(x64, w64, b64, eps, y_dtype) -> np.ndarray:
         _tiny(y_dtype) + 2.0 ** -126
 
 
+def _picked(x64, targets):
+    """Each row's logit at its target, 0 for a target outside the row (an ignore index)."""
+    inside = (targets >= 0) & (targets < x64.shape[1])
+    return np.where(inside, x64[np.arange(len(x64)), np.clip(targets, 0, x64.shape[1] - 1)], 0.0)
+
+
 def cross_entropy_reference(x64, targets):
     m = x64.max(axis=1)
-    return m + np.log(np.exp(x64 - m[:, None]).sum(axis=1)) - x64[np.arange(len(x64)), targets]
+    return m + np.log(np.exp(x64 - m[:, None]).sum(axis=1)) - _picked(x64, targets)
 
 
 def cross_entropy_bound(x64, targets, n_blocks: int) -> np.ndarray:
@@ -106,7 +112,7 @@ def cross_entropy_bound(x64, targets, n_blocks: int) -> np.ndarray:
     t = (x64 - m[:, None]) / math.log(2)
     ln_s = np.log(np.exp(x64 - m[:, None]).sum(axis=1))
     e = (2 * np.abs(t).max(axis=1) * math.log(2) + 2) * U + TRANSCENDENTAL + (n + 1) * U + n_blocks * (3 * U + TRANSCENDENTAL)
-    picked = np.abs(x64[np.arange(len(x64)), targets])
+    picked = np.abs(_picked(x64, targets))
     return e + (TRANSCENDENTAL + 2 * U) * ln_s + 2 * U * (np.abs(m) + ln_s + picked) + 2.0 ** -126
 
 
@@ -324,7 +330,7 @@ def test_library_wide_rows_take_a_block_each(n, dtype, columns):
     y = np.full(x.shape, np.nan, np.float32)
     rowwise.layer_norm(x, w, b, y)
     assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5), layer_norm_bound(x64, w64, b64, 1e-5, np.float32))
-    targets = np.array([0, n - 1, 7, n // 2, 4099 % n], np.int32)
+    targets = np.array([0, n - 1, -100, n // 2, n], np.int32)              # -100 and n: ignored, the row's lse
     loss = np.full(rows, np.nan, np.float32)
     rowwise.cross_entropy(x, targets, loss)
     assert_within(loss, cross_entropy_reference(x64, targets), cross_entropy_bound(x64, targets, blocks))
@@ -417,16 +423,61 @@ def test_torch_row_views_in_vectors_or_elements_on_the_gpu():
 @pytest.mark.parametrize("n, dtype", [(50257, BF16), (1000, np.float32)])
 def test_library_cross_entropy_over_a_vocabulary(n, dtype):
     """Per-row loss over a GPT-2 vocabulary (50257 bf16 logits, 393 column blocks, the last with 81 columns);
-    targets anywhere, the last column among them."""
+    targets anywhere, the last column among them, and two outside the row; 66 rows, the last tile ragged."""
     rng = np.random.default_rng(9)
     rows = 66
     logits = _inputs(rng, (rows, n), dtype, 3.0)
     targets = rng.integers(0, n, rows).astype(np.int32)
-    targets[:3] = (0, n - 1, 127)
+    targets[:5] = (0, n - 1, 127, -100, n)                  # -100 and n: ignored (the row's log-sum-exp)
     loss = np.full(rows, np.nan, np.float32)
     rowwise.cross_entropy(logits, targets, loss)
     x64 = logits.astype(np.float64)
     assert_within(loss, cross_entropy_reference(x64, targets), cross_entropy_bound(x64, targets, -(-n // 128)))
+
+
+@nt.task(reads=("X", "T"), writes=("O",))
+def pick_tile(O, X, T):
+    BM = nt.tunable("BM", 4)
+    Xt, Tt, Ot = nt.blocks(X, (BM, 128)), nt.blocks(T, (BM,)), nt.blocks(O, (BM,))
+    for i in nt.prange(Xt.grid[0]):
+        Ot[i] = X[nt.arange(BM, start=i * BM), Tt[i]] * 2.0
+
+
+@pytest.mark.parametrize("rows", [4, 2, 1])
+def test_a_program_picks_one_element_a_row(rows):
+    """``X[rows, cols]`` with the columns read on the GPU (NumPy's pairing of two index vectors): one element of each
+    row, 0 where the column is outside the row (-1, -100, N) or the row past the array's end (7 rows in blocks of
+    4 or 2); exact."""
+    x = np.arange(7 * 300, dtype=np.float32).reshape(7, 300)
+    t = np.array([0, 299, 300, -1, 5, -100, 150], np.int32)
+    o = np.full(7, np.nan, np.float32)
+    kernel = nt.build(pick_tile, rowwise.default_mapping().replace(tiles={"BM": rows}))
+    assert "X_picked = X[p0" in kernel.explain(o, x, t)
+    kernel(o, x, t)
+    inside = (t >= 0) & (t < 300)
+    np.testing.assert_array_equal(o, np.where(inside, x[np.arange(7), np.clip(t, 0, 299)], 0.0) * 2.0)
+
+
+def test_picking_is_refused_where_it_cannot_be_ordered_or_shaped():
+    @nt.task(reads=("T",), writes=("X",))
+    def written(X, T):
+        Xt, Tt = nt.blocks(X, (4, 128)), nt.blocks(T, (4,))
+        for i in nt.prange(Xt.grid[0]):
+            Xt[i, 0] = nt.zeros((4, 128)) + X[nt.arange(4, start=i * 4), Tt[i]][:, None]
+
+    @nt.task(reads=("X", "T"), writes=("O",))
+    def float_columns(O, X, T):
+        Xt, Ot = nt.blocks(X, (4, 128)), nt.blocks(O, (4,))
+        for i in nt.prange(Xt.grid[0]):
+            Ot[i] = X[nt.arange(4, start=i * 4), nt.zeros((4,))]
+
+    x, t, o = np.zeros((8, 128), np.float32), np.zeros(8, np.int32), np.zeros(8, np.float32)
+    with pytest.raises(TaskError) as refused:
+        nt.build(written, rowwise.default_mapping().replace(tiles={})).plan(x, t)
+    assert refused.value.code == "bad-privilege" and "reads=('X',)" in refused.value.hint
+    with pytest.raises(TaskError) as refused:
+        nt.build(float_columns, rowwise.default_mapping().replace(tiles={})).plan(o, x, t)
+    assert refused.value.code == "bad-tile" and "nt.arange(BM, start=i * BM), cols" in refused.value.hint
 
 
 def test_library_arguments_are_checked():
@@ -444,6 +495,16 @@ def test_library_softmax_schedule(request):
     x = np.zeros((4096, 1000), np.float32)
     text = rowwise.kernel("softmax").explain(x, x)
     assert_matches_golden(text, os.path.join(GOLDEN, "tasks_rowwise_softmax.schedule.txt"),
+                          update=request.config.getoption("--update-golden"))
+
+
+def test_library_cross_entropy_schedule(request):
+    """One pass over the column blocks of rows wider than 2048 (one to a block), then each row's target logit read
+    alone (``logits[rows, targets]``), not compared against every column in every step."""
+    logits, targets, loss = np.zeros((64, 50257), BF16), np.zeros(64, np.int32), np.zeros(64, np.float32)
+    text = rowwise.kernel("cross_entropy", n=50257, vectors=False).explain(loss, logits, targets)
+    assert "logits_picked = logits[p0 + r" in text and "for k0 < 13:" in text, text
+    assert_matches_golden(text, os.path.join(GOLDEN, "tasks_rowwise_cross_entropy.schedule.txt"),
                           update=request.config.getoption("--update-golden"))
 
 

@@ -87,12 +87,18 @@ PROGRAMS = {
     # rows past the last column block's middle, loads past N masked and the output stored by each thread's clipped
     # stores: rows of 300 float32 (1200 bytes) in 16-byte vectors, rows of 1001 one element at a time; wide rows one
     # to a block over the four warps (their sums meeting in shared memory), 4100 in vectors, 2051 an element a lane
-    "kernels.rowwise": ("import numpy as np; from nvdsl.kernels.rowwise import softmax; "
+    # (cross-entropy's target logits read one a row, targets outside the row among them: nothing read outside it)
+    "kernels.rowwise": ("import numpy as np; from nvdsl.kernels.rowwise import softmax, cross_entropy; "
                         "rng = np.random.default_rng(0)\n"
                         "for shape in ((100, 300), (37, 1001), (5, 4100), (3, 2051)):\n"
                         "    x = rng.standard_normal(shape).astype(np.float32); "
                         "y = np.zeros_like(x); softmax(x, y); e = np.exp(x - x.max(1, keepdims=True)); "
                         "assert np.abs(y - e / e.sum(1, keepdims=True)).max() < 1e-5\n"
+                        "    t = rng.integers(0, shape[1], shape[0]).astype(np.int32); t[:2] = (-100, shape[1]); "
+                        "loss = np.zeros(shape[0], np.float32); cross_entropy(x, t, loss); "
+                        "lse = np.log(np.exp(x.astype(np.float64)).sum(1)); r = np.arange(shape[0]); "
+                        "want = lse - np.where((t >= 0) & (t < shape[1]), x[r, np.clip(t, 0, shape[1] - 1)], 0); "
+                        "assert np.abs(loss - want).max() < 1e-4\n"
                         "print('PASS')"),
     # a ragged causal GQA backward: D, dQ, dK/dV per query head, keys past the last query zeroed, heads summed (at
     # head_dim 256 dK and dV by separate kernels)

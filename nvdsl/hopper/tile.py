@@ -643,6 +643,28 @@ class RowVector(_Vector):
     axis = 0
     kind = "rows"
 
+    @classmethod
+    def gather(cls, tile: RegisterTile, array: Array, row_start, columns: "RowVector", fill=0.0) -> "RowVector":
+        """For each row ``r`` of ``tile``, element ``(row_start + r, columns[r])`` of the 2-D ``array`` (``columns``
+        an int32 vector over those rows: a column known only on the GPU), ``fill`` where the row or the column is
+        outside the array; nothing is read outside it."""
+        current_kernel("RowVector.gather")
+        layout = _vector_layout(cls, tile)
+        if not isinstance(array, Array) or array.ndim != 2:
+            raise _error(f"RowVector.gather needs a 2-D array, got {array!r}", code="bad-tile")
+        if not isinstance(columns, RowVector) or columns.layout != layout or not columns.dtype.is_int:
+            raise _error(f"RowVector.gather: columns must be an int vector over the tile's rows, got {columns!r}",
+                         code="layout-mismatch")
+        rows, width = array.shape
+        with at_user_line():
+            values = []
+            for (row,), column in zip(_coordinates(layout, (row_start,), dt.int32), columns.values):
+                column = Value(column, columns.dtype).to(dt.int32)
+                inside = (row < rows) & (column >= 0) & (column < width)
+                at = (convert(minimum(row, rows - 1), dt.index), convert(select(inside, column, 0), dt.index))
+                values.append(select(inside, array[at], as_value(fill, array.dtype, "fill")).ir)
+        return cls(values, array.dtype, layout)
+
 
 class ColumnVector(_Vector):
     """One value per column of the register tiles of one layout (a bias); it broadcasts down the columns:

@@ -12,8 +12,8 @@ of 50257 works).
 
 Each is a short tile program (``nvdsl.tasks``) plus a mapping (:func:`default_mapping`). A block of one consumer
 warpgroup takes ``BM`` = 4 rows of at most 2048 columns (a row per warp) and walks their columns in blocks of ``BN`` =
-2048 (1024 for cross-entropy; ``nt.srange(Xt.grid[1])``), or one wider row (over the four warps, whose sums meet in
-shared memory) in blocks of 8192 (2048 for cross-entropy and for rows that move an element a lane),
+2048 (``nt.srange(Xt.grid[1])``), or one wider row (over the four warps, whose sums meet in shared memory) in blocks
+of 8192 (4096 for cross-entropy, 2048 for rows that move an element a lane),
 masking columns past N with ``nt.arange`` positions:
 
 * softmax: pass 1 keeps a running max and a rescaled sum of ``exp`` (an online softmax, as attention's),
@@ -21,9 +21,9 @@ masking columns past N with ``nt.arange`` positions:
 * RMSNorm: pass 1 sums squares, pass 2 writes; LayerNorm: pass 1 keeps a running mean and sum of squared
   deviations from it (each block's combined by Chan's update: not ``E[x^2] - mean^2``, which cancels), pass 2
   writes;
-* cross-entropy: one pass with the online max and sum, and the target's logit picked by a mask of the
-  column equal to the row's target; ``loss = max + ln(sum) - logit[target]``. Targets outside ``[0, N)`` (an
-  ignore index) give the row's log-sum-exp.
+* cross-entropy: one pass with the online max and sum, then the target's logit read alone
+  (``logits[rows, targets]``, one element a row); ``loss = max + ln(sum) - logit[target]``. Targets outside
+  ``[0, N)`` (an ignore index) give the row's log-sum-exp.
 
 The task layer lays such programs' tiles out with each row along the 32 lanes of a warp (or of several), 8
 consecutive columns a lane
@@ -44,26 +44,25 @@ from ..errors import ArgumentError, user_location
 from ..tasks import staging
 from . import checks
 
-# Narrow rows (at most COLUMNS): a block of ROWS rows, a row per warp, COLUMNS columns a step (CROSS_ENTROPY_COLUMNS
-# for cross-entropy). BM = 4 was the fastest softmax of BM in (4, 8, 16, 32, 64) x BN in (128, 256, 512) on an H200
-# (one element a lane); with 16-byte vectors, of 4 x 512, 4 x 1024, 8 x 1024 and 4 x 2048 (`python3 -m benchmarks
-# rowwise --tiles`, H200, 2026-11-27) BN = 2048 was the fastest for softmax and RMSNorm or within 2% of it at every
-# shape, for LayerNorm (three passes then) within 9% (8 x 1024 at (4096, 1000)). Cross-entropy's online max, sum and
-# picked logit hold more registers a column: 2048 columns spill there; 1024 were its fastest or within 10% at three
-# shapes, 25% behind 8 x 1024 at (8192, 50257).
+# Narrow rows (at most COLUMNS): a block of ROWS rows, a row per warp, COLUMNS columns a step. BM = 4 was the fastest
+# softmax of BM in (4, 8, 16, 32, 64) x BN in (128, 256, 512) on an H200 (one element a lane); with 16-byte vectors,
+# of 4 x 512, 4 x 1024, 8 x 1024 and 4 x 2048 (`python3 -m benchmarks rowwise --tiles`, H200, 2026-11-27) BN = 2048
+# was the fastest for softmax and RMSNorm or within 2% of it at every shape, for LayerNorm (three passes then) within
+# 9% (8 x 1024 at (4096, 1000)); for cross-entropy (`tools/cross_entropy_pick_probe.py`) within 1% of 4 x 1024.
 ROWS = 4
 COLUMNS = 2048
-CROSS_ENTROPY_COLUMNS = 1024
 # Wider rows: a block of one row, spread over the warpgroup's four warps (their sums meet in shared memory),
-# WIDE_COLUMNS a step where the rows move in 16-byte vectors, SCALAR_WIDE_COLUMNS where they move an element a lane
-# and for cross-entropy. Against 4 x 2048 (4 x 1024 for cross-entropy), `--tiles 1x2048,1x4096,1x8192,2x4096` on an
-# H200 and the defaults side by side on an H100 (2026-11-27): at (4096, 4096) softmax, RMSNorm and LayerNorm went
-# from 80-87% of the device copy's bandwidth to 90-98%, at (8192, 50304) by -1 to +6%, 64 rows of 50304 or 128256
-# columns 2.5-4x faster (16 blocks of four rows left most SMs idle); cross-entropy at 1 x 2048 within 1% of 4 x 1024
-# at (4096, 4096) and (8192, 50304) on the H200, +31% at (8192, 50257); at (8192, 50257), where rows move an element
-# a lane, softmax and RMSNorm lose up to 5% and 9% (the wider rows' other shapes gain more).
+# WIDE_COLUMNS a step where the rows move in 16-byte vectors, SCALAR_WIDE_COLUMNS where they move an element a lane,
+# CROSS_ENTROPY_WIDE_COLUMNS for cross-entropy. Against 4 x 2048, `--tiles 1x2048,1x4096,1x8192,2x4096` on an H200 and
+# the defaults side by side on an H100 (2026-11-27): at (4096, 4096) softmax, RMSNorm and LayerNorm went from 80-87%
+# of the device copy's bandwidth to 90-98%, at (8192, 50304) by -1 to +6%, 64 rows of 50304 or 128256 columns 2.5-4x
+# faster (16 blocks of four rows left most SMs idle); at (8192, 50257), where rows move an element a lane, softmax and
+# RMSNorm lose up to 5% and 9% (the wider rows' other shapes gain more). Cross-entropy (one pass, the probe above):
+# 1 x 4096 the fastest or within 0.2% at (4096, 4096), (8192, 50257) and (8192, 50304) of 1 x 2048, 1 x 8192,
+# 4 x 1024 and 4 x 2048.
 WIDE_COLUMNS = 8192
 SCALAR_WIDE_COLUMNS = 2048
+CROSS_ENTROPY_WIDE_COLUMNS = 4096
 LOG2_E = 1 / math.log(2)
 LN_2 = math.log(2)
 _FLOATS = (dt.float32, dt.float16, dt.bfloat16)
@@ -74,11 +73,12 @@ def default_mapping(name: str = "softmax", n: int | None = None, vectors: bool =
     vectors or not: one consumer warpgroup and no producer (nothing goes through shared memory but the output's
     staging), one block per row tile; narrow rows (at most :data:`COLUMNS`) ``ROWS`` to a block, a row per warp,
     wider ones one to a block, over the four warps."""
-    cross_entropy = name == "cross_entropy"
     if n is None or n <= COLUMNS:
-        rows, columns = ROWS, CROSS_ENTROPY_COLUMNS if cross_entropy else COLUMNS
+        rows, columns = ROWS, COLUMNS
     else:
-        rows, columns = 1, WIDE_COLUMNS if vectors and not cross_entropy else SCALAR_WIDE_COLUMNS
+        rows = 1
+        columns = CROSS_ENTROPY_WIDE_COLUMNS if name == "cross_entropy" else WIDE_COLUMNS if vectors else \
+            SCALAR_WIDE_COLUMNS
     return nt.Mapping(tiles={"BM": rows, "BN": columns}, consumers=1, warp_specialize=False, persistent=False)
 
 
@@ -185,16 +185,13 @@ def cross_entropy_program() -> nt.Task:
         n = logits.shape[1]
         for i in nt.prange(Lt.grid[0]):
             m, s = nt.full((BM,), -math.inf, name="m"), nt.zeros((BM,), name="s")
-            picked = nt.zeros((BM,), name="picked")
-            target = Tt[i]
             for j in nt.srange(Lt.grid[1]):
                 cols = nt.arange(BN, start=j * BN, name="cols")
                 x = nt.where((cols < n)[None, :], _read(Lt, i, j, BM, BN), -math.inf)
                 m_new = nt.maximum(m, x.max(axis=1))
                 s[...] = s * nt.exp2((m - m_new) * LOG2_E) + nt.exp2((x - m_new[:, None]) * LOG2_E).sum(axis=1)
                 m[...] = m_new
-                hit = (cols[None, :] <= target[:, None]) & (cols[None, :] >= target[:, None])
-                picked[...] = picked + nt.where(hit, x, 0.0).sum(axis=1)
+            picked = logits[nt.arange(BM, start=i * BM, name="rows"), Tt[i]]      # 0 for a target outside [0, N)
             Ot[i] = m + nt.log(s) - picked
     return cross_entropy
 

@@ -10,7 +10,8 @@ from dataclasses import replace
 
 from ..errors import TaskError
 from . import ir
-from .ir import GLOBAL, NONE, REGISTER, SHARED, Affine, Broadcast, Copy, Loop, Map, Mma, Program, Reduce, Region
+from .ir import (GLOBAL, NONE, REGISTER, SHARED, Affine, Broadcast, Copy, Gather, Loop, Map, Mma, Program, Reduce,
+                 Region)
 from .mapping import refusal
 
 
@@ -107,6 +108,8 @@ def _substitute(op, swap):
         return replace(op, input=swap(op.input))
     if isinstance(op, Copy):
         return replace(op, source=swap(op.source))
+    if isinstance(op, Gather):
+        return replace(op, index=swap(op.index))
     return op
 
 

@@ -26,7 +26,8 @@ from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, stage_operand, wgmma_g
 from ..layouts import rows_across_lanes, warps_per_row, wgmma_accumulator
 from . import staging
 from .analysis import operand_name
-from .ir import Affine, Broadcast, Copy, Fill, FirstColumn, Iota, Loop, Map, Mma, Reduce, Region, argument_loads
+from .ir import (Affine, Broadcast, Copy, Fill, FirstColumn, Gather, Iota, Loop, Map, Mma, Reduce, Region,
+                 argument_loads)
 from .profile import DATA_WAIT, EPILOGUE, LOAD, MATH, PRODUCT_WAIT, STEP, TILE, TURN_WAIT, roles
 from .stages import EXCHANGE_BARRIER, TURN_BARRIER, OnesTile, Schedule
 
@@ -695,11 +696,22 @@ class _Consumer:
             self.reduce(op)
         elif isinstance(op, FirstColumn):
             self.values[op.out] = self.values[op.out] + _uniform_rows(self.values[op.input])
+        elif isinstance(op, Gather):
+            self.gather(op)
         elif isinstance(op, Iota):
             start = _evaluate(op.start, self.env)
             self.values[op.out] = _Iota(start if isinstance(start, int) else start.to(dt.int32))
         else:
             raise TaskError(f"{op}: not scheduled on the consumers", code="unsupported-program", loc=op.loc)
+
+    def gather(self, op: Gather) -> None:
+        """One element of each of this consumer's rows of the tile at a column the vector ``op.index`` holds."""
+        like = _row_layout_tile(self.rows(op.out), self.row_run)
+        columns = self.value(operand_name(op.index), like, None, 1)
+        rows = _evaluate(op.rows, self.env)
+        row0 = self.row0(op.out)
+        picked = RowVector.gather(like, self.arrays[op.tensor], rows + row0 if row0 else rows, columns, op.fill)
+        self.values[op.out] = picked.to(self.program.tensor(op.out).dtype)
 
     def section(self, loop: Loop) -> None:
         """One of a row-wise program's srange loops (its passes over column blocks, in registers alone): the

@@ -305,6 +305,29 @@ class Reduce(Op):
 
 
 @dataclass(frozen=True)
+class Gather(Op):
+    """``out[r] = tensor[rows + r, index[r]]`` for each ``r`` of the vector ``index`` (an int32 vector over a
+    tile's rows, read or computed on the GPU): one element of each row at a column known only there (a row's
+    target logit), read by ordinary loads; ``fill`` where the row or the column is outside the tensor. The tensor
+    is read-only in the task (the program refuses a gather from one it writes), so no other event orders it."""
+
+    out: str
+    tensor: str
+    rows: Affine
+    index: Operand
+    fill: float = 0.0
+
+    def reads(self):
+        return (self.index,)
+
+    def writes(self):
+        return (self.out,)
+
+    def __str__(self):
+        return f"e{self.id} = {self.out} = {self.tensor}[{self.rows} + r, {self.index}[r]]{self._deps_text()}"
+
+
+@dataclass(frozen=True)
 class FirstColumn(Op):
     """``out += input[:, 0]`` for a tile whose columns all hold the same values (a product with a tile of
     ones holds its A's row sums in every column): each thread reads its own first column of each row, so

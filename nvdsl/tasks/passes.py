@@ -23,7 +23,8 @@ from ..layouts.swizzle import swizzle_alignment
 from ..target import TMA_STRIDE_BYTES, wgmma_entry_registers
 from . import ir
 from .analysis import operand_name, with_dependences
-from .ir import SHARED, Broadcast, Copy, Fill, FirstColumn, Loop, Map, Mma, Program, Reduce, Region, argument_loads
+from .ir import (SHARED, Broadcast, Copy, Fill, FirstColumn, Gather, Loop, Map, Mma, Program, Reduce, Region,
+                 argument_loads)
 from .mapping import (BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers,
                       refusal)
 from .stages import (ONES_COLUMNS, Allocation, Buffer, Joined, Levels, MainLoop, OnesTile, Persistence, Phases,
@@ -414,6 +415,8 @@ def _split_tensors(program: Program, ops, schedule: str, consumers: int = 1) -> 
             elif (isinstance(op, Reduce) and op.axis == 1) or isinstance(op, FirstColumn):
                 if op.out in split or operand_name(op.input) in split:
                     new.update((op.out, operand_name(op.input)))
+            elif isinstance(op, Gather) and (op.out in split or operand_name(op.index) in split):
+                new.update((op.out, operand_name(op.index)))
             elif isinstance(op, Reduce) and op.axis == 0 and operand_name(op.input) in split:
                 raise _refuse(f"{op}: a sum down the columns of a tile whose rows the consumer warpgroups share out "
                               "needs the warpgroups to combine their parts", loc=op.loc,

@@ -111,6 +111,9 @@ class Tensor:
                          code="bad-tile")
         _check_privilege(self.region(), "read", "read")
         *leading, last = key
+        if len(leading) == 1 and (isinstance(last, TileRef) or
+                                  (isinstance(last, Local) and last.name not in trace.positions)):
+            return self._gather(trace, leading[0], last)
         positions = last.source if isinstance(last, _BroadcastOperand) else \
             last.name if isinstance(last, Local) else None
         if positions is not None and positions not in trace.positions:
@@ -131,6 +134,25 @@ class Tensor:
         run = TileRef(self, tuple(origin), (1,) * len(leading) + (length,), self._privilege)
         return _broadcast(run, (None, slice(None)) if last.axis == 0 else (slice(None), None)) \
             if isinstance(last, _BroadcastOperand) else run
+
+    def _gather(self, trace, rows, columns) -> "Local":
+        """``X[rows, columns]``, NumPy's pairing of two index vectors: for each ``r``, ``X[rows[r], columns[r]]``,
+        where ``rows`` are a tile's row positions (``nt.arange(BM, start=i * BM)``) and ``columns`` an int32 vector
+        over them read or computed on the GPU (a row's target class); 0 where a row or a column lies outside X."""
+        if len(self.shape) != 2 or not isinstance(rows, Local) or rows.name not in trace.positions or \
+                _matrix(columns) != rows.shape or not columns.dtype.is_int:
+            raise _error(f"{self.name}[rows, columns] picks one element a row of a 2-D tensor: rows are positions "
+                         f"(nt.arange) and columns an int vector of as many, got {self.name}{list(self.shape)}"
+                         f"[{rows!r}, {columns!r}]", code="bad-tile",
+                         hint=f"{self.name}[nt.arange(BM, start=i * BM), cols] with cols of shape (BM,)")
+        if self._privilege != "read":
+            raise _error(f"{self.name}[rows, columns]: a task that {_DECLARE[self._privilege]} '{self.name}' cannot "
+                         "pick elements of it at columns known only on the GPU (no event would order the reads)",
+                         code="bad-privilege", hint=f"pick from a tensor the task only reads (reads=('{self.name}',))")
+        out = Local(trace.fresh(self.name + "_picked"), rows.shape, dt.float32 if self.dtype.is_float else dt.int32)
+        trace.declare(ir.TensorDecl(out.name, out.shape, out.dtype, ir.REGISTER))
+        trace.add(ir.Gather, out=out.name, tensor=self.name, rows=trace.positions[rows.name], index=columns._operand())
+        return out
 
     def __repr__(self):
         return f"<task tensor {self.name}: {self.dtype.name}{list(self.shape)}>"
