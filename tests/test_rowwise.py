@@ -443,6 +443,25 @@ def pick_tile(O, X, T):
         Ot[i] = X[nt.arange(BM, start=i * BM), Tt[i]] * 2.0
 
 
+@nt.task(reads=("X", "T"), writes=("O",))
+def pick_next_tile(O, X, T):
+    BM = nt.tunable("BM", 4)
+    Xt, Tt, Ot = nt.blocks(X, (BM, 128)), nt.blocks(T, (BM,)), nt.blocks(O, (BM,))
+    for i in nt.prange(Xt.grid[0]):
+        columns = nt.zeros((BM,), nvdsl.int32) + Tt[i]
+        Ot[i] = X[nt.arange(BM, start=i * BM), columns + 1]
+
+
+def test_a_program_picks_at_computed_columns():
+    """The columns a computed int vector (each row's target plus one): 301 and 0 fall outside or in again."""
+    x = np.arange(7 * 300, dtype=np.float32).reshape(7, 300)
+    t = np.array([0, 299, 300, -1, 5, -100, 150], np.int32)
+    o = np.full(7, np.nan, np.float32)
+    nt.build(pick_next_tile, rowwise.default_mapping().replace(tiles={"BM": 4}))(o, x, t)
+    inside = (t + 1 >= 0) & (t + 1 < 300)
+    np.testing.assert_array_equal(o, np.where(inside, x[np.arange(7), np.clip(t + 1, 0, 299)], 0.0))
+
+
 @pytest.mark.parametrize("rows", [4, 2, 1])
 def test_a_program_picks_one_element_a_row(rows):
     """``X[rows, cols]`` with the columns read on the GPU (NumPy's pairing of two index vectors): one element of each

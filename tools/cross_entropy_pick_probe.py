@@ -20,6 +20,7 @@ import torch.nn.functional as F
 import nvdsl.tasks as nt
 from nvdsl.kernels import rowwise
 from nvdsl.kernels.rowwise import LOG2_E, _read, _tile
+from probe_timing import device_us                   # tools/: the folder of the script run
 
 
 def _program(pick: str) -> nt.Task:
@@ -43,17 +44,6 @@ def _program(pick: str) -> nt.Task:
                     picked[...] = picked + nt.where(hit, x, 0.0).sum(axis=1)
             Ot[i] = m + nt.log(s) - picked
     return cross_entropy
-
-
-def device_us(fn, reps=10):
-    torch.cuda._sleep(1_000_000)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1000 / reps
 
 
 def main(out: str) -> None:

@@ -16,19 +16,9 @@ import torch
 import torch.nn.functional as F
 
 from nvdsl.kernels import rowwise
+from probe_timing import device_us                   # tools/: the folder of the script run
 
 M, N = 8192, 50304
-
-
-def device_us(fn, reps=10):
-    torch.cuda._sleep(1_000_000)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1000 / reps
 
 
 def main(out: str) -> None:

@@ -20,19 +20,9 @@ import sys
 import torch
 
 import nvdsl.kernels.gemm as G
+from probe_timing import device_us                   # tools/: the folder of the script run
 
 PDL, PLAIN = G._sum_partials, G.partials_sum(overlap_previous=False)
-
-
-def device_us(fn, reps=10):
-    torch.cuda._sleep(1_000_000)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) * 1000 / reps
 
 
 SHAPES = [(1, 3072, 4096, "KN"), (64, 4096, 14336, "NK"), (16, 4096, 4096, "NK"), (1, 4096, 4096, "KN"),

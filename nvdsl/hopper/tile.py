@@ -390,13 +390,10 @@ def _across_warps(partials: list[Value], masks: list[int], combine, layout: Frag
         across |= mask
     base = thread - (thread & across)
     offsets = sorted({sum(m for j, m in enumerate(masks) if k >> j & 1) for k in range(1 << len(masks))})
-    for u, partial in enumerate(partials):
-        slots[thread, u] = partial.to(dt.float32)
+    for u, partial in enumerate(partials):         # (reductions are of float32 tiles)
+        slots[thread, u] = partial
     _sync_warpgroup(ctx, layout)
-    results = []
-    for u, partial in enumerate(partials):
-        found = [slots[base + offset, u] for offset in offsets]
-        results.append(_tree(combine, found).to(partial.dtype))
+    results = [_tree(combine, [slots[base + offset, u] for offset in offsets]) for u in range(len(partials))]
     _sync_warpgroup(ctx, layout)
     return results
 
