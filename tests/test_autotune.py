@@ -60,13 +60,30 @@ def test_a_new_shape_class_is_tuned_again_and_a_shape_of_the_same_class_is_not(t
     monkeypatch.setenv("NVDSL_CACHE_DIR", str(tmp_path))
     log = []
     tuned = nt.autotune(library.matmul, [WIDE, NARROW], measure=_timer({WIDE: 1.0, NARROW: 2.0}, log))
-    for m, n in ((96, 200), (100, 250), (300, 200)):        # (128, 256) twice, then (512, 256)
+    for m, n in ((96, 200), (100, 248), (300, 200)):        # (128, 256) twice, then (512, 256)
         a, b = _operands(m, n, 64)
         c = np.zeros((m, n), np.float16)
         tuned(c, a, b)
         assert_product_close(c, a, b)
     assert log == [WIDE, NARROW, WIDE, NARROW]
     assert shape_class((96, 200)) == shape_class((100, 250)) == (128, 256) and shape_class((1,)) == (1,)
+
+
+def test_rows_that_move_in_vectors_and_rows_that_do_not_are_tuned_apart(tmp_path, monkeypatch):
+    """Rows of 1000 and of 1001 float32 share a shape class (1024) but not their loads (16-byte vectors or one
+    element a lane): each is timed for itself; a second array of 1000 is not."""
+    from nvdsl.kernels import rowwise
+    monkeypatch.setenv("NVDSL_CACHE_DIR", str(tmp_path))
+    four, one = (rowwise.default_mapping().replace(tiles={"BM": rows, "BN": 512}) for rows in (4, 1))
+    log = []
+    tuned = nt.autotune(rowwise.softmax_program(), [four, one], measure=_timer({four: 2.0, one: 1.0}, log))
+    for n in (1000, 1001, 1000):
+        x = np.random.default_rng(n).standard_normal((6, n)).astype(np.float32)
+        y = np.full_like(x, np.nan)
+        tuned(y, x)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+    assert log == [four, one, four, one] and len(tuned.timings) == 2
 
 
 def test_without_a_gpu_or_a_measure_the_first_candidate_that_plans_runs(tmp_path, monkeypatch):

@@ -499,6 +499,32 @@ def test_picking_is_refused_where_it_cannot_be_ordered_or_shaped():
     assert refused.value.code == "bad-tile" and "nt.arange(BM, start=i * BM), cols" in refused.value.hint
 
 
+def test_library_calls_tune_their_tiles_on_request(tmp_path, monkeypatch):
+    """``autotune=True`` runs each program under the fastest of the tiles the default mapping chooses from (without
+    a GPU the first, nothing timed): the results are those of the default mapping."""
+    monkeypatch.setenv("NVDSL_CACHE_DIR", str(tmp_path))
+    rowwise._autotuned.cache_clear()
+    rng = np.random.default_rng(23)
+    x, w, b = _inputs(rng, (5, 3000), np.float32, 3.0), _inputs(rng, (3000,), np.float32), \
+        _inputs(rng, (3000,), np.float32)
+    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
+    blocks = -(-3000 // 128)
+    y = np.full_like(x, np.nan)
+    rowwise.softmax(x, y, autotune=True)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(y, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
+    rowwise.rms_norm(x, w, y, autotune=True)
+    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, np.float32))
+    rowwise.layer_norm(x, w, b, y, autotune=True)
+    assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5), layer_norm_bound(x64, w64, b64, 1e-5, np.float32))
+    targets, loss = np.array([0, 2999, -100, 7, 1500], np.int32), np.full(5, np.nan, np.float32)
+    rowwise.cross_entropy(x, targets, loss, autotune=True)
+    assert_within(loss, cross_entropy_reference(x64, targets), cross_entropy_bound(x64, targets, blocks))
+    tuned = rowwise._autotuned(rowwise.softmax_program())
+    assert [tuple(m.tile_values().values()) for m in tuned.mappings] == list(rowwise.AUTOTUNED_TILES)
+    assert len(tuned.timings) == 1                      # the call chose through it
+
+
 def test_library_arguments_are_checked():
     x = np.zeros((4, 8), np.float32)
     with pytest.raises(nvdsl.errors.ArgumentError) as bad:

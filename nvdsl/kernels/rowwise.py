@@ -210,55 +210,79 @@ PARAMETERS = {"softmax": ("y", "x"), "rms_norm": ("y", "x", "w"), "layer_norm": 
               "cross_entropy": ("loss", "logits", "targets")}
 
 
+def _program(name: str, eps: float | None) -> nt.Task:
+    if name not in PROGRAMS:
+        raise ArgumentError(f"no row-wise program {name!r}", code="bad-call",
+                            hint=f"the programs are {', '.join(PROGRAMS)}", loc=user_location())
+    return PROGRAMS[name](float(eps if eps is not None else {"rms_norm": 1e-6}.get(name, 1e-5))) \
+        if name in ("rms_norm", "layer_norm") else PROGRAMS[name]()
+
+
 def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = None, n: int | None = None,
            vectors: bool = True) -> nt.TaskKernel:
     """The built kernel of program ``name`` ("softmax", "rms_norm", "layer_norm", "cross_entropy"; ``eps``
     for the norms), called with its arguments in :data:`PARAMETERS`' order and no checks beyond the task
     layer's: for callers that time it. Without ``mapping``, :func:`default_mapping` for rows of ``n`` columns that
     move in 16-byte vectors or not."""
-    if name not in PROGRAMS:
-        raise ArgumentError(f"no row-wise program {name!r}", code="bad-call",
-                            hint=f"the programs are {', '.join(PROGRAMS)}", loc=user_location())
-    program = PROGRAMS[name](float(eps if eps is not None else {"rms_norm": 1e-6}.get(name, 1e-5))) \
-        if name in ("rms_norm", "layer_norm") else PROGRAMS[name]()
-    return _kernel(program, mapping or default_mapping(name, n, vectors))
+    return _kernel(_program(name, eps), mapping or default_mapping(name, n, vectors))
 
 
-def _call(name: str, arrays: dict, axes: dict, allowed: dict, written: str, *, eps=None, mapping=None) -> None:
+#: The tiles ``autotune=True`` times: those :func:`default_mapping` chooses from.
+AUTOTUNED_TILES = ((ROWS, COLUMNS), (1, SCALAR_WIDE_COLUMNS), (1, CROSS_ENTROPY_WIDE_COLUMNS), (1, WIDE_COLUMNS))
+
+
+@functools.lru_cache(maxsize=None)
+def _autotuned(program: nt.Task) -> nt.Autotuned:
+    """``program`` under the fastest of :data:`AUTOTUNED_TILES` per device and shape class (``nt.autotune``)."""
+    return nt.autotune(program, [default_mapping().replace(tiles={"BM": rows, "BN": columns})
+                                 for rows, columns in AUTOTUNED_TILES])
+
+
+def _call(name: str, arrays: dict, axes: dict, allowed: dict, written: str, *, eps=None, mapping=None,
+          autotune=False) -> None:
     """Check the library call's ``arrays`` (by the caller's names) and run program ``name`` on them, under
-    ``mapping`` or the default mapping for their rows."""
+    ``mapping``, the fastest tiles on this device (``autotune``) or the default mapping for their rows."""
     extents, specs = checks.checked(name, arrays, axes, allowed, user_location(), written=written)
+    ordered = [arrays[key] for key in PARAMETERS[name]]
+    if autotune and mapping is None:
+        _autotuned(_program(name, eps))(*ordered)
+        return
     layouts = {key: (spec.shape, spec.dtype.itemsize, spec.strides, spec.unaligned) for key, spec in specs.items()}
-    built = kernel(name, eps=eps, mapping=mapping, n=extents["N"], vectors=staging.row_run(layouts) > 1)
-    built(*(arrays[key] for key in PARAMETERS[name]))
+    kernel(name, eps=eps, mapping=mapping, n=extents["N"], vectors=staging.row_run(layouts) > 1)(*ordered)
 
 
-def softmax(x, y, *, mapping: nt.Mapping | None = None) -> None:
+def softmax(x, y, *, mapping: nt.Mapping | None = None, autotune: bool = False) -> None:
     """``y[r] = softmax(x[r])`` for every row ``r`` of the (M, N) array ``x`` (float32, float16 or bfloat16),
-    computed in float32; ``y`` has x's shape, any of those dtypes."""
-    _call("softmax", {"x": x, "y": y}, {"x": "MN", "y": "MN"}, {"x": _FLOATS, "y": _FLOATS}, "y", mapping=mapping)
+    computed in float32; ``y`` has x's shape, any of those dtypes. ``autotune=True`` (without ``mapping``): the
+    fastest of :data:`AUTOTUNED_TILES` on this device, timed once per shape class and kept on disk
+    (``nt.autotune``; without a GPU, the first), as for the other row-wise calls."""
+    _call("softmax", {"x": x, "y": y}, {"x": "MN", "y": "MN"}, {"x": _FLOATS, "y": _FLOATS}, "y", mapping=mapping,
+          autotune=autotune)
 
 
-def rms_norm(x, w, y, *, eps: float = 1e-6, mapping: nt.Mapping | None = None) -> None:
+def rms_norm(x, w, y, *, eps: float = 1e-6, mapping: nt.Mapping | None = None, autotune: bool = False) -> None:
     """``y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w`` for every row of the (M, N) array ``x``; ``w`` (N,);
     float32, float16 or bfloat16, computed in float32 (as ``torch.nn.functional.rms_norm``)."""
     _call("rms_norm", {"x": x, "w": w, "y": y}, {"x": "MN", "w": "N", "y": "MN"},
-          {"x": _FLOATS, "w": _FLOATS, "y": _FLOATS}, "y", eps=eps, mapping=mapping)
+          {"x": _FLOATS, "w": _FLOATS, "y": _FLOATS}, "y", eps=eps, mapping=mapping, autotune=autotune)
 
 
-def layer_norm(x, w, b, y, *, eps: float = 1e-5, mapping: nt.Mapping | None = None) -> None:
+def layer_norm(x, w, b, y, *, eps: float = 1e-5, mapping: nt.Mapping | None = None,
+               autotune: bool = False) -> None:
     """``y[r] = (x[r] - mean) / sqrt(var + eps) * w + b`` for every row of the (M, N) array ``x`` (the biased
     variance, as ``torch.nn.functional.layer_norm``); ``w``, ``b`` (N,); float32, float16 or bfloat16,
     computed in float32."""
     _call("layer_norm", {"x": x, "w": w, "b": b, "y": y}, {"x": "MN", "w": "N", "b": "N", "y": "MN"},
-          {"x": _FLOATS, "w": _FLOATS, "b": _FLOATS, "y": _FLOATS}, "y", eps=eps, mapping=mapping)
+          {"x": _FLOATS, "w": _FLOATS, "b": _FLOATS, "y": _FLOATS}, "y", eps=eps, mapping=mapping,
+          autotune=autotune)
 
 
-def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None) -> None:
+def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None, autotune: bool = False) -> None:
     """``loss[r] = logsumexp(logits[r]) - logits[r, targets[r]]`` (natural log) for every row of the (M, N)
     ``logits`` (float32, float16 or bfloat16); ``targets`` (M,) int32, ``loss`` (M,) float32: torch's
     ``cross_entropy(logits, targets, reduction='none')``. A target outside ``[0, N)`` picks no logit (the row's
     loss is its log-sum-exp)."""
     _call("cross_entropy", {"logits": logits, "targets": targets, "loss": loss},
           {"logits": "MN", "targets": "M", "loss": "M"},
-          {"logits": _FLOATS, "targets": (dt.int32,), "loss": (dt.float32,)}, "loss", mapping=mapping)
+          {"logits": _FLOATS, "targets": (dt.int32,), "loss": (dt.float32,)}, "loss", mapping=mapping,
+          autotune=autotune)

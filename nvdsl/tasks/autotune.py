@@ -2,7 +2,8 @@
 and kept on disk.
 
 ``kernel = nt.autotune(program, [mapping_a, mapping_b, ...])`` is called like a built kernel. The first call of a
-shape class (each array's dtype and each dimension rounded up to a power of two) on a device plans every candidate
+shape class (each array's dtype, each dimension rounded up to a power of two, and whether its rows move in
+16-byte vectors) on a device plans every candidate
 (those the task layer refuses are left out, with why), times each that plans on the device (CUDA events around
 back-to-back calls on the call's stream) and keeps the fastest, in ``<cache_dir>/autotune.json`` under the device's
 name, the program, the candidates and the class: later calls and later processes go straight to it. A mapping
@@ -22,6 +23,7 @@ from ..errors import CompileError, MappingError, UserError, user_location
 from ..jit import device_name, device_time_ms
 from ..options import resolve
 from ..signature import ARRAY
+from ..target import vector_problem
 from .build import TaskKernel
 from .mapping import Mapping
 from .program import Task
@@ -75,12 +77,15 @@ class Autotuned:
         return tuple(k.mapping for k in self.kernels)
 
     def _class(self, arrays) -> tuple:
+        """Each argument's dtype, and an array's shape class and whether its rows move in 16-byte vectors (rows of
+        50257 and of 50304 elements share a shape class, but not the loads and staging copies a kernel makes)."""
         loc = user_location()
         described = []
         for name, value in zip(self.program.parameters, arrays):
             spec, _ = describe(value, name, loc)
-            described.append((spec.dtype.name, shape_class(spec.shape)) if spec.kind == ARRAY else
-                             (spec.dtype.name,))
+            described.append((spec.dtype.name, shape_class(spec.shape),
+                              vector_problem(spec.shape, spec.dtype.itemsize, spec.strides, spec.unaligned) is None)
+                             if spec.kind == ARRAY else (spec.dtype.name,))
         return tuple(described)
 
     def _choose(self, device: str | None, klass: tuple, arrays) -> int:
