@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 import nvdsl.tasks as nt
 from nvdsl.kernels import rowwise
-from nvdsl.kernels.rowwise import LOG2_E, _read, _tile
+from nvdsl.kernels.rowwise import _tile, online_max_and_sum
 from probe_timing import device_us                   # tools/: the folder of the script run
 
 
@@ -34,11 +34,7 @@ def _program(pick: str) -> nt.Task:
             picked = nt.zeros((BM,), name="picked")
             target = Tt[i]
             for j in nt.srange(Lt.grid[1]):
-                cols = nt.arange(BN, start=j * BN, name="cols")
-                x = nt.where((cols < n)[None, :], _read(Lt, i, j, BM, BN), -math.inf)
-                m_new = nt.maximum(m, x.max(axis=1))
-                s[...] = s * nt.exp2((m - m_new) * LOG2_E) + nt.exp2((x - m_new[:, None]) * LOG2_E).sum(axis=1)
-                m[...] = m_new
+                x, cols = online_max_and_sum(Lt, i, j, BM, BN, n, m, s)
                 if pick == "mask":
                     hit = (cols[None, :] <= target[:, None]) & (cols[None, :] >= target[:, None])
                     picked[...] = picked + nt.where(hit, x, 0.0).sum(axis=1)

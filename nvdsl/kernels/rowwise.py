@@ -94,6 +94,18 @@ def _read(Xt, i, j, BM, BN):
     return x
 
 
+def online_max_and_sum(Xt, i, j, BM, BN, n, m, s):
+    """One step of an online softmax over tile (i, j) of X (columns past ``n`` masked): the rows' running max ``m``
+    and sum ``s`` of ``exp(x - m)``, the sum rescaled to the new max; returns the tile as read (float32,
+    ``-inf`` past ``n``)."""
+    cols = nt.arange(BN, start=j * BN, name="cols")
+    x = nt.where((cols < n)[None, :], _read(Xt, i, j, BM, BN), -math.inf)
+    m_new = nt.maximum(m, x.max(axis=1))
+    s[...] = s * nt.exp2((m - m_new) * LOG2_E) + nt.exp2((x - m_new[:, None]) * LOG2_E).sum(axis=1)
+    m[...] = m_new
+    return x, cols
+
+
 @functools.lru_cache(maxsize=None)
 def softmax_program() -> nt.Task:
     """``Y[r] = exp(X[r] - max) / sum(exp(X[r] - max))`` in two passes over the column blocks."""
@@ -106,11 +118,7 @@ def softmax_program() -> nt.Task:
         for i in nt.prange(Xt.grid[0]):
             m, s = nt.full((BM,), -math.inf, name="m"), nt.zeros((BM,), name="s")
             for j in nt.srange(Xt.grid[1]):
-                cols = nt.arange(BN, start=j * BN, name="cols")
-                x = nt.where((cols < n)[None, :], _read(Xt, i, j, BM, BN), -math.inf)
-                m_new = nt.maximum(m, x.max(axis=1))
-                s[...] = s * nt.exp2((m - m_new) * LOG2_E) + nt.exp2((x - m_new[:, None]) * LOG2_E).sum(axis=1)
-                m[...] = m_new
+                online_max_and_sum(Xt, i, j, BM, BN, n, m, s)
             r = 1.0 / s
             for j in nt.srange(Xt.grid[1]):
                 x = _read(Xt, i, j, BM, BN)
@@ -186,11 +194,7 @@ def cross_entropy_program() -> nt.Task:
         for i in nt.prange(Lt.grid[0]):
             m, s = nt.full((BM,), -math.inf, name="m"), nt.zeros((BM,), name="s")
             for j in nt.srange(Lt.grid[1]):
-                cols = nt.arange(BN, start=j * BN, name="cols")
-                x = nt.where((cols < n)[None, :], _read(Lt, i, j, BM, BN), -math.inf)
-                m_new = nt.maximum(m, x.max(axis=1))
-                s[...] = s * nt.exp2((m - m_new) * LOG2_E) + nt.exp2((x - m_new[:, None]) * LOG2_E).sum(axis=1)
-                m[...] = m_new
+                online_max_and_sum(Lt, i, j, BM, BN, n, m, s)
             picked = logits[nt.arange(BM, start=i * BM, name="rows"), Tt[i]]      # 0 for a target outside [0, N)
             Ot[i] = m + nt.log(s) - picked
     return cross_entropy
