@@ -59,7 +59,7 @@ CASES = [
     ("a ping-pong of 3 consumers", matmul, MAPPING.replace(tiles={"BM": 128, "BN": 128, "BK": 64},
                                                            schedule="pingpong", consumers=3), _GEMM,
      {"consumers": 2}, "bad-mapping"),
-    ("a row tile the consumers cannot share", softmax_tile, nt.Mapping(tiles={"BM": 4, "BN": 128}), _ROWS,
+    ("a row tile the consumers cannot share", softmax_tile, nt.Mapping(tiles={"BM": 3, "BN": 128}), _ROWS,
      {"consumers": 1}, "mapping-tile"),
     ("a product's row tile the consumers cannot share", matmul, MAPPING.replace(tiles={"BM": 64, "BN": 256, "BK": 64}),
      _GEMM, {"consumers": 1}, "mapping-tile"),
