@@ -459,6 +459,7 @@ def test_a_program_picks_at_computed_columns():
     o = np.full(7, np.nan, np.float32)
     nt.build(pick_next_tile, rowwise.default_mapping().replace(tiles={"BM": 4}))(o, x, t)
     inside = (t + 1 >= 0) & (t + 1 < 300)
+    # a picked element is copied, not computed: exact
     np.testing.assert_array_equal(o, np.where(inside, x[np.arange(7), np.clip(t + 1, 0, 299)], 0.0))
 
 
@@ -474,6 +475,7 @@ def test_a_program_picks_one_element_a_row(rows):
     assert "X_picked = X[p0" in kernel.explain(o, x, t)
     kernel(o, x, t)
     inside = (t >= 0) & (t < 300)
+    # a copied element times 2 (integers below 2^24): exact in float32
     np.testing.assert_array_equal(o, np.where(inside, x[np.arange(7), np.clip(t, 0, 299)], 0.0) * 2.0)
 
 

@@ -45,6 +45,7 @@ from ..frontend.values import (Value, as_value, binary, compare, convert, maximu
                                unify)
 from ..layouts import FragmentLayout
 from ..target import VECTOR_BYTES, vector_problem
+from .warpgroup import WARPGROUP_THREADS
 
 
 def _error(message: str, code: str, hint: str | None = None) -> TraceError:
@@ -355,7 +356,7 @@ class RegisterTile(_Fragment):
         plan = _reduction(self.layout, axis)
         lanes = [mask for mask in plan.shuffle_masks if mask < 32]
         warps = [mask for mask in plan.shuffle_masks if mask >= 32]
-        if warps and (axis != 1 or self.layout.threads != _WARPGROUP):     # rows spread over a warpgroup's warps
+        if warps and (axis != 1 or self.layout.threads != WARPGROUP_THREADS):     # rows spread over a warpgroup's warps
             raise _error(f"{name}(axis={axis}) of this tile combines values held by different warps ({self.layout})",
                          code="bad-axis", hint="reduce along the rows (axis=1): each row of a wgmma tile lives "
                                                "in one quad of one warp")
@@ -373,9 +374,6 @@ class RegisterTile(_Fragment):
         return vector([r.ir for r in results], self.dtype, plan.target)
 
 
-_WARPGROUP = 128
-
-
 def _across_warps(partials: list[Value], masks: list[int], combine, layout: FragmentLayout) -> list[Value]:
     """Each of this thread's ``partials`` (its warp's, after the shuffles) combined with those of the threads
     ``thread ^ x`` for ``x`` over the sums of ``masks`` (multiples of 32: other warps of the warpgroup), through
@@ -385,10 +383,7 @@ def _across_warps(partials: list[Value], masks: list[int], combine, layout: Frag
     ctx = current_kernel("a reduction across warps")
     slots = ctx.shared_array((layout.threads, len(partials)), dt.float32)
     thread = _thread_index(layout)
-    across = 0
-    for mask in masks:
-        across |= mask
-    base = thread - (thread & across)
+    base = thread - (thread & sum(masks))            # (the masks are distinct bits: their sum is their union)
     offsets = sorted({sum(m for j, m in enumerate(masks) if k >> j & 1) for k in range(1 << len(masks))})
     for u, partial in enumerate(partials):         # (reductions are of float32 tiles)
         slots[thread, u] = partial

@@ -251,8 +251,8 @@ def _call(name: str, arrays: dict, axes: dict, allowed: dict, written: str, *, e
     if autotune and mapping is None:
         _autotuned(_program(name, eps))(*ordered)
         return
-    layouts = {key: (spec.shape, spec.dtype.itemsize, spec.strides, spec.unaligned) for key, spec in specs.items()}
-    kernel(name, eps=eps, mapping=mapping, n=extents["N"], vectors=staging.row_run(layouts) > 1)(*ordered)
+    vectors = staging.row_run(staging.spec_layouts(specs)) > 1
+    kernel(name, eps=eps, mapping=mapping, n=extents["N"], vectors=vectors)(*ordered)
 
 
 def softmax(x, y, *, mapping: nt.Mapping | None = None, autotune: bool = False) -> None:

@@ -22,7 +22,7 @@ from .mapping import Mapping, apply_change, change_text, refusal
 from .profile import session
 from .program import Task, trace_program
 from .schedule import Schedule, plan_stages, stage_text
-from .staging import row_layout_text, staged_arguments, staging_text
+from .staging import row_layout_text, spec_layouts, staged_arguments, staging_text
 
 
 class TaskKernel:
@@ -145,8 +145,7 @@ class TaskKernel:
         stages = self._stages([(spec.name, spec.shape, spec.dtype) for spec in described])
         text = stage_text(stages, stage)
         if stage == "schedule":
-            layouts = {spec.name: (spec.shape, spec.dtype.itemsize, spec.strides, spec.unaligned)
-                       for spec in described}
+            layouts = spec_layouts({spec.name: spec for spec in described})
             text += staging_text(staged_arguments(stages["schedule"], layouts))
             text += row_layout_text(stages["schedule"], layouts)
         return text

@@ -710,7 +710,7 @@ class _Consumer:
         columns = self.value(operand_name(op.index), like, None, 1)
         rows = _evaluate(op.rows, self.env)
         row0 = self.row0(op.out)
-        picked = RowVector.gather(like, self.arrays[op.tensor], rows + row0 if row0 else rows, columns, op.fill)
+        picked = RowVector.gather(like, self.arrays[op.tensor], rows + row0 if row0 else rows, columns)
         self.values[op.out] = picked.to(self.program.tensor(op.out).dtype)
 
     def section(self, loop: Loop) -> None:

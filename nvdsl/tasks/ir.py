@@ -308,14 +308,13 @@ class Reduce(Op):
 class Gather(Op):
     """``out[r] = tensor[rows + r, index[r]]`` for each ``r`` of the vector ``index`` (an int32 vector over a
     tile's rows, read or computed on the GPU): one element of each row at a column known only there (a row's
-    target logit), read by ordinary loads; ``fill`` where the row or the column is outside the tensor. The tensor
+    target logit), read by ordinary loads; 0 where the row or the column is outside the tensor. The tensor
     is read-only in the task (the program refuses a gather from one it writes), so no other event orders it."""
 
     out: str
     tensor: str
     rows: Affine
     index: Operand
-    fill: float = 0.0
 
     def reads(self):
         return (self.index,)

@@ -720,9 +720,10 @@ def _as_operand(x, shape, dtype: dt.DType | None = None):
     x_shape = x.region.matrix_shape if isinstance(x, TileRef) else x.shape
     if isinstance(x, Local) and x.shape == ():       # a scalar (nt.scalar) combines with any tile
         return x._operand()
-    if isinstance(x, TileRef) and tuple(x_shape) != tuple(shape) and x.region.as_tile_of(shape) is not None:
-        x._operand()
-        return x.region.as_tile_of(shape)             # a tile of one row, (1, N)
+    one_row = x.region.as_tile_of(shape) if isinstance(x, TileRef) and tuple(x_shape) != tuple(shape) else None
+    if one_row is not None:
+        x._operand()                                  # (its privilege check)
+        return one_row                                # a tile of one row, (1, N)
     if tuple(x_shape) != tuple(shape):
         raise _error(f"elementwise operands must have one shape: {list(x_shape)} and {list(shape)}", code="bad-shape")
     return x._operand()

@@ -76,8 +76,13 @@ def staging_text(found: list[Staged]) -> str:
 
 def argument_layouts(arrays: dict[str, Array]) -> dict:
     """name -> (shape, itemsize, element strides or None, unaligned start) of traced arrays: what
-    :func:`staged_arguments` and :func:`row_run` read (``explain`` gives them from the call's specs)."""
+    :func:`staged_arguments` and :func:`row_run` read (:func:`spec_layouts` gives them from a call's specs)."""
     return {name: (a.shape, a.dtype.itemsize, a.strides, a.unaligned) for name, a in arrays.items()}
+
+
+def spec_layouts(specs) -> dict:
+    """:func:`argument_layouts` of the arrays a call's ``specs`` (``ArgSpec``s, by name) describe."""
+    return {name: (spec.shape, spec.dtype.itemsize, spec.strides, spec.unaligned) for name, spec in specs.items()}
 
 
 #: Consecutive columns a lane holds of a row-wise program's tile rows where its arguments allow 16-byte vector
