@@ -54,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "causal_mask_mod, varlen) instead of all")
     parser.add_argument("--tiles", default="",
                         help="rowwise: also nvdsl under these comma-separated BMxBN tiles (rows per block x columns per "
-                             "step), each a system of its own, e.g. 8x1024,4x2048")
+                             "step), each a system of its own, e.g. 8x1024,4x2048; BMxBN:shared keeps x's row block in "
+                             "shared memory for the tile")
     parser.add_argument("--reps", type=int, default=50, help="timed repetitions per system and shape (default 50)")
     parser.add_argument("--warmup", type=int, default=10, help="untimed warm-up calls before timing (default 10)")
     parser.add_argument("--rounds", type=int, default=1,

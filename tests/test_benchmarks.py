@@ -423,6 +423,12 @@ def test_rowwise_loads_without_gpu_libraries_and_measures_the_issues_shapes():
     assert set(rowwise.systems("cross_entropy")) == {"nvdsl", "torch", rowwise.COPY}
     assert set(rowwise.systems("cross_entropy", _args(tiles="8x1024, 4x2048"))) == \
         {"nvdsl", "nvdsl 8x1024", "nvdsl 4x2048", "torch", rowwise.COPY}
+    # a row block kept in shared memory: for the programs of several passes, not cross-entropy's one
+    assert set(rowwise.systems("softmax", _args(tiles="1x4096:shared,4x2048"))) == \
+        {"nvdsl", "nvdsl 1x4096 shared", "nvdsl 4x2048", "torch", "triton", rowwise.COPY}
+    assert set(rowwise.systems("cross_entropy", _args(tiles="1x4096:shared"))) == {"nvdsl", "torch", rowwise.COPY}
+    with pytest.raises(SystemExit, match="after ':' comes 'shared' or 'register'"):
+        rowwise.systems("softmax", _args(tiles="1x4096:global"))
     p = {"op": "cross_entropy", "dtype": "bf16", "M": 8192, "N": 50257}
     assert rowwise.nbytes(p) == 2 * 8192 * 50257 + 8 * 8192 and rowwise.copy_bytes(p) == 4 * 8192 * 50257
 

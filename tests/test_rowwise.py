@@ -66,7 +66,7 @@ def layer_norm_reference(x64, w64, b64, eps):
     return (x64 - mean) / np.sqrt(((x64 - mean) ** 2).mean(axis=1, keepdims=True) + eps) * w64 + b64
 
 
-def layer_norm_bound(x64, w64, b64, eps, y_dtype) -> np.ndarray:
+def layer_norm_bound(x64, w64, b64, eps, y_dtype, columns: int = rowwise.COLUMNS) -> np.ndarray:
     """``(x - mean) * r * w + b``, the statistics kept over column blocks of at most ``rowwise.COLUMNS`` (Chan's
     update; one block covers the test programs' single pass). Each block's mean is off by at most
     (block + 1) u max|x| (gamma of its sum, the division); the running mean is a weighted average of them, each
@@ -75,10 +75,11 @@ def layer_norm_bound(x64, w64, b64, eps, y_dtype) -> np.ndarray:
     the G cross terms ``delta^2 count here / total`` are off by ``2 |delta| 2E`` each, at most ``4 E n sigma``
     together (Cauchy-Schwarz over sum(count here / total delta^2) <= n var), and the sums round within
     gamma_{N + 3G + 2}. Then rsqrt's (half the variance's relative error, and its own), each deviation's
-    (``E`` + u |d|), three roundings of the output's terms and the output's own rounding."""
+    (``E`` + u |d|), three roundings of the output's terms and the output's own rounding. ``columns``: the
+    program's column block."""
     n = x64.shape[1]
-    block = min(n, rowwise.COLUMNS)
-    blocks = -(-n // rowwise.COLUMNS)
+    block = min(n, columns)
+    blocks = -(-n // columns)
     mean = x64.mean(axis=1, keepdims=True)
     d = x64 - mean
     var = (d * d).mean(axis=1, keepdims=True)
@@ -308,17 +309,21 @@ def test_library_rows_of_several_column_blocks(n, rows):
     assert_within(y, layer_norm_reference(s64, w64, b64, 1e-5), layer_norm_bound(s64, w64, b64, 1e-5, np.float32))
 
 
-@pytest.mark.parametrize("n, dtype, columns", [(4100, np.float32, 8192), (2051, BF16, 2048)])
-def test_library_wide_rows_take_a_block_each(n, dtype, columns):
+@pytest.mark.parametrize("n, dtype, columns, shared", [(4100, np.float32, 4096, True), (2051, BF16, 2048, False),
+                                                       (4104, BF16, 8192, False)])
+def test_library_wide_rows_take_a_block_each(n, dtype, columns, shared):
     """Rows wider than 2048 columns run one to a block, over the four warps (``default_mapping``): 8192 columns a
-    step where they move in 16-byte vectors (4100 float32), 2048 where they move an element a lane (2051 bf16:
-    4102-byte rows); every program against float64, a last ragged block among them."""
+    step where they move in 16-byte vectors (4104 bf16), 2048 where they move an element a lane (2051 bf16:
+    4102-byte rows), and a row of 16 KiB or more in vectors (4100 float32) is kept in shared memory for the tile,
+    4096 columns a step; every program against float64, a last ragged block among them."""
     rng = np.random.default_rng(21)
     rows = 5
     x, w, b = _inputs(rng, (rows, n), dtype, 3.0), _inputs(rng, (n,), dtype), _inputs(rng, (n,), dtype)
     x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
-    explained = rowwise.kernel("softmax", n=n, vectors=dtype == np.float32).explain(x, x)
+    itemsize = np.dtype(dtype).itemsize
+    explained = rowwise.kernel("softmax", n=n, vectors=n * itemsize % 16 == 0, itemsize=itemsize).explain(x, x)
     assert f"BM: 1, BN: {columns}" in explained and "each row along the lanes of 4 warps" in explained, explained
+    assert ("keep X[p0:+1, 0:+8192] in shared memory" in explained) == shared, explained
     blocks = -(-n // 128)
     s = np.full(x.shape, np.nan, np.float32)
     rowwise.softmax(x, s)
@@ -329,7 +334,8 @@ def test_library_wide_rows_take_a_block_each(n, dtype, columns):
     assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, dtype))
     y = np.full(x.shape, np.nan, np.float32)
     rowwise.layer_norm(x, w, b, y)
-    assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5), layer_norm_bound(x64, w64, b64, 1e-5, np.float32))
+    assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5),
+                  layer_norm_bound(x64, w64, b64, 1e-5, np.float32, columns))
     targets = np.array([0, n - 1, -100, n // 2, n], np.int32)              # -100 and n: ignored, the row's lse
     loss = np.full(rows, np.nan, np.float32)
     rowwise.cross_entropy(x, targets, loss)
@@ -523,7 +529,9 @@ def test_library_calls_tune_their_tiles_on_request(tmp_path, monkeypatch):
     rowwise.cross_entropy(x, targets, loss, autotune=True)
     assert_within(loss, cross_entropy_reference(x64, targets), cross_entropy_bound(x64, targets, blocks))
     tuned = rowwise._autotuned(rowwise.softmax_program())
-    assert [tuple(m.tile_values().values()) for m in tuned.mappings] == list(rowwise.AUTOTUNED_TILES)
+    assert [(*m.tile_values().values(), dict(m.memory).get("X")) for m in tuned.mappings] == \
+        [(*t, None) for t in rowwise.AUTOTUNED_TILES] + [(*t, "shared") for t in rowwise.AUTOTUNED_RESIDENT_TILES]
+    assert len(rowwise._autotuned(rowwise.cross_entropy_program()).mappings) == len(rowwise.AUTOTUNED_TILES)
     assert len(tuned.timings) == 1                      # the call chose through it
 
 
@@ -708,14 +716,199 @@ def two_pass_reductions(Y, X):
             Yt[i, j] = x - m[:, None]
 
 
-def test_reductions_of_argument_tiles_in_passes_read_them_into_registers():
+@pytest.mark.parametrize("memory", ["shared", "register"])
+def test_reductions_of_argument_tiles_in_passes(memory):
     """Row maxima of argument tiles, ``Xt[i, j].max(axis=1)``, in one of several passes: their tiles go through
-    shared memory by default (a ring), which passes do not have, so the program is refused with a hint that
-    maps them to registers; so mapped, ordinary loads read them (the result: NumPy's float32 subtraction)."""
+    shared memory by default, where the row block stays for the tile (loaded once by TMA, 64 rows of two column
+    blocks); mapped to registers, ordinary loads read them in each pass. Either way the result is NumPy's float32
+    subtraction (a maximum and one subtraction, both exact as rounded)."""
     x = np.random.default_rng(14).standard_normal((70, 256)).astype(np.float32)
     y = np.full_like(x, np.nan)
-    with pytest.raises(TaskError) as refused:
-        nt.build(two_pass_reductions, nt.Mapping(consumers=1)).plan(y, x)
-    assert refused.value.code == "unsupported-program" and "'register'" in refused.value.hint
-    nt.build(two_pass_reductions, nt.Mapping(consumers=1, memory={"X": "register"}))(y, x)
+    kernel = nt.build(two_pass_reductions, nt.Mapping(consumers=1, memory={} if memory == "shared" else
+                                                      {"X": memory}))
+    assert ("keep X[p0*64:+64, 0:+256] in shared memory" in kernel.explain(y, x)) == (memory == "shared")
+    kernel(y, x)
     np.testing.assert_array_equal(y, x - x.max(axis=1, keepdims=True))
+
+
+# -- row blocks kept in shared memory for the tile ---------------------------------------------------------------
+
+def _all_three(x, w, b, mapping, columns):
+    """The softmax, RMSNorm and LayerNorm of ``x`` under ``mapping``, each against float64 within its bound."""
+    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
+    blocks = -(-x.shape[1] // 128)
+    s = np.full(x.shape, np.nan, np.float32)
+    rowwise.softmax(x, s, mapping=mapping)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
+    y = np.full_like(x, np.nan)
+    rowwise.rms_norm(x, w, y, mapping=mapping)
+    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, x.dtype))
+    y = np.full(x.shape, np.nan, np.float32)
+    rowwise.layer_norm(x, w, b, y, mapping=mapping)
+    assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5),
+                  layer_norm_bound(x64, w64, b64, 1e-5, np.float32, columns))
+
+
+@pytest.mark.parametrize("rows, columns", [(1, 256), (2, 512), (4, 256)])
+def test_row_blocks_kept_in_shared_memory(rows, columns):
+    """``memory={"X": "shared"}``: each tile's row block is loaded once, by TMA, a column block per mbarrier (4 of
+    them for rows of 1000 in blocks of 256; 2 of 512), and both passes read it there. Seven rows, so that the last
+    row block overhangs M (TMA fills it with zeros) as the last column block overhangs N."""
+    rng = np.random.default_rng(31)
+    x, w, b = _inputs(rng, (7, 1000), BF16, 3.0), _inputs(rng, (1000,), BF16), _inputs(rng, (1000,), BF16)
+    mapping = rowwise.default_mapping().replace(tiles={"BM": rows, "BN": columns}, memory={"X": "shared"})
+    text = rowwise.kernel("softmax", mapping=mapping).explain(x, x)
+    chunks = -(-1000 // columns)
+    origin = "p0" if rows == 1 else f"p0*{rows}"
+    assert f"keep X[{origin}:+{rows}, 0:+{chunks * columns}] in shared memory for the tile ({chunks} column " \
+           f"blocks of {rows} x {columns}" in text and f"box [{rows}, 256]" in text, text
+    _all_three(x, w, b, mapping, columns)
+
+
+def test_row_blocks_kept_in_shared_memory_by_persistent_blocks():
+    """Blocks that walk several tiles (persistent, two blocks for 7 rows): each tile's copies wait on the next phase
+    of the same barriers, and a tile's loads start only once every read of the last tile's row block is done."""
+    rng = np.random.default_rng(32)
+    x, w, b = _inputs(rng, (7, 600), np.float32, 3.0), _inputs(rng, (600,), np.float32), \
+        _inputs(rng, (600,), np.float32)
+    mapping = rowwise.default_mapping().replace(tiles={"BM": 1, "BN": 256}, memory={"X": "shared"},
+                                                persistent=True, sm_count=2)
+    assert "grid: 2 block(s)" in rowwise.kernel("softmax", mapping=mapping).explain(x, x)
+    _all_three(x, w, b, mapping, 256)
+
+
+def test_library_keeps_rows_of_16_to_64_kib_in_shared_memory():
+    """The default mapping keeps a row in shared memory where it moves in 16-byte vectors and its column blocks hold
+    16 to 64 KiB (``rowwise.RESIDENT_BYTES``), for the programs of two passes: 4096 columns a step up to 8192
+    columns, 8192 beyond; not for cross-entropy (one pass), rows of single elements, or rows past 64 KiB."""
+    def resident(name, n, vectors=True, itemsize=2):
+        mapping = rowwise.default_mapping(name, n, vectors, itemsize)
+        return dict(mapping.memory).get("X") == "shared" and dict(mapping.tiles)["BN"]
+    assert resident("softmax", 8192) == 4096 and resident("rms_norm", 8200) == 8192
+    assert resident("layer_norm", 32768) == 8192 and resident("softmax", 4096, itemsize=4) == 4096
+    assert not resident("softmax", 8184) and not resident("softmax", 32776) and not resident("softmax", 50304)
+    assert not resident("cross_entropy", 16384) and not resident("softmax", 16384, vectors=False)
+    assert not resident("softmax", 32768, itemsize=4)
+
+
+def test_library_rows_kept_in_shared_memory():
+    """Rows of 8200 bfloat16 (16400 bytes: kept in shared memory by default, two column blocks of 8192, the second
+    almost all past the end): the library calls against float64."""
+    rng = np.random.default_rng(33)
+    x, w, b = _inputs(rng, (3, 8200), BF16, 3.0), _inputs(rng, (8200,), BF16), _inputs(rng, (8200,), BF16)
+    assert "keep X[p0:+1, 0:+16384] in shared memory" in rowwise.kernel("softmax", n=8200).explain(x, x)
+    _all_three(x, w, b, None, 8192)
+
+
+def test_row_blocks_tma_cannot_address_go_through_a_staging_copy():
+    """Rows of 1001 bfloat16 (2002 bytes apart) have no TMA descriptor: kept in shared memory, the row blocks are
+    loaded from a staging copy of X with 16-byte rows (explain says so), the results unchanged."""
+    rng = np.random.default_rng(34)
+    x, w, b = _inputs(rng, (5, 1001), BF16, 3.0), _inputs(rng, (1001,), BF16), _inputs(rng, (1001,), BF16)
+    mapping = rowwise.default_mapping().replace(tiles={"BM": 1, "BN": 512}, memory={"X": "shared"})
+    assert "X: the stride of axis 0 is 2002 bytes" in rowwise.kernel("softmax", mapping=mapping).explain(x, x)
+    _all_three(x, w, b, mapping, 512)
+
+
+def test_row_blocks_in_shared_memory_compile_to_tma_and_vector_reads():
+    """The kernel of a row kept in shared memory (bf16, 16384 columns) loads it by TMA and reads it 16 bytes a lane
+    (``ld.shared.v4``), no ordinary load of X left; the sm_90a assembly (where ptxas is found) spills nothing."""
+    x = np.zeros((64, 16384), BF16)
+    compiled = rowwise.kernel("softmax", n=16384).compile(x, x)
+    ptx = compiled.ptx
+    assert "cp.async.bulk.tensor.2d" in ptx and "ld.shared.v4" in ptx and "ld.global" not in ptx, ptx[-2000:]
+    for resources in (compiled.resources or {}).values():
+        assert resources.spill_stores == 0 and resources.spill_loads == 0, resources
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape, dtype", [((300, 16384), "bfloat16"), ((129, 8200), "bfloat16"),
+                                          ((67, 4100), "float32"), ((33, 32768), "bfloat16")])
+def test_library_rows_kept_in_shared_memory_on_the_gpu(shape, dtype):
+    """The default mapping's rows kept in shared memory (16 to 64 KiB a row) on torch tensors, every program against
+    float64."""
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator(device="cuda").manual_seed(35)
+    torch_dtype = getattr(torch, dtype)
+    x = (torch.randn(*shape, device="cuda", generator=gen) * 3.0).to(torch_dtype)
+    w, b = (torch.randn(shape[1], device="cuda", generator=gen).to(torch_dtype) for _ in range(2))
+    x64, w64, b64 = (a.double().cpu().numpy() for a in (x, w, b))
+    assert "in shared memory for the tile" in rowwise.kernel("softmax", n=shape[1], itemsize=x.element_size()) \
+        .explain(x, x)
+    blocks = -(-shape[1] // 128)
+    out_dtype = np.float32 if dtype == "float32" else BF16
+    s = torch.empty(shape, device="cuda")
+    rowwise.softmax(x, s)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(s.cpu().numpy(), e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
+    y = torch.empty_like(x)
+    rowwise.rms_norm(x, w, y)
+    assert_within(y.float().cpu().numpy(), rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, out_dtype))
+    y = torch.empty(shape, device="cuda")
+    rowwise.layer_norm(x, w, b, y)
+    columns = dict(rowwise.default_mapping("layer_norm", shape[1], True, x.element_size()).tiles)["BN"]
+    assert_within(y.cpu().numpy(), layer_norm_reference(x64, w64, b64, 1e-5),
+                  layer_norm_bound(x64, w64, b64, 1e-5, np.float32, columns))
+
+
+def test_library_softmax_resident_schedule(request):
+    """The plan of a two-pass program whose row stays in shared memory (golden)."""
+    x = np.zeros((64, 16384), BF16)
+    text = rowwise.kernel("softmax", n=16384).explain(x, x)
+    assert_matches_golden(text, os.path.join(GOLDEN, "tasks_rowwise_softmax_resident.schedule.txt"),
+                          update=request.config.getoption("--update-golden"))
+
+
+@nt.task(reads=("X",), writes=("X",))
+def in_place_softmax(X):
+    Xt = nt.blocks(X, (1, 256))
+    for i in nt.prange(Xt.grid[0]):
+        m = nt.full((1,), -math.inf)
+        for j in nt.srange(Xt.grid[1]):
+            x = nt.zeros((1, 256))
+            x += Xt[i, j]
+            m[...] = nt.maximum(m, x.max(axis=1))
+        for j in nt.srange(Xt.grid[1]):
+            x = nt.zeros((1, 256))
+            x += Xt[i, j]
+            Xt[i, j] = x - m[:, None]
+
+
+@nt.task(reads=("X",), writes=("Y",))
+def passes_of_two_lengths(Y, X):
+    Xt, Yt = nt.blocks(X, (1, 256)), nt.blocks(Y, (1, 256))
+    for i in nt.prange(Xt.grid[0]):
+        m = nt.full((1,), -math.inf)
+        for j in nt.srange(Xt.grid[1] - 1):
+            x = nt.zeros((1, 256))
+            x += Xt[i, j]
+            m[...] = nt.maximum(m, x.max(axis=1))
+        for j in nt.srange(Xt.grid[1]):
+            x = nt.zeros((1, 256))
+            x += Xt[i, j]
+            Yt[i, j] = x - m[:, None]
+
+
+def test_row_blocks_in_shared_memory_refusals():
+    """What a row block kept in shared memory cannot be, each refused with a change that plans: an array the program
+    writes, two consumer warpgroups, passes over different counts of column blocks, more bytes than shared memory
+    holds."""
+    x, y = np.zeros((8, 1024), np.float32), np.zeros((8, 1024), np.float32)
+    shared = nt.Mapping(consumers=1, memory={"X": "shared"})
+    with pytest.raises(TaskError, match="'X' is written by the program") as refused:
+        nt.build(in_place_softmax, shared).plan(x)
+    assert "'register'" in refused.value.hint
+    nt.build(in_place_softmax, nt.Mapping(consumers=1)).plan(x)
+    with pytest.raises(TaskError, match=r"the same count \(\[3, 4\]") as refused:
+        nt.build(passes_of_two_lengths, shared).plan(y, x)
+    nt.build(passes_of_two_lengths, nt.Mapping(consumers=1)).plan(y, x)
+    two = rowwise.default_mapping().replace(tiles={"BM": 8, "BN": 256}, memory={"X": "shared"}, consumers=2)
+    with pytest.raises(MappingError, match="loaded by one consumer warpgroup, not 2") as refused:
+        rowwise.kernel("softmax", mapping=two).plan(y, x)
+    assert "consumers=1" in refused.value.hint, refused.value.hint
+    wide = np.zeros((8, 65536), np.float32)             # 256 KiB a row
+    whole = rowwise.default_mapping().replace(tiles={"BM": 1, "BN": 8192}, memory={"X": "shared"})
+    with pytest.raises(MappingError, match="resident_X 262144 B") as refused:
+        rowwise.kernel("softmax", mapping=whole).plan(wide, wide)
+    assert "memory['X']='register'" in refused.value.hint, refused.value.hint

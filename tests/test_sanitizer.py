@@ -86,7 +86,8 @@ PROGRAMS = {
                             "assert e < 0.05, e; print('PASS')"),
     # rows past the last column block's middle, loads past N masked and the output stored by each thread's clipped
     # stores: rows of 300 float32 (1200 bytes) in 16-byte vectors, rows of 1001 one element at a time; wide rows one
-    # to a block over the four warps (their sums meeting in shared memory), 4100 in vectors, 2051 an element a lane
+    # to a block over the four warps (their sums meeting in shared memory), 4100 in vectors (16400-byte rows: kept in
+    # shared memory for the tile, loaded by TMA onto an mbarrier per column block), 2051 an element a lane
     # (cross-entropy's target logits read one a row, targets outside the row among them: nothing read outside it)
     "kernels.rowwise": ("import numpy as np; from nvdsl.kernels.rowwise import softmax, cross_entropy; "
                         "rng = np.random.default_rng(0)\n"

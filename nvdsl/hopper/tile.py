@@ -291,7 +291,17 @@ class RegisterTile(_Fragment):
             array.lease.read_by_threads = True
         with at_user_line():
             flat = array.view((array.size,))
-            values = [flat[boxes.index(row, col)].ir for row, col in _coordinates(layout, at, dt.index)]
+            coordinates = _coordinates(layout, at, dt.index)
+            runs = _box_runs(flat, layout, at, boxes)
+            if runs is None:
+                return cls([flat[boxes.index(row, col)].ir for row, col in coordinates], array.dtype, layout)
+            values = [None] * layout.values
+            for run in runs:          # a run of 16 bytes along a box's row lies side by side, swizzled or not
+                packed = vector.load(_vector_type(flat, len(run)), flat.ir,
+                                     flat._indices((boxes.index(*coordinates[run[0]]),), "read"),
+                                     alignment=VECTOR_BYTES)
+                for e, v in enumerate(run):
+                    values[v] = vector.extract(packed, [], [e])
         return cls(values, array.dtype, layout)
 
     def store(self, array: Array, at=None, *, clip: bool = False) -> None:
@@ -508,6 +518,17 @@ def _vector_runs(array: Array, layout: FragmentLayout, at) -> list[tuple[int, ..
     traced offsets by their exact form)."""
     length = vector_length(array)
     if length == 1 or not all(_multiple_of(a, length) for a in at[-1:]):
+        return None
+    return _runs_of(layout, length)
+
+
+def _box_runs(flat: Array, layout: FragmentLayout, at, boxes) -> list[tuple[int, ...]] | None:
+    """The values of ``layout`` at ``at`` in runs of :data:`VECTOR_BYTES` that one aligned vector load each reads from
+    a shared tile of TMA boxes (``boxes``: a swizzle permutes whole 16-byte chunks, so a run that starts at a multiple
+    of its length inside a box's row stays together), or None where that is not so for every value."""
+    length = VECTOR_BYTES // flat.dtype.itemsize
+    if length == 1 or boxes.box_cols % length or (flat.alignment or 1) < VECTOR_BYTES or \
+            not _multiple_of(at[-1], length):
         return None
     return _runs_of(layout, length)
 

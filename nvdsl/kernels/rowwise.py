@@ -30,7 +30,10 @@ consecutive columns a lane
 (``rows_across_lanes``: nothing is multiplied, so no wgmma layout is needed), reads them by ordinary loads (not
 TMA: so rows of any length work, and no ring or producer warpgroup is needed), 16 bytes a lane where the rows'
 bytes and start are multiples of 16 (one element at a time otherwise), and stores each thread's own elements
-likewise, clipped at the array's end; later passes re-read the rows (from L2 when they fit there).
+likewise, clipped at the array's end; later passes re-read the rows (from L2 when they fit there). Rows of 16 to
+64 KiB that move in vectors instead stay in shared memory for the tile (``memory={"X": "shared"}``, the task layer's
+resident row blocks): TMA copies each row in once, a column block per mbarrier, and both passes read it there, so
+the rows cross HBM twice (read, write) instead of three times.
 """
 
 from __future__ import annotations
@@ -63,23 +66,49 @@ COLUMNS = 2048
 WIDE_COLUMNS = 8192
 SCALAR_WIDE_COLUMNS = 2048
 CROSS_ENTROPY_WIDE_COLUMNS = 4096
+# Rows of RESIDENT_BYTES that move in 16-byte vectors, in the programs of two passes: the block's row stays in shared
+# memory for the tile (``memory={"X": "shared"}``: loaded once by TMA, both passes reading it there), RESIDENT_COLUMNS
+# a step (4096 for rows of at most RESIDENT_NARROW columns). On an H200, bf16 (2026-11-27, `--tiles ...:shared`),
+# against the rows read into registers in each pass (1 x 8192, the second pass from L2 where it still holds them):
+# (16384, 8192) softmax 86 -> 95% of the device copy's bandwidth, RMSNorm 92 -> 97, LayerNorm 90 -> 94; (8192, 16384)
+# 84 -> 92, 77 -> 95, 86 -> 84 (the one loss); (4096, 32768) 67 -> 90, 67 -> 89, 68 -> 79. Narrower rows (4096 x 4096:
+# 92 -> 83% softmax) lose to L2, which keeps their arrays whole; wider ones (8192 x 50304, 100 KB a row: two blocks an
+# SM) gain nothing (66 -> 64%).
+RESIDENT_BYTES = (16 * 1024, 64 * 1024)
+RESIDENT_COLUMNS, RESIDENT_NARROW_COLUMNS = 8192, 4096
+RESIDENT_NARROW = 8192
 LOG2_E = 1 / math.log(2)
 LN_2 = math.log(2)
 _FLOATS = (dt.float32, dt.float16, dt.bfloat16)
 
 
-def default_mapping(name: str = "softmax", n: int | None = None, vectors: bool = True) -> nt.Mapping:
-    """How row-wise program ``name`` runs over rows of ``n`` columns (None: narrow rows) that move in 16-byte
-    vectors or not: one consumer warpgroup and no producer (nothing goes through shared memory but the output's
-    staging), one block per row tile; narrow rows (at most :data:`COLUMNS`) ``ROWS`` to a block, a row per warp,
-    wider ones one to a block, over the four warps."""
+def default_mapping(name: str = "softmax", n: int | None = None, vectors: bool = True,
+                    itemsize: int = 2) -> nt.Mapping:
+    """How row-wise program ``name`` runs over rows of ``n`` columns (None: narrow rows) of ``itemsize``-byte elements
+    that move in 16-byte vectors or not: one consumer warpgroup and no producer, one block per row tile; narrow rows (at
+    most :data:`COLUMNS`) ``ROWS`` to a block, a row per warp, wider ones one to a block, over the four warps, each
+    pass reading it into registers, or, for rows of :data:`RESIDENT_BYTES` in vectors and the programs of two passes,
+    kept in shared memory for the tile."""
+    memory = {}
     if n is None or n <= COLUMNS:
         rows, columns = ROWS, COLUMNS
+    elif name != "cross_entropy" and vectors and resident_columns(n, itemsize):
+        rows, columns, memory = 1, resident_columns(n, itemsize), {"X": "shared"}
     else:
         rows = 1
         columns = CROSS_ENTROPY_WIDE_COLUMNS if name == "cross_entropy" else WIDE_COLUMNS if vectors else \
             SCALAR_WIDE_COLUMNS
-    return nt.Mapping(tiles={"BM": rows, "BN": columns}, consumers=1, warp_specialize=False, persistent=False)
+    return nt.Mapping(tiles={"BM": rows, "BN": columns}, memory=memory, consumers=1, warp_specialize=False,
+                      persistent=False)
+
+
+def resident_columns(n: int, itemsize: int) -> int | None:
+    """The columns a step of a row of ``n`` elements of ``itemsize`` bytes kept in shared memory, or None where the
+    row (its column blocks) is outside :data:`RESIDENT_BYTES`."""
+    columns = RESIDENT_NARROW_COLUMNS if n <= RESIDENT_NARROW else RESIDENT_COLUMNS
+    held = -(-n // columns) * columns * itemsize
+    low, high = RESIDENT_BYTES
+    return columns if low <= n * itemsize and held <= high else None
 
 
 def _tile(X):
@@ -223,23 +252,29 @@ def _program(name: str, eps: float | None) -> nt.Task:
 
 
 def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = None, n: int | None = None,
-           vectors: bool = True) -> nt.TaskKernel:
+           vectors: bool = True, itemsize: int = 2) -> nt.TaskKernel:
     """The built kernel of program ``name`` ("softmax", "rms_norm", "layer_norm", "cross_entropy"; ``eps``
     for the norms), called with its arguments in :data:`PARAMETERS`' order and no checks beyond the task
-    layer's: for callers that time it. Without ``mapping``, :func:`default_mapping` for rows of ``n`` columns that
-    move in 16-byte vectors or not."""
-    return _kernel(_program(name, eps), mapping or default_mapping(name, n, vectors))
+    layer's: for callers that time it. Without ``mapping``, :func:`default_mapping` for rows of ``n`` columns of
+    ``itemsize`` bytes that move in 16-byte vectors or not."""
+    return _kernel(_program(name, eps), mapping or default_mapping(name, n, vectors, itemsize))
 
 
-#: The tiles ``autotune=True`` times: those :func:`default_mapping` chooses from.
+#: The tiles ``autotune=True`` times: those :func:`default_mapping` chooses from; for the programs of two passes also
+#: :data:`AUTOTUNED_RESIDENT_TILES` with the row kept in shared memory (where it fits).
 AUTOTUNED_TILES = ((ROWS, COLUMNS), (1, SCALAR_WIDE_COLUMNS), (1, CROSS_ENTROPY_WIDE_COLUMNS), (1, WIDE_COLUMNS))
+AUTOTUNED_RESIDENT_TILES = ((1, RESIDENT_NARROW_COLUMNS), (1, RESIDENT_COLUMNS))
 
 
 @functools.lru_cache(maxsize=None)
 def _autotuned(program: nt.Task) -> nt.Autotuned:
-    """``program`` under the fastest of :data:`AUTOTUNED_TILES` per device and shape class (``nt.autotune``)."""
-    return nt.autotune(program, [default_mapping().replace(tiles={"BM": rows, "BN": columns})
-                                 for rows, columns in AUTOTUNED_TILES])
+    """``program`` under the fastest of :data:`AUTOTUNED_TILES` (and :data:`AUTOTUNED_RESIDENT_TILES`) per device
+    and shape class (``nt.autotune``)."""
+    candidates = [default_mapping().replace(tiles={"BM": rows, "BN": columns}) for rows, columns in AUTOTUNED_TILES]
+    if program.name != "cross_entropy":
+        candidates += [default_mapping().replace(tiles={"BM": rows, "BN": columns}, memory={"X": "shared"})
+                       for rows, columns in AUTOTUNED_RESIDENT_TILES]
+    return nt.autotune(program, candidates)
 
 
 def _call(name: str, arrays: dict, axes: dict, allowed: dict, written: str, *, eps=None, mapping=None,
@@ -252,7 +287,8 @@ def _call(name: str, arrays: dict, axes: dict, allowed: dict, written: str, *, e
         _autotuned(_program(name, eps))(*ordered)
         return
     vectors = staging.row_run(staging.spec_layouts(specs)) > 1
-    kernel(name, eps=eps, mapping=mapping, n=extents["N"], vectors=vectors)(*ordered)
+    rows = specs[PARAMETERS[name][1]]                  # x, or the logits
+    kernel(name, eps=eps, mapping=mapping, n=extents["N"], vectors=vectors, itemsize=rows.dtype.itemsize)(*ordered)
 
 
 def softmax(x, y, *, mapping: nt.Mapping | None = None, autotune: bool = False) -> None:

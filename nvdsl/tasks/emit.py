@@ -18,10 +18,11 @@ from ..frontend.math import erf, exp2, log2, rsqrt, sqrt, tanh, where
 from ..frontend.memory import Array
 from ..frontend.values import constant, maximum, minimum, select
 from ..hopper.aref import Aref
+from ..hopper.mbarrier import Mbarriers
 from ..hopper.tile import ColumnVector, RegisterTile, RowVector
 from ..hopper.timeline import Timeline
 from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait
-from ..hopper.warpgroup import Warpgroup
+from ..hopper.warpgroup import WARPGROUP_THREADS, Warpgroup
 from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, stage_operand, wgmma_group, wgmma_wait
 from ..layouts import rows_across_lanes, warps_per_row, wgmma_accumulator
 from . import staging
@@ -29,7 +30,7 @@ from .analysis import operand_name
 from .ir import (Affine, Broadcast, Copy, Fill, FirstColumn, Gather, Iota, Loop, Map, Mma, Reduce, Region,
                  argument_loads)
 from .profile import DATA_WAIT, EPILOGUE, LOAD, MATH, PRODUCT_WAIT, STEP, TILE, TURN_WAIT, roles
-from .stages import EXCHANGE_BARRIER, TURN_BARRIER, OnesTile, Schedule
+from .stages import EXCHANGE_BARRIER, TURN_BARRIER, OnesTile, ResidentRows, Schedule
 
 
 def emit(schedule: Schedule, arrays: dict, timeline: tuple | None = None) -> None:
@@ -72,6 +73,8 @@ class _Descriptors:
         self.stores = {st.source: self.of(st.target.tensor, st.box, min(128, st.box[-1] * st.dtype.itemsize),
                                           ragged=st.target.end is not None)
                        for st in s.stores if not st.direct}
+        # unswizzled: a lane's 16 bytes of a row lie side by side, and the widest boxes mean the fewest copies
+        self.resident = {r.tensor: self.of(r.tensor, r.box, 0) for r in s.resident}
 
     def of(self, tensor: str, box, swizzle: int, ragged: bool = False) -> TMA:
         key = (tensor, tuple(box), swizzle, ragged)
@@ -102,6 +105,8 @@ class _Block:
             for name in o.buffers:
                 self.staging[name] = ctx.dynamic_shared(o.shape, o.dtype, offset=buffers[name].offset, align=1024)
         self.ones = {t.name: _write_ones(ctx, t, buffers[t.name].offset, s.block_threads) for t in s.ones}
+        self.resident = {r.tensor: _RowBlock(ctx, r, buffers[r.buffer].offset, tmas.resident[r.tensor])
+                         for r in s.resident}
         with when(ctx.linear_thread_id.eq(0)):
             for tma in tmas.all.values():
                 tma.prefetch()
@@ -206,7 +211,7 @@ class _Block:
                 for group in for_range(self.my_groups):
                     env = self.coordinates(self.tile_of(group, 0)[0])
                     with _nonempty(s, env):
-                        _Consumer(self, wg, c, env, timeline=timeline).run_tile()
+                        _Consumer(self, wg, c, env, timeline=timeline, count=group).run_tile()
             tma_store_wait(0)
             timeline.finish()
 
@@ -428,7 +433,9 @@ _NOT_RECORDED = _NotRecorded()
 class _Consumer:
     """One consumer warpgroup's work on one tile: prologue, main loop over ring slots, epilogue."""
 
-    def __init__(self, block: _Block, wg, c: int, env: dict, turn: _Turn | None = None, timeline=_NOT_RECORDED):
+    def __init__(self, block: _Block, wg, c: int, env: dict, turn: _Turn | None = None, timeline=_NOT_RECORDED,
+                 count=None):
+        """``count``: how many tiles the consumer ran before this one (the phase of the row blocks' barriers)."""
         self.s = s = block.s
         self.timeline = timeline
         self.ctx, self.wg, self.c = block.ctx, wg, c
@@ -448,6 +455,11 @@ class _Consumer:
         self._slice: dict = {}           # values of deferred math computed for the current column slice
         self.slot: tuple = ()             # the tiles of the step ring's slot the main loop holds
         self.unmask = False              # in steps where no mask of the main loop changes a value
+        self.row_blocks = block.resident
+        # the shared locals the passes read from a row block kept in shared memory: local -> (its tensor, the pass's
+        # variable that picks the column block)
+        self.resident_reads = {local: (r.tensor, var) for r in s.resident for local, var in r.reads}
+        self.parity = (count % 2).to(dt.int32) if s.resident and count is not None else 0
 
     # -- where this consumer's part of a tensor is ------------------------------------------------------------
     def split(self, name: str) -> bool:
@@ -486,6 +498,9 @@ class _Consumer:
 
     def _run_tile(self) -> None:
         s = self.s
+        with self.timeline.span(LOAD):
+            for plan in s.resident:
+                self.row_blocks[plan.tensor].load(_evaluate(plan.rows, self.env), self.wg.thread_index)
         ring_tiles = self.tile_ring.tiles if self.tile_ring is not None else ()
         with self.get(self.rings[self.tile_ring.name]) if ring_tiles else contextlib.nullcontext() as views:
             for plan_tile, view in zip(ring_tiles, views or ()):
@@ -512,6 +527,8 @@ class _Consumer:
         if not through_tile:
             with self.timeline.span(EPILOGUE):
                 self.epilogue()
+        if s.resident:
+            self.wg.sync()          # every read of the row blocks done before the next tile's loads overwrite them
 
     def take_turn(self) -> None:
         """Ping-pong: wait for this consumer's turn at the main loop."""
@@ -684,6 +701,12 @@ class _Consumer:
             # one element of an argument (nt.scalar, slopes[h]): read here, where the program reads it
             self.values[op.target] = self.arrays[op.source.tensor][tuple(_evaluate(a, self.env)
                                                                          for a in op.source.origin)]
+        elif isinstance(op, Copy) and op.target in self.resident_reads:
+            tensor, var = self.resident_reads[op.target]       # read from the row block where a layout is known
+            tile = self.values[op.target] = _ResidentTile(self.row_blocks[tensor], self.env[var])
+            if op.target == tile.block.plan.reads[0][0]:       # the first pass waits for each block's copies
+                with self.timeline.span(DATA_WAIT):
+                    tile.block.full[tile.chunk].try_wait(self.parity)
         elif isinstance(op, Copy) and isinstance(op.source, Region):
             self.values[op.target] = _Pending(op.source)        # a vector: loaded where a layout is known
         elif isinstance(op, Copy) and isinstance(op.target, Region):
@@ -841,6 +864,8 @@ class _Consumer:
             return self.vector(x, axis, like, columns) if len(self.program.tensor(x).shape) == 1 else \
                 self.compute(self.values[x].op, columns, like)
         v = self.resolve(x, columns)
+        if isinstance(v, _ResidentTile) and isinstance(like, RegisterTile):
+            return self.resident_tile(v, like, columns)
         if isinstance(v, _Pending) and isinstance(like, RegisterTile) and len(v.region.matrix_shape) == 2:
             return self.argument_tile(v.region, like, columns)
         if isinstance(v, _Pending) and isinstance(like, RegisterTile) and _is_vector(v.region):
@@ -856,6 +881,12 @@ class _Consumer:
         row0 = self.c * rows if self.cooperative and rows < region.matrix_shape[0] else 0
         at = _origin(region, self.env, row0, columns[0] if columns else 0)
         return RegisterTile.load(self.arrays[region.tensor], like.layout, at, fill=0.0)
+
+    def resident_tile(self, tile: _ResidentTile, like: RegisterTile, columns) -> RegisterTile:
+        """The part of a column block of a row block kept in shared memory that ``like`` holds (its copies waited
+        for where the first pass took the block)."""
+        return RegisterTile.load(tile.block.chunk(tile.chunk), like.layout, (0, columns[0] if columns else 0),
+                                 tma=tile.block.tma)
 
     def vector(self, name: str, axis: int, like, columns=None):
         """Vector ``name`` over the tile ``like``: broadcast down its rows (axis 0, one value per column) or
@@ -906,6 +937,8 @@ class _Consumer:
         tiles = [self.resolve(x, columns) for x in op.inputs if isinstance(x, str) and not self.lazy(x)]
         tiles = [t.acc if isinstance(t, _Cast) else t for t in tiles]
         like = next((t for t in tiles if isinstance(t, RegisterTile)), like)
+        if like is None and any(isinstance(t, _ResidentTile) for t in tiles):
+            like = _zero_tile(self.rows(op.out), self.program.tensor(op.out).shape[-1], self.row_run)
         if like is None and any(isinstance(t, RowVector) for t in tiles) and \
                 any(self.pending_vector(x) for x in op.inputs if isinstance(x, str)):
             like = _row_layout_tile(self.rows(op.out), self.row_run)   # an argument's vector beside one
@@ -963,6 +996,10 @@ class _Consumer:
             name = operand_name(op.input)
             source = self.argument_tile(source.region, _zero_tile(self.rows(name), source.region.shape[-1],
                                                                   self.row_run), None).to(dt.float32)
+        elif isinstance(source, _ResidentTile):        # a column block of a row block kept in shared memory
+            name = operand_name(op.input)
+            source = self.resident_tile(source, _zero_tile(self.rows(name), source.block.plan.shape[1],
+                                                           self.row_run), None).to(dt.float32)
         elif isinstance(source, _Cast):
             source = source.acc
         reduced = getattr(source, op.fn)(axis=op.axis)
@@ -1190,6 +1227,46 @@ class _Pending:
 
     def __init__(self, region: Region):
         self.region = region
+
+
+class _RowBlock:
+    """A row block kept in shared memory for the tile (:class:`~nvdsl.tasks.stages.ResidentRows`): its column blocks
+    at ``offset`` of the dynamic shared memory, an mbarrier each (one arrival, the thread that issues its copies, and
+    its bytes), and the descriptor whose boxes fill them. Made at the kernel's top level (its barriers initialised
+    there)."""
+
+    def __init__(self, ctx, plan: ResidentRows, offset: int, tma: TMA):
+        self.ctx, self.plan, self.offset, self.tma = ctx, plan, offset, tma
+        ctx.shared.reserve(offset, plan.nbytes, 1024, f"the row block of '{plan.tensor}'")
+        self.full = Mbarriers(plan.chunks)
+        with when(ctx.linear_thread_id.eq(0)):
+            for j in range(plan.chunks):
+                self.full[j].init(1)
+        ctx.sync_threads()
+
+    def chunk(self, j) -> Array:
+        """Column block ``j`` (a traced index) as a shared tile of TMA's boxes."""
+        stride = self.plan.chunk_stride
+        return self.ctx.shared.view(self.plan.shape, self.plan.dtype, j * stride + self.offset,
+                                    f"{self.plan.tensor}_rows", alignment=min(1024, stride & -stride))
+
+    def load(self, row, thread) -> None:
+        """Copy the row block starting at ``row`` in, each column block by its own thread of the warpgroup (all at
+        once: the row's bytes in flight together), which arms that block's barrier with its bytes first. Block ``j``
+        is issued by lane ``j // 4`` of warp ``j % 4``: a warp issues its lanes' copies one lane after another (TMA
+        takes its operands from uniform registers), so the blocks are spread over the warps."""
+        plan = self.plan
+        warps = WARPGROUP_THREADS // 32
+        for j in for_range(thread % 32 * warps + thread // 32, plan.chunks, WARPGROUP_THREADS):
+            self.full[j].arrive(plan.chunk_bytes)
+            self.tma.load(self.chunk(j), self.full[j], (row, j * plan.shape[1]))
+
+
+class _ResidentTile:
+    """Column block ``chunk`` of a row block kept in shared memory, read once a tile gives it a layout."""
+
+    def __init__(self, block: _RowBlock, chunk):
+        self.block, self.chunk = block, chunk
 
 
 class _Deferred:

@@ -46,7 +46,10 @@ class Mapping:
             issuing the tile products (``"mma"`` where the tile's task issues them itself) at
             ``"warpgroup"``, as wgmma is a warpgroup instruction. A task left out gets that default.
         memory: memory per tensor name: ``"global"``, ``"shared"``, ``"register"`` or ``"none"`` (never
-            materialized whole: the consumer warpgroups each hold their rows).
+            materialized whole: the consumer warpgroups each hold their rows). An argument's: where its tiles are
+            copied to be computed on; an argument that a row-wise program's passes over column blocks read, in
+            ``"shared"``, has its row block kept in shared memory for the tile (loaded once by TMA, every pass
+            reading it there).
         pipeline: slots of the ring that feeds the sequential loop (None: as many as shared memory holds, up to 8).
         mma_in_flight: wgmma products left running while the next is issued (P); ``pipeline >= P + 1``.
         warp_specialize: a producer warpgroup issues the loads and consumer warpgroups compute; off, the

@@ -23,13 +23,13 @@ from ..layouts.swizzle import swizzle_alignment
 from ..target import TMA_STRIDE_BYTES, wgmma_entry_registers
 from . import ir
 from .analysis import operand_name, with_dependences
-from .ir import (SHARED, Broadcast, Copy, Fill, FirstColumn, Gather, Loop, Map, Mma, Program, Reduce, Region,
+from .ir import (SHARED, Affine, Broadcast, Copy, Fill, FirstColumn, Gather, Loop, Map, Mma, Program, Reduce, Region,
                  argument_loads)
 from .mapping import (BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers,
                       refusal)
 from .stages import (ONES_COLUMNS, Allocation, Buffer, Joined, Levels, MainLoop, OnesTile, Persistence, Phases,
-                     Pipeline, Products, Registers, RingPlan, RingTile, Split, StagedOperand, StorePlan, TileBody,
-                     Transfers, Unmasked)
+                     Pipeline, Products, Registers, ResidentRows, RingPlan, RingTile, Split, StagedOperand, StorePlan,
+                     TileBody, Transfers, Unmasked)
 
 TILE_ALIGNMENT = swizzle_alignment(128)   # ring tiles and staging buffers: 128-byte swizzled TMA tiles
 STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the output in slices of this size
@@ -63,13 +63,13 @@ def _shape_of(program: Program):
             raise _refuse("inside the prange, the task layer schedules srange loops without nested loops",
                           loc=node.loc, hint="write each sequential loop at the top of the prange's body")
     if len(loops) > 1:
-        busy = next((n for n in loops if not _in_registers(program, n)), None)
+        busy = next((n for n in loops if not _in_registers(program, n, resident=True)), None)
         if busy is not None:
-            raise _refuse("inside the prange, the task layer schedules one srange loop with products or loads "
-                          "into shared memory; several srange loops (a row-wise program's passes over column "
-                          "blocks) only if each computes in registers alone", loc=busy.loc,
-                          hint="read the tiles of these loops in tile math (x += Xt[i, j], or map them to "
-                               "'register' memory), or fold the loops into one")
+            raise _refuse("inside the prange, the task layer schedules one srange loop with products; several "
+                          "srange loops (a row-wise program's passes over column blocks) only if each computes in "
+                          "registers alone (reading its argument tiles into registers, or from a row block kept in "
+                          "shared memory)", loc=busy.loc,
+                          hint="fold the loops into one, or compute the other passes without products")
         return tiles, tuple(tiles.body), None, ()         # sections: every loop runs in the consumers' registers
     prologue, main, epilogue = [], None, []
     for node in tiles.body:
@@ -82,10 +82,14 @@ def _shape_of(program: Program):
     return tiles, tuple(prologue), main, tuple(epilogue)
 
 
-def _in_registers(program: Program, loop: Loop) -> bool:
-    """Whether an srange's body needs no ring: no product, and no load into shared memory."""
-    return not any(isinstance(op, Mma) or (op in argument_loads(loop.body) and
-                                           program.tensor(op.target).memory == SHARED) for op in loop.body)
+def _in_registers(program: Program, loop: Loop, resident: bool = False) -> bool:
+    """Whether an srange's body needs no ring: no product, and no load into shared memory (``resident``: but those
+    of a row block kept in shared memory for the tile, see :func:`_resident_rows`)."""
+    return not any(isinstance(op, Mma) for op in loop.body) and (resident or not _shared_loads(program, loop.body))
+
+
+def _shared_loads(program: Program, ops) -> list[Copy]:
+    return [op for op in argument_loads(ops) if program.tensor(op.target).memory == SHARED]
 
 
 TILE_BODY, PRODUCTS = "tile body", "mma"     # the names of a tile's work and its products left in a caller
@@ -241,13 +245,13 @@ def _fresh(names: set, stem: str) -> str:
     return name
 
 
-def in_registers(program: Program, ops) -> bool:
+def in_registers(program: Program, ops, sections: bool = False) -> bool:
     """Whether a tile's ``ops`` compute in the consumers' registers only: no product, no argument loaded into
-    shared memory, every store a 2-D tensor's (stored by each thread, see :func:`_stores`). Such a row-wise
+    shared memory (but, in ``sections``, several passes over column blocks, a row block kept there for the tile: see
+    :func:`_resident_rows`), every store a 2-D tensor's (stored by each thread, see :func:`_stores`). Such a row-wise
     program lays its tiles out with rows along a warp's lanes (emission's ``rows_across_lanes``; a row over two or four
     warps where a consumer's rows are not a multiple of four), not in wgmma's 64-row blocks."""
-    return not any(isinstance(op, Mma) for op in ops) and \
-        not any(program.tensor(op.target).memory == SHARED for op in argument_loads(ops)) and \
+    return not any(isinstance(op, Mma) for op in ops) and (sections or not _shared_loads(program, ops)) and \
         all(len(program.tensor(op.target.tensor).shape) == 2 and op.target.end is None
             for op in ops if isinstance(op, Copy) and isinstance(op.target, Region) and
             len(op.target.matrix_shape) == 2)                  # (a vector's stores take any layout)
@@ -281,7 +285,7 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
         raise _refuse(f"the accumulators have different row counts {sorted(tile_rows)}")
     tile_rows = tile_rows.pop()
     share = 1 if pingpong else consumers
-    lanes = in_registers(program, body.ops)
+    lanes = in_registers(program, body.ops, _sections(body))
     granule = 1 if lanes else MMA_ROWS
     if tile_rows % (share * granule):
         changes, note = _row_split_changes(mapping, tile_rows, share, granule)
@@ -653,12 +657,81 @@ def place_copies(levels: Levels, body: TileBody, split: Split, loop: MainLoop) -
         raise refusal(f"{levels.stated}: a ping-pong needs warp_specialize=True: a producer warpgroup feeds the "
                       "ring in the order the consumers take their turns", code="bad-mapping",
                       changes=[{"warp_specialize": True}, {"schedule": COOPERATIVE}])
+    resident = _resident_rows(program, body, split)
     rings = _rings(program, body, split, loop.phases, "producer" if mapping.warp_specialize else "consumers",
                    mapping)
     stores = _stores(program, body, split, mapping)
     if pingpong:
         rings = _taken_in_turn(rings)
-    return Transfers(rings=tuple(rings), stores=tuple(stores), operands=_staged_operands(program, body, split))
+    return Transfers(rings=tuple(rings), stores=tuple(stores), operands=_staged_operands(program, body, split),
+                     resident=resident)
+
+
+def _sections(body: TileBody) -> bool:
+    """Whether the tile runs several passes over column blocks (a row-wise program's srange loops) and no main loop."""
+    return body.main is None and any(isinstance(node, Loop) for node in body.prologue)
+
+
+#: The widest TMA box (elements along each axis) a resident row block is loaded in.
+TMA_BOX_LIMIT = 256
+
+
+def _resident_rows(program: Program, body: TileBody, split: Split) -> tuple[ResidentRows, ...]:
+    """The row blocks a row-wise program keeps in shared memory for the tile: where the mapping puts an argument
+    its passes over column blocks read (``memory={"X": "shared"}``), each pass's tile ``X[r, k * BN]`` is column
+    block ``k`` of the tile's row block, loaded once at the tile's start (:class:`ResidentRows`). The tiles must be
+    the whole tile's rows at column ``k * BN`` of the pass's variable ``k``, from one row block, of an argument the
+    program does not write, read by tile math only, with one consumer warpgroup."""
+    if not _sections(body):
+        return ()
+    stray = _shared_loads(program, [node for node in body.prologue if not isinstance(node, Loop)])
+    if stray:
+        raise _refuse(f"{stray[0]}: a row-wise program keeps in shared memory only the tiles its passes over column "
+                      "blocks read", loc=stray[0].loc, hint=f"read '{stray[0].source.tensor}' here in tile math (the "
+                      f"mapping's memory['{stray[0].source.tensor}'] = 'register')")
+    found: dict[str, list] = {}
+    for loop in (node for node in body.prologue if isinstance(node, Loop)):
+        for op in _shared_loads(program, loop.body):
+            found.setdefault(op.source.tensor, []).append((loop, op))
+    planned = []
+    for name, loads in sorted(found.items()):
+        tensor = program.tensor(name)
+        first = loads[0][1]
+        shape = first.source.matrix_shape
+        if tensor.privilege != "read":
+            raise _refuse(f"{first}: '{name}' is written by the program, so its row block cannot stay in shared "
+                          "memory across the passes", loc=first.loc, hint=f"map '{name}' to 'register' memory")
+        if split.consumers != 1:
+            raise refusal(f"{first}: a row block kept in shared memory is loaded by one consumer warpgroup, not "
+                          f"{split.consumers}", code="bad-mapping", changes=[{"consumers": 1},
+                                                                              {"memory": {name: "register"}}])
+        reads = []
+        for loop, op in loads:
+            region = op.source
+            var = loop.vars[0]
+            rows, columns = (region.origin[-2], region.origin[-1]) if len(region.origin) >= 2 else (None, None)
+            users = [user for user in loop.body if op.target in {operand_name(x) for x in user.reads()}]
+            if len(tensor.shape) != 2 or region.transposed or len(shape) != 2 or region.shape[-2:] != shape or \
+                    columns != Affine(((var, shape[1]),), 0) or rows != first.source.origin[-2] or \
+                    var in rows.variables:
+                raise _refuse(f"{op}: a row block kept in shared memory is read as whole tiles X[r, k * BN] of one "
+                              f"row block r, column block k the pass's variable '{var}'", loc=op.loc,
+                              hint=f"map '{name}' to 'register' memory")
+            if not all(isinstance(user, (Map, Reduce)) for user in users):
+                raise _refuse(f"{op}: a row block kept in shared memory is read by tile math only", loc=op.loc,
+                              hint=f"map '{name}' to 'register' memory")
+            reads.append((op.target, var))
+        extents = {loop.extents[0] for loop, _ in loads}
+        bounded = next((loop for loop, _ in loads if loop.below is not None), None)
+        if len(extents) != 1 or bounded is not None:
+            raise _refuse(f"{first}: the passes that read a row block kept in shared memory all run over its "
+                          f"column blocks, the same count ({sorted(extents)} here)" +
+                          (f", without a bound read on the GPU ({bounded})" if bounded is not None else ""),
+                          loc=first.loc, hint=f"map '{name}' to 'register' memory")
+        chunks = extents.pop()
+        box = (min(shape[0], TMA_BOX_LIMIT), min(shape[1], TMA_BOX_LIMIT))
+        planned.append(ResidentRows(name, first.source.origin[-2], shape, chunks, tensor.dtype, box, tuple(reads)))
+    return tuple(planned)
 
 
 def _staged_operands(program: Program, body: TileBody, split: Split) -> tuple[StagedOperand, ...]:
@@ -785,7 +858,7 @@ def _stores(program: Program, body: TileBody, split: Split, mapping: Mapping) ->
     # moves nothing through shared memory computes in tiles whose rows lie along a warp's lanes (emission's
     # ``rows_across_lanes``): its stores are coalesced, each thread storing its own elements.
     products = any(isinstance(op, Mma) for op in body.ops)
-    lanes = in_registers(program, body.ops)
+    lanes = in_registers(program, body.ops, _sections(body))
     for op in body.ops:
         if not (isinstance(op, Copy) and isinstance(op.target, Region) and len(op.target.matrix_shape) == 2):
             continue
@@ -1042,10 +1115,13 @@ def allocate_shared_memory(levels: Levels, body: TileBody, transfers: Transfers,
         listing = ", ".join(f"{b.name} {b.nbytes} B" for b in sorted(placed, key=lambda b: b.offset))
         mapping = levels.mapping
         fewer = [{"pipeline": d} for d in range((mapping.pipeline or 2) - 1, max(mapping.mma_in_flight + 1, 2) - 1, -1)]
+        in_registers = [{"memory": {r.tensor: "register"}} for r in transfers.resident]
         raise refusal(f"the schedule needs {total} bytes of shared memory ({listing}), more than the mapping's "
                       f"bound of {limit}", code="mapping-smem",
-                      changes=fewer + [{"tiles": {name: value // 2}} for name, value in mapping.tiles if value >= 16],
-                      note="fewer pipeline slots or smaller tiles")
+                      changes=in_registers + fewer + [{"tiles": {name: value // 2}} for name, value in mapping.tiles
+                                                      if value >= 16],
+                      note="fewer pipeline slots or smaller tiles" + (", or row blocks read into registers in each "
+                                                                       "pass" if in_registers else ""))
     offsets = {b.name: b.offset for b in placed}
     rings = tuple(replace(r, offset=offsets[r.name]) for r in pipeline.rings)
     return Allocation(rings=rings, buffers=tuple(sorted(placed, key=lambda b: (b.offset, b.name))), smem_bytes=total,
@@ -1070,6 +1146,7 @@ def _buffers(levels: Levels, body: TileBody, transfers: Transfers, rings) -> lis
         for name in s.staging:       # a store before the epilogue (a row-wise program's) stages while rings live
             out.append(Buffer(name, nbytes, (1, 2) if s.source in in_epilogue else (0, 2)))
     out += [Buffer(name, _aligned(o.nbytes), (0, 2)) for o in transfers.operands for name in o.buffers]
+    out += [Buffer(r.buffer, _aligned(r.nbytes), (0, 2)) for r in transfers.resident]
     return out
 
 

@@ -10,7 +10,7 @@ from . import passes
 from .ir import Loop, Mma, Program, argument_loads, format_program
 from .mapping import PINGPONG, Mapping
 from .stages import (TURN_BARRIER, Schedule, format_joined, format_levels, format_memory_map, format_ones,
-                     format_store)
+                     format_resident, format_store)
 
 
 def plan_stages(program: Program, mapping: Mapping, sm_count: int) -> dict:
@@ -31,7 +31,7 @@ def plan_stages(program: Program, mapping: Mapping, sm_count: int) -> dict:
     schedule = Schedule(
         program=body.program, mapping=mapping, levels=levels.levels, tile_vars=body.tiles.vars,
         tile_extents=body.tiles.extents, split=split.split, rows=split.rows, consumers=split.consumers,
-        lanes_along_rows=split.lanes_along_rows,
+        lanes_along_rows=split.lanes_along_rows, resident=transfers.resident,
         pingpong=mapping.schedule == PINGPONG, turns=mapping.turns, warp_specialized=mapping.warp_specialize,
         registers=registers.registers, accumulator_registers=registers.accumulators, rings=allocation.rings,
         prologue=body.prologue, main=body.main, epilogue=body.epilogue, in_flight=pipeline.in_flight,
@@ -123,9 +123,13 @@ def _consumer(s: Schedule) -> list[str]:
     if tile_ring is not None:
         lines.append(f"    get {tile_ring.name}: " + ", ".join(t.local for t in tile_ring.tiles) +
                      " (held for the tile)")
+    lines += [f"    {format_resident(r)}" for r in s.resident]
+    held = {local: r.tensor for r in s.resident for local, _ in r.reads}
     for op in s.prologue:
         if isinstance(op, Loop):                   # a row-wise program's pass over column blocks, in registers
-            lines.append(f"    {op}: (in registers, no ring)")
+            kept = [f"{load.target} from {held[load.target]}'s row block in shared memory"
+                    for load in argument_loads(op.body) if load.target in held]
+            lines.append(f"    {op}: (in registers, no ring{''.join(f'; {k}' for k in kept)})")
             lines += [f"      {inner}" for inner in op.body]
         elif not s.in_tile_ring(op):
             lines.append(f"    {op}")
@@ -144,6 +148,8 @@ def _consumer(s: Schedule) -> list[str]:
     if tile_ring is not None and through_tile:
         lines.append(f"    release {tile_ring.name} once the stores through it have read it")
     lines += [f"    {format_store(st)}" for st in s.stores]
+    if s.resident:
+        lines.append("    wait for the warpgroup (its reads of the row blocks done) before the next tile loads them")
     if s.pingpong:
         lines += [f"    skip the {r.name} slots of the other consumer's next tile" for r in s.step_rings()]
         lines.append("  after its last tile: the consumer whose turn would come next waits for it once more (the "

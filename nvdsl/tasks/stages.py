@@ -133,6 +133,48 @@ class StorePlan:
 
 
 @dataclass(frozen=True)
+class ResidentRows:
+    """A row-wise program's argument whose row block stays in shared memory for the whole tile (the mapping puts
+    it in ``"shared"`` memory): its ``chunks`` column blocks of ``shape`` (the tile) are loaded once, at the tile's
+    start, by TMA in boxes of ``box`` (each block on an mbarrier of its own, armed and issued by one thread of the
+    consumer a block), and every pass over column blocks reads them from there instead of loading them again.
+    ``reads``: per shared local the passes read, the srange variable that picks its column block."""
+
+    tensor: str
+    rows: ir.Affine                   # the row block's first row
+    shape: tuple[int, int]            # one column block (the tile)
+    chunks: int
+    dtype: dt.DType
+    box: tuple[int, int]
+    reads: tuple[tuple[str, str], ...]
+
+    @property
+    def buffer(self) -> str:
+        return f"resident_{self.tensor}"
+
+    @property
+    def chunk_bytes(self) -> int:
+        """The bytes of one column block (its loads' expected transactions)."""
+        return self.shape[0] * self.shape[1] * self.dtype.itemsize
+
+    @property
+    def chunk_stride(self) -> int:
+        """The bytes from one column block to the next: TMA's boxes land on 128-byte boundaries."""
+        return -(-self.chunk_bytes // 128) * 128
+
+    @property
+    def nbytes(self) -> int:
+        return self.chunks * self.chunk_stride
+
+
+def format_resident(r: ResidentRows) -> str:
+    return (f"keep {r.tensor}[{r.rows}:+{r.shape[0]}, 0:+{r.chunks * r.shape[1]}] in shared memory for the tile "
+            f"({r.chunks} column blocks of {r.shape[0]} x {r.shape[1]}, {r.nbytes} B): loaded once at the tile's "
+            f"start, by TMA (box {list(r.box)}), each block on its own mbarrier and issued by its own thread; the "
+            f"passes read {', '.join(local for local, _ in r.reads)} from there")
+
+
+@dataclass(frozen=True)
 class StagedOperand:
     """A computed tile read transposed as a product's A (``t.T @ B``): each consumer writes its rows of the tile
     into a shared buffer of its own, laid out as a thread-written wgmma operand (128-byte swizzled rows), and the
@@ -289,10 +331,12 @@ class Transfers:
     rings: tuple[RingPlan, ...]
     stores: tuple[StorePlan, ...]
     operands: tuple[StagedOperand, ...] = ()
+    resident: tuple[ResidentRows, ...] = ()
 
     def __str__(self) -> str:
         lines = [f"ring {r.name}: slots of {r.slot_bytes} B, once per {r.per}; {r.route()}; tiles: {r.tiles_text()}"
                  for r in self.rings]
+        lines += [format_resident(r) for r in self.resident]
         lines += [format_store(st) for st in self.stores] + [format_operand(o) for o in self.operands]
         return "".join(f"{line}\n" for line in lines) or "no copies through shared memory\n"
 
@@ -440,6 +484,7 @@ class Schedule:
     partial: frozenset = frozenset()    # accumulators each consumer holds whole, of its part of a sum (t.T @ B)
     columns: frozenset = frozenset()    # accumulators whose columns the consumers share (t.T @ B over all of t)
     lanes_along_rows: bool = False      # tiles with each row along a warp's lanes, not wgmma's layout
+    resident: tuple[ResidentRows, ...] = ()     # row blocks kept in shared memory for the tile
     grid: int
     persistent: bool                    # blocks loop over tiles (else one block per tile, or pair of tiles)
     raster: str                         # the order persistent blocks walk the tiles in

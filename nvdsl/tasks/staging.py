@@ -48,7 +48,7 @@ def staged_arguments(s: Schedule, layouts: dict) -> list[Staged]:
     layout (``layouts``: name -> (shape, itemsize, element strides or None, unaligned start)) no descriptor can
     address. An argument the kernel reads, adds into or writes only in part, is copied in; one it writes is
     copied out."""
-    moved_by_tma = {t.source.tensor for r in s.rings for t in r.tiles} | \
+    moved_by_tma = {t.source.tensor for r in s.rings for t in r.tiles} | {r.tensor for r in s.resident} | \
         {st.target.tensor for st in s.stores if not st.direct}      # (direct stores clip each thread's own)
     writes = [(w, loops) for op, loops in walk(s.program.body) for w in op.writes() if isinstance(w, Region)]
     reads = {r.tensor for op, _ in walk(s.program.body) for r in op.reads() if isinstance(r, Region)}
