@@ -429,6 +429,12 @@ def test_rowwise_loads_without_gpu_libraries_and_measures_the_issues_shapes():
     assert set(rowwise.systems("cross_entropy", _args(tiles="1x4096:shared"))) == {"nvdsl", "torch", rowwise.COPY}
     with pytest.raises(SystemExit, match="after ':' comes 'shared' or 'register'"):
         rowwise.systems("softmax", _args(tiles="1x4096:global"))
+    # consumer warpgroups that hold a row tile together
+    assert {"nvdsl 1x8192 shared 4wg", "nvdsl 1x8192 2wg"} <= set(rowwise.systems(
+        "softmax", _args(tiles="1x8192:shared:4,1x8192::2")))
+    assert "nvdsl 1x4096 2wg" in rowwise.systems("cross_entropy", _args(tiles="1x4096::2"))
+    with pytest.raises(SystemExit, match="a count of consumer warpgroups"):
+        rowwise.systems("softmax", _args(tiles="1x4096:shared:x"))
     p = {"op": "cross_entropy", "dtype": "bf16", "M": 8192, "N": 50257}
     assert rowwise.nbytes(p) == 2 * 8192 * 50257 + 8 * 8192 and rowwise.copy_bytes(p) == 4 * 8192 * 50257
 

@@ -200,6 +200,29 @@ def test_fewer_rows_than_warps_lie_across_several_warps(m, n, run):
         rows_across_lanes(m, 32 * run * k + 32 * run, run)
 
 
+@pytest.mark.parametrize("m, n, run, warps", [(1, 4096, 8, 16), (1, 512, 1, 8), (2, 2048, 8, 16), (3, 768, 1, 8),
+                                              (8, 256, 1, 8)])
+def test_rows_lie_across_the_warps_of_several_warpgroups(m, n, run, warps):
+    """Over the warps of several warpgroups (consumers that hold a row-wise tile together): each row along ``k`` =
+    warps // gcd(m, warps) warps' lanes, thread ``lane + 32 (w + k g)`` holding row ``g + (warps / k) r`` at column
+    ``run lane + 32 run w + 32 run k c + e``, every element once, a row's reduction shuffling across all k warps."""
+    layout = rows_across_lanes(m, n, run, warps)
+    k = warps_per_row(m, warps)
+    groups, seen = warps // k, set()
+    assert layout.threads == 32 * warps
+    for t in range(32 * warps):
+        lane, w, g = t % 32, (t // 32) % k, t // (32 * k)
+        for v in range(layout.values):
+            r, rest = v % (m // groups), v // (m // groups)
+            e, c = rest % run, rest // run
+            assert layout(t, v) == (g + groups * r, run * lane + 32 * run * w + 32 * run * k * c + e)
+            seen.add(layout(t, v))
+    assert len(seen) == m * n
+    assert layout.reduction(1).shuffle_masks == (1, 2, 4, 8, 16) + tuple(32 << i for i in range(k.bit_length() - 1))
+    with pytest.raises(ValueError, match="whole warpgroups"):
+        rows_across_lanes(m, n, run, 6)
+
+
 @pytest.mark.parametrize("m, n", [(64, 128), (128, 64)])
 def test_a_row_reduction_combines_each_threads_row_then_its_quad(m, n):
     layout = wgmma_accumulator(m, n)

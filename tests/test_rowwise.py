@@ -529,9 +529,9 @@ def test_library_calls_tune_their_tiles_on_request(tmp_path, monkeypatch):
     rowwise.cross_entropy(x, targets, loss, autotune=True)
     assert_within(loss, cross_entropy_reference(x64, targets), cross_entropy_bound(x64, targets, blocks))
     tuned = rowwise._autotuned(rowwise.softmax_program())
-    assert [(*m.tile_values().values(), dict(m.memory).get("X")) for m in tuned.mappings] == \
-        [(*t, None) for t in rowwise.AUTOTUNED_TILES] + [(*t, "shared") for t in rowwise.AUTOTUNED_RESIDENT_TILES]
-    assert len(rowwise._autotuned(rowwise.cross_entropy_program()).mappings) == len(rowwise.AUTOTUNED_TILES)
+    assert [(*m.tile_values().values(), m.consumers, dict(m.memory).get("X")) for m in tuned.mappings] == \
+        [(*t, None) for t in rowwise.AUTOTUNED] + [(*t, "shared") for t in rowwise.AUTOTUNED_RESIDENT]
+    assert len(rowwise._autotuned(rowwise.cross_entropy_program()).mappings) == len(rowwise.AUTOTUNED)
     assert len(tuned.timings) == 1                      # the call chose through it
 
 
@@ -780,16 +780,34 @@ def test_row_blocks_kept_in_shared_memory_by_persistent_blocks():
 
 def test_library_keeps_rows_of_16_to_64_kib_in_shared_memory():
     """The default mapping keeps a row in shared memory where it moves in 16-byte vectors and its column blocks hold
-    16 to 64 KiB (``rowwise.RESIDENT_BYTES``), for the programs of two passes: 4096 columns a step up to 8192
-    columns, 8192 beyond; not for cross-entropy (one pass), rows of single elements, or rows past 64 KiB."""
+    16 to 64 KiB (``rowwise.RESIDENT_BYTES``), for the programs of two passes, by one consumer warpgroup: 4096
+    columns a step up to 8192 columns, 8192 beyond; not for cross-entropy (one pass), rows of single elements, or
+    rows past 64 KiB (those up to 112 KiB: by several warpgroups, below)."""
     def resident(name, n, vectors=True, itemsize=2):
         mapping = rowwise.default_mapping(name, n, vectors, itemsize)
-        return dict(mapping.memory).get("X") == "shared" and dict(mapping.tiles)["BN"]
+        return dict(mapping.memory).get("X") == "shared" and mapping.consumers == 1 and dict(mapping.tiles)["BN"]
     assert resident("softmax", 8192) == 4096 and resident("rms_norm", 8200) == 8192
     assert resident("layer_norm", 32768) == 8192 and resident("softmax", 4096, itemsize=4) == 4096
     assert not resident("softmax", 8184) and not resident("softmax", 32776) and not resident("softmax", 50304)
     assert not resident("cross_entropy", 16384) and not resident("softmax", 16384, vectors=False)
     assert not resident("softmax", 32768, itemsize=4)
+
+
+def test_library_holds_vocabulary_rows_and_few_rows_with_several_warpgroups():
+    """Rows past 64 KiB up to 112 KiB (a vocabulary of 50304 bf16) are kept in shared memory 4096 columns a step by
+    four consumer warpgroups that hold each row together; fewer rows than SMs are held by several warpgroups (two
+    with the row in shared memory, 8192 columns a step; four, or two for cross-entropy, reading it into registers).
+    Many rows past 112 KiB, and cross-entropy's many rows, keep one warpgroup."""
+    def plan(name, n, m=None, itemsize=2):
+        mapping = rowwise.default_mapping(name, n, n * itemsize % 16 == 0, itemsize, m)
+        return dict(mapping.tiles)["BN"], dict(mapping.memory).get("X"), mapping.consumers
+    assert plan("softmax", 50304) == (4096, "shared", 4) and plan("layer_norm", 57344) == (4096, "shared", 4)
+    assert plan("rms_norm", 50304, m=64) == (8192, "shared", 2) and plan("softmax", 16384, m=100) == (8192, "shared", 2)
+    assert plan("softmax", 128256, m=64) == (8192, None, 4) and plan("cross_entropy", 50304, m=64) == (4096, None, 2)
+    assert plan("softmax", 50257, m=64) == (2048, None, 4)          # single elements a lane
+    assert plan("softmax", 128256) == (8192, None, 1) and plan("cross_entropy", 50304) == (4096, None, 1)
+    assert plan("softmax", 57352) == (8192, None, 1)                 # 15 blocks of 4096: past 112 KiB
+    assert plan("softmax", 1000, m=8) == (2048, None, 1)             # narrow rows: four a block, a warp each
 
 
 def test_library_rows_kept_in_shared_memory():
@@ -822,6 +840,29 @@ def test_row_blocks_in_shared_memory_compile_to_tma_and_vector_reads():
         assert resources.spill_stores == 0 and resources.spill_loads == 0, resources
 
 
+@pytest.mark.parametrize("rows, consumers, columns, memory", [(1, 2, 2048, ""), (1, 4, 4096, "shared"),
+                                                              (2, 4, 2048, ""), (3, 2, 2048, "shared")])
+def test_consumers_hold_a_row_tile_together(rows, consumers, columns, memory):
+    """Consumer warpgroups that cannot split a tile's rows hold them together: each row along the lanes of warps of
+    all of them (one body over the block's 128 x consumers threads, outside any Warpgroup, the rows' sums meeting at
+    the block's barrier); a row block kept in shared memory has its copies spread over all their warps. Seven rows
+    of 3000 bf16 (the last row and column blocks ragged), every program against float64."""
+    rng = np.random.default_rng(36)
+    x, w, b = _inputs(rng, (7, 3000), BF16, 3.0), _inputs(rng, (3000,), BF16), _inputs(rng, (3000,), BF16)
+    mapping = rowwise.default_mapping().replace(tiles={"BM": rows, "BN": columns}, consumers=consumers,
+                                                memory={"X": memory} if memory else {})
+    text = rowwise.kernel("softmax", mapping=mapping).explain(x, x)
+    warps = 4 * consumers // math.gcd(rows, 4 * consumers)
+    assert f"whole tiles together, each row along the lanes of warps of all {consumers}" in text and \
+        f"each row along the lanes of {warps} warps" in text and f"of {128 * consumers} threads" in text, text
+    _all_three(x, w, b, mapping, columns)
+    x64 = x.astype(np.float64)
+    targets = np.array([0, 2999, -100, 5, 1500, 3000, 7], np.int32)
+    loss = np.full(7, np.nan, np.float32)
+    rowwise.cross_entropy(x, targets, loss, mapping=mapping.replace(memory={}))
+    assert_within(loss, cross_entropy_reference(x64, targets), cross_entropy_bound(x64, targets, -(-3000 // 128)))
+
+
 @requires_gpu
 @pytest.mark.parametrize("shape, dtype", [((300, 16384), "bfloat16"), ((129, 8200), "bfloat16"),
                                           ((67, 4100), "float32"), ((33, 32768), "bfloat16")])
@@ -844,12 +885,46 @@ def test_library_rows_kept_in_shared_memory_on_the_gpu(shape, dtype):
     assert_within(s.cpu().numpy(), e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
     y = torch.empty_like(x)
     rowwise.rms_norm(x, w, y)
-    assert_within(y.float().cpu().numpy(), rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, out_dtype))
+    assert_within(y.float().cpu().numpy(), rms_norm_reference(x64, w64, 1e-6),
+                  rms_norm_bound(x64, w64, 1e-6, out_dtype))
     y = torch.empty(shape, device="cuda")
     rowwise.layer_norm(x, w, b, y)
     columns = dict(rowwise.default_mapping("layer_norm", shape[1], True, x.element_size()).tiles)["BN"]
     assert_within(y.cpu().numpy(), layer_norm_reference(x64, w64, b64, 1e-5),
                   layer_norm_bound(x64, w64, b64, 1e-5, np.float32, columns))
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [(300, 50304), (64, 50304), (64, 128256), (37, 50257)])
+def test_library_rows_held_by_several_warpgroups_on_the_gpu(shape):
+    """Vocabulary rows and few rows, held by several consumer warpgroups together by default (kept in shared memory
+    where they fit), on bf16 torch tensors: every program against float64."""
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator(device="cuda").manual_seed(37)
+    x = (torch.randn(*shape, device="cuda", generator=gen) * 3.0).to(torch.bfloat16)
+    w, b = (torch.randn(shape[1], device="cuda", generator=gen).to(torch.bfloat16) for _ in range(2))
+    x64, w64, b64 = (a.double().cpu().numpy() for a in (x, w, b))
+    mapping = rowwise.default_mapping("softmax", shape[1], shape[1] % 8 == 0, 2, shape[0])
+    assert mapping.consumers > 1, mapping
+    blocks = -(-shape[1] // 128)
+    s = torch.empty(shape, device="cuda")
+    rowwise.softmax(x, s)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(s.cpu().numpy(), e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
+    y = torch.empty_like(x)
+    rowwise.rms_norm(x, w, y)
+    assert_within(y.float().cpu().numpy(), rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, BF16))
+    y = torch.empty(shape, device="cuda")
+    rowwise.layer_norm(x, w, b, y)
+    columns = dict(rowwise.default_mapping("layer_norm", shape[1], shape[1] % 8 == 0, 2, shape[0]).tiles)["BN"]
+    assert_within(y.cpu().numpy(), layer_norm_reference(x64, w64, b64, 1e-5),
+                  layer_norm_bound(x64, w64, b64, 1e-5, np.float32, columns))
+    targets = torch.randint(0, shape[1], (shape[0],), device="cuda", generator=gen).to(torch.int32)
+    targets[:2] = torch.tensor([-100, shape[1]], dtype=torch.int32)
+    loss = torch.empty(shape[0], device="cuda")
+    rowwise.cross_entropy(x, targets, loss)
+    t = targets.cpu().numpy()
+    assert_within(loss.cpu().numpy(), cross_entropy_reference(x64, t), cross_entropy_bound(x64, t, blocks))
 
 
 def test_library_softmax_resident_schedule(request):
@@ -892,8 +967,8 @@ def passes_of_two_lengths(Y, X):
 
 def test_row_blocks_in_shared_memory_refusals():
     """What a row block kept in shared memory cannot be, each refused with a change that plans: an array the program
-    writes, two consumer warpgroups, passes over different counts of column blocks, more bytes than shared memory
-    holds."""
+    writes, two consumer warpgroups that split the rows, passes over different counts of column blocks, more bytes
+    than shared memory holds."""
     x, y = np.zeros((8, 1024), np.float32), np.zeros((8, 1024), np.float32)
     shared = nt.Mapping(consumers=1, memory={"X": "shared"})
     with pytest.raises(TaskError, match="'X' is written by the program") as refused:
@@ -904,7 +979,7 @@ def test_row_blocks_in_shared_memory_refusals():
         nt.build(passes_of_two_lengths, shared).plan(y, x)
     nt.build(passes_of_two_lengths, nt.Mapping(consumers=1)).plan(y, x)
     two = rowwise.default_mapping().replace(tiles={"BM": 8, "BN": 256}, memory={"X": "shared"}, consumers=2)
-    with pytest.raises(MappingError, match="loaded by one consumer warpgroup, not 2") as refused:
+    with pytest.raises(MappingError, match="hold the tile together, not for 2 that split its rows") as refused:
         rowwise.kernel("softmax", mapping=two).plan(y, x)
     assert "consumers=1" in refused.value.hint, refused.value.hint
     wide = np.zeros((8, 65536), np.float32)             # 256 KiB a row

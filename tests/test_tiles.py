@@ -437,6 +437,38 @@ def test_rows_across_warps_reduce_through_shared_memory(backend):
     np.testing.assert_array_equal(np.concatenate([sum1, sum2]), np.concatenate([a1.sum(axis=1), 2 * a2.sum(axis=1)]))
 
 
+def test_rows_across_the_warps_of_four_warpgroups_reduce_through_shared_memory(backend):
+    """A tile of one row over the 16 warps of a 512-thread block (and of two rows over 8 warps each): the warps'
+    partial results meet in shared memory, lane 0 of each warp writing them, at one barrier of the block; the same
+    reduction twice in a loop takes its two sets of slots in turn. Small integers: every sum is exact."""
+    def body(ctx, a1, a2, max1, sum1, sums2):
+        one = nvdsl.RegisterTile.load(a1, rows_across_lanes(1, 2048, 1, 16))
+        one.max(axis=1).store(max1)
+        one.sum(axis=1).store(sum1)
+        two = nvdsl.RegisterTile.load(a2, rows_across_lanes(2, 1024, 4, 16))
+        total = nvdsl.fori(0, 3, carry={"s": two.sum(axis=1) * 0.0})(
+            lambda k, values: {"s": values["s"] + (two * (k + 1).to(nvdsl.float32)).sum(axis=1)})["s"]
+        total.store(sums2)
+    rng = np.random.default_rng(6)
+    a1, a2 = (rng.integers(-50, 50, shape).astype(np.float32) for shape in ((1, 2048), (2, 1024)))
+    max1, sum1, sums2 = (np.full(n, np.nan, np.float32) for n in (1, 1, 2))
+    in_kernel(body, block=512)(a1, a2, max1, sum1, sums2)
+    # |sums| below 6 * 50 * 2048 < 2^24: exact in float32 in any order
+    np.testing.assert_array_equal(max1, a1.max(axis=1))
+    np.testing.assert_array_equal(sum1, a1.sum(axis=1))
+    np.testing.assert_array_equal(sums2, 6 * a2.sum(axis=1))
+
+
+def test_a_tile_of_several_warpgroups_is_not_reduced_inside_one():
+    """A Warpgroup body's barrier holds its 128 threads: a reduction of a 256-thread tile there is refused."""
+    def body(ctx, a):
+        with nvdsl.Warpgroup(ctx, 0):
+            nvdsl.RegisterTile.load(a, rows_across_lanes(1, 256, 1, 8)).sum(axis=1)
+    with pytest.raises(nvdsl.TraceError) as info:
+        in_kernel(body, block=256).trace(np.zeros((1, 256), np.float32))
+    assert info.value.code == "bad-axis" and "256-thread tile inside a Warpgroup body" in str(info.value)
+
+
 def test_a_reduction_across_warps_needs_their_barrier():
     """Outside a Warpgroup body, the warps that share a row meet at the block's barrier: a block of more threads
     than the tile's is refused where the reduction is written."""

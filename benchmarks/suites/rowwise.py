@@ -16,9 +16,10 @@ Systems:
 
 * ``nvdsl``: the library call (``rowwise.softmax(x, y)``, ...: the task program under the default mapping for
   the shape, ``rowwise.default_mapping``), called with torch CUDA tensors; ``--tiles BMxBN,...`` adds the same
-  call under those tiles, and ``BMxBN:shared`` under those tiles with x's row block kept in shared memory for the
+  call under those tiles, ``BMxBN:shared`` under those tiles with x's row block kept in shared memory for the
   tile (``memory={"X": "shared"}``: read once by TMA, every pass reading it there; not for cross-entropy, one
-  pass).
+  pass), and ``BMxBN:MEMORY:C`` (MEMORY ``shared``, ``register`` or empty) with ``C`` consumer warpgroups (which
+  hold a row tile together where they cannot split its rows).
 * ``torch``: ``torch.softmax(x, -1)``, ``F.rms_norm``, ``F.layer_norm``, ``F.cross_entropy(...,
   reduction="none")``, each writing a new tensor (the allocation is in the timing, as in a model).
 * ``triton``: :mod:`benchmarks.peers.triton_rowwise` for softmax and RMSNorm (one program per row).
@@ -107,14 +108,14 @@ def operands(p: dict) -> SimpleNamespace:
 
 # --------------------------------------------------------------------------- systems
 
-def _nvdsl(op: str, tiles: tuple[int, int] | None = None, memory: str = ""):
+def _nvdsl(op: str, tiles: tuple[int, int] | None = None, memory: str = "", consumers: int = 1):
     def prepare(ops, args) -> harness.Prepared:
         from nvdsl.kernels import rowwise
 
         mapping = None
         if tiles is not None:
             mapping = rowwise.default_mapping().replace(tiles={"BM": tiles[0], "BN": tiles[1]},
-                                                        memory={"X": memory} if memory else {})
+                                                        memory={"X": memory} if memory else {}, consumers=consumers)
         kwargs = {"mapping": mapping, **({"eps": EPS[op]} if op in EPS else {})}
         arguments = {"softmax": (ops.x, ops.y), "rms_norm": (ops.x, getattr(ops, "w", None), ops.y),
                      "layer_norm": (ops.x, getattr(ops, "w", None), getattr(ops, "b", None), ops.y),
@@ -160,25 +161,30 @@ def _copy(ops, args) -> harness.Prepared:
     return harness.Prepared(call, harness.checked_call(call, ops.y, ops.x, 1e-12))
 
 
-def tile_choices(args) -> list[tuple[int, int, str]]:
-    """``--tiles``: the (BM, BN, x's memory: "" for the default, or "shared") to time nvdsl under besides the
-    default mapping's."""
+def tile_choices(args) -> list[tuple[int, int, str, int]]:
+    """``--tiles``: the (BM, BN, x's memory: "" for the default, or "shared", consumer warpgroups) to time nvdsl
+    under besides the default mapping's."""
     choices = []
     for item in filter(None, (part.strip() for part in (getattr(args, "tiles", "") or "").split(","))):
-        tiles, _, memory = item.partition(":")
+        tiles, _, rest = item.partition(":")
+        memory, _, consumers = rest.partition(":")
         if memory not in ("", "shared", "register"):
             raise SystemExit(f"--tiles: {item!r}: after ':' comes 'shared' or 'register', e.g. 1x4096:shared")
+        if consumers and not (consumers.isdigit() and int(consumers) > 0):
+            raise SystemExit(f"--tiles: {item!r}: after the memory comes a count of consumer warpgroups, e.g. "
+                             "1x8192:shared:4")
         (bm, bn), = harness.parse_shapes(tiles, "--tiles", "BMxBN", "4x2048")
-        choices.append((bm, bn, memory))
+        choices.append((bm, bn, memory, int(consumers or 1)))
     return choices
 
 
 def systems(op: str, args=None) -> dict:
     found = {"nvdsl": _nvdsl(op), "torch": _torch(op)}
-    for bm, bn, memory in tile_choices(args):
-        if memory and op == "cross_entropy":
+    for bm, bn, memory, consumers in tile_choices(args):
+        if memory == "shared" and op == "cross_entropy":
             continue
-        found[f"nvdsl {bm}x{bn}" + (f" {memory}" if memory else "")] = _nvdsl(op, (bm, bn), memory)
+        name = f"nvdsl {bm}x{bn}" + (f" {memory}" if memory else "") + (f" {consumers}wg" if consumers > 1 else "")
+        found[name] = _nvdsl(op, (bm, bn), memory, consumers)
     if op in ("softmax", "rms_norm"):
         found["triton"] = _triton(op)
     found[COPY] = harness.System(_copy, role=harness.REFERENCE, nbytes=copy_bytes)

@@ -438,6 +438,40 @@ class Array:
                              arith.index_cast(ir.IntegerType.get_signless(64), address))
 
 
+class RegisterCell:
+    """A traced int32 variable that keeps its value through any loop or branch of the kernel, in registers: a cell
+    allocated at the kernel's entry (where LLVM promotes it to registers; an alloca anywhere else is not), 0 there.
+    For state each thread carries itself, such as a ring's position or which of two buffers a reduction writes
+    next. ``RegisterCell.many(ctx, n)`` makes ``n`` of them at once."""
+
+    def __init__(self, ctx, _made=None):
+        self._cell, self._index = _made if _made is not None else RegisterCell._make(ctx, 1)[0]
+
+    @staticmethod
+    def _make(ctx, count: int) -> list:
+        i32 = ir.IntegerType.get_signless(32)
+        with ir.InsertionPoint.at_block_begin(ctx.entry_block):
+            index = arith.constant(ir.IndexType.get(), 0)
+            zero = arith.constant(i32, 0)
+            cells = []
+            for _ in range(count):
+                cell = memref.alloca(ir.MemRefType.get([1], i32), [], [])
+                memref.store(zero, cell, [index])
+                cells.append((cell, index))
+        return cells
+
+    @classmethod
+    def many(cls, ctx, count: int) -> list["RegisterCell"]:
+        return [cls(ctx, made) for made in cls._make(ctx, count)]
+
+    @property
+    def value(self) -> Value:
+        return Value(memref.load(self._cell, [self._index]), dt.int32)
+
+    def set(self, value: Value) -> None:
+        memref.store(value.ir, self._cell, [self._index])
+
+
 def memref_type(dtype: dt.DType, shape, space: str, strides: tuple[int, ...] | None = None) -> ir.MemRefType:
     """The memref type of an array: row-major, or with the element ``strides`` of a strided view."""
     memory_space = ir.Attribute.parse("#gpu.address_space<workgroup>") if space == SHARED else None

@@ -34,13 +34,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, memref
+from mlir.dialects import arith
 
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from ..frontend.context import at_user_line, current_kernel
 from ..frontend.control import when
-from ..frontend.memory import Array, byte_size, checked_shape, round_up
+from ..frontend.memory import Array, RegisterCell, byte_size, checked_shape, round_up
 from ..frontend.values import Value, select
 from ..layouts.swizzle import swizzle_alignment
 from .mbarrier import Mbarriers
@@ -123,24 +123,13 @@ class _Position:
     (for consumers) how many slots it holds whose readers have not retired."""
 
     def __init__(self, ctx):
-        i32 = ir.IntegerType.get_signless(32)
-        cell = ir.MemRefType.get([1], i32)
-        # At the kernel's entry, so that LLVM keeps them in registers (an alloca anywhere else is not promoted).
-        with ir.InsertionPoint.at_block_begin(ctx.entry_block):
-            zero_index = arith.constant(ir.IndexType.get(), 0)
-            zero = arith.constant(i32, 0)
-            self._cells = []
-            for _ in range(3):
-                c = memref.alloca(cell, [], [])
-                memref.store(zero, c, [zero_index])
-                self._cells.append(c)
-        self._index = zero_index
+        self._cells = RegisterCell.many(ctx, 3)
 
     def _get(self, i: int) -> Value:
-        return Value(memref.load(self._cells[i], [self._index]), dt.int32)
+        return self._cells[i].value
 
     def _set(self, i: int, value: Value) -> None:
-        memref.store(value.ir, self._cells[i], [self._index])
+        self._cells[i].set(value)
 
     slot = property(lambda self: self._get(0))
     phase = property(lambda self: self._get(1))

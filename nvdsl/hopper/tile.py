@@ -39,7 +39,7 @@ from .. import dtypes as dt
 from ..errors import InternalError, TraceError, user_location
 from ..frontend.context import at_user_line, current_kernel
 from ..frontend.control import when
-from ..frontend.memory import GLOBAL, Array
+from ..frontend.memory import GLOBAL, Array, RegisterCell
 from ..frontend.ranges import Affine
 from ..frontend.values import (Value, as_value, binary, compare, convert, maximum, minimum, python_number, select,
                                unify)
@@ -366,7 +366,7 @@ class RegisterTile(_Fragment):
         plan = _reduction(self.layout, axis)
         lanes = [mask for mask in plan.shuffle_masks if mask < 32]
         warps = [mask for mask in plan.shuffle_masks if mask >= 32]
-        if warps and (axis != 1 or self.layout.threads != WARPGROUP_THREADS):     # rows spread over a warpgroup's warps
+        if warps and (axis != 1 or self.layout.threads % WARPGROUP_THREADS):     # rows spread over warpgroups' warps
             raise _error(f"{name}(axis={axis}) of this tile combines values held by different warps ({self.layout})",
                          code="bad-axis", hint="reduce along the rows (axis=1): each row of a wgmma tile lives "
                                                "in one quad of one warp")
@@ -379,22 +379,40 @@ class RegisterTile(_Fragment):
                     partial = combine(partial, _shuffle_xor(partial, mask))
                 results.append(partial)
             if warps:
-                results = _across_warps(results, warps, combine, self.layout)
+                results = _across_warps(results, warps, combine, self.layout, whole_warps=len(lanes) == 5)
         vector = RowVector if axis == 1 else ColumnVector
         return vector([r.ir for r in results], self.dtype, plan.target)
 
 
-def _across_warps(partials: list[Value], masks: list[int], combine, layout: FragmentLayout) -> list[Value]:
+def _across_warps(partials: list[Value], masks: list[int], combine, layout: FragmentLayout,
+                  whole_warps: bool = False) -> list[Value]:
     """Each of this thread's ``partials`` (its warp's, after the shuffles) combined with those of the threads
-    ``thread ^ x`` for ``x`` over the sums of ``masks`` (multiples of 32: other warps of the warpgroup), through
-    shared memory: every thread writes its own slots, the warpgroup meets at its barrier, each thread reads its
-    partners' slots in the order of their warps (so every thread combines the same values in the same order and
-    holds the same result), and meets the others again before the slots can be written anew."""
+    ``thread ^ x`` for ``x`` over the sums of ``masks`` (multiples of 32: other warps of the tile's threads), through
+    shared memory: the partials are written to slots, the tile's threads meet at a barrier, and each thread reads
+    its partners' slots in the order of their warps (so every thread combines the same values in the same order and
+    holds the same result). With ``whole_warps`` (the shuffles spanned all 32 lanes, so every lane holds its warp's
+    partials) lane 0 writes its warp's slots, in one of two sets taken in turn (a parity each thread keeps in a
+    register): the set written next was last read before the barrier every thread has passed since, so one barrier
+    a reduction does. Otherwise every thread writes its own slots, and the threads meet again before they can be
+    written anew."""
     ctx = current_kernel("a reduction across warps")
-    slots = ctx.shared_array((layout.threads, len(partials)), dt.float32)
     thread = _thread_index(layout)
-    base = thread - (thread & sum(masks))            # (the masks are distinct bits: their sum is their union)
     offsets = sorted({sum(m for j, m in enumerate(masks) if k >> j & 1) for k in range(1 << len(masks))})
+    if whole_warps:
+        slots = ctx.shared_array((2, layout.threads // 32, len(partials)), dt.float32)
+        parity = RegisterCell(ctx)
+        buffer, warp = parity.value, thread // 32
+        base = warp - (warp & (sum(masks) // 32))      # (the masks are distinct bits: their sum is their union)
+        with when((thread % 32).eq(0)):
+            for u, partial in enumerate(partials):
+                slots[buffer, warp, u] = partial
+        _sync_warpgroup(ctx, layout)
+        results = [_tree(combine, [slots[buffer, base + offset // 32, u] for offset in offsets])
+                   for u in range(len(partials))]
+        parity.set(buffer ^ 1)
+        return results
+    slots = ctx.shared_array((layout.threads, len(partials)), dt.float32)
+    base = thread - (thread & sum(masks))
     for u, partial in enumerate(partials):         # (reductions are of float32 tiles)
         slots[thread, u] = partial
     _sync_warpgroup(ctx, layout)
@@ -404,9 +422,15 @@ def _across_warps(partials: list[Value], masks: list[int], combine, layout: Frag
 
 
 def _sync_warpgroup(ctx, layout: FragmentLayout) -> None:
-    """The barrier of the warpgroup whose threads hold ``layout``'s tile: its own named barrier inside a
-    ``Warpgroup`` body, else the block's (a block of that warpgroup alone)."""
+    """The barrier of the threads that hold ``layout``'s tile: a warpgroup's own named barrier inside a
+    ``Warpgroup`` body, else the block's (a block of those threads alone: one warpgroup, or several that hold the
+    tile together)."""
     if ctx.warpgroup is not None:
+        if layout.threads != WARPGROUP_THREADS:
+            raise _error(f"a reduction across the warps of a {layout.threads}-thread tile inside a Warpgroup body: "
+                         "only the warpgroup's 128 threads meet at its barrier", code="bad-axis",
+                         hint="reduce a tile of several warpgroups outside any Warpgroup body, in a block of its "
+                              "threads alone")
         ctx.warpgroup.sync()
         return
     if ctx.block.x * ctx.block.y * ctx.block.z != layout.threads:

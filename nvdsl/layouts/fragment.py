@@ -186,30 +186,35 @@ def wgmma_accumulator(m: int, n: int) -> FragmentLayout:
     return FragmentLayout((m, n), (rows, cols), name="wgmma accumulator")
 
 
-def warps_per_row(m: int) -> int:
-    """The warps of a warpgroup that share each row of an ``m``-row :func:`rows_across_lanes` tile: one where the
-    four warps can each take whole rows (``m`` a multiple of 4), else as many as spread the rows evenly (2 for an
-    even ``m``, all 4 for an odd one)."""
-    return 4 // math.gcd(m, 4)
+def warps_per_row(m: int, warps: int = 4) -> int:
+    """The warps of ``warps`` (a warpgroup's 4, or those of several warpgroups that hold a tile together) that share
+    each row of an ``m``-row :func:`rows_across_lanes` tile: one where the warps can each take whole rows (``m`` a
+    multiple of ``warps``), else as many as spread the rows evenly (of 4: 2 for an even ``m``, all 4 for an odd
+    one)."""
+    return warps // math.gcd(m, warps)
 
 
-def rows_across_lanes(m: int, n: int, run: int = 1) -> FragmentLayout:
-    """An ``m`` x ``n`` tile over a warpgroup's 128 threads with each row along the 32 lanes of ``k`` =
-    :func:`warps_per_row` warps (one where ``m`` is a multiple of 4), in runs of ``run`` consecutive columns: thread
-    ``t = lane + 32 (w + k g)`` holds, as value ``r + (m k / 4) (e + run c)``, the element at row ``g + (4 / k) r``,
-    column ``e + run lane + 32 run w + 32 run k c`` (``e < run``). A warp's loads and stores of one run touch
-    ``32 run`` consecutive elements of a row (coalesced; a run of 16 bytes is one vector access per lane), and a row
-    reduces over the warp's lanes by butterfly shuffles (and, with ``k`` > 1, across its warps through shared
-    memory): the layout of tiles that no wgmma reads or writes (the task layer's row-wise programs)."""
-    warps = warps_per_row(max(m, 1))
-    groups = 4 // warps
+def rows_across_lanes(m: int, n: int, run: int = 1, warps: int = 4) -> FragmentLayout:
+    """An ``m`` x ``n`` tile over the ``32 warps`` threads of a warpgroup (``warps`` 4) or of several, with each row
+    along the 32 lanes of ``k`` = :func:`warps_per_row` warps (one where ``m`` is a multiple of ``warps``), in runs of
+    ``run`` consecutive columns: thread ``t = lane + 32 (w + k g)`` holds, as value ``r + (m k / warps) (e + run c)``,
+    the element at row ``g + (warps / k) r``, column ``e + run lane + 32 run w + 32 run k c`` (``e < run``). A warp's
+    loads and stores of one run touch ``32 run`` consecutive elements of a row (coalesced; a run of 16 bytes is one
+    vector access per lane), and a row reduces over the warp's lanes by butterfly shuffles (and, with ``k`` > 1, across
+    its warps through shared memory): the layout of tiles that no wgmma reads or writes (the task layer's row-wise
+    programs)."""
+    if warps <= 0 or warps % 4:
+        raise ValueError(f"rows across lanes lie over whole warpgroups (a multiple of 4 warps), not {warps} warps")
+    total = warps
+    warps = warps_per_row(max(m, 1), total)
+    groups = total // warps
     if m <= 0 or run <= 0 or n <= 0 or n % (32 * run * warps):
         raise ValueError(f"rows across lanes of {m} rows take a multiple of {32 * run * warps} columns (runs of {run} "
                          f"over {warps} warp(s) a row), not {m}x{n}")
     if warps == 1:
-        threads, thread_rows, thread_columns = (32, 4), (0, 1), (run, 0)
+        threads, thread_rows, thread_columns = (32, total), (0, 1), (run, 0)
     elif groups == 1:
-        threads, thread_rows, thread_columns = (32, 4), (0, 0), (run, 32 * run)
+        threads, thread_rows, thread_columns = (32, total), (0, 0), (run, 32 * run)
     else:
         threads, thread_rows, thread_columns = (32, warps, groups), (0, 0, 1), (run, 32 * run, 0)
     width = 32 * run * warps

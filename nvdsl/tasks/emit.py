@@ -22,7 +22,7 @@ from ..hopper.mbarrier import Mbarriers
 from ..hopper.tile import ColumnVector, RegisterTile, RowVector
 from ..hopper.timeline import Timeline
 from ..hopper.tma import TMA, fence_shared_to_async, tma_store_wait
-from ..hopper.warpgroup import WARPGROUP_THREADS, Warpgroup
+from ..hopper.warpgroup import Warpgroup
 from ..hopper.wgmma import WGMMAAccumulator, WGMMAMatrix, stage_operand, wgmma_group, wgmma_wait
 from ..layouts import rows_across_lanes, warps_per_row, wgmma_accumulator
 from . import staging
@@ -128,6 +128,9 @@ class _Block:
     def run(self) -> None:
         if self.s.warp_specialized:
             self.producer()
+        if self.s.together:
+            self.together()
+            return
         for c in range(self.s.consumers):
             self.consumer(c)
 
@@ -214,6 +217,19 @@ class _Block:
                         _Consumer(self, wg, c, env, timeline=timeline, count=group).run_tile()
             tma_store_wait(0)
             timeline.finish()
+
+    def together(self) -> None:
+        """The consumer warpgroups of row-wise tiles they hold together (``Schedule.together``): one body over all
+        their threads, outside any Warpgroup, so that a row's sums meet at the block's barrier."""
+        s = self.s
+        threads = _BlockThreads(self.ctx)
+        timeline = self.recorder(0, threads)
+        timeline.start()
+        for group in for_range(self.my_groups):
+            env = self.coordinates(self.tile_of(group, 0)[0])
+            with _nonempty(s, env):
+                _Consumer(self, threads, 0, env, timeline=timeline, count=group).run_tile()
+        timeline.finish()
 
     def ping_pong_consumer(self, wg, c: int, timeline) -> None:
         """Consumer ``c`` of a ping-pong: the block's tiles (group, c), each one turn at the main loop (a tile
@@ -449,7 +465,8 @@ class _Consumer:
         self.values: dict = dict(block.ones)
         self.ones = frozenset(block.ones)
         self.pingpong = s.pingpong
-        self.cooperative = s.consumers > 1 and not self.pingpong
+        self.cooperative = s.consumers > 1 and not self.pingpong and not s.together
+        self.warps = s.row_warps            # the warps a row-wise tile lies over
         self.step = s.ring("step", c)
         self.tile_ring = s.ring("tile", c)
         self._slice: dict = {}           # values of deferred math computed for the current column slice
@@ -500,7 +517,7 @@ class _Consumer:
         s = self.s
         with self.timeline.span(LOAD):
             for plan in s.resident:
-                self.row_blocks[plan.tensor].load(_evaluate(plan.rows, self.env), self.wg.thread_index)
+                self.row_blocks[plan.tensor].load(_evaluate(plan.rows, self.env), self.wg.thread_index, 32 * self.warps)
         ring_tiles = self.tile_ring.tiles if self.tile_ring is not None else ()
         with self.get(self.rings[self.tile_ring.name]) if ring_tiles else contextlib.nullcontext() as views:
             for plan_tile, view in zip(ring_tiles, views or ()):
@@ -729,7 +746,7 @@ class _Consumer:
 
     def gather(self, op: Gather) -> None:
         """One element of each of this consumer's rows of the tile at a column the vector ``op.index`` holds."""
-        like = _row_layout_tile(self.rows(op.out), self.row_run)
+        like = _row_layout_tile(self.rows(op.out), self.row_run, self.warps)
         columns = self.value(operand_name(op.index), like, None, 1)
         rows = _evaluate(op.rows, self.env)
         row0 = self.row0(op.out)
@@ -766,13 +783,13 @@ class _Consumer:
                 self.values[op.target] = WGMMAAccumulator(rows, sum(joined.columns))
             return
         if self.row_run and len(t.shape) == 2:     # a row-wise program (Schedule.lanes_along_rows)
-            tile = _zero_tile(rows, t.shape[1], self.row_run)
+            tile = _zero_tile(rows, t.shape[1], self.row_run, self.warps)
             self.values[op.target] = tile if op.value == 0.0 else tile * 0.0 + op.value
         elif len(t.shape) == 2:
             tile = WGMMAAccumulator(rows, self.columns(op.target)[1])
             self.values[op.target] = tile if op.value == 0.0 else tile * 0.0 + op.value
         else:                                        # a vector over the rows of this consumer's tiles
-            layout = _row_layout_tile(rows, self.row_run).layout.project(0)
+            layout = _row_layout_tile(rows, self.row_run, self.warps).layout.project(0)
             self.values[op.target] = RowVector([constant(op.value, dt.float32).ir] * layout.values, dt.float32, layout)
 
     def operand_view(self, operand):
@@ -938,10 +955,10 @@ class _Consumer:
         tiles = [t.acc if isinstance(t, _Cast) else t for t in tiles]
         like = next((t for t in tiles if isinstance(t, RegisterTile)), like)
         if like is None and any(isinstance(t, _ResidentTile) for t in tiles):
-            like = _zero_tile(self.rows(op.out), self.program.tensor(op.out).shape[-1], self.row_run)
+            like = _zero_tile(self.rows(op.out), self.program.tensor(op.out).shape[-1], self.row_run, self.warps)
         if like is None and any(isinstance(t, RowVector) for t in tiles) and \
                 any(self.pending_vector(x) for x in op.inputs if isinstance(x, str)):
-            like = _row_layout_tile(self.rows(op.out), self.row_run)   # an argument's vector beside one
+            like = _row_layout_tile(self.rows(op.out), self.row_run, self.warps)   # an argument's vector beside one
         args = [self.value(x, like, columns, axis) for x in op.inputs]
         if isinstance(like, RegisterTile) and any(isinstance(a, RowVector) for a in args) and \
                 any(isinstance(a, ColumnVector) for a in args):          # a row and a column: over the tile
@@ -989,17 +1006,17 @@ class _Consumer:
             name = operand_name(op.input)
             rows, cols = self.rows(name), source.shape[-1]
             tma = self.tma_of(name)
-            tile = RegisterTile.load(source, _tile_layout(rows, cols, self.row_run), at=(self.row0(name), 0),
-                                     tma=tma)
+            tile = RegisterTile.load(source, _tile_layout(rows, cols, self.row_run, self.warps),
+                                     at=(self.row0(name), 0), tma=tma)
             source = tile.to(dt.float32)
         elif isinstance(source, _Pending):            # an argument's tile in registers: ordinary loads
             name = operand_name(op.input)
             source = self.argument_tile(source.region, _zero_tile(self.rows(name), source.region.shape[-1],
-                                                                  self.row_run), None).to(dt.float32)
+                                                                  self.row_run, self.warps), None).to(dt.float32)
         elif isinstance(source, _ResidentTile):        # a column block of a row block kept in shared memory
             name = operand_name(op.input)
             source = self.resident_tile(source, _zero_tile(self.rows(name), source.block.plan.shape[1],
-                                                           self.row_run), None).to(dt.float32)
+                                                           self.row_run, self.warps), None).to(dt.float32)
         elif isinstance(source, _Cast):
             source = source.acc
         reduced = getattr(source, op.fn)(axis=op.axis)
@@ -1250,16 +1267,32 @@ class _RowBlock:
         return self.ctx.shared.view(self.plan.shape, self.plan.dtype, j * stride + self.offset,
                                     f"{self.plan.tensor}_rows", alignment=min(1024, stride & -stride))
 
-    def load(self, row, thread) -> None:
-        """Copy the row block starting at ``row`` in, each column block by its own thread of the warpgroup (all at
-        once: the row's bytes in flight together), which arms that block's barrier with its bytes first. Block ``j``
-        is issued by lane ``j // 4`` of warp ``j % 4``: a warp issues its lanes' copies one lane after another (TMA
-        takes its operands from uniform registers), so the blocks are spread over the warps."""
+    def load(self, row, thread, threads: int) -> None:
+        """Copy the row block starting at ``row`` in, each column block by its own thread of the ``threads`` that
+        hold the tile (all at once: the row's bytes in flight together), which arms that block's barrier with its
+        bytes first. Block ``j`` is issued by lane ``j // W`` of warp ``j % W`` (of ``W`` warps): a warp issues its
+        lanes' copies one lane after another (TMA takes its operands from uniform registers), so the blocks are
+        spread over the warps."""
         plan = self.plan
-        warps = WARPGROUP_THREADS // 32
-        for j in for_range(thread % 32 * warps + thread // 32, plan.chunks, WARPGROUP_THREADS):
+        warps = threads // 32
+        for j in for_range(thread % 32 * warps + thread // 32, plan.chunks, threads):
             self.full[j].arrive(plan.chunk_bytes)
             self.tma.load(self.chunk(j), self.full[j], (row, j * plan.shape[1]))
+
+
+class _BlockThreads:
+    """The block's threads as one role (consumers that hold row-wise tiles together): what ``_Consumer`` asks of a
+    ``Warpgroup``, its thread index and its barrier."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    @property
+    def thread_index(self):
+        return self.ctx.linear_thread_id
+
+    def sync(self) -> None:
+        self.ctx.sync_threads()
 
 
 class _ResidentTile:
@@ -1337,26 +1370,28 @@ def _as_accumulator(tile: RegisterTile) -> WGMMAAccumulator:
     return WGMMAAccumulator.from_values(*tile.shape, (tile if tile.dtype == dt.float32 else tile.to(dt.float32)).values)
 
 
-def _tile_layout(rows: int, columns: int, row_run: int):
+def _tile_layout(rows: int, columns: int, row_run: int, warps: int = 4):
     """The layout of a consumer's ``rows`` x ``columns`` tiles: wgmma's accumulator's (``row_run`` 0), or in a
     row-wise program (``Schedule.lanes_along_rows``, decided by ``passes.in_registers``) rows along a warp's lanes,
-    ``row_run`` consecutive columns a lane where the tile is wide enough (see ``staging.row_run``)."""
+    ``row_run`` consecutive columns a lane where the tile is wide enough (see ``staging.row_run``), over ``warps``
+    warps (``Schedule.row_warps``)."""
     if not row_run:
         return wgmma_accumulator(rows, columns)
-    return rows_across_lanes(rows, columns, row_run if columns % (32 * row_run * warps_per_row(rows)) == 0 else 1)
+    run = row_run if columns % (32 * row_run * warps_per_row(rows, warps)) == 0 else 1
+    return rows_across_lanes(rows, columns, run, warps)
 
 
-def _zero_tile(rows: int, columns: int, row_run: int = 0) -> RegisterTile:
+def _zero_tile(rows: int, columns: int, row_run: int = 0, warps: int = 4) -> RegisterTile:
     """A tile of zeros in the consumers' tile layout: the layout an argument's tile or vector is read into (its
     values are never used)."""
-    layout = _tile_layout(rows, columns, row_run)
+    layout = _tile_layout(rows, columns, row_run, warps)
     return RegisterTile([constant(0.0, dt.float32).ir] * layout.values, dt.float32, layout)
 
 
-def _row_layout_tile(rows: int, row_run: int = 0) -> RegisterTile:
+def _row_layout_tile(rows: int, row_run: int = 0, warps: int = 4) -> RegisterTile:
     """A tile whose rows are laid out as a vector filled over ``rows`` rows (see ``_Consumer.fill``): the layout
     in which an argument's vector is read to combine with such a vector."""
-    return _zero_tile(rows, 32 * warps_per_row(rows) if row_run else 8, row_run)
+    return _zero_tile(rows, 32 * warps_per_row(rows, warps) if row_run else 8, row_run, warps)
 
 
 def _uniform_rows(tile: RegisterTile) -> RowVector:

@@ -287,6 +287,16 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
     share = 1 if pingpong else consumers
     lanes = in_registers(program, body.ops, _sections(body))
     granule = 1 if lanes else MMA_ROWS
+    # A row-wise tile whose rows the consumers cannot split (one row, four consumers) they hold together: each row
+    # along the lanes of warps of all of them, their sums meeting in shared memory.
+    together = lanes and share > 1 and tile_rows % share != 0
+    if together and mapping.warp_specialize:
+        raise refusal(f"a tile of {tile_rows} rows held by {consumers} consumer warpgroups together leaves a producer "
+                      "warpgroup nothing to load (its rows are read by ordinary loads)", code="bad-mapping",
+                      changes=[{"warp_specialize": False}, {"consumers": 1}])
+    if together:
+        share, split = 1, frozenset()
+    warps = 4 * consumers if together else 4
     if tile_rows % (share * granule):
         changes, note = _row_split_changes(mapping, tile_rows, share, granule)
         raise refusal(f"a tile of {tile_rows} rows cannot be shared by {share} consumer warpgroup(s) in multiples of "
@@ -294,7 +304,7 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
                       code="mapping-tile", changes=changes, note=note)
     columns = {program.tensor(op.target).shape[1] for op in body.ops
                if isinstance(op, Fill) and len(program.tensor(op.target).shape) == 2}
-    width = LANE_COLUMNS * warps_per_row(tile_rows // share)      # the lanes of the warps that share a row
+    width = LANE_COLUMNS * warps_per_row(tile_rows // share, warps)     # the lanes of the warps that share a row
     odd = sorted(c for c in columns if c % width)
     if lanes and odd:
         wanted = -(-odd[0] // width) * width
@@ -304,7 +314,7 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
                       code="mapping-tile", changes=_tunables_at(mapping, odd[0], wanted),
                       note=f"or tiles of a multiple of {width} columns")
     return Split(consumers=consumers, split=split, rows=tile_rows // share, lanes_along_rows=lanes,
-                 partial=partial, columns=shared_columns)
+                 partial=partial, columns=shared_columns, together=together)
 
 
 def _partial_products(program: Program, ops) -> list[Mma]:
@@ -701,10 +711,10 @@ def _resident_rows(program: Program, body: TileBody, split: Split) -> tuple[Resi
         if tensor.privilege != "read":
             raise _refuse(f"{first}: '{name}' is written by the program, so its row block cannot stay in shared "
                           "memory across the passes", loc=first.loc, hint=f"map '{name}' to 'register' memory")
-        if split.consumers != 1:
-            raise refusal(f"{first}: a row block kept in shared memory is loaded by one consumer warpgroup, not "
-                          f"{split.consumers}", code="bad-mapping", changes=[{"consumers": 1},
-                                                                              {"memory": {name: "register"}}])
+        if split.consumers != 1 and not split.together:
+            raise refusal(f"{first}: a row block kept in shared memory is loaded for consumer warpgroups that hold "
+                          f"the tile together, not for {split.consumers} that split its rows", code="bad-mapping",
+                          changes=[{"consumers": 1}, {"memory": {name: "register"}}])
         reads = []
         for loop, op in loads:
             region = op.source
@@ -1008,8 +1018,10 @@ def budget_registers(levels: Levels, body: TileBody, split: Split) -> Registers:
     check_registers(mapping, registers, producers)
     pingpong = mapping.schedule == PINGPONG
     accumulators = _live_accumulators(body, split, pingpong)
+    # (consumers that hold a row-wise tile together each hold a share of its columns)
     accumulator_registers = _accumulator_registers(program, accumulators, split.split, split.rows, pingpong,
-                                                   split.columns, split.consumers)
+                                                   frozenset(accumulators) if split.together else split.columns,
+                                                   split.consumers)
     needed = OVERHEAD_REGISTERS + accumulator_registers
     if needed > registers["consumer"]:
         elements = (registers["consumer"] - OVERHEAD_REGISTERS) * 128

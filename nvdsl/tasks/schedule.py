@@ -31,7 +31,7 @@ def plan_stages(program: Program, mapping: Mapping, sm_count: int) -> dict:
     schedule = Schedule(
         program=body.program, mapping=mapping, levels=levels.levels, tile_vars=body.tiles.vars,
         tile_extents=body.tiles.extents, split=split.split, rows=split.rows, consumers=split.consumers,
-        lanes_along_rows=split.lanes_along_rows, resident=transfers.resident,
+        lanes_along_rows=split.lanes_along_rows, together=split.together, resident=transfers.resident,
         pingpong=mapping.schedule == PINGPONG, turns=mapping.turns, warp_specialized=mapping.warp_specialize,
         registers=registers.registers, accumulator_registers=registers.accumulators, rings=allocation.rings,
         prologue=body.prologue, main=body.main, epilogue=body.epilogue, in_flight=pipeline.in_flight,
@@ -86,6 +86,8 @@ def _roles(s: Schedule) -> list[str]:
         share = (f"whole tiles, alternately (consumer c takes the block's tiles c, c+2, ...), each holding its "
                  f"tile's {s.rows}-row accumulators ({s.accumulator_registers} of its registers); they take turns "
                  "at the main loop: one runs its K loop while the other waits for its turn or runs its epilogue")
+    elif s.together:
+        share = f"whole tiles together, each row along the lanes of warps of all {s.consumers}"
     else:
         share = f"rows {s.rows}*c .. +{s.rows} of each tile" if s.consumers > 1 else "whole tiles"
     roles.append(f"consumers = warpgroups {first}..{first + s.consumers - 1} ({regs['consumer']} registers): "
@@ -149,7 +151,8 @@ def _consumer(s: Schedule) -> list[str]:
         lines.append(f"    release {tile_ring.name} once the stores through it have read it")
     lines += [f"    {format_store(st)}" for st in s.stores]
     if s.resident:
-        lines.append("    wait for the warpgroup (its reads of the row blocks done) before the next tile loads them")
+        lines.append(f"    wait for the {'block' if s.together else 'warpgroup'} (its reads of the row blocks done) "
+                     "before the next tile loads them")
     if s.pingpong:
         lines += [f"    skip the {r.name} slots of the other consumer's next tile" for r in s.step_rings()]
         lines.append("  after its last tile: the consumer whose turn would come next waits for it once more (the "

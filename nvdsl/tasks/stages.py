@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import dtypes as dt
+from ..layouts import warps_per_row
 from . import ir
 from .ir import Copy, Loop, Program, Region
 from .mapping import Mapping
@@ -284,10 +285,19 @@ class Split:
     lanes_along_rows: bool = False      # a row-wise program's tiles: each row along a warp's lanes (passes.py)
     partial: frozenset = frozenset()    # accumulators each consumer holds whole, of its part of a sum (t.T @ B)
     columns: frozenset = frozenset()    # accumulators whose columns the consumers share (t.T @ B over all of t)
+    together: bool = False              # a row-wise tile the consumers hold together (each row over all their warps)
+
+    @property
+    def warps(self) -> int:
+        """The warps that hold one consumer's rows of a row-wise tile: a warpgroup's, or all the consumers'."""
+        return 4 * self.consumers if self.together else 4
 
     def __str__(self) -> str:
         held = (f"each holds {self.rows} rows of " + ", ".join(sorted(self.split)) if self.split else
                 f"each holds whole tiles of {self.rows} rows")
+        if self.together:
+            held = (f"they hold each tile of {self.rows} row(s) together, each row along the lanes of "
+                    f"{warps_per_row(self.rows, self.warps)} of their {self.warps} warps")
         lanes = "; tiles with each row along a warp's lanes" if self.lanes_along_rows else ""
         partial = ("; each holds all of " + ", ".join(sorted(self.partial)) + ", its part of the sum over the rows "
                    "it holds") if self.partial else ""
@@ -484,6 +494,7 @@ class Schedule:
     partial: frozenset = frozenset()    # accumulators each consumer holds whole, of its part of a sum (t.T @ B)
     columns: frozenset = frozenset()    # accumulators whose columns the consumers share (t.T @ B over all of t)
     lanes_along_rows: bool = False      # tiles with each row along a warp's lanes, not wgmma's layout
+    together: bool = False              # the consumers hold each row-wise tile together (Split.together)
     resident: tuple[ResidentRows, ...] = ()     # row blocks kept in shared memory for the tile
     grid: int
     persistent: bool                    # blocks loop over tiles (else one block per tile, or pair of tiles)
@@ -498,6 +509,11 @@ class Schedule:
     @property
     def block_threads(self) -> int:
         return 128 * len(self.roles)
+
+    @property
+    def row_warps(self) -> int:
+        """The warps over which a row-wise tile lies: a consumer warpgroup's 4, or all the consumers' (together)."""
+        return 4 * self.consumers if self.together else 4
 
     def ring(self, per: str, consumer: int = 0, phase: str = "") -> RingPlan | None:
         """The ring filled once per ``per`` ("step" or "tile") that ``consumer`` reads (ping-pong consumers

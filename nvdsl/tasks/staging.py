@@ -108,7 +108,7 @@ def row_layout_text(s: Schedule, layouts: dict) -> str:
     """``kernel.explain``'s line on how a row-wise program's rows move (none for other programs)."""
     if not s.lanes_along_rows:
         return ""
-    warps = warps_per_row(s.rows)
+    warps = warps_per_row(s.rows, s.row_warps)
     spread = "" if warps == 1 else f"; each row along the lanes of {warps} warps, whose sums meet in shared memory"
     problems = _vector_problems(layouts)
     if not problems:
