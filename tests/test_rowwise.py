@@ -309,19 +309,20 @@ def test_library_rows_of_several_column_blocks(n, rows):
     assert_within(y, layer_norm_reference(s64, w64, b64, 1e-5), layer_norm_bound(s64, w64, b64, 1e-5, np.float32))
 
 
-@pytest.mark.parametrize("n, dtype, columns, shared", [(4100, np.float32, 4096, True), (2051, BF16, 2048, False),
+@pytest.mark.parametrize("n, dtype, columns, shared", [(4100, np.float32, 8192, False), (2051, BF16, 2048, False),
                                                        (4104, BF16, 8192, False)])
 def test_library_wide_rows_take_a_block_each(n, dtype, columns, shared):
     """Rows wider than 2048 columns run one to a block, over the four warps (``default_mapping``): 8192 columns a
-    step where they move in 16-byte vectors (4104 bf16), 2048 where they move an element a lane (2051 bf16:
-    4102-byte rows), and a row of 16 KiB or more in vectors (4100 float32) is kept in shared memory for the tile,
-    4096 columns a step; every program against float64, a last ragged block among them."""
+    step where they move in 16-byte vectors (4104 bf16; 4100 float32, 16400-byte rows, which many rows would keep
+    in shared memory but five read into registers), 2048 where they move an element a lane (2051 bf16: 4102-byte
+    rows); every program against float64, a last ragged block among them."""
     rng = np.random.default_rng(21)
     rows = 5
     x, w, b = _inputs(rng, (rows, n), dtype, 3.0), _inputs(rng, (n,), dtype), _inputs(rng, (n,), dtype)
     x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
     itemsize = np.dtype(dtype).itemsize
-    explained = rowwise.kernel("softmax", n=n, vectors=n * itemsize % 16 == 0, itemsize=itemsize).explain(x, x)
+    explained = rowwise.kernel("softmax", n=n, vectors=n * itemsize % 16 == 0, itemsize=itemsize, m=rows
+                               ).explain(x, x)
     assert f"BM: 1, BN: {columns}" in explained and "each row along the lanes of 4 warps" in explained, explained
     assert ("keep X[p0:+1, 0:+8192] in shared memory" in explained) == shared, explained
     blocks = -(-n // 128)
@@ -794,29 +795,37 @@ def test_library_keeps_rows_of_16_to_64_kib_in_shared_memory():
 
 
 def test_library_holds_vocabulary_rows_and_few_rows_with_several_warpgroups():
-    """Rows past 64 KiB up to 112 KiB (a vocabulary of 50304 bf16) are kept in shared memory 4096 columns a step by
-    four consumer warpgroups that hold each row together; fewer rows than SMs are held by several warpgroups (two
-    with the row in shared memory, 8192 columns a step; four, or two for cross-entropy, reading it into registers).
-    Many rows past 112 KiB, and cross-entropy's many rows, keep one warpgroup."""
+    """RMSNorm's rows past 64 KiB up to 112 KiB (a vocabulary of 50304 bf16) are kept in shared memory 4096 columns
+    a step by four consumer warpgroups that hold each row together (softmax's and LayerNorm's are read into
+    registers in each pass); fewer rows than SMs past 64 KiB are held by several warpgroups (two with the row in
+    shared memory, 8192 columns a step, four reading it into registers), cross-entropy's by one, 8192 columns a
+    step. Many rows past 112 KiB keep one warpgroup, and so do few rows of 16-64 KiB (read into registers)."""
     def plan(name, n, m=None, itemsize=2):
         mapping = rowwise.default_mapping(name, n, n * itemsize % 16 == 0, itemsize, m)
         return dict(mapping.tiles)["BN"], dict(mapping.memory).get("X"), mapping.consumers
-    assert plan("softmax", 50304) == (4096, "shared", 4) and plan("layer_norm", 57344) == (4096, "shared", 4)
-    assert plan("rms_norm", 50304, m=64) == (8192, "shared", 2) and plan("softmax", 16384, m=100) == (8192, "shared", 2)
-    assert plan("softmax", 128256, m=64) == (8192, None, 4) and plan("cross_entropy", 50304, m=64) == (4096, None, 2)
+    assert plan("rms_norm", 50304) == (4096, "shared", 4) and plan("rms_norm", 57344) == (4096, "shared", 4)
+    assert plan("softmax", 50304) == (8192, None, 1) and plan("layer_norm", 50304) == (8192, None, 1)
+    assert plan("rms_norm", 50304, m=64) == (8192, "shared", 2) and plan("softmax", 50304, m=131) == \
+        (8192, "shared", 2)
+    assert plan("softmax", 128256, m=64) == (8192, None, 4) and plan("cross_entropy", 50304, m=64) == (8192, None, 1)
     assert plan("softmax", 50257, m=64) == (2048, None, 4)          # single elements a lane
+    assert plan("softmax", 16384, m=64) == (8192, None, 1)           # 32 KiB rows: one warpgroup, registers
+    assert plan("cross_entropy", 16384, m=64) == (8192, None, 1)
     assert plan("softmax", 128256) == (8192, None, 1) and plan("cross_entropy", 50304) == (4096, None, 1)
-    assert plan("softmax", 57352) == (8192, None, 1)                 # 15 blocks of 4096: past 112 KiB
+    assert plan("rms_norm", 57352) == (8192, None, 1)                # 15 blocks of 4096: past 112 KiB
     assert plan("softmax", 1000, m=8) == (2048, None, 1)             # narrow rows: four a block, a warp each
 
 
 def test_library_rows_kept_in_shared_memory():
-    """Rows of 8200 bfloat16 (16400 bytes: kept in shared memory by default, two column blocks of 8192, the second
-    almost all past the end): the library calls against float64."""
+    """Rows of 8200 bfloat16 (16400 bytes: kept in shared memory by the default mapping of as many rows as SMs or
+    more, two column blocks of 8192, the second almost all past the end): the library calls under it (on three rows,
+    which the default itself reads into registers) against float64."""
     rng = np.random.default_rng(33)
     x, w, b = _inputs(rng, (3, 8200), BF16, 3.0), _inputs(rng, (8200,), BF16), _inputs(rng, (8200,), BF16)
-    assert "keep X[p0:+1, 0:+16384] in shared memory" in rowwise.kernel("softmax", n=8200).explain(x, x)
-    _all_three(x, w, b, None, 8192)
+    many = rowwise.default_mapping("softmax", 8200, True, 2, rowwise.FEW_ROWS)
+    assert "keep X[p0:+1, 0:+16384] in shared memory" in rowwise.kernel("softmax", mapping=many).explain(x, x)
+    assert not dict(rowwise.default_mapping("softmax", 8200, True, 2, 3).memory)
+    _all_three(x, w, b, many, 8192)
 
 
 def test_row_blocks_tma_cannot_address_go_through_a_staging_copy():
@@ -864,8 +873,8 @@ def test_consumers_hold_a_row_tile_together(rows, consumers, columns, memory):
 
 
 @requires_gpu
-@pytest.mark.parametrize("shape, dtype", [((300, 16384), "bfloat16"), ((129, 8200), "bfloat16"),
-                                          ((67, 4100), "float32"), ((33, 32768), "bfloat16")])
+@pytest.mark.parametrize("shape, dtype", [((300, 16384), "bfloat16"), ((133, 8200), "bfloat16"),
+                                          ((140, 4100), "float32"), ((150, 32768), "bfloat16")])
 def test_library_rows_kept_in_shared_memory_on_the_gpu(shape, dtype):
     """The default mapping's rows kept in shared memory (16 to 64 KiB a row) on torch tensors, every program against
     float64."""
@@ -875,8 +884,8 @@ def test_library_rows_kept_in_shared_memory_on_the_gpu(shape, dtype):
     x = (torch.randn(*shape, device="cuda", generator=gen) * 3.0).to(torch_dtype)
     w, b = (torch.randn(shape[1], device="cuda", generator=gen).to(torch_dtype) for _ in range(2))
     x64, w64, b64 = (a.double().cpu().numpy() for a in (x, w, b))
-    assert "in shared memory for the tile" in rowwise.kernel("softmax", n=shape[1], itemsize=x.element_size()) \
-        .explain(x, x)
+    assert "in shared memory for the tile" in rowwise.kernel("softmax", n=shape[1], itemsize=x.element_size(),
+                                                             m=shape[0]).explain(x, x)
     blocks = -(-shape[1] // 128)
     out_dtype = np.float32 if dtype == "float32" else BF16
     s = torch.empty(shape, device="cuda")
@@ -897,14 +906,14 @@ def test_library_rows_kept_in_shared_memory_on_the_gpu(shape, dtype):
 @requires_gpu
 @pytest.mark.parametrize("shape", [(300, 50304), (64, 50304), (64, 128256), (37, 50257)])
 def test_library_rows_held_by_several_warpgroups_on_the_gpu(shape):
-    """Vocabulary rows and few rows, held by several consumer warpgroups together by default (kept in shared memory
-    where they fit), on bf16 torch tensors: every program against float64."""
+    """Vocabulary rows (RMSNorm's) and few rows, held by several consumer warpgroups together by default (kept in
+    shared memory where they fit), on bf16 torch tensors: every program against float64."""
     torch = pytest.importorskip("torch")
     gen = torch.Generator(device="cuda").manual_seed(37)
     x = (torch.randn(*shape, device="cuda", generator=gen) * 3.0).to(torch.bfloat16)
     w, b = (torch.randn(shape[1], device="cuda", generator=gen).to(torch.bfloat16) for _ in range(2))
     x64, w64, b64 = (a.double().cpu().numpy() for a in (x, w, b))
-    mapping = rowwise.default_mapping("softmax", shape[1], shape[1] % 8 == 0, 2, shape[0])
+    mapping = rowwise.default_mapping("rms_norm", shape[1], shape[1] % 8 == 0, 2, shape[0])
     assert mapping.consumers > 1, mapping
     blocks = -(-shape[1] // 128)
     s = torch.empty(shape, device="cuda")

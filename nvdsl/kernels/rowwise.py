@@ -78,18 +78,25 @@ CROSS_ENTROPY_WIDE_COLUMNS = 4096
 RESIDENT_BYTES = (16 * 1024, 64 * 1024)
 RESIDENT_COLUMNS, RESIDENT_NARROW_COLUMNS = 8192, 4096
 RESIDENT_NARROW = 8192
-# Rows past RESIDENT_BYTES up to VOCABULARY_BYTES (a vocabulary of 50304 bf16: 100 KB a row) stay in shared memory
-# too, RESIDENT_NARROW_COLUMNS a step, each held by VOCABULARY_CONSUMERS consumer warpgroups together (two blocks an SM
-# of 16 warps: one warpgroup's math and barriers fell behind the copies). H100, bf16 (8192, 50304), 2026-11-27, of the
-# device copy's bandwidth: softmax 65 -> 82%, RMSNorm 65 -> 91%, LayerNorm 65 -> 70% (its three reductions a step).
+# Rows past RESIDENT_BYTES up to VOCABULARY_BYTES (a vocabulary of 50304 bf16: 100 KB a row), for the programs of
+# VOCABULARY_PROGRAMS, stay in shared memory too, RESIDENT_NARROW_COLUMNS a step, each held by VOCABULARY_CONSUMERS
+# consumer warpgroups together (two blocks an SM of 16 warps: one warpgroup's math and barriers fell behind the
+# copies). bf16 (8192, 50304), 2026-11-27, of the device copy's bandwidth, against the row read into registers in each
+# pass: RMSNorm 65 -> 91% on an H100, 66 -> 75% on an H200; softmax and LayerNorm (two and three reductions a step)
+# gain on the H100 (65 -> 82%, 65 -> 70%) but lose on the H200 (65 -> 60%, 61 -> 54%), so they keep their registers.
 VOCABULARY_BYTES = 112 * 1024
 VOCABULARY_CONSUMERS = 4
-# Fewer rows than SMs (FEW_ROWS): a lone block an SM, so each row is held by FEW_ROWS_CONSUMERS warpgroups together
-# (cross-entropy: CROSS_ENTROPY_FEW_ROWS_CONSUMERS), a row that fits kept in shared memory RESIDENT_COLUMNS a step
-# (by FEW_ROWS_RESIDENT_CONSUMERS). H100, 64 rows of 50304 / 128256 bf16: softmax 757 -> 914 / 893 -> 1056 GB/s,
-# RMSNorm 1090 -> 1186 / 1223 -> 1442, LayerNorm 805 -> 872 / 981 -> 1128, cross-entropy 528 -> 651 / 636 -> 877.
+VOCABULARY_PROGRAMS = ("rms_norm",)
+# Fewer rows than SMs (FEW_ROWS): a lone block an SM. Rows past RESIDENT_BYTES are held by FEW_ROWS_CONSUMERS
+# warpgroups together, or, up to VOCABULARY_BYTES, kept in shared memory RESIDENT_COLUMNS a step by
+# FEW_ROWS_RESIDENT_CONSUMERS; narrower ones are read into registers by one warpgroup (kept in shared memory, 64 rows
+# of 16384 bf16 lost 6-12% on an H200); cross-entropy's rows, by one warpgroup, CROSS_ENTROPY_FEW_ROWS_COLUMNS a step.
+# 64 rows of 50304 / 128256 bf16 against one warpgroup reading 8192 columns a step (4096 for cross-entropy) on an
+# H200: softmax 760 -> 925 / 950 -> 1073 GB/s, RMSNorm 1098 -> 1233 / 1333 -> 1490, LayerNorm 811 -> 875 / 1083 ->
+# 1170, cross-entropy 519 -> 643 / 637 -> 847 (on an H100 alike).
 FEW_ROWS = DEFAULT_SM_COUNT
-FEW_ROWS_CONSUMERS, FEW_ROWS_RESIDENT_CONSUMERS, CROSS_ENTROPY_FEW_ROWS_CONSUMERS = 4, 2, 2
+FEW_ROWS_CONSUMERS, FEW_ROWS_RESIDENT_CONSUMERS = 4, 2
+CROSS_ENTROPY_FEW_ROWS_COLUMNS = 8192
 LOG2_E = 1 / math.log(2)
 LN_2 = math.log(2)
 _FLOATS = (dt.float32, dt.float16, dt.bfloat16)
@@ -101,24 +108,31 @@ def default_mapping(name: str = "softmax", n: int | None = None, vectors: bool =
     ``itemsize``-byte elements that move in 16-byte vectors or not: no producer, one block per row tile; narrow rows
     (at most :data:`COLUMNS`) ``ROWS`` to a block, a row per warp of one consumer warpgroup; wider ones one to a
     block, each pass reading it into registers, or, for the programs of two passes over rows in vectors of
-    :data:`RESIDENT_BYTES` to :data:`VOCABULARY_BYTES`, kept in shared memory for the tile; rows past
-    :data:`RESIDENT_BYTES`, or fewer than :data:`FEW_ROWS`, held by several consumer warpgroups together."""
+    :data:`RESIDENT_BYTES` (and RMSNorm's up to :data:`VOCABULARY_BYTES`), kept in shared memory for the tile unless
+    there are fewer than :data:`FEW_ROWS`; few rows past :data:`RESIDENT_BYTES`, and RMSNorm's kept rows past it, held
+    by several consumer warpgroups together."""
     memory, consumers = {}, 1
-    few = m is not None and m < FEW_ROWS
     if n is None or n <= COLUMNS:
         rows, columns = ROWS, COLUMNS
     else:
         rows = 1
         columns = CROSS_ENTROPY_WIDE_COLUMNS if name == "cross_entropy" else WIDE_COLUMNS if vectors else \
             SCALAR_WIDE_COLUMNS
-        if few:
-            consumers = CROSS_ENTROPY_FEW_ROWS_CONSUMERS if name == "cross_entropy" else FEW_ROWS_CONSUMERS
+        few = m is not None and m < FEW_ROWS
+        wider = n * itemsize > RESIDENT_BYTES[1]
         held = name != "cross_entropy" and vectors and n * itemsize >= RESIDENT_BYTES[0]
-        if held and few and _held_bytes(n, itemsize, RESIDENT_COLUMNS) <= VOCABULARY_BYTES:
+        if few and name == "cross_entropy":
+            columns = CROSS_ENTROPY_FEW_ROWS_COLUMNS
+        elif few and wider and held and _held_bytes(n, itemsize, RESIDENT_COLUMNS) <= VOCABULARY_BYTES:
             columns, memory, consumers = RESIDENT_COLUMNS, {"X": "shared"}, FEW_ROWS_RESIDENT_CONSUMERS
+        elif few and wider:
+            consumers = FEW_ROWS_CONSUMERS
+        elif few:
+            pass                        # one warpgroup reading the rows into registers
         elif held and resident_columns(n, itemsize):
             columns, memory = resident_columns(n, itemsize), {"X": "shared"}
-        elif held and _held_bytes(n, itemsize, RESIDENT_NARROW_COLUMNS) <= VOCABULARY_BYTES:
+        elif held and name in VOCABULARY_PROGRAMS and \
+                _held_bytes(n, itemsize, RESIDENT_NARROW_COLUMNS) <= VOCABULARY_BYTES:
             columns, memory, consumers = RESIDENT_NARROW_COLUMNS, {"X": "shared"}, VOCABULARY_CONSUMERS
     return nt.Mapping(tiles={"BM": rows, "BN": columns}, memory=memory, consumers=consumers, warp_specialize=False,
                       persistent=False)
@@ -290,7 +304,7 @@ def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = 
 #: with each pass reading the rows into registers; for the programs of two passes also :data:`AUTOTUNED_RESIDENT`
 #: with the rows kept in shared memory (where they fit).
 AUTOTUNED = ((ROWS, COLUMNS, 1), (1, SCALAR_WIDE_COLUMNS, 1), (1, CROSS_ENTROPY_WIDE_COLUMNS, 1), (1, WIDE_COLUMNS, 1),
-             (1, CROSS_ENTROPY_WIDE_COLUMNS, CROSS_ENTROPY_FEW_ROWS_CONSUMERS), (1, WIDE_COLUMNS, FEW_ROWS_CONSUMERS))
+             (1, WIDE_COLUMNS, FEW_ROWS_CONSUMERS))
 AUTOTUNED_RESIDENT = ((1, RESIDENT_NARROW_COLUMNS, 1), (1, RESIDENT_COLUMNS, 1),
                       (1, RESIDENT_NARROW_COLUMNS, VOCABULARY_CONSUMERS),
                       (1, RESIDENT_COLUMNS, FEW_ROWS_RESIDENT_CONSUMERS))
