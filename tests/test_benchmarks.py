@@ -439,6 +439,20 @@ def test_rowwise_loads_without_gpu_libraries_and_measures_the_issues_shapes():
     assert rowwise.nbytes(p) == 2 * 8192 * 50257 + 8 * 8192 and rowwise.copy_bytes(p) == 4 * 8192 * 50257
 
 
+def test_the_ratio_to_the_best_peer_is_the_default_mappings_where_variants_ran_beside_it():
+    """A variant under other tiles (``--tiles``) that beats the library call does not stand in for it in the ratio."""
+    from benchmarks.suites import rowwise
+    shape = {"op": "softmax", "dtype": "bf16", "M": 8192, "N": 50304}
+    row = [Measurement.from_times("rowwise", system, shape, [ms], nbytes=4 * 8192 * 50304)
+           for system, ms in (("nvdsl", 2.0), ("nvdsl 1x4096 shared 4wg", 1.0), ("torch", 1.6))]
+    lines = report.table(rowwise, row).splitlines()
+    header = next(line for line in lines if line.startswith("| shape"))
+    line = next(line for line in lines if line.startswith("| softmax"))
+    cells = dict(zip([c.strip() for c in header.strip("|").split("|")],
+                     [c.strip() for c in line.strip("|").split("|")]))
+    assert cells["nvdsl / best peer"] == "0.80×", cells
+
+
 def test_rowwise_table_shows_gbps_beside_the_copy_bandwidth():
     from benchmarks.suites import rowwise
     p = {"op": "softmax", "dtype": "bf16", "M": 4096, "N": 4096}
