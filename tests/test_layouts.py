@@ -176,38 +176,19 @@ def test_rows_across_lanes_hold_runs_of_consecutive_columns(m, n, run):
         rows_across_lanes(4, 128, 8)
 
 
-@pytest.mark.parametrize("m, n, run", [(1, 128, 1), (1, 1024, 8), (2, 512, 8), (3, 256, 1), (6, 512, 8)])
-def test_fewer_rows_than_warps_lie_across_several_warps(m, n, run):
-    """Rows not a multiple of 4: each row along ``k`` = 4 // gcd(m, 4) warps' lanes, thread ``lane + 32 (w + k g)``
-    holding row ``g + (4 / k) r`` at column ``run lane + 32 run w + 32 run k c + e``, every element once; a row
-    reduces over the lanes and then across its warps (shuffle masks of 32 and 64, which the tile's reduction takes
-    through shared memory)."""
-    layout = rows_across_lanes(m, n, run)
-    k = warps_per_row(m)
-    assert k == {1: 4, 2: 2, 3: 4, 6: 2}[m]
-    groups, seen = 4 // k, set()
-    for t in range(128):
-        lane, w, g = t % 32, (t // 32) % k, t // (32 * k)
-        for v in range(layout.values):
-            r, rest = v % (m // groups), v // (m // groups)
-            e, c = rest % run, rest // run
-            assert layout(t, v) == (g + groups * r, run * lane + 32 * run * w + 32 * run * k * c + e)
-            seen.add(layout(t, v))
-    assert len(seen) == m * n
-    assert layout.reduction(1).shuffle_masks == (1, 2, 4, 8, 16) + ((32, 64) if k == 4 else (32,))
-    assert layout.project(0) == rows_across_lanes(m, 32 * k).project(0)
-    with pytest.raises(ValueError, match=f"multiple of {32 * run * k} columns"):
-        rows_across_lanes(m, 32 * run * k + 32 * run, run)
-
-
-@pytest.mark.parametrize("m, n, run, warps", [(1, 4096, 8, 16), (1, 512, 1, 8), (2, 2048, 8, 16), (3, 768, 1, 8),
-                                              (8, 256, 1, 8)])
-def test_rows_lie_across_the_warps_of_several_warpgroups(m, n, run, warps):
-    """Over the warps of several warpgroups (consumers that hold a row-wise tile together): each row along ``k`` =
-    warps // gcd(m, warps) warps' lanes, thread ``lane + 32 (w + k g)`` holding row ``g + (warps / k) r`` at column
-    ``run lane + 32 run w + 32 run k c + e``, every element once, a row's reduction shuffling across all k warps."""
+@pytest.mark.parametrize("m, n, run, warps", [(1, 128, 1, 4), (1, 1024, 8, 4), (2, 512, 8, 4), (3, 256, 1, 4),
+                                              (6, 512, 8, 4), (1, 4096, 8, 16), (1, 512, 1, 8), (2, 2048, 8, 16),
+                                              (3, 768, 1, 8), (8, 256, 1, 8)])
+def test_fewer_rows_than_warps_lie_across_several_warps(m, n, run, warps):
+    """Rows not a multiple of the warps (a warpgroup's 4, or the 8 or 16 of consumers that hold a row-wise tile
+    together): each row along ``k`` = warps // gcd(m, warps) warps' lanes, thread ``lane + 32 (w + k g)`` holding
+    row ``g + (warps / k) r`` at column ``run lane + 32 run w + 32 run k c + e``, every element once; a row reduces
+    over the lanes and then across its warps (shuffle masks of 32, 64, ..., which the tile's reduction takes through
+    shared memory)."""
     layout = rows_across_lanes(m, n, run, warps)
     k = warps_per_row(m, warps)
+    if warps == 4:
+        assert k == {1: 4, 2: 2, 3: 4, 6: 2}[m] and layout == rows_across_lanes(m, n, run)
     groups, seen = warps // k, set()
     assert layout.threads == 32 * warps
     for t in range(32 * warps):
@@ -219,6 +200,10 @@ def test_rows_lie_across_the_warps_of_several_warpgroups(m, n, run, warps):
             seen.add(layout(t, v))
     assert len(seen) == m * n
     assert layout.reduction(1).shuffle_masks == (1, 2, 4, 8, 16) + tuple(32 << i for i in range(k.bit_length() - 1))
+    assert layout.project(0) == rows_across_lanes(m, 32 * k, 1, warps).project(0)
+    if k > 1:
+        with pytest.raises(ValueError, match=f"multiple of {32 * run * k} columns"):
+            rows_across_lanes(m, 32 * run * k + 32 * run, run, warps)
     with pytest.raises(ValueError, match="whole warpgroups"):
         rows_across_lanes(m, n, run, 6)
 

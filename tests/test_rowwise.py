@@ -281,6 +281,23 @@ def test_library_layer_norm_reads_each_row_twice():
     assert schedule.count("srange k0 < 3") == 2, schedule
 
 
+def _all_three(x, w, b, mapping, columns):
+    """The softmax, RMSNorm and LayerNorm of ``x`` under ``mapping``, each against float64 within its bound."""
+    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
+    blocks = -(-x.shape[1] // 128)
+    s = np.full(x.shape, np.nan, np.float32)
+    rowwise.softmax(x, s, mapping=mapping)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
+    y = np.full_like(x, np.nan)
+    rowwise.rms_norm(x, w, y, mapping=mapping)
+    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, x.dtype))
+    y = np.full(x.shape, np.nan, np.float32)
+    rowwise.layer_norm(x, w, b, y, mapping=mapping)
+    assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5),
+                  layer_norm_bound(x64, w64, b64, 1e-5, np.float32, columns))
+
+
 @pytest.mark.parametrize("rows", [4, 1], ids=["a-row-a-warp", "a-row-over-four-warps"])
 @pytest.mark.parametrize("n", [4504, 4501])
 def test_library_rows_of_several_column_blocks(n, rows):
@@ -289,19 +306,10 @@ def test_library_rows_of_several_column_blocks(n, rows):
     sums meeting in shared memory): each pass walks the blocks, and columns past the end are masked."""
     rng = np.random.default_rng(13)
     x, w, b = _inputs(rng, (6, n), BF16, 3.0), _inputs(rng, (n,), BF16), _inputs(rng, (n,), BF16)
-    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
-    blocks = -(-n // 128)
+    w64, b64 = (a.astype(np.float64) for a in (w, b))
     mapping = rowwise.default_mapping().replace(tiles={"BM": rows, "BN": 2048})
-    s = np.full(x.shape, np.nan, np.float32)
-    rowwise.softmax(x, s, mapping=mapping)
-    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
-    assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
-    y = np.full_like(x, np.nan)
-    rowwise.rms_norm(x, w, y, mapping=mapping)
-    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, BF16))
+    _all_three(x, w, b, mapping, 2048)
     y = np.full(x.shape, np.nan, np.float32)
-    rowwise.layer_norm(x, w, b, y, mapping=mapping)
-    assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5), layer_norm_bound(x64, w64, b64, 1e-5, np.float32))
     # blocks of different means: most of the variance is between blocks (Chan's cross terms)
     shifted = (x.astype(np.float32) + np.repeat([0.0, 50.0, -30.0], 2048)[:n]).astype(BF16)
     s64 = shifted.astype(np.float64)
@@ -734,23 +742,6 @@ def test_reductions_of_argument_tiles_in_passes(memory):
 
 # -- row blocks kept in shared memory for the tile ---------------------------------------------------------------
 
-def _all_three(x, w, b, mapping, columns):
-    """The softmax, RMSNorm and LayerNorm of ``x`` under ``mapping``, each against float64 within its bound."""
-    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
-    blocks = -(-x.shape[1] // 128)
-    s = np.full(x.shape, np.nan, np.float32)
-    rowwise.softmax(x, s, mapping=mapping)
-    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
-    assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
-    y = np.full_like(x, np.nan)
-    rowwise.rms_norm(x, w, y, mapping=mapping)
-    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, x.dtype))
-    y = np.full(x.shape, np.nan, np.float32)
-    rowwise.layer_norm(x, w, b, y, mapping=mapping)
-    assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5),
-                  layer_norm_bound(x64, w64, b64, 1e-5, np.float32, columns))
-
-
 @pytest.mark.parametrize("rows, columns", [(1, 256), (2, 512), (4, 256)])
 def test_row_blocks_kept_in_shared_memory(rows, columns):
     """``memory={"X": "shared"}``: each tile's row block is loaded once, by TMA, a column block per mbarrier (4 of
@@ -872,22 +863,16 @@ def test_consumers_hold_a_row_tile_together(rows, consumers, columns, memory):
     assert_within(loss, cross_entropy_reference(x64, targets), cross_entropy_bound(x64, targets, -(-3000 // 128)))
 
 
-@requires_gpu
-@pytest.mark.parametrize("shape, dtype", [((300, 16384), "bfloat16"), ((133, 8200), "bfloat16"),
-                                          ((140, 4100), "float32"), ((150, 32768), "bfloat16")])
-def test_library_rows_kept_in_shared_memory_on_the_gpu(shape, dtype):
-    """The default mapping's rows kept in shared memory (16 to 64 KiB a row) on torch tensors, every program against
-    float64."""
+def _library_calls_on_the_gpu(shape, dtype: str, seed: int) -> None:
+    """Every row-wise library call on torch tensors of ``shape`` (x, and w, b of its rows) under its default mapping,
+    against float64."""
     torch = pytest.importorskip("torch")
-    gen = torch.Generator(device="cuda").manual_seed(35)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
     torch_dtype = getattr(torch, dtype)
     x = (torch.randn(*shape, device="cuda", generator=gen) * 3.0).to(torch_dtype)
     w, b = (torch.randn(shape[1], device="cuda", generator=gen).to(torch_dtype) for _ in range(2))
     x64, w64, b64 = (a.double().cpu().numpy() for a in (x, w, b))
-    assert "in shared memory for the tile" in rowwise.kernel("softmax", n=shape[1], itemsize=x.element_size(),
-                                                             m=shape[0]).explain(x, x)
     blocks = -(-shape[1] // 128)
-    out_dtype = np.float32 if dtype == "float32" else BF16
     s = torch.empty(shape, device="cuda")
     rowwise.softmax(x, s)
     e = np.exp(x64 - x64.max(axis=1, keepdims=True))
@@ -895,37 +880,11 @@ def test_library_rows_kept_in_shared_memory_on_the_gpu(shape, dtype):
     y = torch.empty_like(x)
     rowwise.rms_norm(x, w, y)
     assert_within(y.float().cpu().numpy(), rms_norm_reference(x64, w64, 1e-6),
-                  rms_norm_bound(x64, w64, 1e-6, out_dtype))
+                  rms_norm_bound(x64, w64, 1e-6, np.float32 if dtype == "float32" else BF16))
     y = torch.empty(shape, device="cuda")
     rowwise.layer_norm(x, w, b, y)
-    columns = dict(rowwise.default_mapping("layer_norm", shape[1], True, x.element_size()).tiles)["BN"]
-    assert_within(y.cpu().numpy(), layer_norm_reference(x64, w64, b64, 1e-5),
-                  layer_norm_bound(x64, w64, b64, 1e-5, np.float32, columns))
-
-
-@requires_gpu
-@pytest.mark.parametrize("shape", [(300, 50304), (64, 50304), (64, 128256), (37, 50257)])
-def test_library_rows_held_by_several_warpgroups_on_the_gpu(shape):
-    """Vocabulary rows (RMSNorm's) and few rows, held by several consumer warpgroups together by default (kept in
-    shared memory where they fit), on bf16 torch tensors: every program against float64."""
-    torch = pytest.importorskip("torch")
-    gen = torch.Generator(device="cuda").manual_seed(37)
-    x = (torch.randn(*shape, device="cuda", generator=gen) * 3.0).to(torch.bfloat16)
-    w, b = (torch.randn(shape[1], device="cuda", generator=gen).to(torch.bfloat16) for _ in range(2))
-    x64, w64, b64 = (a.double().cpu().numpy() for a in (x, w, b))
-    mapping = rowwise.default_mapping("rms_norm", shape[1], shape[1] % 8 == 0, 2, shape[0])
-    assert mapping.consumers > 1, mapping
-    blocks = -(-shape[1] // 128)
-    s = torch.empty(shape, device="cuda")
-    rowwise.softmax(x, s)
-    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
-    assert_within(s.cpu().numpy(), e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
-    y = torch.empty_like(x)
-    rowwise.rms_norm(x, w, y)
-    assert_within(y.float().cpu().numpy(), rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, BF16))
-    y = torch.empty(shape, device="cuda")
-    rowwise.layer_norm(x, w, b, y)
-    columns = dict(rowwise.default_mapping("layer_norm", shape[1], shape[1] % 8 == 0, 2, shape[0]).tiles)["BN"]
+    vectors = shape[1] * x.element_size() % 16 == 0
+    columns = dict(rowwise.default_mapping("layer_norm", shape[1], vectors, x.element_size(), shape[0]).tiles)["BN"]
     assert_within(y.cpu().numpy(), layer_norm_reference(x64, w64, b64, 1e-5),
                   layer_norm_bound(x64, w64, b64, 1e-5, np.float32, columns))
     targets = torch.randint(0, shape[1], (shape[0],), device="cuda", generator=gen).to(torch.int32)
@@ -936,6 +895,29 @@ def test_library_rows_held_by_several_warpgroups_on_the_gpu(shape):
     assert_within(loss.cpu().numpy(), cross_entropy_reference(x64, t), cross_entropy_bound(x64, t, blocks))
 
 
+@requires_gpu
+@pytest.mark.parametrize("shape, dtype", [((300, 16384), "bfloat16"), ((133, 8200), "bfloat16"),
+                                          ((140, 4100), "float32"), ((150, 32768), "bfloat16")])
+def test_library_rows_kept_in_shared_memory_on_the_gpu(shape, dtype):
+    """The default mapping's rows kept in shared memory (16 to 64 KiB a row) on torch tensors, every program against
+    float64."""
+    itemsize = 4 if dtype == "float32" else 2
+    x = np.zeros(shape, np.float32 if dtype == "float32" else BF16)
+    assert "in shared memory for the tile" in rowwise.kernel("softmax", n=shape[1], itemsize=itemsize,
+                                                             m=shape[0]).explain(x, x)
+    _library_calls_on_the_gpu(shape, dtype, 35)
+
+
+@requires_gpu
+@pytest.mark.parametrize("shape", [(300, 50304), (64, 50304), (64, 128256), (37, 50257)])
+def test_library_rows_held_by_several_warpgroups_on_the_gpu(shape):
+    """Vocabulary rows (RMSNorm's) and few rows, held by several consumer warpgroups together by default (kept in
+    shared memory where they fit), on bf16 torch tensors: every program against float64."""
+    mapping = rowwise.default_mapping("rms_norm", shape[1], shape[1] % 8 == 0, 2, shape[0])
+    assert mapping.consumers > 1, mapping
+    _library_calls_on_the_gpu(shape, "bfloat16", 37)
+
+
 def test_library_softmax_resident_schedule(request):
     """The plan of a two-pass program whose row stays in shared memory (golden)."""
     x = np.zeros((64, 16384), BF16)
@@ -944,34 +926,37 @@ def test_library_softmax_resident_schedule(request):
                           update=request.config.getoption("--update-golden"))
 
 
+def _row_tile(Xt, i, j):
+    """Tile (i, j) of a (1, 256) blocking, read into registers."""
+    x = nt.zeros((1, 256))
+    x += Xt[i, j]
+    return x
+
+
+def _row_max(Xt, i, blocks):
+    """The maximum of row block ``i`` over its first ``blocks`` column blocks (a pass)."""
+    m = nt.full((1,), -math.inf)
+    for j in nt.srange(blocks):
+        m[...] = nt.maximum(m, _row_tile(Xt, i, j).max(axis=1))
+    return m
+
+
 @nt.task(reads=("X",), writes=("X",))
 def in_place_softmax(X):
     Xt = nt.blocks(X, (1, 256))
     for i in nt.prange(Xt.grid[0]):
-        m = nt.full((1,), -math.inf)
+        m = _row_max(Xt, i, Xt.grid[1])
         for j in nt.srange(Xt.grid[1]):
-            x = nt.zeros((1, 256))
-            x += Xt[i, j]
-            m[...] = nt.maximum(m, x.max(axis=1))
-        for j in nt.srange(Xt.grid[1]):
-            x = nt.zeros((1, 256))
-            x += Xt[i, j]
-            Xt[i, j] = x - m[:, None]
+            Xt[i, j] = _row_tile(Xt, i, j) - m[:, None]
 
 
 @nt.task(reads=("X",), writes=("Y",))
 def passes_of_two_lengths(Y, X):
     Xt, Yt = nt.blocks(X, (1, 256)), nt.blocks(Y, (1, 256))
     for i in nt.prange(Xt.grid[0]):
-        m = nt.full((1,), -math.inf)
-        for j in nt.srange(Xt.grid[1] - 1):
-            x = nt.zeros((1, 256))
-            x += Xt[i, j]
-            m[...] = nt.maximum(m, x.max(axis=1))
+        m = _row_max(Xt, i, Xt.grid[1] - 1)
         for j in nt.srange(Xt.grid[1]):
-            x = nt.zeros((1, 256))
-            x += Xt[i, j]
-            Yt[i, j] = x - m[:, None]
+            Yt[i, j] = _row_tile(Xt, i, j) - m[:, None]
 
 
 def test_row_blocks_in_shared_memory_refusals():

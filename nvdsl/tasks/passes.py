@@ -20,7 +20,7 @@ from .. import dtypes as dt
 from ..errors import MappingError, TaskError, user_location
 from ..layouts import warps_per_row
 from ..layouts.swizzle import swizzle_alignment
-from ..target import TMA_STRIDE_BYTES, wgmma_entry_registers
+from ..target import MAX_BOX, TMA_STRIDE_BYTES, wgmma_entry_registers
 from . import ir
 from .analysis import operand_name, with_dependences
 from .ir import (SHARED, Affine, Broadcast, Copy, Fill, FirstColumn, Gather, Loop, Map, Mma, Program, Reduce, Region,
@@ -29,7 +29,7 @@ from .mapping import (BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping, ch
                       refusal)
 from .stages import (ONES_COLUMNS, Allocation, Buffer, Joined, Levels, MainLoop, OnesTile, Persistence, Phases,
                      Pipeline, Products, Registers, ResidentRows, RingPlan, RingTile, Split, StagedOperand, StorePlan,
-                     TileBody, Transfers, Unmasked)
+                     TileBody, Transfers, Unmasked, row_warps)
 
 TILE_ALIGNMENT = swizzle_alignment(128)   # ring tiles and staging buffers: 128-byte swizzled TMA tiles
 STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the output in slices of this size
@@ -63,7 +63,7 @@ def _shape_of(program: Program):
             raise _refuse("inside the prange, the task layer schedules srange loops without nested loops",
                           loc=node.loc, hint="write each sequential loop at the top of the prange's body")
     if len(loops) > 1:
-        busy = next((n for n in loops if not _in_registers(program, n, resident=True)), None)
+        busy = next((n for n in loops if any(isinstance(op, Mma) for op in n.body)), None)
         if busy is not None:
             raise _refuse("inside the prange, the task layer schedules one srange loop with products; several "
                           "srange loops (a row-wise program's passes over column blocks) only if each computes in "
@@ -80,12 +80,6 @@ def _shape_of(program: Program):
         else:
             epilogue.append(node)
     return tiles, tuple(prologue), main, tuple(epilogue)
-
-
-def _in_registers(program: Program, loop: Loop, resident: bool = False) -> bool:
-    """Whether an srange's body needs no ring: no product, and no load into shared memory (``resident``: but those
-    of a row block kept in shared memory for the tile, see :func:`_resident_rows`)."""
-    return not any(isinstance(op, Mma) for op in loop.body) and (resident or not _shared_loads(program, loop.body))
 
 
 def _shared_loads(program: Program, ops) -> list[Copy]:
@@ -296,7 +290,7 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
                       changes=[{"warp_specialize": False}, {"consumers": 1}])
     if together:
         share, split = 1, frozenset()
-    warps = 4 * consumers if together else 4
+    warps = row_warps(consumers, together)
     if tile_rows % (share * granule):
         changes, note = _row_split_changes(mapping, tile_rows, share, granule)
         raise refusal(f"a tile of {tile_rows} rows cannot be shared by {share} consumer warpgroup(s) in multiples of "
@@ -682,16 +676,13 @@ def _sections(body: TileBody) -> bool:
     return body.main is None and any(isinstance(node, Loop) for node in body.prologue)
 
 
-#: The widest TMA box (elements along each axis) a resident row block is loaded in.
-TMA_BOX_LIMIT = 256
-
-
 def _resident_rows(program: Program, body: TileBody, split: Split) -> tuple[ResidentRows, ...]:
     """The row blocks a row-wise program keeps in shared memory for the tile: where the mapping puts an argument
     its passes over column blocks read (``memory={"X": "shared"}``), each pass's tile ``X[r, k * BN]`` is column
     block ``k`` of the tile's row block, loaded once at the tile's start (:class:`ResidentRows`). The tiles must be
     the whole tile's rows at column ``k * BN`` of the pass's variable ``k``, from one row block, of an argument the
-    program does not write, read by tile math only, with one consumer warpgroup."""
+    program does not write, read by tile math only, by one consumer warpgroup or consumers that hold the tile
+    together (``Split.together``)."""
     if not _sections(body):
         return ()
     stray = _shared_loads(program, [node for node in body.prologue if not isinstance(node, Loop)])
@@ -739,7 +730,7 @@ def _resident_rows(program: Program, body: TileBody, split: Split) -> tuple[Resi
                           (f", without a bound read on the GPU ({bounded})" if bounded is not None else ""),
                           loc=first.loc, hint=f"map '{name}' to 'register' memory")
         chunks = extents.pop()
-        box = (min(shape[0], TMA_BOX_LIMIT), min(shape[1], TMA_BOX_LIMIT))
+        box = (min(shape[0], MAX_BOX), min(shape[1], MAX_BOX))       # the widest boxes: the fewest copies
         planned.append(ResidentRows(name, first.source.origin[-2], shape, chunks, tensor.dtype, box, tuple(reads)))
     return tuple(planned)
 

@@ -229,6 +229,12 @@ class Joined:
     axis: int
 
 
+def row_warps(consumers: int, together: bool) -> int:
+    """The warps over which one consumer's rows of a row-wise tile lie: its warpgroup's 4, or, where the consumers
+    hold the tile together, all of theirs."""
+    return 4 * consumers if together else 4
+
+
 # -- what each planning pass decides, in the order the passes run -------------------------------------------------
 
 @dataclass(frozen=True, kw_only=True)
@@ -289,8 +295,7 @@ class Split:
 
     @property
     def warps(self) -> int:
-        """The warps that hold one consumer's rows of a row-wise tile: a warpgroup's, or all the consumers'."""
-        return 4 * self.consumers if self.together else 4
+        return row_warps(self.consumers, self.together)
 
     def __str__(self) -> str:
         held = (f"each holds {self.rows} rows of " + ", ".join(sorted(self.split)) if self.split else
@@ -512,8 +517,7 @@ class Schedule:
 
     @property
     def row_warps(self) -> int:
-        """The warps over which a row-wise tile lies: a consumer warpgroup's 4, or all the consumers' (together)."""
-        return 4 * self.consumers if self.together else 4
+        return row_warps(self.consumers, self.together)
 
     def ring(self, per: str, consumer: int = 0, phase: str = "") -> RingPlan | None:
         """The ring filled once per ``per`` ("step" or "tile") that ``consumer`` reads (ping-pong consumers
