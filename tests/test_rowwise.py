@@ -275,10 +275,14 @@ def test_library_layer_norm(shape):
 
 def test_library_layer_norm_reads_each_row_twice():
     """The statistics in one pass (Chan's update per column block), the output in the second: two loops over the
-    column blocks (three before, reading each row three times)."""
+    column blocks (three before, reading each row three times). The first pass reduces two sums a block (its mean,
+    its squared deviations); the block's count of columns inside the row is ``min(BN, N - k * BN)``, an index, not a
+    third sum (of a mask of ones)."""
     x, w = np.zeros((64, 5000), BF16), np.zeros(5000, BF16)
     schedule = rowwise.kernel("layer_norm", mapping=rowwise.default_mapping()).explain(x, x, w, w)
     assert schedule.count("srange k0 < 3") == 2, schedule
+    first_pass = schedule.split("srange k0 < 3")[1]
+    assert first_pass.count("= sum(") == 2 and "minimum(block, k0*-2048+5000)" in first_pass, first_pass
 
 
 def _all_three(x, w, b, mapping, columns):
@@ -710,6 +714,39 @@ def test_a_float16_tile_is_stored_a_slice_of_columns_at_a_time():
     assert "64 columns at a time" in kernel.explain(c, a, b, r)
     kernel(c, a, b, r)
     np.testing.assert_array_equal(c, 2 * (a.astype(np.float32) @ b.astype(np.float32) + r.astype(np.float32)))
+
+
+@nt.task(reads=("X",), writes=("Y",))
+def columns_left(Y, X):
+    Xt, Yt = nt.blocks(X, (1, 256)), nt.blocks(Y, (1, 256))
+    n = X.shape[1]
+    for i in nt.prange(Xt.grid[0]):
+        block = nt.full((1,), 256.0)
+        for j in nt.srange(Xt.grid[1]):
+            x = nt.zeros((1, 256))
+            x += Xt[i, j]
+            Yt[i, j] = x * 0.0 + nt.minimum(block, n - j * 256)[:, None] + (j * 1000 + i)
+
+
+def test_tile_math_takes_indices_of_loop_variables():
+    """An index of the loops' variables (``n - j * BN``, ``j * 1000 + i``) is a number of the tile's dtype in tile
+    math: each column block's count of columns inside the row, plus a tag of the step and row (exact in float32)."""
+    x = np.zeros((3, 600), np.float32)
+    y = np.full_like(x, np.nan)
+    nt.build(columns_left, nt.Mapping(consumers=1, warp_specialize=False))(y, x)
+    blocks = np.repeat(np.arange(3), 256)[:600]
+    np.testing.assert_array_equal(y, np.minimum(256, 600 - 256 * blocks)[None, :] + 1000 * blocks[None, :] +
+                                  np.arange(3)[:, None])
+
+    @nt.task(reads=("X",), writes=("Y",))
+    def plus_text(Y, X):
+        Xt, Yt = nt.blocks(X, (1, 256)), nt.blocks(Y, (1, 256))
+        for i in nt.prange(Xt.grid[0]):
+            x = nt.zeros((1, 256))
+            x += Xt[i, 0]
+            Yt[i, 0] = x + "1"
+    with pytest.raises(TaskError, match="tile math combines tiles, broadcast vectors, indices and Python numbers"):
+        nt.build(plus_text, nt.Mapping(consumers=1, warp_specialize=False)).plan(y, x)
 
 
 @nt.task(reads=("X",), writes=("Y",))

@@ -229,14 +229,14 @@ def layer_norm_program(eps: float) -> nt.Task:
         Yt, Wt, Bt = nt.blocks(Y, (BM, BN)), nt.blocks(W, (BN,)), nt.blocks(B, (BN,))
         n = X.shape[1]
         for i in nt.prange(Xt.grid[0]):
-            ones = nt.full((BM, BN), 1.0, name="ones")
             count, mean, squares = nt.zeros((BM,), name="count"), nt.zeros((BM,), name="mean"), \
                 nt.zeros((BM,), name="squares")
+            block = nt.full((BM,), float(BN), name="block")
             for j in nt.srange(Xt.grid[1]):
                 cols = nt.arange(BN, start=j * BN, name="cols")
                 inside = (cols < n)[None, :]
                 x = _read(Xt, i, j, BM, BN)
-                here = nt.where(inside, ones, 0.0).sum(axis=1)
+                here = nt.minimum(block, n - j * BN)        # the block's columns inside the row
                 block_mean = x.sum(axis=1) / here
                 d = nt.where(inside, x - block_mean[:, None], 0.0)
                 total = count + here

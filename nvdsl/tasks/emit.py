@@ -515,9 +515,11 @@ class _Consumer:
 
     def _run_tile(self) -> None:
         s = self.s
-        with self.timeline.span(LOAD):
-            for plan in s.resident:
-                self.row_blocks[plan.tensor].load(_evaluate(plan.rows, self.env), self.wg.thread_index, 32 * self.warps)
+        if s.resident:
+            with self.timeline.span(LOAD):
+                for plan in s.resident:
+                    self.row_blocks[plan.tensor].load(_evaluate(plan.rows, self.env), self.wg.thread_index,
+                                                      32 * self.warps)
         ring_tiles = self.tile_ring.tiles if self.tile_ring is not None else ()
         with self.get(self.rings[self.tile_ring.name]) if ring_tiles else contextlib.nullcontext() as views:
             for plan_tile, view in zip(ring_tiles, views or ()):

@@ -705,10 +705,14 @@ _SWAPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "n
 
 
 def _as_operand(x, shape, dtype: dt.DType | None = None):
-    """An elementwise operand for a result of ``shape`` (elements of ``dtype``): a number, a tile of that
-    shape, or a broadcast vector."""
-    if isinstance(x, bool) or not isinstance(x, (int, float, Local, TileRef, _BroadcastOperand)):
-        raise _error(f"tile math combines tiles, broadcast vectors and Python numbers, not {x!r}", code="bad-tile")
+    """An elementwise operand for a result of ``shape`` (elements of ``dtype``): a number, an index (``n - j * BN``
+    of loop variables: a number known per step, taken as the tile's dtype), a tile of that shape, or a broadcast
+    vector."""
+    if isinstance(x, bool) or not isinstance(x, (int, float, Affine, Local, TileRef, _BroadcastOperand)):
+        raise _error(f"tile math combines tiles, broadcast vectors, indices and Python numbers, not {x!r}",
+                     code="bad-tile")
+    if isinstance(x, Affine):
+        return x
     if isinstance(x, (int, float)):
         return int(x) if dtype is not None and dtype.is_int and isinstance(x, int) else float(x)
     if isinstance(x, _BroadcastOperand):
