@@ -735,6 +735,7 @@ def test_tile_math_takes_indices_of_loop_variables():
     y = np.full_like(x, np.nan)
     nt.build(columns_left, nt.Mapping(consumers=1, warp_specialize=False))(y, x)
     blocks = np.repeat(np.arange(3), 256)[:600]
+    # exact: x is 0, and every value is an integer below 2^24 (so float32 holds it and its sums exactly)
     np.testing.assert_array_equal(y, np.minimum(256, 600 - 256 * blocks)[None, :] + 1000 * blocks[None, :] +
                                   np.arange(3)[:, None])
 

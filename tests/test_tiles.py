@@ -453,10 +453,19 @@ def test_rows_across_the_warps_of_four_warpgroups_reduce_through_shared_memory(b
     a1, a2 = (rng.integers(-50, 50, shape).astype(np.float32) for shape in ((1, 2048), (2, 1024)))
     max1, sum1, sums2 = (np.full(n, np.nan, np.float32) for n in (1, 1, 2))
     in_kernel(body, block=512)(a1, a2, max1, sum1, sums2)
-    # |sums| below 6 * 50 * 2048 < 2^24: exact in float32 in any order
+    # integers: a maximum is one of them, and |sums| below 6 * 50 * 2048 < 2^24 are exact in float32 in any order
     np.testing.assert_array_equal(max1, a1.max(axis=1))
     np.testing.assert_array_equal(sum1, a1.sum(axis=1))
     np.testing.assert_array_equal(sums2, 6 * a2.sum(axis=1))
+
+
+def test_a_reduction_across_warps_meets_at_one_barrier():
+    """Lane 0 of each warp writes its warp's partial sum into one of two sets of slots taken in turn, so one reduction
+    across the 16 warps of a row is one barrier (the slots' next writes go to the other set)."""
+    def body(ctx, a, out):
+        nvdsl.RegisterTile.load(a, rows_across_lanes(1, 2048, 1, 16)).sum(axis=1).store(out)
+    ptx = in_kernel(body, block=512).compile(np.zeros((1, 2048), np.float32), np.zeros(1, np.float32)).ptx
+    assert ptx.count("bar.sync") == 1, ptx.count("bar.sync")
 
 
 def test_a_tile_of_several_warpgroups_is_not_reduced_inside_one():
