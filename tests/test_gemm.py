@@ -420,6 +420,56 @@ def test_a_commit_waits_only_where_more_groups_could_run():
     assert re.search(r"wgmma.wait_group.sync.aligned\s+2;", needed)
 
 
+def two_products_then_stores():
+    """C = D = A @ B (64 x 64) as two products in flight at once in straight-line code, then C's store and D's."""
+    @nvdsl.mlir_func
+    def two(a, b, c, d):
+        a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
+        b_tma = nvdsl.TMA(b, box=(64, 64), swizzle=128)
+        tile_bytes = 64 * 64 * 2
+
+        @nvdsl.gpu_launch(grid=1, block=128, smem=2 * tile_bytes)
+        def kernel(ctx):
+            a_tile = ctx.dynamic_shared((64, 64), nvdsl.float16, align=1024)
+            b_tile = ctx.dynamic_shared((64, 64), nvdsl.float16, offset=tile_bytes, align=1024)
+            loaded = nvdsl.Mbarriers(1)[0]
+            leader = ctx.thread_id.x.eq(0)
+            loaded.init(1, predicate=leader)
+            ctx.sync_threads()
+            loaded.arrive(2 * tile_bytes, predicate=leader)
+            a_tma.load(a_tile, loaded, (0, 0), predicate=leader)
+            b_tma.load(b_tile, loaded, (0, 0), predicate=leader)
+            loaded.try_wait(0)
+            product = nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma)
+            first, second = nvdsl.WGMMAAccumulator(64, 64), nvdsl.WGMMAAccumulator(64, 64)
+            first.accumulate(product, in_flight=1)
+            with nvdsl.wgmma_group(in_flight=2):
+                second += product
+            first.store(c)
+            second.store(d)
+        kernel()
+    return two
+
+
+def test_a_store_waits_for_its_own_product_only(backend):
+    """An accumulator's store waits until its last product has retired, and no longer: where it and the later
+    groups were committed in the straight-line code being traced, ``wgmma.wait_group`` leaves those running
+    (a backward's dQ part is stored while dK's product runs); a group whose bound is already met commits
+    without a wait."""
+    rng = np.random.default_rng(5)
+    a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    c, d = np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32)
+    kernel = two_products_then_stores()
+    ptx = kernel.compile(a, b, c, d).ptx
+    second_commit = [m.end() for m in re.finditer(r"wgmma.commit_group.sync.aligned;", ptx)][1]
+    waits = re.findall(r"wgmma.wait_group.sync.aligned\s+(\d);", ptx[second_commit:])
+    assert waits == ["1", "0"]          # C's store leaves D's product running; D's waits for it
+    kernel(a, b, c, d)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    bound = 64 * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+    assert np.all(np.abs(c - expected) <= bound) and np.all(np.abs(d - expected) <= bound)
+
+
 def test_warpgroups_take_turns_with_arrive_and_sync(backend):
     """Named barrier 10 + i is warpgroup i's turn: it waits there (sync) and the other opens it (arrive)."""
     @nvdsl.mlir_func

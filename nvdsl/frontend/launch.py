@@ -76,6 +76,7 @@ class LaunchContext:
         self.wgmma_in_flight = 0
         self.wgmma_widest = 0            # the most accumulator columns (N) of a wgmma traced: the entry count's floor
         self._wgmma_bound_block = None   # the block of the wait that set the bound, see commit_needs_wait
+        self._wgmma_commit_blocks = []   # the block each group was committed in, in order (see groups_after)
         self.wgmma_group = None      # the open ``nvdsl.wgmma_group``, if any
         self._wgmma_listeners = []
         self._finishers = []
@@ -121,6 +122,8 @@ class LaunchContext:
         (after a wait, or, with ``waited=False``, because no more can be running)."""
         self.wgmma_committed += committed
         self.wgmma_in_flight = in_flight
+        if committed:
+            self._wgmma_commit_blocks += [ir.InsertionPoint.current.block] * committed
         if waited:
             self._wgmma_bound_block = ir.InsertionPoint.current.block
         for listener in self._wgmma_listeners:
@@ -135,6 +138,21 @@ class LaunchContext:
         to be redundant, e.g. ``wait_group 2`` right after the second of two commits.
         """
         return not (self._wgmma_bound_in(ir.InsertionPoint.current.block) and self.wgmma_in_flight + 1 <= in_flight)
+
+    def wgmma_groups_after(self, group: int) -> int | None:
+        """How many wgmma groups were committed after group number ``group`` (1 for the trace's first), where
+        it and all of them were committed in the block being traced (straight-line code: each ran, in order);
+        else None."""
+        here = ir.InsertionPoint.current.block
+        if group < 1 or any(block != here for block in self._wgmma_commit_blocks[group - 1:]):
+            return None
+        return self.wgmma_committed - group
+
+    def wgmma_retired(self, group: int) -> bool:
+        """Whether group number ``group`` is known to have retired: the bound on running groups was set by a
+        wait in the block being traced and leaves it out."""
+        return self._wgmma_bound_in(ir.InsertionPoint.current.block) and \
+            group <= self.wgmma_committed - self.wgmma_in_flight
 
     def _wgmma_bound_in(self, block: ir.Block) -> bool:
         """Whether the bound on running wgmma groups was set by a wait in ``block`` itself."""

@@ -302,7 +302,7 @@ class WGMMAAccumulator(RegisterTile):
         where the groups committed since the last wait in the same straight-line code cannot exceed it).
 
         With ``in_flight=1`` this product may still be reading its tiles (or A's registers) on return,
-        but every earlier one is complete. Reading the accumulator (``store``) waits for all groups first.
+        but every earlier one is complete. ``store`` waits for this accumulator's product (:meth:`wait`).
         Inside ``with nvdsl.wgmma_group(...)`` the product joins that group instead (no ``in_flight``).
         """
         ctx = current_kernel("WGMMAAccumulator.accumulate")
@@ -380,6 +380,16 @@ class WGMMAAccumulator(RegisterTile):
             struct = llvm.insertvalue(struct, value, [chunk])
         self.ir = _cast(struct, self.type)
 
+    def wait(self) -> None:
+        """Wait until this accumulator's last product has retired: where it and the groups committed after it
+        were committed in the straight-line code being traced, those later groups stay running (nothing is
+        emitted where a wait here already retired it); elsewhere, until every group has."""
+        ctx = current_kernel("WGMMAAccumulator.wait")
+        if ctx.wgmma_retired(self._group):
+            return
+        after = ctx.wgmma_groups_after(self._group)
+        wgmma_wait(0 if after is None else after)
+
     def _is_fresh(self) -> bool:
         """Whether this accumulator is a new one's zeros (``WGMMAAccumulator(m, n)``, nothing added yet)."""
         owner = self._ir.owner
@@ -414,7 +424,7 @@ class WGMMAAccumulator(RegisterTile):
 
     def store(self, destination: Array, at=None, *, tma: TMA | None = None, swizzle: int | None = None) -> None:
         """Write the accumulator into ``destination``, converted to its element type (float32, float16
-        or bfloat16), after waiting for every wgmma group of the warpgroup.
+        or bfloat16), once its last product has retired (:meth:`wait`).
 
         Args:
             destination: a 2-D global or shared array of the accumulator's shape, or larger with ``at``.
@@ -521,7 +531,7 @@ class _AccumulatorColumns:
         if destination.space == GLOBAL:
             current("WGMMAAccumulator.store").written_args.add(ir.BlockArgument(destination.ir).arg_number)
         with at_user_line():
-            wgmma_wait(0)
+            self.acc.wait()
             # Never nvgpu.warpgroup.mma.store: MLIR 22 lowers it with rows from the block's thread index (wrong
             # for every warpgroup but the first) and steps 64-row chunks by N/2 rows (wrong unless N = 128).
             if tma is not None or swizzle is not None:
@@ -639,8 +649,9 @@ def stage_operand(tile: RegisterTile, destination: Array, swizzle: int = 128) ->
 class wgmma_group:
     """``with nvdsl.wgmma_group(in_flight=1):`` issues every ``acc += a @ b`` in its body as one wgmma group
     (one ``wgmma.fence``, the products, one ``wgmma.commit_group``), then waits until at most ``in_flight``
-    groups still run. Several accumulators fed by the same tiles (a dual GEMM) so stay in one pipeline
-    stage, which ptxas does not have to serialize."""
+    groups still run (no wait where the straight-line code before it already bounds them so). Several
+    accumulators fed by the same tiles (a dual GEMM) so stay in one pipeline stage, which ptxas does not have to
+    serialize."""
 
     def __init__(self, *, in_flight: int = 0):
         _check_in_flight(in_flight)
@@ -658,10 +669,12 @@ class wgmma_group:
         ctx = current_kernel("nvdsl.wgmma_group")
         ctx.wgmma_group = None
         if exc[0] is None and self.products:
+            waited = ctx.commit_needs_wait(self.in_flight)
             with at_user_line():
                 nvvm.wgmma_commit_group_sync_aligned()
-                nvvm.wgmma_wait_group_sync_aligned(self.in_flight)
-            ctx.note_wgmma(committed=1, in_flight=self.in_flight)
+                if waited:
+                    nvvm.wgmma_wait_group_sync_aligned(self.in_flight)
+            ctx.note_wgmma(committed=1, in_flight=self.in_flight, waited=waited)
             for acc in self.products:
                 acc._group = ctx.wgmma_committed
         return False

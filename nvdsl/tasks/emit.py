@@ -30,7 +30,7 @@ from .analysis import operand_name
 from .ir import (Affine, Broadcast, Copy, Fill, FirstColumn, Gather, Iota, Loop, Map, Mma, Reduce, Region,
                  argument_loads)
 from .profile import DATA_WAIT, EPILOGUE, LOAD, MATH, PRODUCT_WAIT, STEP, TILE, TURN_WAIT, roles
-from .stages import EXCHANGE_BARRIER, TURN_BARRIER, OnesTile, ResidentRows, Schedule
+from .stages import EXCHANGE_BARRIER, TURN_BARRIER, OnesTile, ResidentRows, Schedule, product_groups
 
 
 def emit(schedule: Schedule, arrays: dict, timeline: tuple | None = None) -> None:
@@ -639,21 +639,27 @@ class _Consumer:
 
     # -- operations ------------------------------------------------------------------------------------------
     def run_all(self, ops) -> None:
-        """Run ``ops`` in order; consecutive products go out as one wgmma group (one fence, one commit), so
-        accumulators fed by the same tiles stay in one pipeline stage."""
-        i = 0
-        while i < len(ops):
-            j = i
-            while j < len(ops) and isinstance(ops[j], Mma):
-                j += 1
-            if j - i > 1:
-                with wgmma_group(in_flight=self.in_flight(*ops[i:j])):
-                    for op in ops[i:j]:
-                        self.product(op)
-                i = j
+        """Run ``ops`` in order, consecutive products as wgmma groups (one fence, one commit: accumulators fed by
+        the same tiles stay in one pipeline stage) as ``stages.product_groups`` splits them: a group issued ahead
+        of the next one is left running, and waited for where it is read."""
+        groups = product_groups(ops, self.s.waited)
+        for g, (group, grouped) in enumerate(groups):
+            if not grouped:
+                self.run(group[0])
+            elif g + 1 < len(groups) and groups[g + 1][1]:      # issued ahead: the next group goes out first
+                self.issue(group, in_flight=min(self.ctx.wgmma_in_flight + 1, 7))
             else:
-                self.run(ops[i])
-                i += 1
+                self.issue(group, in_flight=self.in_flight(*group))
+
+    def issue(self, products, in_flight: int) -> None:
+        """``products`` as one wgmma group (a lone product on its own), then at most ``in_flight`` groups left
+        running."""
+        if len(products) == 1:
+            self.product(products[0], in_flight=in_flight)
+            return
+        with wgmma_group(in_flight=in_flight):
+            for op in products:
+                self.product(op)
 
     @_at_task_line
     def product(self, op: Mma, in_flight=None) -> None:
@@ -665,7 +671,7 @@ class _Consumer:
             return
         acc = self.values[op.acc]
         staged = next((o for o in self.s.operands if o.local == operand_name(op.a)), None) if op.transpose_a else None
-        if staged is not None and op.acc in self.s.partial:
+        if staged is not None and op.acc in self.s.partial and not self.added_whole(op.acc, acc):
             # a consumer's part of a sum, only added into an argument: computed there, a slice of columns at a time
             # (see _SlicedProduct), so that no more than a slice's accumulators are live
             parts = acc.products if isinstance(acc, _SlicedProduct) else []
@@ -692,6 +698,13 @@ class _Consumer:
         else:
             b = WGMMAMatrix(*self.operand_view(op.b), transposed=op.transpose_b)
         acc.accumulate(a @ b, in_flight=in_flight)
+
+    def added_whole(self, name: str, acc) -> bool:
+        """Whether the part of a sum ``name`` (see :class:`_SlicedProduct`) is added into its argument in one slice:
+        then it is computed where the program computes it, into an accumulator (``acc``) that the store waits for,
+        and later products may run while it is stored."""
+        return isinstance(acc, WGMMAAccumulator) and \
+            any(st.source == name and st.slice_columns >= acc.shape[1] for st in self.s.stores)
 
     def joined_product(self, op: Mma, joined, in_flight) -> None:
         """The product of ``joined``: A times its two B tiles read as one, into the pair's one accumulator."""

@@ -10,7 +10,7 @@ from . import passes
 from .ir import Loop, Mma, Program, argument_loads, format_program
 from .mapping import PINGPONG, Mapping
 from .stages import (TURN_BARRIER, Schedule, format_joined, format_levels, format_memory_map, format_ones,
-                     format_resident, format_store)
+                     format_resident, format_store, issued_ahead)
 
 
 def plan_stages(program: Program, mapping: Mapping, sm_count: int) -> dict:
@@ -170,8 +170,15 @@ def _main_loop(s: Schedule) -> list[str]:
         lines.append(f"      get {ring.name}: " + ", ".join(t.local for t in ring.tiles))
     loads = argument_loads(s.main.body) if ring is not None else []
     in_flight = f"  [{s.in_flight} product(s) left in flight]"
-    lines += [f"        {op}" + (("  [waited for: the step reads it]" if op.id in s.waited else in_flight)
-                                  if isinstance(op, Mma) else "") for op in s.main.body if op not in loads]
+    body = [op for op in s.main.body if op not in loads]
+    ahead = issued_ahead(body, s.waited)
+
+    def waited(op) -> str:
+        if op.id in ahead:
+            return f"  [waited for: the step reads it, once {', '.join(f'e{i}' for i in ahead[op.id])} issued]"
+        return "  [waited for: the step reads it]"
+    lines += [f"        {op}" + ((waited(op) if op.id in s.waited else in_flight) if isinstance(op, Mma) else "")
+              for op in body]
     if ring is not None:
         lines.append("      release: each slot once the products reading it retired")
     return lines

@@ -338,6 +338,39 @@ class MainLoop:
         return "\n".join(lines) + "\n"
 
 
+def product_groups(ops, waited: frozenset) -> list[tuple[list, bool]]:
+    """How a step's ``ops`` go out: each (ops, grouped) in order, ``grouped`` for consecutive products issued as one
+    wgmma group. Where products whose results the step reads (``waited``: ids) all come before the others of
+    such a run, they are a group of their own, issued before the others and waited for only once those are
+    (a backward's dQ part stored while dK's product runs)."""
+    groups, i = [], 0
+    while i < len(ops):
+        j = i
+        while j < len(ops) and isinstance(ops[j], ir.Mma):
+            j += 1
+        if j == i:
+            groups.append(([ops[i]], False))
+            i += 1
+            continue
+        run = ops[i:j]
+        read = [op.id in waited for op in run]
+        first = read.index(False) if False in read else len(run)
+        if 0 < first < len(run) and not any(read[first:]):
+            groups += [(run[:first], True), (run[first:], True)]
+        else:
+            groups.append((run, True))
+        i = j
+    return groups
+
+
+def issued_ahead(ops, waited: frozenset) -> dict[int, list[int]]:
+    """The ids of the products of ``waited`` that :func:`product_groups` issues ahead of others, each with the ids
+    of the products issued after it before it is waited for."""
+    groups = product_groups(ops, waited)
+    return {op.id: [later.id for later in groups[g + 1][0]] for g, (group, grouped) in enumerate(groups[:-1])
+            if grouped and groups[g + 1][1] for op in group if op.id in waited}
+
+
 @dataclass(frozen=True, kw_only=True)
 class Transfers:
     """After ``place_copies``: the rings the loads travel through (who fills them, who reads them, the

@@ -1,0 +1,64 @@
+"""Run on the GPU machine: ``source .gpu-bundle/setup.sh && python3 tools/backward_probe.py [OUT_DIR [profile]]``.
+
+Where attention_backward's time goes: each kernel of the deterministic path (D, dQ, dK/dV) and of the
+fused one (``deterministic=False``: D, the float32 sum's fill, dK/dV/dQ, dQ's cast) timed alone on the device
+(CUDA events around queued calls), bf16 B4 H16 L4096, D 64 and 128, causal or not; then a profile summary
+(``nvdsl.profile``) of the dK/dV and dK/dV/dQ kernels where asked (``profile``), their timelines saved in
+OUT_DIR."""
+import os
+import sys
+
+import torch
+
+import nvdsl
+import nvdsl.kernels.attention as A
+from probe_timing import device_us                   # tools/: the folder of the script run
+
+
+def kernels(d, causal, B=4, H=16, L=4096):
+    torch.manual_seed(0)
+    q, k, v, do = (torch.randn(B, H, L, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+    o = torch.empty_like(q)
+    lse = torch.empty(B, H, L, device="cuda", dtype=torch.float32)
+    A.attention(q, k, v, o, lse, causal=causal)
+    scale = d ** -0.5
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    delta = torch.empty(B, H, L, device="cuda", dtype=torch.float32)
+    dq32 = torch.zeros(B, H, L, d, device="cuda", dtype=torch.float32)
+    dm, qm, kvm = A.backward_mappings(d)
+    delta_k = A._built(A.delta_program(), dm)
+    dq_k = A._built(A.dq_program(causal, scale), qm)
+    dkdv_k = A._built(A.dkdv_program(causal, scale), kvm)
+    fused_k = A._built(A.dkdv_program(causal, scale, parts="dkdvdq"), kvm)
+    return {
+        "delta": lambda: delta_k(delta, o, do),
+        "dq pass": lambda: dq_k(dq, q, k, v, do, lse, delta),
+        "dkdv": lambda: dkdv_k(dk, dv, q, k, v, do, lse, delta),
+        "fill dq32": lambda: A._fill(dq32, value=0),
+        "dkdvdq": lambda: fused_k(dk, dv, dq32, q, k, v, do, lse, delta),
+        "dq cast": lambda: A._sum_groups(dq, dq32, scale=scale),
+        "whole default": lambda: A.attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal=causal),
+        "whole fused": lambda: A.attention_backward(q, k, v, o, lse, do, dq, dk, dv, causal=causal,
+                                                    deterministic=False),
+    }
+
+
+def main(out, profiled):
+    os.makedirs(out, exist_ok=True)
+    for d in (64, 128):
+        for causal in (False, True):
+            calls = kernels(d, causal)
+            for fn in calls.values():
+                fn()
+            torch.cuda.synchronize()
+            times = {name: sorted(device_us(fn, reps=5) for _ in range(5))[2] for name, fn in calls.items()}
+            print(f"D={d} causal={causal}: " + ", ".join(f"{n} {t:.0f}" for n, t in times.items()), flush=True)
+            if profiled and not causal:
+                for name in ("dkdv", "dkdvdq"):
+                    p = nvdsl.profile(calls[name])
+                    print(p.summary(), flush=True)
+                    p.save_png(os.path.join(out, f"backward-{name}-d{d}.png"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/backward-probe", sys.argv[2:3] == ["profile"])
