@@ -726,8 +726,9 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
             float32 sum (FlashAttention-3's five products a step: the scores computed once), whose additions land
             in any order, so dQ may differ in its last bits from run to run (dK and dV do not). At D 128 the
             consumer warpgroups stage dS side by side in shared memory and each computes half of dQ's columns
-            (FlashAttention-3's); at D 64 each adds its own keys' part. Not faster yet (bf16 B4 H16, L 1k to 16k,
-            H200: 0.79-0.98x the default at D 128, where its consumers spill registers, 0.88-1.01x at D 64).
+            (FlashAttention-3's); at D 64 each adds its own keys' part, staged while dK's product runs. Faster
+            only at long L (bf16 B4 H16, L 1k to 16k: H200 0.79-0.98x the default at D 128, where its consumers
+            spill registers; H100 and H200 0.90-1.10x at D 64, ahead at L 16k).
 
     D = 64, 128 or 256 (at 256 the scores are computed three times: a consumer cannot hold dK and dV at once,
     and dQ has its own pass); L and Lk need not be multiples of anything. Float32 scratch (the row dot products
