@@ -327,6 +327,41 @@ def _random(torch, shape, dtype, seed):
     return torch.randn(*shape, device="cuda", generator=g).to(dtype)
 
 
+@nt.task(reads=("A", "B"), writes=("C",))
+def product_read_in_its_step(C, A, B):
+    """C = 3 A B: a step's product that the step reads (s) issued ahead of one carried across steps (acc)."""
+    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 64), nt.tunable("BK", 64)
+    Ct, At, Bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(B, (BK, BN))
+    for i, j in nt.prange(*Ct.grid):
+        acc = nt.zeros((BM, BN), nt.float32)
+        twice = nt.zeros((BM, BN), nt.float32)
+        for k in nt.srange(At.grid[1]):
+            s = nt.zeros((BM, BN), name="s")
+            s += At[i, k] @ Bt[k, j]
+            acc += At[i, k] @ Bt[k, j]
+            twice += s * 2.0
+        Ct[i, j] = (acc + twice).astype(C.dtype)
+
+
+@pytest.mark.parametrize("in_flight", [1, 2])
+def test_a_product_issued_ahead_retires_before_the_math_that_reads_it(in_flight):
+    """A product the step reads, followed by one that stays in flight, goes out first as a group of its own;
+    the product after it waits until only itself runs, so the math reading the first finds it retired even
+    where the mapping leaves two products in flight (which would leave the first running)."""
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((128, 192)).astype(np.float16), rng.standard_normal((192, 128)).astype(np.float16)
+    c = np.zeros((128, 128), np.float32)
+    kernel = nt.build(product_read_in_its_step, nt.Mapping(pipeline=3, mma_in_flight=in_flight, persistent=False))
+    text = kernel.explain(c, a, b)
+    assert "mma s += A_s0 @ B_s0 {e2, e3, e4}  [waited for: the step reads it, once e6 issued]" in text
+    assert "mma acc += A_s0 @ B_s0 {e0, e3, e4, e6}  [1 product(s) left in flight]" in text
+    kernel(c, a, b)
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    # float32 sums of exact float16 products: three sums of 192 terms, each term within 192 eps of the magnitudes
+    bound = 3 * 192 * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+    assert np.all(np.abs(c - 3 * exact) <= bound)
+
+
 @requires_gpu
 @pytest.mark.parametrize("m, n, k", [(1000, 1000, 1000), (2048, 1536, 4160)])
 def test_one_program_gives_the_same_numbers_under_every_mapping(m, n, k):

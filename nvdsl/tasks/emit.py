@@ -648,6 +648,8 @@ class _Consumer:
                 self.run(group[0])
             elif g + 1 < len(groups) and groups[g + 1][1]:      # issued ahead: the next group goes out first
                 self.issue(group, in_flight=min(self.ctx.wgmma_in_flight + 1, 7))
+            elif g and groups[g - 1][1]:        # after a group issued ahead: that one retires here, for its readers
+                self.issue(group, in_flight=min(1, self.in_flight(*group)))
             else:
                 self.issue(group, in_flight=self.in_flight(*group))
 

@@ -172,13 +172,15 @@ def _main_loop(s: Schedule) -> list[str]:
     in_flight = f"  [{s.in_flight} product(s) left in flight]"
     body = [op for op in s.main.body if op not in loads]
     ahead = issued_ahead(body, s.waited)
+    behind = {i for later in ahead.values() for i in later}      # their wait retires the group issued ahead
 
-    def waited(op) -> str:
+    def note(op) -> str:
         if op.id in ahead:
             return f"  [waited for: the step reads it, once {', '.join(f'e{i}' for i in ahead[op.id])} issued]"
-        return "  [waited for: the step reads it]"
-    lines += [f"        {op}" + ((waited(op) if op.id in s.waited else in_flight) if isinstance(op, Mma) else "")
-              for op in body]
+        if op.id in s.waited:
+            return "  [waited for: the step reads it]"
+        return f"  [{min(1, s.in_flight)} product(s) left in flight]" if op.id in behind else in_flight
+    lines += [f"        {op}" + (note(op) if isinstance(op, Mma) else "") for op in body]
     if ring is not None:
         lines.append("      release: each slot once the products reading it retired")
     return lines
