@@ -15,6 +15,11 @@ after torch has set up CUDA, the worker times (``perf_counter``):
 * ``import MLIR (tracer, compiler)``: importing what tracing and compiling use, before ``axpy.compile()``:
   nothing left to import when cold (the first call traced), all of MLIR when warm (nothing traced yet). It
   used to fall inside ``axpy.compile()``, which then read ~0.5 s warm against ~30 ms cold;
+* ``import the protocol check and task-layer emission``: importing :data:`COMPILE_IMPORTS` (the barrier-protocol
+  check, the interpreter it runs on, the task layer's emission and the Hopper primitives it traces), before
+  ``axpy.compile()``: nothing left when cold (the first calls compiled), all of it when warm (their kernels came
+  from disk). It used to fall inside ``axpy.compile()`` and the GEMM's compile, which then read 124 against 37 ms
+  and 238 against 117 ms ("passes + tracing + cache") warm against cold on an H200;
 * ``first trace in the process``: ``axpy.trace(x, y, 2.0)`` for a third shape: a trace alone when cold (the first
   call traced), the process's first one when warm, with what a process sets up once to trace (an MLIR context,
   its dialects, the bindings' first uses). It too fell inside ``axpy.compile()`` (305 ms warm against 32 ms cold
@@ -62,6 +67,7 @@ N_TRACE = 1 << 18        # the shape of the first trace in the process (a third 
 TABLE_METRIC = "ms"
 PHASES = (("bare_import", "import nvdsl (bare process)"), ("import", "import nvdsl"),
           ("first_call", "first call → sync"), ("import_mlir", "import MLIR (tracer, compiler)"),
+          ("import_compile", "import the protocol check and task-layer emission"),
           ("first_trace", "first trace in the process (warm: with its setup)"),
           ("compile", "axpy.compile() (after a trace)"), ("second_call", "second call → sync"),
           ("gemm_first_call", "GEMM (task layer): first call → sync"),
@@ -70,6 +76,8 @@ PHASES = (("bare_import", "import nvdsl (bare process)"), ("import", "import nvd
           ("gemm_lower", "GEMM: MLIR lowering"), ("gemm_ptxas", "GEMM: ptxas"),
           ("gemm_check", "GEMM: protocol check (cold: past ptxas)"))
 SYSTEMS = ("nvdsl cold", "nvdsl warm (disk cache)")
+#: What a compile() imports beyond tracing (timed as a row of its own, see the module's docstring).
+COMPILE_IMPORTS = ("nvdsl.interpreter.protocol", "nvdsl.tasks.emit")
 
 IMPORT_ONLY = r"""
 import json, sys, time
@@ -106,6 +114,12 @@ mlir_after_gemm_call = "mlir" in sys.modules
 t0 = time.perf_counter()
 import nvdsl.frontend.tracer, nvdsl.compiler.driver                 # MLIR, unless the calls above traced
 times["import_mlir"] = time.perf_counter() - t0
+import importlib
+from benchmarks.suites.compile import COMPILE_IMPORTS
+t0 = time.perf_counter()
+for name in COMPILE_IMPORTS:                                        # unless the calls above compiled
+    importlib.import_module(name)
+times["import_compile"] = time.perf_counter() - t0
 xt, yt = (harness.randn((n_trace,), torch.float32, seed=s) for s in (1, 2))
 t0 = time.perf_counter()
 nvdsl_kernels.axpy.trace(xt, yt, 2.0)
