@@ -420,8 +420,9 @@ def test_a_commit_waits_only_where_more_groups_could_run():
     assert re.search(r"wgmma.wait_group.sync.aligned\s+2;", needed)
 
 
-def two_products_then_stores():
-    """C = D = A @ B (64 x 64) as two products in flight at once in straight-line code, then C's store and D's."""
+def two_products_then_stores(second_under_a_branch: bool = False):
+    """C = D = A @ B (64 x 64) as two products in flight at once in straight-line code, then C's store and D's; or
+    the second product and D's store under a branch (every thread takes it), then C's store."""
     @nvdsl.mlir_func
     def two(a, b, c, d):
         a_tma = nvdsl.TMA(a, box=(64, 64), swizzle=128)
@@ -443,6 +444,12 @@ def two_products_then_stores():
             product = nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma)
             first, second = nvdsl.WGMMAAccumulator(64, 64), nvdsl.WGMMAAccumulator(64, 64)
             first.accumulate(product, in_flight=1)
+            if second_under_a_branch:
+                with nvdsl.when(ctx.thread_id.x < 128):
+                    second.accumulate(product, in_flight=2)
+                    second.store(d)
+                first.store(c)
+                return
             with nvdsl.wgmma_group(in_flight=2):
                 second += product
             first.store(c)
@@ -464,6 +471,24 @@ def test_a_store_waits_for_its_own_product_only(backend):
     second_commit = [m.end() for m in re.finditer(r"wgmma.commit_group.sync.aligned;", ptx)][1]
     waits = re.findall(r"wgmma.wait_group.sync.aligned\s+(\d);", ptx[second_commit:])
     assert waits == ["1", "0"]          # C's store leaves D's product running; D's waits for it
+    kernel(a, b, c, d)
+    expected = a.astype(np.float64) @ b.astype(np.float64)
+    bound = 64 * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+    assert np.all(np.abs(c - expected) <= bound) and np.all(np.abs(d - expected) <= bound)
+
+
+def test_a_store_after_a_product_under_a_branch_waits_for_every_group():
+    """A group committed under a branch may not have run, so it does not count among the groups a store may leave
+    running: the store of the product before it (after the branch) waits for all (``wait_group 0``), not for all
+    but one, which would leave that product running where the branch was not taken."""
+    rng = np.random.default_rng(6)
+    a, b = (rng.standard_normal((64, 64)).astype(np.float16) for _ in range(2))
+    c, d = np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32)
+    kernel = two_products_then_stores(second_under_a_branch=True)
+    ptx = kernel.compile(a, b, c, d).ptx
+    second_commit = [m.end() for m in re.finditer(r"wgmma.commit_group.sync.aligned;", ptx)][1]
+    waits = re.findall(r"wgmma.wait_group.sync.aligned\s+(\d);", ptx[second_commit:])
+    assert waits[-2:] == ["0", "0"]         # D's store, then C's (a wait of 1 there would leave C's product running)
     kernel(a, b, c, d)
     expected = a.astype(np.float64) @ b.astype(np.float64)
     bound = 64 * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
