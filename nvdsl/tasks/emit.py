@@ -30,7 +30,8 @@ from .analysis import operand_name
 from .ir import (Affine, Broadcast, Copy, Fill, FirstColumn, Gather, Iota, Loop, Map, Mma, Reduce, Region,
                  argument_loads)
 from .profile import DATA_WAIT, EPILOGUE, LOAD, MATH, PRODUCT_WAIT, STEP, TILE, TURN_WAIT, roles
-from .stages import EXCHANGE_BARRIER, TURN_BARRIER, OnesTile, ResidentRows, Schedule, product_groups
+from .stages import (AHEAD, BEHIND, BEHIND_IN_FLIGHT, EXCHANGE_BARRIER, OP, TURN_BARRIER, OnesTile, ResidentRows,
+                     Schedule, product_groups)
 
 
 def emit(schedule: Schedule, arrays: dict, timeline: tuple | None = None) -> None:
@@ -642,14 +643,13 @@ class _Consumer:
         """Run ``ops`` in order, consecutive products as wgmma groups (one fence, one commit: accumulators fed by
         the same tiles stay in one pipeline stage) as ``stages.product_groups`` splits them: a group issued ahead
         of the next one is left running, and waited for where it is read."""
-        groups = product_groups(ops, self.s.waited)
-        for g, (group, grouped) in enumerate(groups):
-            if not grouped:
+        for group, kind in product_groups(ops, self.s.waited):
+            if kind == OP:
                 self.run(group[0])
-            elif g + 1 < len(groups) and groups[g + 1][1]:      # issued ahead: the next group goes out first
+            elif kind == AHEAD:                 # left running: the next group goes out first
                 self.issue(group, in_flight=min(self.ctx.wgmma_in_flight + 1, 7))
-            elif g and groups[g - 1][1]:        # after a group issued ahead: that one retires here, for its readers
-                self.issue(group, in_flight=min(1, self.in_flight(*group)))
+            elif kind == BEHIND:                # the group ahead retires here, for its readers
+                self.issue(group, in_flight=min(BEHIND_IN_FLIGHT, self.in_flight(*group)))
             else:
                 self.issue(group, in_flight=self.in_flight(*group))
 

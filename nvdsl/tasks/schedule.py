@@ -9,8 +9,8 @@ from ..errors import TaskError, user_location
 from . import passes
 from .ir import Loop, Mma, Program, argument_loads, format_program
 from .mapping import PINGPONG, Mapping
-from .stages import (TURN_BARRIER, Schedule, format_joined, format_levels, format_memory_map, format_ones,
-                     format_resident, format_store, issued_ahead)
+from .stages import (BEHIND_IN_FLIGHT, TURN_BARRIER, Schedule, format_joined, format_levels, format_memory_map,
+                     format_ones, format_resident, format_store, issued_ahead)
 
 
 def plan_stages(program: Program, mapping: Mapping, sm_count: int) -> dict:
@@ -179,7 +179,7 @@ def _main_loop(s: Schedule) -> list[str]:
             return f"  [waited for: the step reads it, once {', '.join(f'e{i}' for i in ahead[op.id])} issued]"
         if op.id in s.waited:
             return "  [waited for: the step reads it]"
-        return f"  [{min(1, s.in_flight)} product(s) left in flight]" if op.id in behind else in_flight
+        return f"  [{min(BEHIND_IN_FLIGHT, s.in_flight)} product(s) left in flight]" if op.id in behind else in_flight
     lines += [f"        {op}" + (note(op) if isinstance(op, Mma) else "") for op in body]
     if ring is not None:
         lines.append("      release: each slot once the products reading it retired")

@@ -338,37 +338,44 @@ class MainLoop:
         return "\n".join(lines) + "\n"
 
 
-def product_groups(ops, waited: frozenset) -> list[tuple[list, bool]]:
-    """How a step's ``ops`` go out: each (ops, grouped) in order, ``grouped`` for consecutive products issued as one
-    wgmma group. Where products whose results the step reads (``waited``: ids) all come before the others of
-    such a run, they are a group of their own, issued before the others and waited for only once those are
-    (a backward's dQ part stored while dK's product runs)."""
+#: How a step's ops go out (:func:`product_groups`): an op that is not a product; consecutive products as one wgmma
+#: group; a group issued ahead of the next one (products the step reads), left running; the group after it, which
+#: waits until at most :data:`BEHIND_IN_FLIGHT` groups run (itself), so the one ahead has retired where it is read.
+OP, GROUP, AHEAD, BEHIND = "op", "group", "ahead", "behind"
+BEHIND_IN_FLIGHT = 1
+
+
+def product_groups(ops, waited: frozenset) -> list[tuple[list, str]]:
+    """How a step's ``ops`` go out: each (ops, kind) in order, ``kind`` one of :data:`OP`, :data:`GROUP`,
+    :data:`AHEAD`, :data:`BEHIND`. Where products whose results the step reads (``waited``: ids) all come before
+    the others of a run of consecutive products, they are a group of their own issued ahead of the others and
+    waited for only once those are (a backward's dQ part stored while dK's product runs)."""
     groups, i = [], 0
     while i < len(ops):
         j = i
         while j < len(ops) and isinstance(ops[j], ir.Mma):
             j += 1
         if j == i:
-            groups.append(([ops[i]], False))
+            groups.append(([ops[i]], OP))
             i += 1
             continue
         run = ops[i:j]
         read = [op.id in waited for op in run]
         first = read.index(False) if False in read else len(run)
         if 0 < first < len(run) and not any(read[first:]):
-            groups += [(run[:first], True), (run[first:], True)]
+            groups += [(run[:first], AHEAD), (run[first:], BEHIND)]
         else:
-            groups.append((run, True))
+            groups.append((run, GROUP))
         i = j
     return groups
 
 
 def issued_ahead(ops, waited: frozenset) -> dict[int, list[int]]:
-    """The ids of the products of ``waited`` that :func:`product_groups` issues ahead of others, each with the ids
-    of the products issued after it before it is waited for."""
+    """The ids of the products that :func:`product_groups` issues ahead of others, each with the ids of the
+    products issued after it before it is waited for."""
     groups = product_groups(ops, waited)
-    return {op.id: [later.id for later in groups[g + 1][0]] for g, (group, grouped) in enumerate(groups[:-1])
-            if grouped and groups[g + 1][1] for op in group if op.id in waited}
+    return {op.id: [later.id for later in groups[g + 1][0]] for g, (group, kind) in enumerate(groups)
+            if kind == AHEAD for op in group}
 
 
 @dataclass(frozen=True, kw_only=True)
