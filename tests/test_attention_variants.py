@@ -3,9 +3,12 @@ nvdsl.kernels.attention: the forward and the backward (the score_mod's derivativ
 float64 NumPy, with arrays the mods read passed as kernel arguments. In the interpreter (CI) and on the GPU, where
 they are also checked against torch autograd."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+import nvdsl
 import nvdsl.kernels.attention as library
 from nvdsl import tasks as nt
 from nvdsl.errors import ArgumentError
@@ -197,18 +200,75 @@ def test_the_mod_arrays_are_arguments_not_constants(backend):
     ({"score_mod": lambda s, b, h, q_idx, kv_idx, t: s + t[q_idx, 0]}, "bad-tile", "positions"),
     ({"score_mod": softcap, "mask_mod": document, "mod_args": (np.zeros((1, 64), np.int32),)}, "bad-argument",
      "cannot be called as score_mod(score, b, h, q_idx, kv_idx, mod0)"),
+    ({"score_mod": lambda s, b, h, q_idx, kv_idx: nvdsl.erf(s)}, "bad-tile", "nvdsl.erf has no tile form"),
+    ({"score_mod": "unhashable"}, "bad-argument", "cannot be hashed"),
 ])
 def test_bad_mods_are_named(kwargs, code, words, backend):
+    if kwargs.get("score_mod") == "unhashable":     # (defined below)
+        kwargs = dict(kwargs, score_mod=MutableSoftCap(20.0))
     b, h, l, d = 1, 1, 64, 64
     q, k, v, o, lse = problem(b, h, h, l, l, d, "float16")
-    if "mod_args" not in kwargs and kwargs.get("score_mod") is not None and not isinstance(kwargs["score_mod"], int) \
-            and kwargs["score_mod"].__code__.co_argcount == 6:
+    if "mod_args" not in kwargs and getattr(getattr(kwargs.get("score_mod"), "__code__", None), "co_argcount", 0) == 6:
         kwargs = dict(kwargs, mod_args=(np.zeros((l, 2), np.float32),))
     with pytest.raises(Exception) as raised:
         library.attention(q, k, v, o, lse, **kwargs)
     assert getattr(raised.value, "code", None) == code, raised.value
     assert words in str(raised.value)
     assert "test_attention_variants.py" in str(raised.value)      # the user's line
+
+
+def nvdsl_softcap(score, b, h, q_idx, kv_idx):
+    return nvdsl.where(score > 0.0, CAP * nvdsl.tanh(score / CAP), nvdsl.maximum(CAP * nt.tanh(score / CAP), -CAP))
+
+
+def test_mods_are_written_with_nvdsls_math(backend):
+    """nvdsl.tanh, nvdsl.where and nvdsl.maximum on a mod's tiles are the task layer's tile math: the same kernel as
+    nt.tanh's, so the same bits (forward and backward, the derivative derived through them)."""
+    q, k, v, o, lse = problem(1, 1, 1, 64, 64, 64, "float16")
+    do, = problem(1, 1, 1, 64, 64, 64, "float16", 7)[:1]
+    results = []
+    for mod in (softcap, nvdsl_softcap):
+        o[...], lse[...] = 0, 0
+        library.attention(q, k, v, o, lse, score_mod=mod)
+        grads = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+        library.attention_backward(q, k, v, o, lse, do, *grads, score_mod=mod)
+        results.append([o.copy(), lse.copy(), *grads])
+    for first, second in zip(*results):
+        assert np.array_equal(first, second)        # the same tile math events: the same kernels
+
+
+@dataclasses.dataclass(frozen=True)
+class SoftCap:
+    cap: float
+
+    def __call__(self, score, b, h, q_idx, kv_idx):
+        return self.cap * nvdsl.tanh(score / self.cap)
+
+
+@dataclasses.dataclass
+class MutableSoftCap:       # compared by its fields but not frozen: unhashable
+    cap: float
+
+    def __call__(self, score, b, h, q_idx, kv_idx):
+        return self.cap * nvdsl.tanh(score / self.cap)
+
+
+def test_a_mods_fields_key_its_kernel(backend):
+    """A mod of a frozen dataclass is keyed by its fields: another cap is another kernel (never the first's result);
+    an unhashable mod is refused by its name, forward and backward."""
+    q, k, v, o, lse = problem(1, 1, 1, 64, 64, 64, "float16")
+    for cap in (20.0, 2.0, 20.0):
+        library.attention(q, k, v, o, lse, score_mod=SoftCap(cap))
+        check_forward(o, lse, q, k, v, lambda s: (cap * np.tanh(s / cap), None), None, "float16")
+    assert library._kernel.cache_info().currsize == 2
+    unhashable = MutableSoftCap(2.0)
+    for call in (lambda: library.attention(q, k, v, o, lse, score_mod=unhashable),
+                 lambda: library.attention_backward(q, k, v, o, lse, o, o.copy(), o.copy(), o.copy(),
+                                                    score_mod=unhashable)):
+        with pytest.raises(ArgumentError) as refused:
+            call()
+        assert refused.value.code == "bad-argument" and "score_mod" in str(refused.value) and \
+            "cannot be hashed" in str(refused.value)
 
 
 def test_value_and_derivative_differentiates_traced_tile_math(backend):

@@ -45,7 +45,7 @@ from mlir.dialects import math as mlir_math
 from .. import dtypes as dt
 from ..errors import TraceError, user_location
 from .context import at_user_line, current_kernel
-from .values import Value, _constant, convert, elementwise, python_number, select
+from .values import Value, _constant, convert, elementwise, on_task_tiles, python_number, select
 
 _ACCURATE = {"exp": mlir_math.exp, "exp2": mlir_math.exp2, "log": mlir_math.log, "log2": mlir_math.log2,
              "rsqrt": mlir_math.rsqrt, "tanh": mlir_math.tanh, "erf": mlir_math.erf}
@@ -109,6 +109,9 @@ def erf(x, *, approx: bool = False):
 def abs(x):  # noqa: A001 - nvdsl.abs, like numpy.abs
     """The absolute value (exact); the same as Python's ``abs(x)`` on traced values, and elementwise
     on register tiles and vectors."""
+    tiles = on_task_tiles("abs", (x,), {})
+    if tiles is not None:
+        return tiles
     current_kernel("nvdsl.abs")
     return elementwise(_abs, (x,), "nvdsl.abs")
 
@@ -123,11 +126,15 @@ def _abs(x):
 def where(condition, if_true, if_false):
     """``if_true`` where ``condition`` holds, else ``if_false``: on register tiles element by element
     (masking, e.g. ``where(cols <= rows, s, -inf)`` with ``rows, cols = s.indices()``), broadcasting
-    scalars and vectors; on scalars the same as :func:`nvdsl.select`."""
-    return select(condition, if_true, if_false)
+    scalars and vectors; on scalars the same as :func:`nvdsl.select`; on a task program's tiles, ``nt.where``."""
+    tiles = on_task_tiles("where", (condition, if_true, if_false), {})
+    return select(condition, if_true, if_false) if tiles is None else tiles
 
 
 def _unary(name: str, x, approx):
+    tiles = on_task_tiles(name, (x,), {"approx": approx} if approx else {})
+    if tiles is not None:
+        return tiles
     current_kernel(f"nvdsl.{name}")
     if not isinstance(approx, bool):
         raise TraceError(f"nvdsl.{name}(approx={approx!r}) takes True or False", code="bad-argument",

@@ -501,6 +501,17 @@ class Value:
             return Value(mlir_math.absi(self.ir), self.dtype)
 
 
+def on_task_tiles(name: str, operands, options: dict):
+    """``nvdsl.<name>(*operands, **options)`` where an operand is a task program's tile (``nvdsl.tanh(score / cap)``
+    in an attention ``score_mod``): the task layer's tile math of that name, which the tile's class gives as
+    ``_nvdsl_math(name, operands, options)``; None where no operand is such a tile."""
+    for x in operands:
+        math = getattr(type(x), "_nvdsl_math", None)
+        if math is not None:
+            return math(name, operands, options)
+    return None
+
+
 def elementwise(fn, operands, what: str):
     """``fn`` (on Values) applied to ``operands``: register tiles and vectors among them apply it to each
     element, broadcasting scalars and vectors (they define ``_elementwise``); else ``fn(*operands)``."""
@@ -533,6 +544,9 @@ def minimum(a, b) -> Value:
 
     Register tiles and vectors compare element by element, broadcasting as arithmetic does.
     """
+    tiles = on_task_tiles("minimum", (a, b), {})
+    if tiles is not None:
+        return tiles
     current_kernel("nvdsl.minimum")
     return elementwise(lambda x, y: _min_max(x, y, arith.minsi, arith.minui, arith.minimumf, "minimum"),
                        (a, b), "nvdsl.minimum")
@@ -543,6 +557,9 @@ def maximum(a, b) -> Value:
 
     Register tiles and vectors compare element by element, broadcasting as arithmetic does.
     """
+    tiles = on_task_tiles("maximum", (a, b), {})
+    if tiles is not None:
+        return tiles
     current_kernel("nvdsl.maximum")
     return elementwise(lambda x, y: _min_max(x, y, arith.maxsi, arith.maxui, arith.maximumf, "maximum"),
                        (a, b), "nvdsl.maximum")

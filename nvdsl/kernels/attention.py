@@ -60,6 +60,7 @@ from ..errors import ArgumentError, TaskError, TraceError, user_location
 from ..arguments import check_outputs_writable, describe, signature_key
 from ..signature import ARRAY
 from ..target import REGISTER_FILE
+from . import checks
 from ..scratch import float32_like, scratch_like
 
 ROWS = 64                   # query rows per consumer warpgroup (one wgmma M)
@@ -97,7 +98,11 @@ class Variant:
     and ``h`` the batch and query head (indices), ``q_idx`` and ``kv_idx`` the positions of the tile's queries
     and keys (broadcast so that ``q_idx - kv_idx`` is a tile); ``mask_mod(b, h, q_idx, kv_idx, *mod_args)`` a
     mask: where it is False, the key is not attended to. Arrays read by index: ``slopes[h]``,
-    ``doc[b, q_idx] == doc[b, kv_idx]``."""
+    ``doc[b, q_idx] == doc[b, kv_idx]``. Tile math is the task layer's (``nt.tanh``, ``nt.where``, ...), or nvdsl's
+    functions of the same names (``nvdsl.tanh(score / cap)``), which apply it to tiles. A mod is kept by its hash
+    (the kernel compiled for it): a function, or an object of a frozen dataclass, whose fields are then its key. A
+    function's globals and closure values are read when its kernel is traced, once per process: values that change
+    go in ``mod_args`` or in the fields of a frozen dataclass."""
 
     score_mod: object = None
     mask_mod: object = None
@@ -282,7 +287,7 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
         # The checks below are per signature (kinds, dtypes, shapes); a call like an earlier one skips them:
         # the kernel's own call still checks each array's layout and device.
         plan = (tuple(map(signature_key, arrays + mod_args)), causal, scale, mapping, score_mod, mask_mod)
-        launch = _CHECKED.get(plan)
+        launch = _CHECKED.find(plan)
         if launch is not None:
             launch(q, k, v, o, lse, mod_args)
             return
@@ -301,8 +306,7 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
     mapping = mapping or task_mapping(d, causal, seq_q, variant.mask_mod is not None)
     launch = functools.partial(_forward, _kernel(causal, float(scale), lse is not None, mapping, variant),
                                variant.mask_mod, causal, mapping.tile_values())
-    if plan is not None:
-        _CHECKED[plan] = launch
+    _CHECKED.remember(plan, launch)
     launch(q, k, v, o, lse, mod_args)
 
 
@@ -323,6 +327,13 @@ def _variant(score_mod, mask_mod, mod_args, loc, what: str) -> Variant:
         if mod is not None and not callable(mod):
             raise ArgumentError(f"{what}: {name}={mod!r} must be a function", code="bad-argument",
                                 hint="see nvdsl.kernels.attention.Variant for its parameters", loc=loc)
+        try:
+            hash(mod)
+        except TypeError:
+            raise ArgumentError(f"{what}: {name}={mod!r} cannot be hashed, and its kernel is kept by it",
+                                code="bad-argument", hint=f"pass a function as {name}, or an object of a frozen "
+                                "dataclass (@dataclass(frozen=True)), whose fields then key its kernel",
+                                loc=loc) from None
     if not isinstance(mod_args, tuple):
         raise ArgumentError(f"{what}: mod_args={mod_args!r} must be a tuple of arrays", code="bad-argument", loc=loc)
     arrays = "".join(f", mod{n}" for n in range(len(mod_args)))
@@ -477,7 +488,7 @@ def _checked_problem(specs: dict, causal, scale, loc, what: str):
     return (batch, heads, seq_q, d), kv_heads, seq_k, float(scale)
 
 
-_CHECKED: dict = {}        # call signature -> the kernel its checks chose
+_CHECKED = checks.CallPlans()        # call signature -> the kernel its checks chose
 
 
 @functools.lru_cache(maxsize=None)
@@ -743,7 +754,7 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
         # them (a training step's): the kernels' own calls still check each array's layout and device.
         signature = (tuple(map(signature_key, (q, k, v, o, lse, do, dq, dk, dv) + mod_args)), causal, scale,
                      score_mod, mask_mod, deterministic)
-        plan = _BACKWARD_PLANS.get(signature)
+        plan = _BACKWARD_PLANS.find(signature)
         if plan is not None:
             plan.run(q, k, v, o, lse, do, dq, dk, dv, mod_args)
             return
@@ -762,11 +773,10 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
     plan = _BackwardPlan(shape, kv_heads, seq_k, causal, scale, variant,
                          fused=not deterministic and shape[3] in FUSED_DQ_HEAD_DIMS)
     plan.run(q, k, v, o, lse, do, dq, dk, dv, mod_args)
-    if signature is not None:
-        _BACKWARD_PLANS[signature] = plan
+    _BACKWARD_PLANS.remember(signature, plan)
 
 
-_BACKWARD_PLANS: dict = {}      # call signature -> the _BackwardPlan its checks made
+_BACKWARD_PLANS = checks.CallPlans()      # call signature -> the _BackwardPlan its checks made
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from ..errors import ArgumentError, user_location
 from ..signature import ARRAY
 from .attention import (MASK_BLOCK, Variant, _cdiv, _checked_problem, _element, _elementwise_grid, _kernel,
                         _variant, attention, attention_backward, kept_blocks, task_mapping)
+from . import checks
 from ..scratch import scratch_like
 
 def key_interval(b, h, q_idx, kv_idx, first, end):
@@ -507,13 +508,10 @@ def _planned(arrays: dict, cu_seqlens_q, cu_seqlens_k, causal, scale, score_mod,
     mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
     plan = None
     if isinstance(causal, bool) and (scale is None or type(scale) in (int, float)) and isinstance(mod_args, tuple):
-        try:
-            plan = (what, tuple(None if x is None else signature_key(x) for x in arrays.values()),
-                    signature_key(cu_seqlens_q), signature_key(cu_seqlens_k), causal, scale, score_mod, mask_mod,
-                    tuple(map(signature_key, mod_args)))
-            found = _VARLEN_PLANS.get(plan)
-        except TypeError:                    # something unhashable: the checks below name it
-            plan = found = None
+        plan = (what, tuple(None if x is None else signature_key(x) for x in arrays.values()),
+                signature_key(cu_seqlens_q), signature_key(cu_seqlens_k), causal, scale, score_mod, mask_mod,
+                tuple(map(signature_key, mod_args)))
+        found = _VARLEN_PLANS.find(plan)
         if found is not None:
             tokens_k = found[0]
             for cu, name, tokens in ((cu_seqlens_q, "cu_seqlens_q", arrays["q"].shape[0]),
@@ -526,14 +524,11 @@ def _planned(arrays: dict, cu_seqlens_q, cu_seqlens_k, causal, scale, score_mod,
     _variant(score_mod, mask_mod, mod_args, loc, what)
     mods = {"score_mod": _after_intervals(score_mod) if score_mod is not None else None,
             "mask_mod": _within_sequences(mask_mod, len(mod_args))}
-    if plan is not None:
-        if len(_VARLEN_PLANS) >= 1024:
-            _VARLEN_PLANS.clear()
-        _VARLEN_PLANS[plan] = (tokens_k, tuple(mods.items()))
+    _VARLEN_PLANS.remember(plan, (tokens_k, tuple(mods.items())))
     return tokens_k, mods, mod_args
 
 
-_VARLEN_PLANS: dict = {}        # call signature -> (keys, the mods as attention runs them)
+_VARLEN_PLANS = checks.CallPlans()        # call signature -> (keys, the mods as attention runs them)
 
 
 def attention_varlen_backward(q, k, v, o, lse, do, dq, dk, dv, cu_seqlens_q, cu_seqlens_k, *, causal: bool = False,

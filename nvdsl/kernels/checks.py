@@ -17,6 +17,34 @@ from ..signature import ARRAY, ArgSpec
 HALVES = (dt.float16, dt.bfloat16)
 OUTPUTS = (dt.float16, dt.bfloat16, dt.float32)
 FLOAT8 = (dt.float8_e4m3fn, dt.float8_e5m2)
+PLANS_LIMIT = 1024
+
+
+class CallPlans(dict):
+    """What a library function's checks and planning decided for a call, by the call's signature (the kinds,
+    dtypes, shapes and strides of its arrays, its options and mods): a call like an earlier one skips them and goes
+    straight to the kernels, whose own calls still check each array's layout, alignment and device. At most
+    :data:`PLANS_LIMIT` are kept (past it, all are forgotten at once). A signature that cannot be hashed (it holds
+    an unhashable mod) is neither found nor kept: such a call is checked, and the checks say what is wrong."""
+
+    def find(self, signature):
+        """The plan kept for ``signature``, or None."""
+        try:
+            return self.get(signature)
+        except TypeError:
+            return None
+
+    def remember(self, signature, plan) -> None:
+        """Keep ``plan`` for ``signature`` (None, or an unhashable one: nothing is kept)."""
+        try:
+            hash(signature)
+        except TypeError:
+            return
+        if signature is None:
+            return
+        if len(self) >= PLANS_LIMIT:
+            self.clear()
+        self[signature] = plan
 
 
 def described(what: str, arrays: dict, loc) -> dict[str, ArgSpec]:

@@ -325,7 +325,7 @@ def linear(a, w, bias, c, *, activation: str = "none", mapping: nt.Mapping | Non
     steps = _PLANNED.get(signature) if signature is not None else None
     if steps is None:
         steps = _linear_steps(a, w, bias, c, activation, mapping)
-        _remember(signature, steps)
+        _PLANNED.remember(signature, steps)
     kernel, transposed, _ = steps
     kernel(c, a, w.T if transposed else w, bias)
 
@@ -350,8 +350,7 @@ def _linear_steps(a, w, bias, c, activation: str, mapping: nt.Mapping | None) ->
 # mapping, split-K, the operand layout) and goes straight to the kernels, whose own calls still check each
 # array's dtype, layout, alignment and device (the JIT's signature). The SM count the planning reads is the
 # process's.
-_PLANNED: dict = {}
-_PLANNED_LIMIT = 1024
+_PLANNED = checks.CallPlans()
 _STRIDES: dict = {}         # array type -> how to read its strides (torch: x.stride(); NumPy, CuPy: x.strides)
 
 
@@ -395,28 +394,14 @@ def _checked_once(options: tuple, arrays: dict, axes: dict, allowed: dict, *, wr
                   alike: tuple = ()) -> None:
     """:func:`checks.checked` for a call unlike any checked before (kinds, dtypes, shapes, strides and
     writeability of its arrays: ``signature_key``), and the output ``written`` writeable, by the caller's names."""
-    try:
-        key = (options, tuple(map(signature_key, arrays.values())))
-        if key in _CHECKED_CALLS:
-            return
-    except TypeError:           # unhashable: checked below, not remembered
-        key = None
-    loc = user_location()
-    checks.checked(options[0], arrays, axes, allowed, loc, written=written, alike=alike)
-    if key is not None:
-        if len(_CHECKED_CALLS) >= _PLANNED_LIMIT:
-            _CHECKED_CALLS.clear()
-        _CHECKED_CALLS.add(key)
+    key = (options, tuple(map(signature_key, arrays.values())))
+    if _CHECKED_CALLS.find(key):
+        return
+    checks.checked(options[0], arrays, axes, allowed, user_location(), written=written, alike=alike)
+    _CHECKED_CALLS.remember(key, True)
 
 
-_CHECKED_CALLS: set = set()
-
-
-def _remember(signature: tuple | None, steps: tuple) -> None:
-    if signature is not None:
-        if len(_PLANNED) >= _PLANNED_LIMIT:
-            _PLANNED.clear()
-        _PLANNED[signature] = steps
+_CHECKED_CALLS = checks.CallPlans()
 
 
 def _transposed_view(x) -> bool:
@@ -523,7 +508,7 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, sp
     steps = _PLANNED.get(signature) if signature is not None else None
     if steps is None:
         steps = _gemm_steps(a, b, c, b_layout, mapping, splits, autotune)
-        _remember(signature, steps)
+        _PLANNED.remember(signature, steps)
     kernel, transposed, partials_shape, a_transposed = steps
     if transposed:
         b = b.T

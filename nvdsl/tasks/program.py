@@ -176,6 +176,16 @@ class _TileMath:
         """``v[None, :]`` or ``v[:, None]``: a vector broadcast over a tile's rows or columns."""
         return _broadcast(self, key)
 
+    @staticmethod
+    def _nvdsl_math(name: str, operands, options: dict) -> "Local":
+        """``nvdsl.<name>`` of tiles (``nvdsl.tanh``, ``nvdsl.where``, ...): the tile math of ``nt.<name>``."""
+        fn = _NVDSL_MATH.get(name)
+        if fn is None:
+            raise _error(f"nvdsl.{name} has no tile form in a task program", code="bad-tile",
+                         hint="tile math takes " + ", ".join(f"nvdsl.{n}" for n in _NVDSL_MATH) +
+                              " (or their nt. names), arithmetic and comparisons")
+        return fn(*operands, **options)
+
 
 class TileRef(_TileMath):
     """A tile of a tensor argument (from a partition): read it in tile math, or assign to it (``t[...] = v``)."""
@@ -1176,6 +1186,11 @@ def _extremum(fn: str, a, b) -> Local:
     other = b if base is a else a
     return _map(fn, (_as_operand(a, base.shape, base.dtype), _as_operand(b, base.shape, base.dtype)),
                 base.shape, _promote(base.dtype, other))
+
+
+#: The functions of ``nvdsl``'s math that apply to tiles in a task program, as the task layer's own.
+_NVDSL_MATH = {"exp": exp, "exp2": exp2, "log": log, "log2": log2, "sqrt": sqrt, "rsqrt": rsqrt, "tanh": tanh,
+               "maximum": maximum, "minimum": minimum, "where": where}
 
 
 # --- derivatives of elementwise tile math ---------------------------------------------------------------
