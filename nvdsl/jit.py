@@ -332,7 +332,7 @@ class TracedFunction:
             from .runtime.device import get_device
             from .runtime.launch import LoadedProgram, load_module
             device = get_device(arrays_device(args, options.device))
-            loaded = load_module(device, module.cubin, module.ptx, options.chip)
+            loaded = load_module(device, module.cubin, module.ptx, options.chip) if module.plan.launches else None
             program = LoadedProgram(device, module.plan, loaded, specs, locations, written, self.name, args,
                                     constants_key)
         if key is not None:

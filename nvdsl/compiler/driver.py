@@ -339,7 +339,8 @@ def compile_module(module: ir.Module, name: str, key: str, options: Options,
             kernels, plan = outline(module)
             locations = _launch_locations(module)
             t1 = time.perf_counter()
-            ptx = lower_to_ptx(kernels, options)
+            # A host function that launched nothing (a task whose outputs are empty) has no PTX to make.
+            ptx = lower_to_ptx(kernels, options) if plan.launches else ""
             lowered = str(kernels)
     except CompileError as error:
         failed = error
@@ -352,7 +353,10 @@ def compile_module(module: ir.Module, name: str, key: str, options: Options,
     t2 = time.perf_counter()
     timings["outline_s"], timings["lower_s"] = t1 - t0, t2 - t1
     cubin, log = None, ""
-    if ptxas is not None:
+    if ptxas is not None and not ptx:
+        if check is not None:
+            timings.update(_timed_check(check, None))
+    elif ptxas is not None:
         assembly = Assembly(ptx, options, ptxas)
         if check is not None:
             try:

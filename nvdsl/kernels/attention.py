@@ -472,6 +472,15 @@ def _checked_problem(specs: dict, causal, scale, loc, what: str):
     if kv_heads == 0 or heads % kv_heads:
         raise ArgumentError(f"{what}: q has {heads} heads, not a multiple of k's {kv_heads}", code="bad-shape",
                             hint="grouped-query attention shares each K/V head among H // Hkv query heads", loc=loc)
+    if seq_k == 0 and batch * heads * seq_q:
+        raise ArgumentError(f"{what}: k and v hold no keys (Lk = 0) but q holds {seq_q} queries a head: each query's "
+                            "softmax would be over no keys", code="empty",
+                            hint="skip the call: a query with no key gets o = 0 and lse = -inf (FlexAttention's, and "
+                                 "nvdsl's for a row a mask leaves no key)", loc=loc)
+    if seq_q == 0 and "dk" in specs and batch * kv_heads * seq_k:
+        raise ArgumentError(f"{what}: q holds no queries (L = 0) but k holds {seq_k} keys a head: dk and dv would "
+                            "be sums over no queries", code="empty", hint="skip the call: dk and dv are zero",
+                            loc=loc)
     dtypes = {name: specs[name].dtype for name in like_q + like_k}
     if len(set(dtypes.values())) != 1 or dtypes["q"] not in (dt.float16, dt.bfloat16):
         raise ArgumentError(f"{what} needs {_listed(like_q + like_k)} all float16 or all bfloat16, got "

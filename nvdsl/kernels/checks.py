@@ -119,5 +119,22 @@ def checked(what: str, arrays: dict, axes: dict[str, str], allowed: dict[str, tu
     specs = described(what, arrays, loc)
     extents = bound_extents(what, specs, axes, loc)
     check_dtypes(what, specs, allowed, loc, alike=alike)
+    _check_summed_extents(what, specs, axes, extents, written, loc)
     check_outputs_writable({written: arrays[written]}, loc)
     return extents, specs
+
+
+def _check_summed_extents(what: str, specs: dict[str, ArgSpec], axes: dict[str, str], extents: dict[str, int],
+                          written: str, loc) -> None:
+    """An output with elements needs every extent it is computed over (a product's K, a row's N) to have some: a
+    call whose output is empty launches nothing, but one over K = 0 would leave it a sum of no products."""
+    shape = specs[written].shape
+    if not all(shape):
+        return
+    for letter, extent in extents.items():
+        if extent == 0 and letter not in axes[written]:
+            name = next(n for n, letters in axes.items() if letter in letters)
+            raise ArgumentError(f"{what}: {letter} = 0 ('{name}' has shape {tuple(specs[name].shape)}), so each "
+                                f"element of '{written}' {tuple(shape)} would be computed over an empty axis",
+                                code="empty", hint=f"skip the call and fill '{written}' yourself (for a product, a "
+                                f"sum over {letter} = 0 is zero)", loc=loc)

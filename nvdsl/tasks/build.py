@@ -12,6 +12,7 @@ Emission turns the schedule into nvdsl primitives inside a host function that th
 from __future__ import annotations
 
 import inspect
+import math
 
 from ..arguments import describe
 from ..errors import ArgumentError, MappingError, SourceLocation, TaskError, UserError, user_location
@@ -58,6 +59,8 @@ class TaskKernel:
         def host(*arrays):
             from .emit import emit  # imports MLIR: only when tracing, not when the disk cache has the call
             arguments, timeline = (arrays[:-2], arrays[-2:]) if recording else (arrays, None)
+            if _nothing_to_write(entry, arguments):
+                return
             schedule = self._plan([(a.name, a.shape, a.dtype) for a in arguments])
             emit(schedule, dict(zip(entry.parameters, arguments)), timeline=timeline)
 
@@ -177,6 +180,24 @@ class TaskKernel:
     def with_mapping(self, mapping: Mapping) -> "TaskKernel":
         """The same program under another mapping."""
         return TaskKernel(self.entry, mapping)
+
+
+def _nothing_to_write(entry: Task, arguments) -> bool:
+    """Whether every tensor the task writes or adds into has no element (a batch of no rows): the call then launches
+    nothing. Where some do have elements, an argument it only reads must have some too (its tiles are what they
+    are computed from), else the call is refused by that argument's name."""
+    written = [a for name, a in zip(entry.parameters, arguments) if entry.privileges.get(name) in ("write", "reduce")]
+    if written and all(math.prod(a.shape) == 0 for a in written):
+        return True
+    for name, a in zip(entry.parameters, arguments):
+        if entry.privileges.get(name) == "read" and math.prod(a.shape) == 0:
+            outputs = [f"'{o.name}' {list(o.shape)}" for o in written if math.prod(o.shape)]
+            raise ArgumentError(f"argument '{a.name}' of task '{entry.name}' is empty (shape {list(a.shape)}), but "
+                                f"{', '.join(outputs)} {'is' if len(outputs) == 1 else 'are'} not: there is no tile "
+                                f"of '{a.name}' to compute {'it' if len(outputs) == 1 else 'them'} from", code="empty",
+                                hint=f"give '{a.name}' at least one element along each axis, or leave the task out "
+                                     "and fill the output (a product over K = 0 is zero)", loc=user_location())
+    return False
 
 
 class _Recording:
