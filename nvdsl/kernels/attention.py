@@ -60,8 +60,8 @@ from ..errors import ArgumentError, TaskError, TraceError, user_location
 from ..arguments import check_outputs_writable, describe, signature_key
 from ..signature import ARRAY
 from ..target import REGISTER_FILE
-from . import checks
 from ..scratch import float32_like, scratch_like
+from . import checks
 
 ROWS = 64                   # query rows per consumer warpgroup (one wgmma M)
 PRODUCER_REGISTERS = 24

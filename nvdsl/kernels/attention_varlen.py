@@ -42,8 +42,8 @@ from ..errors import ArgumentError, user_location
 from ..signature import ARRAY
 from .attention import (MASK_BLOCK, Variant, _cdiv, _checked_problem, _element, _elementwise_grid, _kernel,
                         _variant, attention, attention_backward, kept_blocks, task_mapping)
-from . import checks
 from ..scratch import scratch_like
+from . import checks
 
 def key_interval(b, h, q_idx, kv_idx, first, end):
     """The mask keeping keys ``first[b, q_idx] <= kv_idx < end[b, q_idx]`` (``first``, ``end``: (B, L) int32)."""

@@ -36,11 +36,11 @@ class CallPlans(dict):
 
     def remember(self, signature, plan) -> None:
         """Keep ``plan`` for ``signature`` (None, or an unhashable one: nothing is kept)."""
+        if signature is None:
+            return
         try:
             hash(signature)
         except TypeError:
-            return
-        if signature is None:
             return
         if len(self) >= PLANS_LIMIT:
             self.clear()
@@ -119,12 +119,12 @@ def checked(what: str, arrays: dict, axes: dict[str, str], allowed: dict[str, tu
     specs = described(what, arrays, loc)
     extents = bound_extents(what, specs, axes, loc)
     check_dtypes(what, specs, allowed, loc, alike=alike)
-    _check_summed_extents(what, specs, axes, extents, written, loc)
+    _check_reduced_extents(what, specs, axes, extents, written, loc)
     check_outputs_writable({written: arrays[written]}, loc)
     return extents, specs
 
 
-def _check_summed_extents(what: str, specs: dict[str, ArgSpec], axes: dict[str, str], extents: dict[str, int],
+def _check_reduced_extents(what: str, specs: dict[str, ArgSpec], axes: dict[str, str], extents: dict[str, int],
                           written: str, loc) -> None:
     """An output with elements needs every extent it is computed over (a product's K, a row's N) to have some: a
     call whose output is empty launches nothing, but one over K = 0 would leave it a sum of no products."""
