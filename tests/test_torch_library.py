@@ -161,12 +161,29 @@ def test_the_library_ops_pass_opcheck(device, args):
                             torch.zeros(5, dtype=torch.half)), "bad-shape", ["[5]", "(4,)"]),
     (lambda: linear_grad(*(np.zeros(s, np.float16) for s in ((4, 8), (4, 8), (4,), (4, 4), (4, 4))),
                          activation="none"), "bad-argument", ["'none'", "gelu"]),
+    (lambda: nvtorch.linear(torch.zeros(4, 0, dtype=torch.half), torch.zeros(4, 0, dtype=torch.half)), "empty",
+     ["[4, 0]", "K = 0"]),
 ])
 def test_bad_operands_say_what_is_wrong(call, code, words):
     with pytest.raises(nvdsl.ArgumentError) as info:
         call()
     assert info.value.code == code and all(w in str(info.value) for w in words), str(info.value)
     assert info.value.loc is not None and info.value.loc.filename == __file__     # the call, not torch's dispatch
+
+
+@pytest.mark.parametrize("activation", [None, "gelu"])
+def test_a_batch_of_no_rows_trains(device, activation):
+    """An expert given no tokens: its linear layer's output has no rows, and its weight's and bias's gradients are
+    sums over no rows, zero (before, the backward's dW = dZ.T @ X, a product over K = 0, was refused)."""
+    x, w, bias = operands(device, torch.float16, (0, K), (N, K), (N,))
+    y = nvtorch.linear(x, w, bias, activation)
+    assert y.shape == (0, N)
+    (y.float() * 3).sum().backward()
+    assert x.grad.shape == (0, K)
+    assert torch.count_nonzero(w.grad) == 0 and torch.count_nonzero(bias.grad) == 0     # sums of nothing: exactly 0
+    c = nvtorch.gemm(torch.ones(5, 0, dtype=torch.half, device=device), torch.ones(0, 7, dtype=torch.half,
+                                                                                 device=device))
+    assert c.shape == (5, 7) and torch.count_nonzero(c) == 0
 
 
 def test_a_training_step_compiles_in_one_graph_with_the_eager_gradients():

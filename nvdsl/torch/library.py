@@ -42,10 +42,13 @@ def _check_operands(op: str, a, b, *, a_ndim=2, contracted=(1, 0)) -> None:
         raise ArgumentError(f"nvdsl.torch.{op} takes float16 or bfloat16 operands of one dtype; got {a.dtype} and "
                             f"{b.dtype}", code="bad-dtype", hint="convert both with .half() or .bfloat16()",
                             loc=user_line())
-    if a.dim() < a_ndim or b.dim() != 2 or a.shape[-1] != b.shape[contracted[1]] or a.shape[-1] == 0:
+    if a.dim() < a_ndim or b.dim() != 2 or a.shape[-1] != b.shape[contracted[1]]:
         raise ArgumentError(f"nvdsl.torch.{op}: shapes {list(a.shape)} and {list(b.shape)} do not multiply",
                             code="bad-shape", hint="a (..., K) with b (K, N) for gemm, w (N, K) for linear",
                             loc=user_line())
+    if op == "linear" and a.shape[-1] == 0:
+        raise ArgumentError(f"nvdsl.torch.linear: x {list(a.shape)} has no features (K = 0)", code="empty",
+                            hint="give the layer at least one input feature", loc=user_line())
     if a.device != b.device:
         raise ArgumentError(f"nvdsl.torch.{op}: operands on {a.device} and {b.device}", code="bad-device",
                             hint="move them to one device", loc=user_line())
@@ -57,6 +60,8 @@ def gemm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     accumulated in float32 (``nvdsl.kernels.gemm.gemm``). Strided views are taken as they are (``w.T`` with no
     copy); differentiable in both operands."""
     _check_operands("gemm", a, b)
+    if a.shape[1] == 0:         # a sum of no products: linear's dW over a batch of no rows (an expert given none)
+        return a.new_zeros((a.shape[0], b.shape[1]))
     c = a.new_empty((a.shape[0], b.shape[1]))
     with at_user_line():
         kernels.gemm(a, b, c)
