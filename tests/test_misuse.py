@@ -349,3 +349,24 @@ def test_scaled_gemm_scales_are_one_element():
                     np.ones(2, np.float32), np.ones(1, np.float32))
     assert info.value.code == "bad-shape" and "'scale_a' has shape (2,); axis 0 must be 1" in str(info.value)
     assert "(1,)" in info.value.hint
+
+
+@pytest.mark.parametrize("name", ["gemm", "linear", "grouped_gemm", "scaled_gemm", "softmax", "cross_entropy",
+                                  "attention"])
+def test_a_library_mapping_that_is_not_a_mapping_is_named(name):
+    """A dict where an nt.Mapping belongs (the tiles written out by hand) was a TypeError or an AttributeError from
+    deep inside the library (an unhashable dict, no tile_values) in all but attention."""
+    from nvdsl.kernels import attention, gemm, rowwise
+    half, f32 = np.ones((64, 64), np.float16), np.ones((64, 64), np.float32)
+    one = np.ones(1, np.float32)
+    calls = {"gemm": lambda m: gemm.gemm(half, half, f32.copy(), mapping=m),
+             "linear": lambda m: gemm.linear(half, half, half[0].copy(), half.copy(), mapping=m),
+             "grouped_gemm": lambda m: gemm.grouped_gemm(half, half[None], half.copy(), [64], mapping=m),
+             "scaled_gemm": lambda m: gemm.scaled_gemm(half, half, half.copy(), one, one, mapping=m),
+             "softmax": lambda m: rowwise.softmax(f32, f32.copy(), mapping=m),
+             "cross_entropy": lambda m: rowwise.cross_entropy(f32, np.zeros(64, np.int32), f32[0].copy(), mapping=m),
+             "attention": lambda m: attention.attention(*[half[None, None]] * 3, half[None, None].copy(), mapping=m)}
+    with pytest.raises(nvdsl.ArgumentError) as refused:
+        calls[name]({"BM": 64})
+    assert refused.value.code == "bad-argument" and "mapping={'BM': 64}" in str(refused.value) and \
+        "nvdsl.tasks.Mapping" in str(refused.value) and "test_misuse.py" in str(refused.value)

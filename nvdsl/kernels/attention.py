@@ -298,9 +298,7 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
     if scalars:
         raise ArgumentError(f"attention: {', '.join(scalars)} must be arrays", code="bad-argument", loc=loc)
     (batch, heads, seq_q, d), _, _, scale = _checked_problem(specs, causal, scale, loc, "attention")
-    if mapping is not None and not isinstance(mapping, nt.Mapping):
-        raise ArgumentError(f"attention: mapping={mapping!r} must be an nvdsl.tasks.Mapping", code="bad-argument",
-                            loc=loc)
+    checks.check_mapping("attention", mapping, loc)
     causal, variant = _recognized(causal, _variant(score_mod, mask_mod, mod_args, loc, "attention"))
     check_outputs_writable({"o": o, "lse": lse}, loc)
     mapping = mapping or task_mapping(d, causal, seq_q, variant.mask_mod is not None)

@@ -13,6 +13,7 @@ from .. import dtypes as dt
 from ..arguments import check_outputs_writable, describe
 from ..errors import ArgumentError
 from ..signature import ARRAY, ArgSpec
+from ..tasks import Mapping
 
 HALVES = (dt.float16, dt.bfloat16)
 OUTPUTS = (dt.float16, dt.bfloat16, dt.float32)
@@ -45,6 +46,14 @@ class CallPlans(dict):
         if len(self) >= PLANS_LIMIT:
             self.clear()
         self[signature] = plan
+
+
+def check_mapping(what: str, mapping, loc) -> None:
+    """``mapping`` is None (the library's default) or an ``nvdsl.tasks.Mapping``."""
+    if mapping is not None and not isinstance(mapping, Mapping):
+        raise ArgumentError(f"{what}: mapping={mapping!r} must be an nvdsl.tasks.Mapping", code="bad-argument",
+                            hint="pass nvdsl.tasks.Mapping(tiles={...}, ...), or leave it out for the default",
+                            loc=loc)
 
 
 def described(what: str, arrays: dict, loc) -> dict[str, ArgSpec]:

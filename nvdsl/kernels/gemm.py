@@ -333,6 +333,7 @@ def linear(a, w, bias, c, *, activation: str = "none", mapping: nt.Mapping | Non
 def _linear_steps(a, w, bias, c, activation: str, mapping: nt.Mapping | None) -> tuple:
     """What :func:`linear` runs for these arguments, after checking them (see :func:`_gemm_steps`)."""
     loc = user_location()
+    checks.check_mapping("linear", mapping, loc)
     if activation not in ACTIVATIONS:
         raise ArgumentError(f"activation={activation!r} must be one of {sorted(ACTIVATIONS)}", code="bad-argument",
                             loc=loc)
@@ -529,6 +530,7 @@ def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int 
     shape of split-K's partial products, which ``kernel`` computes and ``_sum_partials`` adds into ``c``, and
     ``a_transposed`` that the kernel takes ``a.T`` (a 16-bit ``a`` given as ``x.T``: read M-major)."""
     loc = user_location()
+    checks.check_mapping("gemm", mapping, loc)
     ndim = len(getattr(a, "shape", ()))
     if b_layout not in ("KN", "NK"):
         raise ArgumentError(f"b_layout={b_layout!r} must be 'KN' or 'NK'", code="bad-layout", loc=loc)
@@ -598,6 +600,7 @@ def grouped_gemm(a, b, c, group_sizes, *, mapping: nt.Mapping | None = None) -> 
     The tile table is made on the host (:func:`row_tile_table`); its shape depends only on M and the number
     of groups, so new sizes with the same sum reuse the compiled kernel.
     """
+    checks.check_mapping("grouped_gemm", mapping, user_location())
     mapping = mapping or MAPPING
     sizes = [int(m) for m in group_sizes]
     _checked_once(("grouped_gemm",), {"a": a, "b": b, "c": c}, {"a": "MK", "b": "GKN", "c": "MN"},
@@ -621,6 +624,7 @@ def scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None = None)
     The tensor cores accumulate float8 products with about 14 bits of mantissa (as cuBLAS's fast float8
     accumulation), so the relative error grows with K: about 1e-4 at K = 256, 1e-3 at K = 4096.
     """
+    checks.check_mapping("scaled_gemm", mapping, user_location())
     _checked_once(("scaled_gemm",), {"a": a, "b": b, "c": c, "scale_a": scale_a, "scale_b": scale_b},
                   {"a": "MK", "b": "NK", "c": "MN", "scale_a": "1", "scale_b": "1"},
                   {"a": checks.FLOAT8, "b": checks.FLOAT8, "c": checks.OUTPUTS, "scale_a": (dt.float32,),

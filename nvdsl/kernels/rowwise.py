@@ -327,7 +327,9 @@ def _call(name: str, arrays: dict, axes: dict, allowed: dict, written: str, *, e
           autotune=False) -> None:
     """Check the library call's ``arrays`` (by the caller's names) and run program ``name`` on them, under
     ``mapping``, the fastest tiles on this device (``autotune``) or the default mapping for their rows."""
-    extents, specs = checks.checked(name, arrays, axes, allowed, user_location(), written=written)
+    loc = user_location()
+    checks.check_mapping(name, mapping, loc)
+    extents, specs = checks.checked(name, arrays, axes, allowed, loc, written=written)
     ordered = [arrays[key] for key in PARAMETERS[name]]
     if autotune and mapping is None:
         _autotuned(_program(name, eps))(*ordered)
