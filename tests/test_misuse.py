@@ -370,3 +370,30 @@ def test_a_library_mapping_that_is_not_a_mapping_is_named(name):
         calls[name]({"BM": 64})
     assert refused.value.code == "bad-argument" and "mapping={'BM': 64}" in str(refused.value) and \
         "nvdsl.tasks.Mapping" in str(refused.value) and "test_misuse.py" in str(refused.value)
+
+
+def test_options_given_as_numpy_scalars_mean_what_pythons_do():
+    """scale=np.float32(0.125) and causal=np.True_ (options read from a NumPy config) were refused as not "a positive
+    finite number" and not "True or False"; splits=np.int64(2) as not an int. They now run as the Python values."""
+    from nvdsl.kernels import attention, gemm
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((1, 1, 64, 64)).astype(np.float16)
+    python, numpy_ = np.zeros_like(q), np.zeros_like(q)
+    attention.attention(q, q, q, python, scale=0.125, causal=True)
+    attention.attention(q, q, q, numpy_, scale=np.float32(0.125), causal=np.True_)
+    assert np.array_equal(python, numpy_)             # the same kernel on the same inputs
+    a = rng.standard_normal((64, 128)).astype(np.float16)
+    c, c_numpy = np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32)
+    gemm.gemm(a, a.T.copy(), c, splits=2)
+    gemm.gemm(a, a.T.copy(), c_numpy, splits=np.int64(2))
+    assert np.array_equal(c, c_numpy)
+
+
+@pytest.mark.parametrize("sizes", [[32.5, 31.5], [80, -16], np.array([32.0, 32.0])])
+def test_group_sizes_that_are_not_whole_row_counts_are_refused(sizes):
+    """32.5 rows used to be truncated to 32 (then refused as a sum that does not match, or run on the wrong rows)."""
+    from nvdsl.kernels import gemm
+    half = np.ones((64, 64), np.float16)
+    with pytest.raises(nvdsl.ArgumentError) as refused:
+        gemm.grouped_gemm(half, np.ones((2, 64, 64), np.float16), half.copy(), sizes)
+    assert refused.value.code == "bad-groups" and "whole numbers of rows" in str(refused.value)

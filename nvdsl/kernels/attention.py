@@ -279,6 +279,8 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
 
     Compiled once per shape, dtype, ``causal``, ``scale``, mods and mapping.
     """
+    if type(causal) is not bool or type(scale) not in checks.PLAIN_SCALES:     # NumPy scalars: as Python's
+        causal, scale = checks.python_scalars(causal, scale)
     mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
     arrays = ((q, k, v, o) if lse is None else (q, k, v, o, lse))
     plan = None
@@ -754,6 +756,8 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
     ``q``. A call like an earlier one (the arrays' kinds, dtypes, shapes and strides, the options
     and mods) skips the argument checks and goes straight to the kernels.
     """
+    if type(causal) is not bool or type(scale) not in checks.PLAIN_SCALES:     # NumPy scalars: as Python's
+        causal, scale = checks.python_scalars(causal, scale)
     mod_args = tuple(mod_args) if isinstance(mod_args, (tuple, list)) else mod_args
     signature = None
     if isinstance(causal, bool) and (scale is None or type(scale) in (int, float)) and isinstance(mod_args, tuple):

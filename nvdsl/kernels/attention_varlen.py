@@ -492,6 +492,8 @@ def attention_varlen(q, k, v, o, cu_seqlens_q, cu_seqlens_k, lse=None, *, causal
 
     Compiled once per shape (of the packed arrays, not of the sequences), dtype, ``causal``, ``scale`` and mods.
     """
+    if type(causal) is not bool or type(scale) not in checks.PLAIN_SCALES:     # NumPy scalars: as Python's
+        causal, scale = checks.python_scalars(causal, scale)
     arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse}
     tokens_k, mods, mod_args = _planned(arrays, cu_seqlens_q, cu_seqlens_k, causal, scale, score_mod, mask_mod,
                                         mod_args, "attention_varlen")
@@ -537,6 +539,8 @@ def attention_varlen_backward(q, k, v, o, lse, do, dq, dk, dv, cu_seqlens_q, cu_
     ``do`` of a loss with respect to ``o`` (Tq, H, D), write ``dq`` (Tq, H, D), ``dk`` and ``dv`` (Tk, Hkv, D)
     (:func:`nvdsl.kernels.attention.attention_backward`: D = 64, 128 or 256, the same bits on every run). Keys no query
     sees get zero gradients. ``score_mod``, ``mask_mod`` and ``mod_args`` as given to the forward."""
+    if type(causal) is not bool or type(scale) not in checks.PLAIN_SCALES:     # NumPy scalars: as Python's
+        causal, scale = checks.python_scalars(causal, scale)
     arrays = {"q": q, "k": k, "v": v, "o": o, "lse": lse, "do": do, "dq": dq, "dk": dk, "dv": dv}
     tokens_k, mods, mod_args = _planned(arrays, cu_seqlens_q, cu_seqlens_k, causal, scale, score_mod, mask_mod,
                                         mod_args, "attention_varlen_backward")
@@ -566,6 +570,8 @@ def attention_decode(q, k_cache, v_cache, o, cache_seqlens, lse=None, *, causal:
     contiguous layout; else a block per query head). Compiled once per shape, dtype, ``causal`` and ``scale``: new
     lengths need no new compile.
     """
+    if type(causal) is not bool or type(scale) not in checks.PLAIN_SCALES:     # NumPy scalars: as Python's
+        causal, scale = checks.python_scalars(causal, scale)
     plan = None
     if isinstance(causal, bool) and (scale is None or type(scale) in (int, float)):
         # The checks below are per signature; a call like an earlier one skips them (the kernels' own calls still

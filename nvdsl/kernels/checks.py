@@ -48,6 +48,17 @@ class CallPlans(dict):
         self[signature] = plan
 
 
+#: The types of ``scale`` that need no conversion (see :func:`python_scalars`).
+PLAIN_SCALES = (float, int, type(None))
+
+
+def python_scalars(*values) -> tuple:
+    """``values`` with each NumPy scalar (``np.float32(0.125)``, ``np.True_``, ``np.int64(2)``) as the Python number
+    it holds: options given so mean what the Python ones do. Callers test the types first (``type(causal) is not
+    bool``), so that a call with Python options pays nothing."""
+    return tuple(v.item() if type(v).__module__ == "numpy" and getattr(v, "ndim", None) == 0 else v for v in values)
+
+
 def check_mapping(what: str, mapping, loc) -> None:
     """``mapping`` is None (the library's default) or an ``nvdsl.tasks.Mapping``."""
     if mapping is not None and not isinstance(mapping, Mapping):

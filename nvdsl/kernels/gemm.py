@@ -27,6 +27,7 @@ view of a (K, M) array (``x.T`` in a weight gradient ``x.T @ dy``) is read M-maj
 from __future__ import annotations
 
 import functools
+import operator
 
 from .. import dtypes as dt
 from .. import jit
@@ -546,6 +547,7 @@ def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int 
     a_transposed = ndim == 2 and _transposed_view(a) and getattr(getattr(a, "dtype", None), "itemsize", 0) == 2
     a_layout = "KM" if a_transposed else "MK"
     program = batched_matmul if ndim == 3 else matmul_program(b_layout, a_layout)
+    splits, = checks.python_scalars(splits)
     if splits is not None and not (isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1):
         raise ArgumentError(f"splits={splits!r} must be an int >= 1 (or None: chosen)", code="bad-argument",
                             loc=user_location())
@@ -565,6 +567,19 @@ def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int 
     return _kernel(program, mapping), transposed, None, a_transposed
 
 
+def _row_counts(group_sizes) -> list[int]:
+    """``group_sizes`` as ints (Python's, NumPy's, a torch tensor's elements; never 32.5 rows), none negative."""
+    try:
+        sizes = [operator.index(m) for m in group_sizes]
+    except TypeError:
+        sizes = None
+    if sizes is None or any(m < 0 for m in sizes):
+        raise ArgumentError(f"grouped_gemm: group_sizes {list(group_sizes)} must be whole numbers of rows, none "
+                            "negative", code="bad-groups", hint="give each group's row count as an int (0 for an "
+                            "expert given no tokens)", loc=user_location())
+    return sizes
+
+
 def row_tile_table(group_sizes, block_rows: int, capacity: int | None = None):
     """The row tiles of groups of ``group_sizes`` rows laid one after another, ``block_rows`` rows a tile,
     as an int32 NumPy array (capacity, 3) of (group, first row, end row), where a tile's end row is its
@@ -573,9 +588,9 @@ def row_tile_table(group_sizes, block_rows: int, capacity: int | None = None):
     sum) keeps the table's shape, and so the compiled kernel, the same whatever the sizes."""
     import numpy as np
 
-    sizes = [int(m) for m in group_sizes]
-    if any(m < 0 for m in sizes) or block_rows <= 0:
-        raise ArgumentError(f"group sizes {sizes} must be >= 0 and block_rows {block_rows} > 0", code="bad-groups",
+    sizes = _row_counts(group_sizes)
+    if block_rows <= 0:
+        raise ArgumentError(f"row_tile_table: block_rows {block_rows} must be > 0", code="bad-groups",
                             loc=user_location())
     total = sum(sizes)
     capacity = -(-total // block_rows) + len(sizes) if capacity is None else capacity
@@ -602,7 +617,7 @@ def grouped_gemm(a, b, c, group_sizes, *, mapping: nt.Mapping | None = None) -> 
     """
     checks.check_mapping("grouped_gemm", mapping, user_location())
     mapping = mapping or MAPPING
-    sizes = [int(m) for m in group_sizes]
+    sizes = _row_counts(group_sizes)
     _checked_once(("grouped_gemm",), {"a": a, "b": b, "c": c}, {"a": "MK", "b": "GKN", "c": "MN"},
                   {"a": checks.HALVES, "b": checks.HALVES, "c": checks.OUTPUTS}, alike=("a", "b"))
     shape_a, shape_b = tuple(a.shape), tuple(b.shape)
