@@ -634,3 +634,36 @@ def test_a_decode_steps_few_rows_are_loaded_and_not_zero_filled(backend):
         expected = a.astype(np.float64) @ b.astype(np.float64)
         bound = 200 * 2.0 ** -24 * (np.abs(a).astype(np.float64) @ np.abs(b)) + 2.0 ** -11 * np.abs(expected)
         assert np.all(np.abs(c - expected) <= bound + 2.0 ** -24)
+
+
+def test_a_task_kernel_takes_its_arrays_by_name(backend):
+    """kernel(C=c, A=a, B=b), or mixed with positions, binds by the program's parameter names; an unknown name or
+    one given twice is a bad-call naming it (before: Python's TypeError from TaskKernel.__call__)."""
+    kernel = nt.build(matmul, nt.Mapping(tiles={"BM": 64, "BN": 64}, consumers=1, persistent=False))
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((64, 64)).astype(f16), rng.standard_normal((64, 64)).astype(f16)
+    by_position, by_name, mixed = (np.zeros((64, 64), np.float32) for _ in range(3))
+    kernel(by_position, a, b)
+    kernel(C=by_name, A=a, B=b)
+    kernel(mixed, B=b, A=a)
+    assert np.array_equal(by_position, by_name) and np.array_equal(by_position, mixed)    # one kernel, one input
+    for call, words in ((lambda: kernel(mixed, a, X=b), "no parameter is named 'X'"),
+                        (lambda: kernel(mixed, a, b, A=a), "multiple values for argument 'A'")):
+        with pytest.raises(nvdsl.ArgumentError) as refused:
+            call()
+        assert refused.value.code == "bad-call" and words in str(refused.value) and "test_tasks.py" in str(refused.value)
+
+
+def test_a_tensor_of_another_rank_than_its_tiles_is_named_with_its_shape():
+    with pytest.raises(nvdsl.TaskError) as refused:
+        nt.build(matmul).plan(np.zeros((64, 64), f16), np.zeros(64, f16), np.zeros((64, 64), f16))
+    assert refused.value.code == "bad-tile" and "'A' is 1-D (shape [64])" in str(refused.value)
+
+
+def test_a_product_stored_into_a_float64_tensor_is_refused_by_its_name():
+    """The tile goes out through a staging tile of float32, float16 or bfloat16: a float64 C used to stop inside
+    emission with 'WGMMAAccumulator.store needs a 2-D float32, float16 or bfloat16 array'."""
+    kernel = nt.build(matmul, nt.Mapping(tiles={"BM": 64, "BN": 64}, consumers=1, persistent=False))
+    with pytest.raises(nvdsl.TaskError) as refused:
+        kernel.plan(np.zeros((64, 64)), np.zeros((64, 64), f16), np.zeros((64, 64), f16))
+    assert refused.value.code == "bad-dtype" and "'C' is float64" in str(refused.value)

@@ -80,12 +80,27 @@ class TaskKernel:
         """What the traced host function depends on beyond the call's arguments (see nvdsl.frontend.keying)."""
         return self.entry, self.mapping, self.sm_count
 
-    def __call__(self, *arrays, stream=None):
+    def __call__(self, *arrays, stream=None, **named):
+        if named:       # by the program's parameter names: kernel(C=c, A=a, B=b)
+            arrays = self._bound(arrays, named)
         recording = session()
         if recording is None:
             self._function(*arrays, stream=stream)
         else:
             recording.run(self, arrays, stream)
+
+    def _bound(self, arrays: tuple, named: dict) -> tuple:
+        parameters = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in self.entry.parameters]
+        try:
+            unknown = next((n for n in named if n not in self.entry.parameters), None)
+            if unknown is not None:
+                raise TypeError(f"no parameter is named {unknown!r}")
+            bound = inspect.Signature(parameters).bind(*arrays, **named)
+        except TypeError as error:
+            raise ArgumentError(f"{self.entry.name}({', '.join(self.entry.parameters)}): {error}", code="bad-call",
+                                hint="pass one array per parameter, by position or by its name",
+                                loc=user_location()) from None
+        return tuple(bound.arguments[p] for p in self.entry.parameters)
 
     def profiled(self, *arrays, stream=None):
         """Run the variant that records its timeline into the last two arrays (see ``nvdsl.profile``)."""

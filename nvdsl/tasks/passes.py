@@ -877,6 +877,10 @@ def _stores(program: Program, body: TileBody, split: Split, mapping: Mapping) ->
             stores.append(StorePlan(op.source, op.target, local.dtype, (out_rows, local.shape[-1]), local.shape[-1],
                                     (), direct=True))
             continue
+        if local.dtype not in (dt.float32, dt.float16, dt.bfloat16):
+            raise TaskError(f"{op}: a tile goes out through shared memory as float32, float16 or bfloat16, but "
+                            f"'{op.target.tensor}' is {local.dtype.name}", code="bad-dtype",
+                            hint=f"pass '{op.target.tensor}' as float32, float16 or bfloat16", loc=op.loc)
         share = split.consumers if op.source in split.columns else 1       # each consumer stores its columns
         box, _ = _box(op.target.shape[:-1] + (op.target.shape[-1] // share,), local.dtype, out_rows, mapping)
         columns = local.shape[-1] // share

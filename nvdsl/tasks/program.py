@@ -307,8 +307,11 @@ def blocks(tensor, tile, *, rows: "RowTiles | None" = None) -> Partition:
                      code="bad-tile")
     tile = tuple(tile)
     if len(tile) != len(base.shape) or not all(t is None or (isinstance(t, int) and t > 0) for t in tile):
-        raise _error(f"tile={tile!r} needs {len(base.shape)} positive ints (or None for a whole axis)",
-                     code="bad-tile")
+        name = base.tensor.name
+        extents = f"{len(base.shape)} extent{'s' if len(base.shape) != 1 else ''}"
+        raise _error(f"nt.blocks({name}, {tile!r}): '{name}' is {len(base.shape)}-D (shape {list(base.shape)}), so "
+                     f"the tile takes {extents}, each a positive int (or None for a whole axis)", code="bad-tile",
+                     hint=f"pass '{name}' of the rank the program expects, or a tile of {extents}")
     if rows is not None and (not isinstance(rows, RowTiles) or len(tile) != 2 or not isinstance(tensor, Tensor)):
         raise _error(f"rows= cuts a task's 2-D tensor argument by an nt.row_tiles table, got rows={rows!r} for "
                      f"{tensor!r}", code="bad-tile")
