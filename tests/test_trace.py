@@ -224,6 +224,7 @@ def test_impossible_launch_configurations_are_refused(grid, block, smem, code):
     with pytest.raises(nvdsl.LaunchConfigError) as info:
         nvdsl.gpu_launch(grid=grid, block=block, smem=smem)(lambda ctx: None)
     assert info.value.code == code
+    assert info.value.hint       # each says what to do (a grid of 0 blocks: launch only where there is work)
     assert info.value.loc.filename == __file__
 
 

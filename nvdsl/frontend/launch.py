@@ -273,14 +273,20 @@ def _dims(value, what: str, limits: tuple[int, int, int]) -> tuple[int, int, int
             isinstance(v, int) and not isinstance(v, bool) for v in value):
         hint = ("grid and block sizes are fixed when the kernel is traced: compute them from "
                 "array shapes (Python ints), not from traced values") if any(
-            isinstance(v, Value) for v in (value if isinstance(value, (tuple, list)) else [value])) else None
+            isinstance(v, Value) for v in (value if isinstance(value, (tuple, list)) else [value])) else \
+            f"pass {what}=n or {what}=(x, y, z) with Python ints (int(n) of a NumPy number)"
         raise LaunchConfigError(f"{what}={value!r} must be a Python int or a tuple of 1 to 3 ints",
                                 code="bad-launch-config", hint=hint, loc=user_location())
     dims = tuple(value) + (1,) * (3 - len(value))
     for axis, (d, limit) in zip("xyz", zip(dims, limits)):
         if not 1 <= d <= limit:
+            hint = (f"{what}.{axis} = 0 comes from an empty array: launch only where there is work "
+                    "(`if n: kernel()`)" if d == 0 and what == "grid" else
+                    f"split the work over more blocks (grid) of fewer threads" if what == "block" else
+                    f"put the rest of {what}.{axis}'s extent on another axis, or loop over it in each block"
+                    if d > limit else f"{what} extents count blocks or threads: at least 1")
             raise LaunchConfigError(f"{what}.{axis}={d} is outside 1..{limit}",
-                                    code="bad-launch-config", loc=user_location())
+                                    code="bad-launch-config", hint=hint, loc=user_location())
     return dims
 
 
@@ -318,7 +324,8 @@ class Kernel:
                 hint="use more blocks (grid) and fewer threads per block", loc=user_location())
         if not isinstance(smem, int) or isinstance(smem, bool) or smem < 0:
             raise LaunchConfigError(f"smem={smem!r} must be a non-negative number of bytes",
-                                    code="bad-launch-config", loc=user_location())
+                                    code="bad-launch-config", hint="pass smem=0 where the kernel takes no dynamic "
+                                    "shared memory, else its size in bytes as a Python int", loc=user_location())
         self.smem = smem
         if not isinstance(overlap_previous, bool):
             raise LaunchConfigError(f"overlap_previous={overlap_previous!r} must be True or False",
