@@ -139,7 +139,8 @@ def _env_int(name: str, raw: str) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise UserError(f"{name}={raw!r} is not an integer", code="bad-env") from None
+        raise UserError(f"{name}={raw!r} is not an integer", code="bad-env",
+                        hint=f"set {name} to a whole number (e.g. {name}=0), or unset it") from None
 
 
 def _env_backend(name: str, raw: str) -> str:

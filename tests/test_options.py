@@ -63,11 +63,13 @@ def test_an_unknown_nvdsl_variable_is_an_error_that_suggests_the_name():
     ("NVDSL_PTX_FEATURES", "ptx80", "not a PTX feature string"),
     ("NVDSL_DEVICE", "-1", "device ordinal >= 0"),
     ("NVDSL_PTXAS", "/no/such/ptxas", "not an executable file"),
+    ("NVDSL_SEED", "abc", "not an integer"),
+    ("NVDSL_DEBUG", "maybe", "not a boolean"),
 ])
 def test_out_of_range_environment_values_name_the_variable(variable, value, words):
     with pytest.raises(nvdsl.UserError) as info:
         from_env({variable: value})
-    assert info.value.code == "bad-env"
+    assert info.value.code == "bad-env" and info.value.hint
     assert f"{variable}={value!r}" in str(info.value) and words in str(info.value)
 
 
