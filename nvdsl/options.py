@@ -97,9 +97,11 @@ class Options:
                             f"chip={self.chip!r}, which PTX ISA {needed // 10}.{needed % 10} introduced",
                             code="bad-option", hint=f"use features='+ptx{needed}' or later")
         if self.opt_level not in (0, 1, 2, 3):
-            raise UserError(f"opt_level={self.opt_level!r} must be 0, 1, 2 or 3", code="bad-option")
+            raise UserError(f"opt_level={self.opt_level!r} must be 0, 1, 2 or 3", code="bad-option",
+                            hint="use 3 (ptxas' default) for speed, 0 to debug")
         if not isinstance(self.device, int) or self.device < 0:
-            raise UserError(f"device={self.device!r} must be a device ordinal >= 0", code="bad-option")
+            raise UserError(f"device={self.device!r} must be a device ordinal >= 0", code="bad-option",
+                            hint="use 0 for the first GPU (nvidia-smi lists their ordinals)")
         if self.ptxas is not None and not (os.path.isfile(self.ptxas) and os.access(self.ptxas, os.X_OK)):
             raise UserError(f"ptxas={self.ptxas!r} is not an executable file", code="bad-option",
                             hint="point it at a ptxas binary, or leave it unset to search the CUDA install")
