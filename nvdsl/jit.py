@@ -162,6 +162,7 @@ class TracedFunction:
             self._signature.bind(*args, **constants)
         except TypeError as e:
             raise ArgumentError(f"{self.fn.__name__}{self._signature}: {e}", code="bad-call",
+                                hint="pass the arrays by position and compile-time constants by name",
                                 loc=user_location()) from None
         for name, value in constants.items():
             if _is_traced(value) or hasattr(value, "__array__") or device_array_info(value) is not None:

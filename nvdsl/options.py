@@ -114,7 +114,8 @@ class Options:
             raise UserError(f"backend={self.backend!r} must be one of {', '.join(map(repr, BACKENDS))}",
                             code="bad-option", hint="'gpu' runs on the GPU, 'interpret' in the CPU interpreter")
         if self.seed is not None and (not isinstance(self.seed, int) or isinstance(self.seed, bool) or self.seed < 0):
-            raise UserError(f"seed={self.seed!r} must be None or an int >= 0", code="bad-option")
+            raise UserError(f"seed={self.seed!r} must be None or an int >= 0", code="bad-option",
+                            hint="pass seed=0 (any int >= 0), or None for a fresh one each run")
 
     def replace(self, **changes) -> "Options":
         return dataclasses.replace(self, **changes)

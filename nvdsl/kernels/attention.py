@@ -298,7 +298,8 @@ def attention(q, k, v, o, lse=None, *, causal: bool = False, scale: float | None
              if x is not None}
     scalars = [name for name, spec in specs.items() if spec.kind != ARRAY]
     if scalars:
-        raise ArgumentError(f"attention: {', '.join(scalars)} must be arrays", code="bad-argument", loc=loc)
+        raise ArgumentError(f"attention: {', '.join(scalars)} must be arrays", code="bad-argument",
+                            hint="pass q, k, v, o (and lse) as NumPy arrays or CUDA tensors", loc=loc)
     (batch, heads, seq_q, d), _, _, scale = _checked_problem(specs, causal, scale, loc, "attention")
     checks.check_mapping("attention", mapping, loc)
     causal, variant = _recognized(causal, _variant(score_mod, mask_mod, mod_args, loc, "attention"))
@@ -335,7 +336,8 @@ def _variant(score_mod, mask_mod, mod_args, loc, what: str) -> Variant:
                                 "dataclass (@dataclass(frozen=True)), whose fields then key its kernel",
                                 loc=loc) from None
     if not isinstance(mod_args, tuple):
-        raise ArgumentError(f"{what}: mod_args={mod_args!r} must be a tuple of arrays", code="bad-argument", loc=loc)
+        raise ArgumentError(f"{what}: mod_args={mod_args!r} must be a tuple of arrays", code="bad-argument",
+                            hint="pass mod_args=(array,) for one array", loc=loc)
     arrays = "".join(f", mod{n}" for n in range(len(mod_args)))
     for name, mod, positions in (("score_mod", score_mod, "score, b, h, q_idx, kv_idx"),
                                  ("mask_mod", mask_mod, "b, h, q_idx, kv_idx")):
@@ -459,13 +461,15 @@ def _checked_problem(specs: dict, causal, scale, loc, what: str):
     shapes = {name: specs[name].shape for name in like_q + like_k}
     if any(len(s) != 4 for s in shapes.values()):
         raise ArgumentError(f"{what} takes 4-D (batch, heads, seq, head_dim) arrays, got shapes {shapes}",
-                            code="bad-shape", loc=loc)
+                            code="bad-shape", hint="a (B, L, H, D) projection goes in as x.transpose(1, 2) (no "
+                            "copy); add a batch axis with x[None]", loc=loc)
     (batch, heads, seq_q, d), (kb, kv_heads, seq_k, kd) = shapes["q"], shapes["k"]
     if any(shapes[name] != shapes["k"] for name in like_k) or (kb, kd) != (batch, d) or \
             any(shapes[name] != shapes["q"] for name in like_q):
         raise ArgumentError(f"{what} needs {_listed(like_k)} of one shape (B, Hkv, Lk, D) and "
                             f"{_listed(like_q)} of one shape (B, H, L, D), with q's B and D; got {shapes}",
-                            code="bad-shape", loc=loc)
+                            code="bad-shape", hint="make o (and do, dq) like q, and v (and dk, dv) like k",
+                            loc=loc)
     if d not in HEAD_DIMS:
         raise ArgumentError(f"{what}: head_dim {d} is not supported", code="bad-shape",
                             hint=f"head_dim must be one of {HEAD_DIMS}", loc=loc)
@@ -484,16 +488,19 @@ def _checked_problem(specs: dict, causal, scale, loc, what: str):
     dtypes = {name: specs[name].dtype for name in like_q + like_k}
     if len(set(dtypes.values())) != 1 or dtypes["q"] not in (dt.float16, dt.bfloat16):
         raise ArgumentError(f"{what} needs {_listed(like_q + like_k)} all float16 or all bfloat16, got "
-                            f"{ {name: dtype.name for name, dtype in dtypes.items()} }", code="bad-dtype", loc=loc)
+                            f"{ {name: dtype.name for name, dtype in dtypes.items()} }", code="bad-dtype",
+                            hint="convert them to one of the two (x.half() or x.bfloat16())", loc=loc)
     if "lse" in specs and (specs["lse"].shape != (batch, heads, seq_q) or specs["lse"].dtype != dt.float32):
         raise ArgumentError(f"{what}: lse must be float32 of shape {(batch, heads, seq_q)}, got "
-                            f"{specs['lse'].dtype.name}{list(specs['lse'].shape)}", code="bad-shape", loc=loc)
+                            f"{specs['lse'].dtype.name}{list(specs['lse'].shape)}", code="bad-shape",
+                            hint=f"pass lse as a float32 array of shape {(batch, heads, seq_q)}, or None", loc=loc)
     if not isinstance(causal, bool):
-        raise ArgumentError(f"{what}: causal={causal!r} must be True or False", code="bad-argument", loc=loc)
+        raise ArgumentError(f"{what}: causal={causal!r} must be True or False", code="bad-argument",
+                            hint="pass causal=True or causal=False", loc=loc)
     scale = d ** -0.5 if scale is None else scale
     if not (isinstance(scale, (int, float)) and not isinstance(scale, bool) and math.isfinite(scale) and scale > 0):
         raise ArgumentError(f"{what}: scale={scale!r} must be a positive finite number", code="bad-argument",
-                            loc=loc)
+                            hint="leave scale out for head_dim ** -0.5, or pass a positive float", loc=loc)
     return (batch, heads, seq_q, d), kv_heads, seq_k, float(scale)
 
 
@@ -774,12 +781,14 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
     specs = {name: describe(x, name, loc)[0] for name, x in arrays.items()}
     scalars = [name for name, spec in specs.items() if spec.kind != ARRAY]
     if scalars:
-        raise ArgumentError(f"attention_backward: {', '.join(scalars)} must be arrays", code="bad-argument", loc=loc)
+        raise ArgumentError(f"attention_backward: {', '.join(scalars)} must be arrays", code="bad-argument",
+                            hint="pass every input and gradient as a NumPy array or CUDA tensor", loc=loc)
     shape, kv_heads, seq_k, scale = _checked_problem(specs, causal, scale, loc, "attention_backward")
     causal, variant = _recognized(causal, _variant(score_mod, mask_mod, mod_args, loc, "attention_backward"))
     if not isinstance(deterministic, bool):
         raise ArgumentError(f"attention_backward: deterministic={deterministic!r} must be True or False",
-                            code="bad-argument", loc=loc)
+                            code="bad-argument", hint="pass deterministic=True (dQ the same bits every run) or "
+                            "False (dQ summed by atomic additions)", loc=loc)
     check_outputs_writable({"dq": dq, "dk": dk, "dv": dv}, loc)
     plan = _BackwardPlan(shape, kv_heads, seq_k, causal, scale, variant,
                          fused=not deterministic and shape[3] in FUSED_DQ_HEAD_DIMS)

@@ -400,7 +400,8 @@ def _heads_first(x):
 def _array(x, name: str, loc, what: str):
     spec, where = describe(x, name, loc)
     if spec.kind != ARRAY:
-        raise ArgumentError(f"{what}: {name} must be an array, got {type(x).__name__}", code="bad-argument", loc=loc)
+        raise ArgumentError(f"{what}: {name} must be an array, got {type(x).__name__}", code="bad-argument",
+                            hint="pass a NumPy array or a CUDA tensor", loc=loc)
     return spec, where
 
 
@@ -451,7 +452,8 @@ def _checked_packed(arrays: dict, loc, what: str):
         lse = _array(arrays["lse"], "lse", loc, what)[0]
         if lse.shape != (heads, tokens_q) or lse.dtype != dt.float32:
             raise ArgumentError(f"{what}: lse must be float32 of shape {(heads, tokens_q)} (heads, tokens), got "
-                                f"{lse.dtype.name}{list(lse.shape)}", code="bad-shape", loc=loc)
+                                f"{lse.dtype.name}{list(lse.shape)}", code="bad-shape",
+                                hint=f"pass lse as a float32 array of shape {(heads, tokens_q)}, or None", loc=loc)
     return tokens_q, shapes["k"][0]
 
 
@@ -468,7 +470,8 @@ def _checked_varlen(arrays: dict, cu_seqlens_q, cu_seqlens_k, causal, loc, what:
     sequences = _checked_offsets(cu_seqlens_q, "cu_seqlens_q", tokens_q, None, loc, what)
     _checked_offsets(cu_seqlens_k, "cu_seqlens_k", tokens_k, sequences + 1, loc, what)
     if not isinstance(causal, bool):
-        raise ArgumentError(f"{what}: causal={causal!r} must be True or False", code="bad-argument", loc=loc)
+        raise ArgumentError(f"{what}: causal={causal!r} must be True or False", code="bad-argument",
+                            hint="pass causal=True or causal=False", loc=loc)
     if scratch_like(arrays["q"], (1,), "attention_varlen.probe", "int32") is None:
         raise ArgumentError(f"{what}: cannot allocate scratch beside q of type {type(arrays['q']).__name__}",
                             code="bad-argument", hint="pass NumPy arrays, torch tensors or CuPy arrays", loc=loc)
@@ -593,7 +596,7 @@ def attention_decode(q, k_cache, v_cache, o, cache_seqlens, lse=None, *, causal:
                             loc=loc)
     if not isinstance(causal, bool):
         raise ArgumentError(f"attention_decode: causal={causal!r} must be True or False", code="bad-argument",
-                            loc=loc)
+                            hint="pass causal=True or causal=False", loc=loc)
     check_outputs_writable({"o": o, "lse": lse}, loc)
     if scratch_like(q, (1,), "attention_decode.probe", "int32") is None:
         raise ArgumentError(f"attention_decode: cannot allocate scratch beside q of type {type(q).__name__}",

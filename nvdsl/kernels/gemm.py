@@ -337,7 +337,7 @@ def _linear_steps(a, w, bias, c, activation: str, mapping: nt.Mapping | None) ->
     checks.check_mapping("linear", mapping, loc)
     if activation not in ACTIVATIONS:
         raise ArgumentError(f"activation={activation!r} must be one of {sorted(ACTIVATIONS)}", code="bad-argument",
-                            loc=loc)
+                            hint="pass activation='none' for none", loc=loc)
     checks.checked("linear", {"a": a, "w": w, "bias": bias, "c": c}, {"a": "MK", "w": "NK", "bias": "N", "c": "MN"},
                    {"a": checks.HALVES, "w": checks.HALVES, "bias": checks.OUTPUTS, "c": checks.OUTPUTS}, loc,
                    written="c", alike=("a", "w"))
@@ -534,9 +534,11 @@ def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int 
     checks.check_mapping("gemm", mapping, loc)
     ndim = len(getattr(a, "shape", ()))
     if b_layout not in ("KN", "NK"):
-        raise ArgumentError(f"b_layout={b_layout!r} must be 'KN' or 'NK'", code="bad-layout", loc=loc)
+        raise ArgumentError(f"b_layout={b_layout!r} must be 'KN' or 'NK'", code="bad-layout",
+                            hint="'KN' for b of shape (K, N), 'NK' for a weight stored (N, K)", loc=loc)
     if ndim == 3 and b_layout == "NK":
-        raise ArgumentError("batched GEMM takes B as (batch, K, N)", code="bad-layout", loc=loc)
+        raise ArgumentError("batched GEMM takes B as (batch, K, N)", code="bad-layout",
+                            hint="leave b_layout out; pass a (batch, N, K) b as b.transpose(1, 2) copied", loc=loc)
     axes = {"a": "BMK", "b": "BKN", "c": "BMN"} if ndim == 3 else {"a": "MK", "b": b_layout, "c": "MN"}
     checks.checked("gemm", {"a": a, "b": b, "c": c}, axes,
                    {"a": checks.HALVES, "b": checks.HALVES, "c": checks.OUTPUTS}, loc, written="c", alike=("a", "b"))
@@ -550,6 +552,7 @@ def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int 
     splits, = checks.python_scalars(splits)
     if splits is not None and not (isinstance(splits, int) and not isinstance(splits, bool) and splits >= 1):
         raise ArgumentError(f"splits={splits!r} must be an int >= 1 (or None: chosen)", code="bad-argument",
+                            hint="leave splits out to let the mapping choose, or pass 1 for no split",
                             loc=user_location())
     shape = _output_shape(c, 3 if ndim == 3 else 2)
     chosen = mapping is None
@@ -591,7 +594,7 @@ def row_tile_table(group_sizes, block_rows: int, capacity: int | None = None):
     sizes = _row_counts(group_sizes)
     if block_rows <= 0:
         raise ArgumentError(f"row_tile_table: block_rows {block_rows} must be > 0", code="bad-groups",
-                            loc=user_location())
+                            hint="pass the mapping's BM (128 by default)", loc=user_location())
     total = sum(sizes)
     capacity = -(-total // block_rows) + len(sizes) if capacity is None else capacity
     table = np.zeros((capacity, 3), dtype=np.int32)
@@ -600,7 +603,8 @@ def row_tile_table(group_sizes, block_rows: int, capacity: int | None = None):
         for first in range(row, row + m, block_rows):
             if t == capacity:
                 raise ArgumentError(f"groups of {sizes} rows make more than {capacity} tiles of {block_rows} rows",
-                                    code="bad-groups", loc=user_location())
+                                    code="bad-groups", hint="leave capacity out (it then fits any sizes of "
+                                    "that sum)", loc=user_location())
             table[t] = (g, first, row + m)
             t += 1
         row += m
@@ -624,7 +628,8 @@ def grouped_gemm(a, b, c, group_sizes, *, mapping: nt.Mapping | None = None) -> 
     if len(sizes) != shape_b[0] or sum(sizes) != shape_a[0]:
         raise ArgumentError(f"grouped_gemm needs one size per group of b summing to a's M; got a {list(shape_a)}, "
                             f"b {list(shape_b)}, {len(sizes)} sizes summing to {sum(sizes)}",
-                            code="bad-groups", loc=user_location())
+                            code="bad-groups", hint="one row count per expert of b, their sum a's rows",
+                            loc=user_location())
     table = row_tile_table(sizes, mapping.tile_values().get("BM", 128))
     if type(a).__module__.startswith("torch"):       # a device array beside a's, not a copy per call
         import torch

@@ -33,7 +33,7 @@ class TaskKernel:
     def __init__(self, entry: Task, mapping: Mapping | None):
         if not isinstance(entry, Task):
             raise TaskError(f"nt.build needs an @nt.task function, got {entry!r}", code="bad-launch",
-                            loc=user_location())
+                            hint="decorate the program with @nt.task(reads=..., writes=...)", loc=user_location())
         self.entry = entry
         self.mapping = mapping if mapping is not None else Mapping()
         if not isinstance(self.mapping, Mapping):
@@ -116,7 +116,8 @@ class TaskKernel:
             spec, _ = describe(value, name, loc)
             if spec.kind != ARRAY:
                 raise ArgumentError(f"'{name}' of task '{self.entry.name}' must be an array, got {value!r}",
-                                    code="bad-call", loc=loc)
+                                    code="bad-call", hint="pass a NumPy array or a CUDA tensor (a number as a "
+                                    "one-element array)", loc=loc)
             specs.append(spec)
         return specs
 

@@ -99,7 +99,7 @@ def _check_linear(x, w, bias, activation) -> None:
     _check_operands("linear", x, w, a_ndim=1, contracted=(1, 1))
     if activation is not None and activation not in ACTIVATIONS:
         raise ArgumentError(f"activation={activation!r} must be None or one of {sorted(ACTIVATIONS)}",
-                            code="bad-argument", loc=user_line())
+                            code="bad-argument", hint="leave activation out for none", loc=user_line())
     if bias is not None and (bias.shape != (w.shape[0],) or bias.dtype != x.dtype):
         raise ArgumentError(f"bias of shape {list(bias.shape)} and {bias.dtype} for a weight of {w.shape[0]} "
                             f"outputs in {x.dtype}", code="bad-shape",
