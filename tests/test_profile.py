@@ -182,6 +182,9 @@ def test_bad_profile_arguments_are_named():
     with pytest.raises(nvdsl.ArgumentError) as error:
         nvdsl.profile(lambda: None).save_png("unused.png")
     assert error.value.code == "bad-argument" and "no task kernel" in str(error.value)
+    with pytest.raises(nvdsl.ArgumentError) as error:        # the arrays first, the function forgotten
+        nvdsl.profile(np.zeros(4), np.zeros(4))
+    assert error.value.code == "bad-argument" and "fn=array" in str(error.value) and error.value.hint
 
 
 def test_the_recording_variant_keeps_a_fast_kernels_instructions():

@@ -52,6 +52,9 @@ def profile(fn, *args, capacity: int = DEFAULT_CAPACITY, **kwargs) -> "Profile":
     ``capacity`` bounds the events kept per role of each block (those after it are counted as dropped). The
     records are read back after ``fn`` returns (a device synchronisation for device arrays).
     """
+    if not callable(fn):
+        raise ArgumentError(f"nvdsl.profile(fn, *args) runs fn(*args); got fn={fn!r}", code="bad-argument",
+                            hint="pass the function first: nvdsl.profile(gemm, a, b, c)", loc=user_location())
     with recording(capacity) as recorded:
         fn(*args, **kwargs)
     return Profile([launch.read() for launch in recorded.launches])
