@@ -11,7 +11,14 @@ import nvdsl
 
 PACKAGE = pathlib.Path(nvdsl.__file__).parent
 MODULES = ["kernels/attention.py", "kernels/attention_varlen.py", "kernels/gemm.py", "kernels/checks.py",
-           "kernels/rowwise.py", "torch/library.py", "options.py", "tasks/build.py", "jit.py"]
+           "kernels/rowwise.py", "torch/library.py", "options.py", "tasks/build.py", "jit.py",
+           "frontend/memory.py", "frontend/control.py", "frontend/launch.py", "frontend/math.py",
+           "frontend/values.py", "frontend/context.py", "frontend/tracer.py", "frontend/ranges.py",
+           "frontend/trace.py", "frontend/keying.py",
+           "hopper/tma.py", "hopper/aref.py", "hopper/warpgroup.py", "hopper/wgmma.py", "hopper/mbarrier.py",
+           "hopper/timeline.py", "hopper/tile.py",
+           "tasks/program.py", "tasks/emit.py", "tasks/mapping.py", "tasks/passes.py", "tasks/schedule.py",
+           "tasks/autotune.py", "compiler/driver.py", "compiler/toolchain.py"]
 ERRORS = {"ArgumentError", "UserError", "TaskError", "TraceError", "MappingError", "LaunchConfigError",
           "CaptureError"}
 

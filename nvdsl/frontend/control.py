@@ -32,12 +32,17 @@ def _loop_bounds(start, stop, step):
         if isinstance(v, Value):
             if not v.dtype.is_int:
                 raise TraceError(f"loop {name} is a {v.dtype.name} value; loop bounds must be integers",
-                                 code="bad-loop", loc=user_location())
+                                 code="bad-loop",
+                                 hint="convert the bound to an integer first, e.g. n.to(nvdsl.int32)",
+                                 loc=user_location())
         elif not isinstance(v, int) or isinstance(v, bool):
             raise TraceError(f"loop {name}={v!r} must be a Python int or a traced integer",
-                             code="bad-loop", loc=user_location())
+                             code="bad-loop",
+                             hint="pass a Python int or a traced integer such as ctx.block_id.x", loc=user_location())
     if isinstance(step, int) and step <= 0:
-        raise TraceError(f"loop step={step} must be positive", code="bad-loop", loc=user_location())
+        raise TraceError(f"loop step={step} must be positive", code="bad-loop",
+                         hint="use a positive step such as 1; to count down, loop up and use stop - 1 - i",
+                         loc=user_location())
     values = [v for v in (start, stop, step) if isinstance(v, Value)]
     dtype = values[0].dtype if values else dt.index
     for v in values[1:]:
@@ -222,7 +227,9 @@ def cond(predicate, then_fn, else_fn):
     current_kernel("nvdsl.cond")
     if not (isinstance(predicate, Value) and predicate.dtype.is_bool):
         raise TraceError(f"nvdsl.cond needs a traced bool predicate, got {predicate!r}",
-                         code="bad-condition", loc=user_location())
+                         code="bad-condition",
+                         hint="pass a traced comparison such as ctx.thread_id.x < n; for a Python bool, use an "
+                              "ordinary if", loc=user_location())
     with at_user_line():
         draft = scf.IfOp(predicate.ir, [], has_else=True)
     with ir.InsertionPoint(draft.then_block):
@@ -233,7 +240,9 @@ def cond(predicate, then_fn, else_fn):
     else_leaves, else_tree = _flatten(else_result, "the else-branch of nvdsl.cond", allow_numbers=True)
     if tree != else_tree:
         raise TraceError("the branches of nvdsl.cond return different structures",
-                         code="branch-mismatch", loc=user_location())
+                         code="branch-mismatch",
+                         hint="return the same structure (the same tuple, list or dict shape) from both branches",
+                         loc=user_location())
     with at_user_line():
         pairs = []
         for a, b in zip(then_leaves, else_leaves):
@@ -241,7 +250,9 @@ def cond(predicate, then_fn, else_fn):
                 if type(a) is not type(b) or getattr(a, "layout", None) != getattr(b, "layout", None) or \
                         a.dtype != b.dtype:
                     raise TraceError(f"the branches of nvdsl.cond return {a!r} and {b!r} at the same place",
-                                     code="branch-mismatch", loc=user_location())
+                                     code="branch-mismatch",
+                                     hint="return tiles of one type, layout and dtype from both branches at each place",
+                                     loc=user_location())
                 pairs.append((a, b))
                 continue
             if not isinstance(a, Value) and not isinstance(b, Value):
@@ -291,7 +302,8 @@ def print_(fmt: str, *values) -> None:
     """
     current_kernel("nvdsl.print")
     if not isinstance(fmt, str):
-        raise TraceError("nvdsl.print needs a format string first", code="bad-print", loc=user_location())
+        raise TraceError("nvdsl.print needs a format string first", code="bad-print",
+                         hint="pass the format string first: nvdsl.print('i={}', i)", loc=user_location())
     specifier = _C_SPECIFIER.search(fmt)
     if specifier:
         raise TraceError(f"nvdsl.print's format string holds the C specifier '{specifier.group()}', which would "
@@ -301,7 +313,8 @@ def print_(fmt: str, *values) -> None:
     pieces = fmt.split("{}")
     if len(pieces) - 1 != len(values):
         raise TraceError(f"the format string has {len(pieces) - 1} '{{}}' but {len(values)} values were given",
-                         code="bad-print", loc=user_location())
+                         code="bad-print",
+                         hint="give exactly one value per {} in the format string", loc=user_location())
     with at_user_line():
         out, operands = pieces[0].replace("%", "%%"), []
         for value, piece in zip(values, pieces[1:]):
@@ -382,7 +395,9 @@ def _match(result, tree, leaves, what: str):
     new_leaves, new_tree = _flatten(result, what, allow_numbers=True)
     if new_tree != tree:
         raise TraceError(f"{what} returned a different structure than the carry it was given",
-                         code="bad-carry", loc=user_location())
+                         code="bad-carry",
+                         hint="return the carry in the structure it was given (the same tuple, list or dict shape)",
+                         loc=user_location())
     matched = []
     for new, old in zip(new_leaves, leaves):
         if isinstance(old, Value):
@@ -392,5 +407,6 @@ def _match(result, tree, leaves, what: str):
             matched.append(new)
         else:
             raise TraceError(f"{what} returned {new!r} where the carry holds {old!r}", code="bad-carry",
-                             loc=user_location())
+                             hint="at each place of the carry, return a value of its dtype or a tile of its type and "
+                                  "layout", loc=user_location())
     return matched

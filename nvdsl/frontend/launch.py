@@ -240,10 +240,14 @@ class LaunchContext:
         total = self.block.x * self.block.y * self.block.z
         if not (isinstance(threads, int) and 0 < threads <= total and threads % 32 == 0):
             raise TraceError(f"{what}(threads={threads!r}) needs a multiple of 32 up to the block's "
-                             f"{total} threads", code="bad-barrier", loc=user_location())
+                             f"{total} threads", code="bad-barrier",
+                             hint=f"pass threads= a multiple of 32 between 32 and {total}, e.g. 128 for one warpgroup",
+                             loc=user_location())
         if not (isinstance(barrier, int) and 1 <= barrier <= 15):
             raise TraceError(f"barrier={barrier!r} must be a named barrier id in 1..15 (0 is the whole block's)",
-                             code="bad-barrier", loc=user_location())
+                             code="bad-barrier",
+                             hint="pass barrier= an int from 1 to 15; use ctx.sync_threads() for the whole block",
+                             loc=user_location())
         i32 = ir.IntegerType.get_signless(32)
         with at_user_line():
             return [arith.constant(i32, barrier), arith.constant(i32, threads)]
@@ -296,7 +300,9 @@ def _check_body(body) -> None:
         signature = inspect.signature(body)
     except TypeError:
         raise TraceError(f"gpu_launch decorates a function 'def body(ctx): ...', not {body!r}",
-                         code="bad-kernel-signature", loc=user_location()) from None
+                         code="bad-kernel-signature",
+                         hint="write the kernel body as `def body(ctx): ...` under @nvdsl.gpu_launch(grid=..., "
+                              "block=...)", loc=user_location()) from None
     except ValueError:  # a builtin without a signature: calling it will tell
         return
     try:
@@ -329,7 +335,8 @@ class Kernel:
         self.smem = smem
         if not isinstance(overlap_previous, bool):
             raise LaunchConfigError(f"overlap_previous={overlap_previous!r} must be True or False",
-                                    code="bad-launch-config", loc=user_location())
+                                    code="bad-launch-config",
+                                    hint="pass overlap_previous=True or False (a Python bool)", loc=user_location())
         self.overlap_previous = overlap_previous
 
     def __call__(self, *args, **kwargs) -> None:
@@ -341,7 +348,8 @@ class Kernel:
         trace = current(f"launching kernel '{self.body.__name__}'")
         if trace.kernel is not None:
             raise TraceError("a kernel cannot launch another kernel", code="nested-launch",
-                             loc=user_location())
+                             hint="launch each kernel from the @mlir_func body, one after the other, not from inside "
+                                  "another kernel", loc=user_location())
         name = trace.unique_name(f"{trace.name}_{self.body.__name__}")
         with mlir_location(user_location()):
             index = ir.IndexType.get()

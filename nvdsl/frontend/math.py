@@ -138,7 +138,7 @@ def _unary(name: str, x, approx):
     current_kernel(f"nvdsl.{name}")
     if not isinstance(approx, bool):
         raise TraceError(f"nvdsl.{name}(approx={approx!r}) takes True or False", code="bad-argument",
-                         loc=user_location())
+                         hint="pass approx=True for the fast approximation, or approx=False", loc=user_location())
     return elementwise(lambda v: _scalar(name, v, approx), (x,), f"nvdsl.{name}")
 
 

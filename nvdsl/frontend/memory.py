@@ -128,7 +128,9 @@ class Array:
         """
         if self.space != SHARED or self._plan is None:
             raise TraceError(f"'{self.name}' is a {self.space} array; only shared arrays have views",
-                             code="bad-view", loc=user_location())
+                             code="bad-view",
+                             hint=f"view a shared array (ctx.shared_array, ctx.dynamic_shared); index '{self.name}' "
+                                  "directly or use .flatten()", loc=user_location())
         current_kernel(f"a view of '{self.name}'")
         dtype = self.dtype if dtype is None else dtype
         shape = checked_shape(shape, f"'{self.name}'.view")
@@ -136,10 +138,14 @@ class Array:
         nbytes = byte_size(shape, dtype)
         if not (0 <= offset and offset + nbytes <= self.nbytes):
             raise TraceError(f"a view of {nbytes} bytes at offset {offset!r} does not fit in '{self.name}' "
-                             f"({self.nbytes} bytes)", code="bad-view", loc=user_location())
+                             f"({self.nbytes} bytes)", code="bad-view",
+                             hint="pick a shape and offset with 0 <= offset and offset + the view's bytes <= "
+                                  f"{self.nbytes}", loc=user_location())
         if offset % dtype.itemsize:
             raise TraceError(f"view offset {offset} is not a multiple of {dtype.name}'s {dtype.itemsize} bytes",
-                             code="misaligned", loc=user_location())
+                             code="misaligned",
+                             hint=f"pass an offset that is a multiple of {dtype.itemsize}, e.g. "
+                                  f"{offset - offset % dtype.itemsize}", loc=user_location())
         self.check_lease("a view of")
         with at_user_line():
             start = self.offset + offset if offset else self.offset
@@ -211,7 +217,8 @@ class Array:
         key = key if isinstance(key, tuple) else (key,)
         if len(key) != 2:
             raise TraceError(f"'{self.name}' is a TMA tile of shape {list(self.shape)}, indexed by (row, col); got "
-                             f"{len(key)} index(es)", code="bad-index", loc=user_location())
+                             f"{len(key)} index(es)", code="bad-index",
+                             hint=f"index it as {self.name}[row, col], with two indices", loc=user_location())
         row, col = (self._checked_index(axis, k, extent, access)
                     for axis, (k, extent) in enumerate(zip(key, self.shape)))
         with at_user_line():
@@ -233,7 +240,9 @@ class Array:
             if not 0 <= k < extent:
                 raise TraceError(f"index {k} is out of bounds for axis {axis} of "
                                  f"'{self.name}' with extent {extent}",
-                                 code="out-of-bounds", loc=user_location())
+                                 code="out-of-bounds",
+                                 hint=f"use an index in 0..{extent - 1}, or guard a traced one with `with "
+                                      f"nvdsl.when(i < {extent}):`", loc=user_location())
             return k
         raise TraceError(f"index {axis} of '{self.name}' is {type(k).__name__} {k!r}",
                          code="bad-index",
@@ -314,7 +323,9 @@ class Array:
         current_kernel(f"writing '{self.name}'")
         if self.lease is not None:
             raise TraceError(f"'{self.name}' is a slot of an asynchronous ring, which only its producer's "
-                             "copies write", code="slot-write", loc=user_location())
+                             "copies write", code="slot-write",
+                             hint="write results into a tile of your own (ctx.shared_array); a ring's slots are "
+                                  "filled by ring.put(...)", loc=user_location())
         if self.box_layout is not None:
             flat, index = self._laid_out_element(key, "write")
             flat[index] = value
@@ -371,11 +382,13 @@ class Array:
         current_kernel(what)
         if self.lease is not None:
             raise TraceError(f"{what}: '{self.name}' is a slot of an asynchronous ring, which only its producer's "
-                             "copies write", code="slot-write", loc=user_location())
+                             "copies write", code="slot-write",
+                             hint="apply atomics to an array of your own (ctx.shared_array or a global array), not to "
+                                  "a ring's slot", loc=user_location())
         d = self.dtype
         if not (d.is_int or d.is_float) or d.bits < 8 or d in (dt.float8_e4m3fn, dt.float8_e5m2):
             raise TraceError(f"{what}: atomics on {d.name} arrays are not supported", code="bad-atomic",
-                             loc=user_location())
+                             hint="use an integer, float16, bfloat16, float32 or float64 array", loc=user_location())
         if operation in ("min", "max") and d in (dt.float16, dt.bfloat16):
             raise TraceError(f"{what}: atomic min/max on {d.name} is not supported", code="bad-atomic",
                              hint="use a float32 array", loc=user_location())
@@ -395,21 +408,27 @@ class Array:
         flavour = _PAIR_ADD.get(self.dtype)
         if flavour is None or len(pair) != 2:
             raise TraceError(f"{what}: a pair (a, b) is added to float16 or bfloat16 arrays only, got "
-                             f"{len(pair)} values for {self.dtype.name}", code="bad-atomic", loc=user_location())
+                             f"{len(pair)} values for {self.dtype.name}", code="bad-atomic",
+                             hint="pass a single value, or add pairs (a, b) into a float16 or bfloat16 array",
+                             loc=user_location())
         key = index if isinstance(index, tuple) else (index,)
         last = python_number(key[-1])
         if isinstance(last, int) and (last % 2 or last + 1 >= self.shape[-1]):
             raise TraceError(f"{what}: the pair starts at {last}; it needs an even last index with room for "
-                             f"two elements (extent {self.shape[-1]})", code="misaligned", loc=user_location())
+                             f"two elements (extent {self.shape[-1]})", code="misaligned",
+                             hint=f"start the pair at an even last index no greater than {self.shape[-1] - 2}, or add "
+                                  "the values one at a time", loc=user_location())
         strides, offset = ir.MemRefType(self.ir.type).get_strides_and_offset()
         if strides[-1] != 1:
             raise TraceError(f"{what}: the last axis has stride {strides[-1]}, so a pair's two elements are not "
-                             "next to each other in memory", code="bad-atomic", loc=user_location())
+                             "next to each other in memory", code="bad-atomic",
+                             hint="add the two values one at a time with atomic_add(index, value)", loc=user_location())
         odd = [n for n in (offset, *strides[:-1]) if n != ir.ShapedType.get_dynamic_stride_or_offset() and n % 2]
         if odd:
             raise TraceError(f"{what}: '{self.name}' has layout strides {list(strides)}, offset {offset}: an odd "
                              "row stride or offset leaves pairs not 4-byte aligned", code="misaligned",
-                             loc=user_location())
+                             hint="add the two values one at a time with atomic_add(index, value), or use an array "
+                                  "with even strides", loc=user_location())
         with at_user_line():
             a, b = (as_value(v, self.dtype, f"a value of {what}") for v in pair)
             i32 = ir.IntegerType.get_signless(32)
@@ -514,7 +533,7 @@ def _scratch(shape, dtype, zero: bool, name, what: str, strides: tuple[int, ...]
                               "for memory of one block, use ctx.shared_array", loc=user_location())
     if not isinstance(dtype, dt.DType) or dtype not in dt.ARRAY_DTYPES:
         raise TraceError(f"{what} needs an array dtype such as nvdsl.float32, got {dtype!r}", code="bad-dtype",
-                         loc=user_location())
+                         hint="pass a dtype such as nvdsl.float32, nvdsl.float16 or nvdsl.int32", loc=user_location())
     shape = checked_shape(shape, what)
     name = name or f"scratch{len(trace.scratch)}"
     loc = mlir_location(user_location())
@@ -537,15 +556,19 @@ def wrap(ir_value: ir.Value, dtype: dt.DType | None = None, *, name: str = "wrap
     trace = current("nvdsl.wrap")
     if not isinstance(ir_value, ir.Value):
         raise TraceError(f"nvdsl.wrap needs an MLIR value (an op's result), got {type(ir_value).__name__}",
-                         code="bad-wrap", loc=user_location())
+                         code="bad-wrap",
+                         hint="pass the result of an mlir.dialects op (an ir.Value), or the .ir of an nvdsl value",
+                         loc=user_location())
     if ir_value.context is not trace.mlir_context:
         raise TraceError("nvdsl.wrap got an MLIR value of another trace's context", code="stale-value",
-                         loc=user_location())
+                         hint="wrap values built by ops of this @mlir_func's own trace; rebuild values left from "
+                              "another trace", loc=user_location())
     mlir_type = ir_value.type
     if isinstance(mlir_type, ir.MemRefType):
         element = _dtype_of(mlir_type.element_type, dtype)
         if not mlir_type.has_static_shape:
             raise TraceError(f"nvdsl.wrap needs a statically shaped memref, got {mlir_type}", code="bad-wrap",
+                             hint="cast the memref to a static shape first (memref.cast) and wrap that",
                              loc=user_location())
         space = SHARED if mlir_type.memory_space is not None else GLOBAL
         return Array(ir_value, element, tuple(mlir_type.shape), name=name, space=space)
@@ -556,13 +579,16 @@ def _dtype_of(mlir_type, dtype: dt.DType | None) -> dt.DType:
     matches = [d for d in dt.ALL if str(d.mlir_type()) == str(mlir_type)]
     if not matches:
         raise TraceError(f"nvdsl.wrap: MLIR type {mlir_type} has no nvdsl dtype", code="bad-wrap",
-                         loc=user_location())
+                         hint="wrap values of a type nvdsl knows: integers (i1 to i64), index, f16, bf16, f32, f64 or "
+                              "fp8", loc=user_location())
     if dtype is None:
         signed = [d for d in matches if d.kind in ("i", "index", "f", "b")]
         return (signed or matches)[0]
     if dtype not in matches:
         raise TraceError(f"nvdsl.wrap: dtype {dtype.name} does not describe MLIR type {mlir_type}",
-                         code="bad-wrap", loc=user_location())
+                         code="bad-wrap",
+                         hint=f"leave dtype out, or pass one of {', '.join('nvdsl.' + d.name for d in matches)}",
+                         loc=user_location())
     return dtype
 
 
@@ -606,7 +632,9 @@ class SharedMemoryPlan:
             offset = _static_offset(offset, "ctx.dynamic_shared")
             if offset % align or offset < 0:
                 raise TraceError(f"dynamic shared view offset {offset} is not a multiple of {align} bytes",
-                                 code="misaligned", loc=user_location())
+                                 code="misaligned",
+                                 hint=f"pass an offset that is a multiple of {align}, or leave offset out to place "
+                                      "the view after the previous one", loc=user_location())
         self.reserve(offset, nbytes, 1, "a dynamic shared view")
         return self.view(shape, dtype, offset, f"dynamic_shared@{offset}")
 
@@ -620,7 +648,9 @@ class SharedMemoryPlan:
         """Claim ``nbytes`` at ``offset`` of the dynamic bytes given to the launch (``smem=``); the offset."""
         if not isinstance(offset, int) or offset < 0 or offset % align:
             raise TraceError(f"{what} at byte {offset!r} of shared memory: the offset must be a multiple of {align}",
-                             code="misaligned", loc=user_location())
+                             code="misaligned",
+                             hint=f"place it at a byte offset that is a non-negative multiple of {align}",
+                             loc=user_location())
         if offset + nbytes > self.dynamic_bytes:
             raise TraceError(f"{what} needs bytes {offset}..{offset + nbytes}, past the smem={self.dynamic_bytes} "
                              "bytes given to gpu_launch", code="smem-overflow",
@@ -663,7 +693,7 @@ def _static_offset(offset, what: str) -> int:
 def _alignment(align, what: str) -> int:
     if not isinstance(align, int) or isinstance(align, bool) or align < 1 or align & (align - 1):
         raise TraceError(f"{what}: align={align!r} must be a power of two (bytes)", code="misaligned",
-                         loc=user_location())
+                         hint="pass align= a power of two such as 16, 128 or 1024", loc=user_location())
     return align
 
 
@@ -675,7 +705,8 @@ def checked_shape(shape, what: str) -> tuple[int, ...]:
     shape = tuple(python_number(s) for s in shape)
     if not shape or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
         raise TraceError(f"{what} needs a shape of positive Python ints, got {shape!r}",
-                         code="bad-shape", loc=user_location())
+                         code="bad-shape",
+                         hint="pass a tuple of positive Python ints, e.g. (128, 64)", loc=user_location())
     return shape
 
 

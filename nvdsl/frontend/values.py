@@ -65,7 +65,8 @@ def _constant(value, dtype: dt.DType) -> "Value":
     exact = None
     if dtype.is_float:
         if not isinstance(value, (int, float)):
-            raise _error(f"cannot make a {dtype.name} constant from {value!r}")
+            raise _error(f"cannot make a {dtype.name} constant from {value!r}",
+                         hint=f"use a Python int or float for a {dtype.name} constant")
         attr = ir.FloatAttr.get(dtype.mlir_type(), float(value))
     else:
         if not isinstance(value, (int, bool)):
@@ -74,7 +75,7 @@ def _constant(value, dtype: dt.DType) -> "Value":
         lo, hi = dtype.int_range()
         if not lo <= int(value) <= hi:
             raise _error(f"the constant {value} does not fit {dtype.name} (range {lo}..{hi})",
-                         code="out-of-range")
+                         code="out-of-range", hint=f"use a value in {lo}..{hi}, or a wider dtype such as nvdsl.int64")
         value = int(value)
         exact = None if dtype.is_bool else Affine(value)
         if dtype.kind == "u" and value >= 1 << (dtype.bits - 1):
@@ -122,7 +123,8 @@ def convert(v: "Value", to: dt.DType) -> "Value":
             if to.bits == src.bits:  # float16 <-> bfloat16 goes through float32
                 x = arith.extf(ir.F32Type.get(), x)
             return Value(arith.truncf(t, x), to)
-    raise _error(f"no conversion from {src.name} to {to.name}")
+    raise _error(f"no conversion from {src.name} to {to.name}",
+                 hint=f"convert in two steps through float32: x.to(nvdsl.float32).to(nvdsl.{to.name})")
 
 
 def _common_int(a: dt.DType, b: dt.DType) -> dt.DType | None:
@@ -151,7 +153,8 @@ def unify(a, b, op: str) -> tuple["Value", "Value"]:
     value, number, value_first = (a, b, True) if isinstance(a, Value) else (b, a, False)
     if not isinstance(number, (bool, int, float)):
         raise _error(f"cannot combine a traced {value.dtype.name} with {type(number).__name__} "
-                     f"{number!r} using '{op}'")
+                     f"{number!r} using '{op}'",
+                     hint="use a traced value or a Python int, float or bool as the other operand")
     if isinstance(number, float) and not value.dtype.is_float:
         raise _error(f"cannot combine {value.dtype.name} with the Python float {number!r} using '{op}'"
                      + _origins(value), hint=_mismatch_hint(value, None))
@@ -232,12 +235,15 @@ def binary(op: str, a, b) -> "Value":
         d = a.dtype
         if op in ("&", "|", "^"):
             if not (d.is_int or d.is_bool):
-                raise _error(f"'{op}' needs integers or bools, not {d.name}")
+                raise _error(f"'{op}' needs integers or bools, not {d.name}",
+                             hint="use integer or bool operands: convert with .to(nvdsl.int32), or combine comparisons")
             both = op == "&" and d.is_bool and a.exact is not None and b.exact is not None
             return Value(_INT_OPS[op](a.ir, b.ir), d, exact=a.exact + b.exact if both else None)
         if op in ("<<", ">>"):
             if not d.is_int:
-                raise _error(f"'{op}' needs integers, not {d.name}")
+                raise _error(f"'{op}' needs integers, not {d.name}",
+                             hint="shift integers: convert first with .to(nvdsl.int32); scale floats with * or / "
+                                  "instead")
             if op == "<<":
                 return Value(arith.shli(a.ir, b.ir), d)
             return Value((arith.shrsi if d.is_signed else arith.shrui)(a.ir, b.ir), d)
@@ -318,7 +324,9 @@ def _power(base, exponent) -> "Value":
     with at_user_line():
         a, b = unify(base, exponent, "**")
         if not a.dtype.is_float:
-            raise _error(f"'**' on {a.dtype.name} needs a non-negative Python int exponent")
+            raise _error(f"'**' on {a.dtype.name} needs a non-negative Python int exponent",
+                         hint="use a non-negative Python int exponent (x ** 2), or convert the base with "
+                              ".to(nvdsl.float32)")
         return Value(mlir_math.powf(a.ir, b.ir), a.dtype)
 
 
@@ -427,7 +435,8 @@ class Value:
         """Convert to ``dtype``: int widening by the source's signedness, float<->int rounding toward zero."""
         current_kernel("Value.to")
         if not isinstance(dtype, dt.DType):
-            raise _error(f"Value.to expects an nvdsl dtype such as nvdsl.float32, got {dtype!r}")
+            raise _error(f"Value.to expects an nvdsl dtype such as nvdsl.float32, got {dtype!r}",
+                         hint="pass an nvdsl dtype, e.g. x.to(nvdsl.float32); NumPy and torch dtypes are not accepted")
         with at_user_line():
             return convert(self, dtype)
 
@@ -486,7 +495,8 @@ class Value:
         current_kernel("'~' on traced values")
         with at_user_line():
             if self.dtype.is_float:
-                raise _error(f"'~' needs an integer or bool, not {self.dtype.name}")
+                raise _error(f"'~' needs an integer or bool, not {self.dtype.name}",
+                             hint="use '~' on integers or bools (comparisons), and -x to negate a float")
             # all ones: -1 for signed types, the maximum for unsigned ones, True for bool
             all_ones = -1 if self.dtype.is_signed else True if self.dtype.is_bool else self.dtype.int_range()[1]
             return Value(arith.xori(self.ir, _constant(all_ones, self.dtype).ir), self.dtype)
@@ -534,7 +544,9 @@ def select(condition, if_true, if_false) -> Value:
 def _select(condition, if_true, if_false) -> Value:
     with at_user_line():
         if not (isinstance(condition, Value) and condition.dtype.is_bool):
-            raise _error("nvdsl.select needs a traced bool condition (a comparison)")
+            raise _error("nvdsl.select needs a traced bool condition (a comparison)",
+                         hint="pass a comparison such as ctx.thread_id.x < n; for a Python bool, choose with an "
+                              "ordinary if")
         a, b = unify(if_true, if_false, "select")
         return Value(arith.select(condition.ir, a.ir, b.ir), a.dtype)
 
@@ -571,7 +583,8 @@ def _min_max(a, b, signed, unsigned, floating, name) -> Value:
         d = a.dtype
         op = floating if d.is_float else signed if d.is_signed else unsigned
         if d.is_bool:
-            raise _error(f"nvdsl.{name} is not defined on bool")
+            raise _error(f"nvdsl.{name} is not defined on bool",
+                         hint="use & (min) or | (max) on bools, or convert them first with .to(nvdsl.int32)")
         return Value(op(a.ir, b.ir), d)
 
 
@@ -584,9 +597,12 @@ def as_value(x, dtype: dt.DType, what: str) -> Value:
                          hint=_mismatch_hint(x, None) if x.origin else f"convert explicitly with .to(nvdsl.{dtype.name})")
         return x
     if isinstance(x, float) and not dtype.is_float:
-        raise _error(f"{what} expects {dtype.name}, got the Python float {x!r}")
+        raise _error(f"{what} expects {dtype.name}, got the Python float {x!r}",
+                     hint=f"pass a Python int (e.g. int(x)) where {dtype.name} is expected")
     if not isinstance(x, (bool, int, float)):
-        raise _error(f"{what} expects a traced value or a Python number, got {type(x).__name__}")
+        raise _error(f"{what} expects a traced value or a Python number, got {type(x).__name__}",
+                     hint="pass a traced value or a Python int, float or bool; convert other numbers with int(x) or "
+                          "float(x)")
     return _constant(x, dtype)
 
 
@@ -595,6 +611,7 @@ def index_value(x, what: str) -> ir.Value:
     x = python_number(x)
     if isinstance(x, Value):
         if not x.dtype.is_int:
-            raise _error(f"{what} must be an integer, got {x.dtype.name}")
+            raise _error(f"{what} must be an integer, got {x.dtype.name}",
+                         hint="convert it to an integer first, e.g. x.to(nvdsl.int32)")
         return convert(x, dt.index).ir
     return as_value(x, dt.index, what).ir

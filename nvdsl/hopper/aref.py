@@ -193,7 +193,9 @@ class Aref:
         current_kernel("nvdsl.Aref")
         self._loc = user_location()
         if not isinstance(in_turn, bool):
-            raise TraceError(f"Aref in_turn={in_turn!r} must be True or False", code="bad-aref", loc=self._loc)
+            raise TraceError(f"Aref in_turn={in_turn!r} must be True or False", code="bad-aref",
+                             hint="pass in_turn=True where the consumers take the slots in turn, else leave it out",
+                             loc=self._loc)
         self.in_turn = in_turn
         if not isinstance(depth, int) or isinstance(depth, bool) or depth < 1:
             raise TraceError(f"Aref depth={depth!r} must be a positive Python int", code="bad-aref",
@@ -209,10 +211,13 @@ class Aref:
                 raise ValueError
         except (TypeError, ValueError, IndexError):
             raise TraceError(f"Aref tiles={tiles!r} must be a sequence of (shape, dtype) pairs", code="bad-aref",
-                             loc=self._loc) from None
+                             hint="pass tiles=[((128, 64), nvdsl.float16), ...]: one (shape, dtype) pair per tile of "
+                                  "a slot", loc=self._loc) from None
         if not specs or not all(isinstance(spec[1], dt.DType) for spec in specs):
             raise TraceError(f"Aref tiles={tiles!r} must be a non-empty sequence of (shape, nvdsl dtype) pairs",
-                             code="bad-aref", loc=self._loc)
+                             code="bad-aref",
+                             hint="pass tiles=[((128, 64), nvdsl.float16)]: at least one tile, each with an nvdsl "
+                                  "dtype", loc=self._loc)
         for shape, _, *rows in specs:
             if rows and not (isinstance(rows[0], int) and not isinstance(rows[0], bool) and 0 < rows[0] <= shape[0]):
                 raise TraceError(f"Aref '{name}': a tile of shape {list(shape)} cannot have its first {rows[0]!r} rows "
@@ -290,7 +295,9 @@ class Aref:
             raise TraceError(f"ring '{self.name}': tiles {first}..{first + count - 1} of its slot "
                              f"({[f'{t.dtype.name}{list(t.shape)} @{t.offset}' for t in tiles]}) cannot be joined along "
                              f"axis {axis!r}: they need one dtype, one extent on the other axis, and bytes one after "
-                             "the other", code="bad-aref", loc=user_location())
+                             "the other", code="bad-aref",
+                             hint="join 2 or more consecutive tiles of one dtype that agree on the other axis's "
+                                  "extent, along axis 0 or 1", loc=user_location())
         start = views[first]
         start.check_lease("joining")
         shape = list(tiles[0].shape)
@@ -322,10 +329,13 @@ class Aref:
         for i, (copy, tile) in enumerate(zip(copies, self.tiles)):
             if not (isinstance(copy, tuple) and len(copy) == 2 and isinstance(copy[0], TMA)):
                 raise TraceError(f"put() copy {i} must be a (nvdsl.TMA, coords) pair, got {copy!r}", code="bad-aref",
-                                 loc=user_location())
+                                 hint="pass put((tma, (row, col)), ...): each copy an nvdsl.TMA and the coordinates "
+                                      "of its first box", loc=user_location())
             if copy[0].array.dtype != tile.dtype:
                 raise TraceError(f"put() copy {i} moves {copy[0].array.dtype.name} but tile {i} of ring '{self.name}' "
-                                 f"is {tile.dtype.name}{list(tile.shape)}", code="bad-aref", loc=user_location())
+                                 f"is {tile.dtype.name}{list(tile.shape)}", code="bad-aref",
+                                 hint=f"load tile {i} with a descriptor of a {tile.dtype.name} array, or declare the "
+                                      f"ring's tile {i} as {copy[0].array.dtype.name}", loc=user_location())
             copy[0].boxes(tile.loaded_shape)            # the tile must be made of the descriptor's boxes
         if self._fillers is None:
             # Consumers indexing their tiles plainly read them in the layout the copies give (TMA._lay_out).
@@ -371,11 +381,13 @@ class Aref:
                              hint="call nvdsl.wgmma_wait(0) first", loc=loc)
         if isinstance(count, int) and not isinstance(count, bool):
             if count < 0:
-                raise TraceError(f"skip({count}): the count of slots must be >= 0", code="bad-aref", loc=loc)
+                raise TraceError(f"skip({count}): the count of slots must be >= 0", code="bad-aref",
+                                 hint="pass the number of slots the other consumers read, 0 or more", loc=loc)
             if count == 0:
                 return
         elif not (isinstance(count, Value) and count.dtype == dt.int32):
-            raise TraceError(f"skip({count!r}) needs an int or a traced int32", code="bad-aref", loc=loc)
+            raise TraceError(f"skip({count!r}) needs an int or a traced int32", code="bad-aref",
+                             hint="pass a Python int or a traced int32, e.g. n.to(nvdsl.int32)", loc=loc)
         with at_user_line():
             state.position.advance_by(count, self.depth)
 

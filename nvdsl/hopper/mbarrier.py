@@ -21,6 +21,7 @@ def _predicate(predicate):
         return None
     if not (isinstance(predicate, Value) and predicate.dtype.is_bool):
         raise TraceError(f"predicate must be a traced bool, got {predicate!r}", code="bad-predicate",
+                         hint="pass a comparison such as ctx.thread_id.x == 0, or leave predicate out",
                          loc=user_location())
     return predicate.ir
 
@@ -35,6 +36,7 @@ class Mbarriers:
         ctx = current_kernel("nvdsl.Mbarriers")
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
             raise TraceError(f"Mbarriers(count={count!r}) needs a positive Python int", code="bad-mbarrier",
+                             hint="pass the number of barriers as a positive Python int, e.g. nvdsl.Mbarriers(2)",
                              loc=user_location())
         self.count = count
         self.type = ir.Type.parse(
@@ -46,6 +48,7 @@ class Mbarriers:
     def __getitem__(self, index) -> "Mbarrier":
         if isinstance(index, int) and not 0 <= index < self.count:
             raise TraceError(f"mbarrier index {index} is outside 0..{self.count - 1}", code="out-of-bounds",
+                             hint=f"use an index in 0..{self.count - 1}, or make more barriers (Mbarriers(n) holds n)",
                              loc=user_location())
         current_kernel("indexing Mbarriers")
         with at_user_line():

@@ -208,7 +208,8 @@ class _Fragment:
         current_kernel(f"{type(self).__name__}.to")
         if not isinstance(dtype, dt.DType):
             raise _error(f"{type(self).__name__}.to expects an nvdsl dtype such as nvdsl.float16, got {dtype!r}",
-                         code="type-mismatch")
+                         code="type-mismatch",
+                         hint="pass an nvdsl dtype, e.g. .to(nvdsl.float16); NumPy and torch dtypes are not accepted")
         return self._elementwise(lambda a: convert(a, dtype), (self,), f"{type(self).__name__}.to")
 
 
@@ -271,19 +272,23 @@ class RegisterTile(_Fragment):
         current_kernel("RegisterTile.load")
         if tma is not None and fill is not None:
             raise _error("RegisterTile.load: fill= is for blocks of global arrays; a TMA tile holds whole boxes",
-                         code="bad-tile")
+                         code="bad-tile",
+                         hint="drop fill= when reading a TMA tile (tma=), or read the global array without tma=")
         if tma is None and fill is not None:
             if not isinstance(layout, FragmentLayout) or not isinstance(array, Array) or \
                     array.ndim < len(layout.shape) or at is None or len(at) != array.ndim:
                 raise _error(f"RegisterTile.load(fill=) needs a FragmentLayout, an array of its rank or more and at= "
                              f"with an index per axis of the array, got {layout!r}, {array!r}, at={at!r}",
-                             code="bad-tile")
+                             code="bad-tile",
+                             hint="pass a FragmentLayout, an array of its rank or more, and at= with one offset per "
+                                  "axis of the array")
             return cls(_load_filled(array, layout, at, fill), array.dtype, layout)
         if tma is None:
             return cls(_load(array, layout, at, "RegisterTile.load"), array.dtype, layout)
         from .tma import SharedBoxes
         if not isinstance(layout, FragmentLayout):
-            raise _error(f"RegisterTile.load needs a FragmentLayout, got {layout!r}", code="bad-tile")
+            raise _error(f"RegisterTile.load needs a FragmentLayout, got {layout!r}", code="bad-tile",
+                         hint="pass a layout such as nvdsl.layouts.wgmma_accumulator(64, 128)")
         boxes = SharedBoxes(array, tma, "RegisterTile.load")
         _check_block(array, layout.shape, at, "RegisterTile.load")
         array.check_lease("reading")
@@ -313,7 +318,8 @@ class RegisterTile(_Fragment):
         if clip:
             if not isinstance(array, Array) or array.ndim != len(self.layout.shape) or at is None:
                 raise _error(f"{type(self).__name__}.store(clip=True) needs an array of the tile's rank and at=, "
-                             f"got {array!r}, at={at!r}", code="bad-tile")
+                             f"got {array!r}, at={at!r}", code="bad-tile",
+                             hint="pass the array with at=(row, col), one offset per axis of the tile")
             runs = _vector_runs(array, self.layout, at)
             with at_user_line():
                 coordinates = _coordinates(self.layout, at, dt.index)
@@ -358,7 +364,8 @@ class RegisterTile(_Fragment):
     def _reduce(self, axis, combine, name: str):
         current_kernel(f"{type(self).__name__}.{name}")
         if axis not in (0, 1, -1, -2):
-            raise _error(f"{name}(axis={axis!r}): a tile has axes 0 (rows) and 1 (columns)", code="bad-axis")
+            raise _error(f"{name}(axis={axis!r}): a tile has axes 0 (rows) and 1 (columns)", code="bad-axis",
+                         hint="reduce over axis=1 (across each row, giving a RowVector) or axis=0 (down each column)")
         axis %= 2
         if not (self.dtype.is_float and self.dtype.bits == 32):
             raise _error(f"{name} over a tile of {self.dtype.name}: reductions shuffle 32-bit floats",
@@ -459,7 +466,8 @@ def _offset(x, dtype: dt.DType) -> Value:
     x = python_number(x)
     if isinstance(x, Value):
         if not x.dtype.is_int:
-            raise _error(f"a tile offset must be an integer, got {x.dtype.name}", code="bad-index")
+            raise _error(f"a tile offset must be an integer, got {x.dtype.name}", code="bad-index",
+                         hint="convert the offset to an integer first, e.g. x.to(nvdsl.int32)")
         return convert(x, dtype)
     return as_value(x, dtype, "a tile offset")
 
@@ -489,17 +497,21 @@ def _plus(base, constant: int, dtype: dt.DType) -> Value:
 def _check_block(array, shape, at, what: str) -> None:
     """``array`` holds a ``shape`` block at ``at`` (offsets known while tracing are checked)."""
     if not isinstance(array, Array) or array.ndim != len(shape):
-        raise _error(f"{what} needs a {len(shape)}-D array, got {array!r}", code="bad-tile")
+        raise _error(f"{what} needs a {len(shape)}-D array, got {array!r}", code="bad-tile",
+                     hint=f"pass a {len(shape)}-D nvdsl array (a kernel argument, a view of one, or a shared tile)")
     if at is None and tuple(array.shape) != tuple(shape):
         raise _error(f"{what}: the block is {list(shape)} but '{array.name}' is {list(array.shape)}", code="bad-tile",
                      hint="pass at=(row, col) for a block of a larger array")
     if at is not None and (not isinstance(at, (tuple, list)) or len(at) != len(shape)):
-        raise _error(f"{what}: at={at!r} needs one offset per axis", code="bad-tile")
+        raise _error(f"{what}: at={at!r} needs one offset per axis", code="bad-tile",
+                     hint=f"pass at= a tuple of {len(shape)} offsets, one per axis of the block")
     for axis, offset in enumerate(at or ()):
         offset = python_number(offset)
         if isinstance(offset, int) and not 0 <= offset <= array.shape[axis] - shape[axis]:
             raise _error(f"{what}: a block of {list(shape)} at {list(at)} does not fit in '{array.name}' "
-                         f"{list(array.shape)}", code="out-of-bounds")
+                         f"{list(array.shape)}", code="out-of-bounds",
+                         hint=f"keep at + the block's extents {list(shape)} within {list(array.shape)}; at a ragged "
+                              "edge, load with fill= or store with clip=True")
 
 
 def _load_filled(array: Array, layout: FragmentLayout, at, fill) -> list[ir.Value]:
@@ -603,7 +615,7 @@ def _runs_of(layout: FragmentLayout, length: int) -> list[tuple[int, ...]] | Non
 def _load(array: Array, layout: FragmentLayout, at, what: str) -> list[ir.Value]:
     if not isinstance(layout, FragmentLayout):
         raise _error(f"{what} needs a FragmentLayout (e.g. nvdsl.layouts.wgmma_accumulator(64, 128)), got {layout!r}",
-                     code="bad-tile")
+                     code="bad-tile", hint="pass a layout such as nvdsl.layouts.wgmma_accumulator(64, 128)")
     _check_block(array, layout.shape, at, what)
     with at_user_line():
         return [array[index].ir for index in _coordinates(layout, at, dt.index)]
@@ -637,7 +649,8 @@ class _Vector(_Fragment):
         if fill is None:
             return cls(_load(array, layout, (start,), f"{cls.__name__}.load"), array.dtype, layout)
         if not isinstance(array, Array) or array.ndim != 1:
-            raise _error(f"{cls.__name__}.load needs a 1-D array, got {array!r}", code="bad-tile")
+            raise _error(f"{cls.__name__}.load needs a 1-D array, got {array!r}", code="bad-tile",
+                         hint="pass a 1-D array, e.g. x.flatten() of a larger one")
         return cls(_load_filled(array, layout, (start,), fill), array.dtype, layout)
 
     def store(self, array: Array, start=0, *, stop=None) -> None:
@@ -647,7 +660,8 @@ class _Vector(_Fragment):
         current_kernel(f"{type(self).__name__}.store")
         if stop is not None:
             if not isinstance(array, Array) or array.ndim != 1:
-                raise _error(f"{type(self).__name__}.store needs a 1-D array, got {array!r}", code="bad-tile")
+                raise _error(f"{type(self).__name__}.store needs a 1-D array, got {array!r}", code="bad-tile",
+                             hint="pass a 1-D array, e.g. out.flatten() of a larger one")
         else:
             _check_block(array, self.shape, (start,), f"{type(self).__name__}.store")
         threads = self.layout.coords[0][0]
@@ -669,7 +683,8 @@ class _Vector(_Fragment):
         if not (isinstance(key, tuple) and len(key) == 2 and key[1 - self.axis] is None and
                 isinstance(key[self.axis], slice) and key[self.axis] == slice(None)):
             raise _error(f"a {type(self).__name__} broadcasts as v{'[:, None]' if self.axis == 0 else '[None, :]'} "
-                         f"only, not v[{key!r}]", code="bad-index")
+                         f"only, not v[{key!r}]", code="bad-index",
+                         hint="broadcast a RowVector as v[:, None] and a ColumnVector as v[None, :], or use v as it is")
         return self
 
 
@@ -688,10 +703,12 @@ class RowVector(_Vector):
         current_kernel("RowVector.gather")
         layout = _vector_layout(cls, tile)
         if not isinstance(array, Array) or array.ndim != 2:
-            raise _error(f"RowVector.gather needs a 2-D array, got {array!r}", code="bad-tile")
+            raise _error(f"RowVector.gather needs a 2-D array, got {array!r}", code="bad-tile",
+                         hint="pass a 2-D array, e.g. a (rows, cols) argument of the kernel")
         if not isinstance(columns, RowVector) or columns.layout != layout or not columns.dtype.is_int:
             raise _error(f"RowVector.gather: columns must be an int vector over the tile's rows, got {columns!r}",
-                         code="layout-mismatch")
+                         code="layout-mismatch",
+                         hint="pass columns=RowVector.load(tile, cols) of an int32 array, over this tile's rows")
         rows, width = array.shape
         with at_user_line():
             values = []
@@ -714,6 +731,7 @@ class ColumnVector(_Vector):
 def _vector_layout(cls, tile) -> FragmentLayout:
     if not isinstance(tile, RegisterTile):
         raise _error(f"{cls.__name__} needs the register tile whose {cls.kind} it holds, got {tile!r}",
-                     code="bad-tile")
+                     code="bad-tile",
+                     hint=f"pass the register tile (or accumulator) first, e.g. {cls.__name__}.load(acc, array)")
     return tile.layout.project(cls.axis)
 

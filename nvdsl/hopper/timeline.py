@@ -46,7 +46,9 @@ class Timeline:
                 header.shape[2] != len(HEADER_FIELDS):
             raise TraceError(f"a timeline takes an int64 header (blocks, roles, {len(HEADER_FIELDS)}) and int64 "
                              f"events (blocks, roles, capacity), got {header.shape} {header.dtype.name} and "
-                             f"{events.shape} {events.dtype.name}", code="bad-argument", loc=user_location())
+                             f"{events.shape} {events.dtype.name}", code="bad-argument",
+                             hint=f"pass int64 arrays of shapes (blocks, roles, {len(HEADER_FIELDS)}) and (blocks, "
+                                  "roles, capacity)", loc=user_location())
         self.ctx, self.header, self.events, self.counters = ctx, header, events, counters
         self.role, self.recorder = role, recorder
         self.block = ctx.block_id.x

@@ -55,13 +55,17 @@ class TMA:
                              loc=user_location())
         if not (isinstance(array, Array) and array.space == GLOBAL):
             raise TraceError(f"nvdsl.TMA needs an array argument of the host function, got {array!r}",
-                             code="bad-tma", loc=user_location())
+                             code="bad-tma",
+                             hint="pass an array argument of the @mlir_func (or an nvdsl.empty scratch array), e.g. "
+                                  "nvdsl.TMA(a, (64, 64))", loc=user_location())
         if oob not in ("zero", "nan"):
-            raise TraceError(f"oob={oob!r} must be 'zero' or 'nan'", code="bad-tma", loc=user_location())
+            raise TraceError(f"oob={oob!r} must be 'zero' or 'nan'", code="bad-tma",
+                             hint="pass oob='zero' (the default) or oob='nan'", loc=user_location())
         box = tuple(box)
         if ragged and (len(box) != 2 or len(array.shape) != 2):
             raise TraceError(f"a ragged TMA descriptor spans a 2-D array with a (rows, cols) box, not "
                              f"{array.dtype.name}{list(array.shape)} with box {box}", code="bad-tma",
+                             hint="use ragged=True with a 2-D array and a (rows, cols) box, or leave ragged out",
                              loc=user_location())
         self.ragged = ragged
         self.segment_box = box
@@ -159,10 +163,12 @@ class TMA:
     def _check_tile(self, tile: Array, what: str) -> list[tuple[int, tuple[int, ...]]]:
         if not (isinstance(tile, Array) and tile.space == SHARED):
             raise TraceError(f"TMA {what} needs a shared-memory array, got {tile!r}", code="bad-tma",
-                             loc=user_location())
+                             hint=f"pass a shared tile such as ctx.shared_array({tuple(self.segment_box)}, "
+                                  f"nvdsl.{self.array.dtype.name}, align=1024)", loc=user_location())
         if tile.dtype != self.array.dtype:
             raise TraceError(f"TMA {what}: the shared tile is {tile.dtype.name}{list(tile.shape)} but the "
                              f"descriptor's box is {self.array.dtype.name}{list(self.box)}", code="bad-tma",
+                             hint=f"make the shared tile {self.array.dtype.name}, the dtype of '{self.array.name}'",
                              loc=user_location())
         tile.check_lease(f"TMA {what} of")
         span = swizzle_alignment(self.spec.swizzle)
@@ -178,7 +184,9 @@ class TMA:
         boxes = self._check_tile(tile, what)
         if self.ragged and tile.shape[0] != self.segment_box[0]:
             raise TraceError(f"TMA {what}: a ragged descriptor's tile is one box tall ({self.segment_box[0]} rows), "
-                             f"not {tile.shape[0]}", code="bad-tma", loc=user_location())
+                             f"not {tile.shape[0]}", code="bad-tma",
+                             hint=f"use a tile of {self.segment_box[0]} rows, one box of the ragged descriptor",
+                             loc=user_location())
         if len(boxes) == 1 and tile.shape == self.box:
             return [(tile, boxes[0][1])]
         # each box as a view of the descriptor's full rank (nvgpu wants the ranks to match)
@@ -190,12 +198,15 @@ class TMA:
         if not self.ragged:
             if end is not None:
                 raise TraceError("end= is for ragged TMA descriptors (TMA(..., ragged=True))", code="bad-tma",
+                                 hint="drop end=, or make the descriptor with nvdsl.TMA(..., ragged=True)",
                                  loc=user_location())
             return tuple(coords)
         coords = tuple(coords)
         if end is None or len(coords) != 2:
             raise TraceError(f"a ragged TMA descriptor takes (row, col) and end=, the row where the segment ends; "
-                             f"got {coords!r}, end={end!r}", code="bad-tma", loc=user_location())
+                             f"got {coords!r}, end={end!r}", code="bad-tma",
+                             hint="pass the coordinates as (row, col) and end= the row where this box's segment ends",
+                             loc=user_location())
         rows = self.segment_box[0]
         row, col = coords
         numbers = all(isinstance(x, int) for x in (row, end))
@@ -206,6 +217,7 @@ class TMA:
         coords = tuple(coords)
         if len(coords) != len(self.box):
             raise TraceError(f"TMA coordinates {coords!r} need {len(self.box)} values", code="bad-tma",
+                             hint=f"give one coordinate per axis of the box, {len(self.box)} in all, outermost first",
                              loc=user_location())
         for axis, (c, box, extent) in enumerate(zip(coords, self.box, () if self.ragged else self.array.shape)):
             if isinstance(c, int) and not isinstance(c, bool) and (c >= extent or c + box <= 0):
@@ -306,7 +318,8 @@ class SharedBoxes:
             # a tile its threads write, laid out as a load of boxes of all its rows, ``swizzle`` bytes wide
             box, dtype = (tile.shape[0], swizzle // tile.dtype.itemsize), tile.dtype
         elif not isinstance(tma, TMA):
-            raise TraceError(f"{what}: tma= needs an nvdsl.TMA, got {tma!r}", code=code, loc=user_location())
+            raise TraceError(f"{what}: tma= needs an nvdsl.TMA, got {tma!r}", code=code,
+                             hint="pass tma= the nvdsl.TMA descriptor whose copies fill the tile", loc=user_location())
         else:
             box, dtype, swizzle = tma.box, tma.array.dtype, tma.spec.swizzle
         while len(box) > 2 and box[0] == 1:      # a batch coordinate: the box is one matrix deep
@@ -314,7 +327,9 @@ class SharedBoxes:
         if not (isinstance(tile, Array) and tile.space == SHARED and tile.ndim == 2 and len(box) == 2
                 and tile.shape[0] % box[0] == 0 and tile.shape[1] % box[1] == 0 and tile.dtype == dtype):
             raise TraceError(f"{what}: a shared {dtype.name} tile made of whole boxes {list(box)} is needed, got "
-                             f"{tile!r}", code=code, loc=user_location())
+                             f"{tile!r}", code=code,
+                             hint=f"pass a 2-D shared {dtype.name} tile whose extents are multiples of the box "
+                                  f"{list(box)}", loc=user_location())
         span = swizzle_alignment(swizzle)
         if tile.alignment < span:
             raise TraceError(f"'{tile.name}' starts at a shared byte offset aligned to {tile.alignment} bytes; a "
@@ -346,7 +361,9 @@ def tma_store_wait(pending: int = 0) -> None:
     (``cp.async.bulk.wait_group.read``); their tiles may be overwritten after it."""
     current_kernel("nvdsl.tma_store_wait")
     if not (isinstance(pending, int) and 0 <= pending <= 7):
-        raise TraceError(f"pending={pending!r} must be a Python int in 0..7", code="bad-tma", loc=user_location())
+        raise TraceError(f"pending={pending!r} must be a Python int in 0..7", code="bad-tma",
+                         hint="pass pending=0 to wait for every store, or up to 7 to leave that many groups in flight",
+                         loc=user_location())
     with at_user_line():
         nvvm.cp_async_bulk_wait_group(pending, read=True)
 

@@ -58,18 +58,26 @@ class Warpgroup:
         threads = ctx.block.x * ctx.block.y * ctx.block.z
         if threads % WARPGROUP_THREADS:
             raise TraceError(f"the block has {threads} threads; warpgroups need a multiple of {WARPGROUP_THREADS}",
-                             code="bad-warpgroup", loc=user_location())
+                             code="bad-warpgroup",
+                             hint=f"launch with block=({-(-threads // WARPGROUP_THREADS) * WARPGROUP_THREADS},) or "
+                                  f"another multiple of {WARPGROUP_THREADS} threads", loc=user_location())
         if not isinstance(primary_thread, int) or primary_thread % WARPGROUP_THREADS or \
                 not 0 <= primary_thread < threads:
             raise TraceError(f"primary_thread={primary_thread!r} must be a multiple of {WARPGROUP_THREADS} "
-                             f"below the block's {threads} threads", code="bad-warpgroup", loc=user_location())
+                             f"below the block's {threads} threads", code="bad-warpgroup",
+                             hint="pass primary_thread=0 for the first warpgroup, 128 for the second, up to "
+                                  f"{threads - WARPGROUP_THREADS}", loc=user_location())
         if register_size is not None and (not isinstance(register_size, int) or register_size % 8 or
                                           not 24 <= register_size <= 256):
             raise TraceError(f"register_size={register_size!r} must be a multiple of 8 in 24..256",
-                             code="bad-warpgroup", loc=user_location())
+                             code="bad-warpgroup",
+                             hint="pass register_size= a multiple of 8 such as 40 for a producer or 232 for "
+                                  "consumers, or leave it out", loc=user_location())
         if increase is not None and (register_size is None or not isinstance(increase, bool)):
             raise TraceError(f"increase={increase!r} needs a register_size and must be True or False",
-                             code="bad-warpgroup", loc=user_location())
+                             code="bad-warpgroup",
+                             hint="pass register_size= with increase=True or False, or leave increase out to derive it",
+                             loc=user_location())
         if register_size is not None:
             require_sm90a("Warpgroup(register_size=...) (setmaxnreg)")
         self.ctx, self.primary_thread, self.register_size = ctx, primary_thread, register_size
@@ -87,7 +95,8 @@ class Warpgroup:
         """Wait until all 128 threads of this warpgroup reach here (``bar.sync``, a named barrier of its own)."""
         if self.thread_index is None:
             raise TraceError("Warpgroup.sync() is for inside the warpgroup's `with` body", code="bad-warpgroup",
-                             loc=user_location())
+                             hint="call wg.sync() inside `with nvdsl.Warpgroup(...) as wg:`; outside it, use "
+                                  "ctx.sync_threads()", loc=user_location())
         # Barrier 0 is the block's __syncthreads; warpgroup i uses barrier i + 1.
         # the warpgroup's threads run this body's one instruction: the aligned form is right
         self.ctx.sync_threads(WARPGROUP_THREADS, barrier=self.index + 1, aligned=True)
@@ -135,7 +144,8 @@ class _RegisterBudget:
             if other.index == warpgroup.index and other.register_size != warpgroup.register_size:
                 raise TraceError(f"warpgroup {warpgroup.index} asks for {warpgroup.register_size} registers here "
                                  f"and {other.register_size} at {line}", code="register-budget",
-                                 loc=user_location())
+                                 hint=f"give warpgroup {warpgroup.index} the same register_size in every "
+                                      "Warpgroup(...) of it", loc=user_location())
         self.requests.append((warpgroup, op, where))
 
     def settle(self) -> None:

@@ -68,15 +68,19 @@ class WGMMAMatrix:
                  swizzle: int | None = None):
         current_kernel("nvdsl.WGMMAMatrix")
         if not (isinstance(tile, Array) and tile.space == SHARED):
-            raise _bad(f"WGMMAMatrix needs a shared-memory tile, got {tile!r}")
+            raise _bad(f"WGMMAMatrix needs a shared-memory tile, got {tile!r}",
+                       hint="allocate the operand in shared memory (ctx.shared_array, or a ring's get()) and fill it "
+                            "by TMA")
         if tile.dtype not in _INPUT_DTYPES + _FLOAT8 or tile.ndim != 2:
             raise _bad(f"WGMMAMatrix needs a 2-D float16, bfloat16 or float8 tile, got {tile.dtype.name}"
-                       f"{list(tile.shape)}")
+                       f"{list(tile.shape)}", hint="use a 2-D tile of float16, bfloat16, float8_e4m3fn or float8_e5m2")
         item = tile.dtype.itemsize
         if swizzle is not None:
             if tma is not None or swizzle not in (32, 64, 128):
                 raise _bad(f"WGMMAMatrix takes either the TMA descriptor that loads its tile or swizzle= (32, 64 or "
-                           f"128) for a tile its threads write, got tma={tma!r}, swizzle={swizzle!r}")
+                           f"128) for a tile its threads write, got tma={tma!r}, swizzle={swizzle!r}",
+                           hint="pass tma= the descriptor that loads the tile, or swizzle=128 (64, 32) alone for a "
+                                "tile its threads write")
             box = (tile.shape[0], swizzle // item)
             if tile.alignment is not None and tile.alignment < swizzle_alignment(swizzle):
                 raise _bad(f"'{tile.name}' starts at a shared byte offset aligned to {tile.alignment} bytes; a "
@@ -89,7 +93,8 @@ class WGMMAMatrix:
                                 "threads write")
             box = tuple(tma.box)
             if len(box) < 2 or any(b != 1 for b in box[:-2]):
-                raise _bad(f"WGMMAMatrix needs a descriptor with 2-D boxes, got box {list(box)}")
+                raise _bad(f"WGMMAMatrix needs a descriptor with 2-D boxes, got box {list(box)}",
+                           hint="declare the TMA with a 2-D box, e.g. nvdsl.TMA(a, (64, 64), swizzle=128)")
             swizzle = tma.spec.swizzle
         self.box = box[-2:]
         if self.box[1] * item != swizzle:
@@ -98,7 +103,9 @@ class WGMMAMatrix:
                        hint=f"use boxes of {swizzle // item} {tile.dtype.name} values per row")
         if tile.shape[0] % self.box[0] or tile.shape[1] % self.box[1]:
             raise _bad(f"the tile {list(tile.shape)} is not made of whole {list(self.box)} boxes of its descriptor",
-                       code="bad-wgmma-shape")
+                       code="bad-wgmma-shape",
+                       hint=f"make the tile's extents multiples of the box {list(self.box)}, or load it with a box "
+                            "that divides it")
         tile.check_lease("a WGMMAMatrix of")
         self.tile, self.tma, self.transposed, self.swizzle = tile, tma, transposed, swizzle
         self.shape = tile.shape[::-1] if transposed else tile.shape
@@ -122,7 +129,9 @@ class WGMMAMatrix:
         product's N, the rest of the tile's layout unchanged: its boxes may hold fewer rows than K)."""
         if self.transposed or start % self.box[1] or stop % self.box[1] or not 0 <= start < stop <= self.shape[1]:
             raise _bad(f"columns({start}, {stop}) takes whole boxes of {self.box[1]} columns of an N-major tile "
-                       f"{list(self.tile.shape)}", code="bad-wgmma-shape")
+                       f"{list(self.tile.shape)}", code="bad-wgmma-shape",
+                       hint=f"pass start and stop as multiples of {self.box[1]} within 0..{self.shape[1]}, on a tile "
+                            "not transposed")
         part = copy.copy(self)
         part.shape, part._first_column = (self.tile.shape[0], stop - start), self._first_column + start
         return part
@@ -149,7 +158,8 @@ class _Product:
 
     def __init__(self, a, b: WGMMAMatrix):
         if not isinstance(b, WGMMAMatrix):
-            raise _bad("A @ B needs a WGMMAMatrix B")
+            raise _bad("A @ B needs a WGMMAMatrix B",
+                       hint="wrap B's tile as nvdsl.WGMMAMatrix(b_tile, b_tma) before the @")
         if isinstance(a, RegisterTile):
             if a.dtype not in _INPUT_DTYPES:
                 raise _bad(f"A from registers is {a.dtype.name}; wgmma reads float16 or bfloat16",
@@ -169,11 +179,16 @@ class _Product:
                            hint=f"load A with boxes of {a.tile.shape[0]} rows")
             if not a.transposed and a._boxes_per_row > 1 and a.box[0] % 64:
                 raise _bad(f"A is {a._boxes_per_row} boxes wide, so its boxes need a multiple of 64 rows "
-                           f"(a wgmma reads 64 rows at a time), not {a.box[0]}", code="bad-wgmma-shape")
+                           f"(a wgmma reads 64 rows at a time), not {a.box[0]}", code="bad-wgmma-shape",
+                           hint="load A with boxes of a multiple of 64 rows, e.g. 64 or 128")
         else:
-            raise _bad(f"A @ B needs A as a WGMMAMatrix or a register tile, got {a!r}")
+            raise _bad(f"A @ B needs A as a WGMMAMatrix or a register tile, got {a!r}",
+                       hint="wrap A's tile as nvdsl.WGMMAMatrix(a_tile, a_tma), or use a register tile of the wgmma "
+                            "accumulator layout")
         if a.dtype != b.dtype and not (a.dtype in _FLOAT8 and b.dtype in _FLOAT8):
-            raise _bad(f"A is {a.dtype.name} but B is {b.dtype.name}")
+            raise _bad(f"A is {a.dtype.name} but B is {b.dtype.name}",
+                       hint=f"give A and B one dtype: load both from {b.dtype.name} arrays, or convert a register A "
+                            f"with .to(nvdsl.{b.dtype.name})")
         if b.dtype in _FLOAT8 and not b.transposed:
             raise _bad("a float8 B must be K-major: wgmma transposes only 16-bit operands", code="bad-wgmma-shape",
                        hint="store B as (N, K) and use WGMMAMatrix(b_tile, b_tma, transposed=True)")
@@ -217,9 +232,11 @@ class WGMMAAccumulator(RegisterTile):
     def __init__(self, m: int, n: int, *, _value: ir.Value | None = None):
         current_kernel("nvdsl.WGMMAAccumulator")
         if not (isinstance(m, int) and m > 0 and m % 64 == 0):
-            raise _bad(f"accumulator M={m} must be a positive multiple of 64", code="bad-wgmma-shape")
+            raise _bad(f"accumulator M={m} must be a positive multiple of 64", code="bad-wgmma-shape",
+                       hint="use M = 64, 128 or another multiple of 64")
         if not (isinstance(n, int) and 8 <= n <= 256 and n % 8 == 0):
-            raise _bad(f"accumulator N={n} must be a multiple of 8 between 8 and 256", code="bad-wgmma-shape")
+            raise _bad(f"accumulator N={n} must be a multiple of 8 between 8 and 256", code="bad-wgmma-shape",
+                       hint="use N = 8, 16, ... up to 256 (a multiple of 8); split a wider N over several accumulators")
         self.dtype = dt.float32
         self.layout = wgmma_accumulator(m, n)
         self.type = ir.Type.parse(f"!nvgpu.warpgroup.accumulator<fragmented = vector<{m}x{n}xf32>>")
@@ -314,12 +331,15 @@ class WGMMAAccumulator(RegisterTile):
         _check_in_flight(in_flight)
         _check_warpgroups("wgmma (WGMMAAccumulator.accumulate)")
         if not isinstance(product, _Product):
-            raise _bad("an accumulator adds A @ B products of WGMMAMatrix operands (A may be a register tile)")
+            raise _bad("an accumulator adds A @ B products of WGMMAMatrix operands (A may be a register tile)",
+                       hint="write acc += nvdsl.WGMMAMatrix(a_tile, a_tma) @ nvdsl.WGMMAMatrix(b_tile, b_tma)")
         (m, k), (k2, n) = product.a.shape, product.b.shape
         k_step = _k_step(product.b.dtype)
         if (m, n) != self.shape or k != k2 or k % k_step:
             raise _bad(f"A is {list(product.a.shape)} and B is {list(product.b.shape)}, which do not make "
-                       f"an accumulator of {list(self.shape)} with K a multiple of {k_step}", code="bad-wgmma-shape")
+                       f"an accumulator of {list(self.shape)} with K a multiple of {k_step}", code="bad-wgmma-shape",
+                       hint=f"use A of shape ({self.shape[0]}, K) and B of shape (K, {self.shape[1]}), with K a "
+                            f"multiple of {k_step}")
         ctx.wgmma_widest = max(ctx.wgmma_widest, n)
         with at_user_line():
             if group is not None:
@@ -402,10 +422,12 @@ class WGMMAAccumulator(RegisterTile):
         rows, cols = key if isinstance(key, tuple) and len(key) == 2 else (None, None)
         n = self.shape[1]
         if not (isinstance(rows, slice) and rows == slice(None) and isinstance(cols, slice) and cols.step is None):
-            raise _bad("index an accumulator as acc[:, start:stop] (all rows, a range of columns)")
+            raise _bad("index an accumulator as acc[:, start:stop] (all rows, a range of columns)",
+                       hint="index with a plain slice of columns, e.g. acc[:, 0:64]")
         start, stop, _ = cols.indices(n)
         if start % 8 or stop % 8 or stop <= start:
-            raise _bad(f"accumulator columns {start}:{stop} must be a non-empty range with multiples of 8")
+            raise _bad(f"accumulator columns {start}:{stop} must be a non-empty range with multiples of 8",
+                       hint="use column bounds that are multiples of 8 with start < stop, e.g. acc[:, 0:64]")
         return _AccumulatorColumns(self, start, stop)
 
     def columns(self, start: int, stop: int) -> "WGMMAAccumulator":
@@ -415,7 +437,8 @@ class WGMMAAccumulator(RegisterTile):
         m, n = self.shape
         if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start < stop <= n
                 and start % 8 == 0 and stop % 8 == 0):
-            raise _bad(f"accumulator columns {start}:{stop} must be a non-empty range of multiples of 8 within {n}")
+            raise _bad(f"accumulator columns {start}:{stop} must be a non-empty range of multiples of 8 within {n}",
+                       hint=f"pass start < stop, both multiples of 8 within 0..{n}")
         values, half = self.values, n // 2
         picked = [values[chunk * half + 4 * q + r] for chunk in range(m // 64) for q in range(start // 8, stop // 8)
                   for r in range(4)]
@@ -523,7 +546,9 @@ class _AccumulatorColumns:
         if not isinstance(destination, Array) or destination.ndim != 2 or \
                 destination.dtype not in (dt.float32,) + _INPUT_DTYPES:
             raise TraceError(f"WGMMAAccumulator.store needs a 2-D float32, float16 or bfloat16 array, "
-                             f"got {destination!r}", code="bad-wgmma", loc=user_location())
+                             f"got {destination!r}", code="bad-wgmma",
+                             hint="store into a 2-D float32, float16 or bfloat16 array: an argument of the @mlir_func "
+                                  "or a ctx.shared_array tile", loc=user_location())
         if at is None and destination.shape != self.shape:
             raise TraceError(f"the accumulator block is {list(self.shape)} but '{destination.name}' is "
                              f"{list(destination.shape)}", code="bad-wgmma",
@@ -593,15 +618,21 @@ class _BoxLayout(_AccumulatorWriter):
         super().__init__(destination.dtype)
         if at is not None or tuple(shape) != getattr(destination, "shape", None):
             raise TraceError(f"store(..., tma= or swizzle=) needs a shared tile of the accumulator's shape "
-                             f"{list(shape)}, got {destination!r}", code="bad-wgmma", loc=user_location())
+                             f"{list(shape)}, got {destination!r}", code="bad-wgmma",
+                             hint=f"with tma= or swizzle=, store into a shared tile of shape {tuple(shape)} and leave "
+                                  "at= out", loc=user_location())
         if (tma is None) == (swizzle is None) or (swizzle is not None and swizzle not in (32, 64, 128)):
             raise TraceError(f"store takes tma= or swizzle= (32, 64 or 128), not both; got tma={tma!r}, "
-                             f"swizzle={swizzle!r}", code="bad-wgmma", loc=user_location())
+                             f"swizzle={swizzle!r}", code="bad-wgmma",
+                             hint="pass exactly one of tma= (the descriptor that stores the tile) and swizzle= (32, "
+                                  "64 or 128)", loc=user_location())
         self.boxes = SharedBoxes(destination, tma, "WGMMAAccumulator.store", code="bad-wgmma", swizzle=swizzle or 0)
         self._thread = None              # the swizzled index of this thread's part (see write)
         if self.boxes.box_rows % 64:
             raise TraceError(f"store(..., tma=) needs boxes whose rows are a multiple of 64, not {self.boxes.box_rows}",
-                             code="bad-wgmma", loc=user_location())
+                             code="bad-wgmma",
+                             hint="declare the descriptor with boxes of 64 or 128 rows (a multiple of 64)",
+                             loc=user_location())
         self.flat = destination.view((destination.size,))
 
     def write(self, pair, row, col) -> None:
@@ -641,7 +672,9 @@ def stage_operand(tile: RegisterTile, destination: Array, swizzle: int = 128) ->
         return
     if not isinstance(tile, RegisterTile) or len(tile.shape) != 2 or tile.layout != wgmma_accumulator(*tile.shape):
         raise _bad(f"stage_operand writes a tile of the wgmma accumulator layout, got {tile!r}",
-                   code="layout-mismatch")
+                   code="layout-mismatch",
+                   hint="pass a tile computed from a WGMMAAccumulator (e.g. acc.to(nvdsl.bfloat16)), which keeps its "
+                        "layout")
     with at_user_line():
         _BoxLayout(destination, None, tile.shape, None, swizzle).store_tile(tile)
 
@@ -710,4 +743,5 @@ def _check_warpgroups(what: str) -> None:
 def _check_in_flight(in_flight) -> None:
     if not (isinstance(in_flight, int) and not isinstance(in_flight, bool) and 0 <= in_flight <= 7):
         raise TraceError(f"in_flight={in_flight!r} must be a Python int in 0..7", code="bad-wgmma",
+                         hint="pass in_flight=0 to wait for every group, or up to 7 to leave that many running",
                          loc=user_location())

@@ -42,6 +42,7 @@ class Autotuned:
     def __init__(self, program: Task, candidates, *, measure=None, reps: int = 20):
         if not isinstance(program, Task):
             raise MappingError(f"nt.autotune needs an @nt.task function, got {program!r}", code="bad-mapping",
+                               hint="decorate the program with @nt.task(reads=..., writes=...) and pass that function",
                                loc=user_location())
         candidates = tuple(candidates)
         if not candidates or not all(isinstance(m, Mapping) for m in candidates):

@@ -759,7 +759,9 @@ class _Consumer:
             start = _evaluate(op.start, self.env)
             self.values[op.out] = _Iota(start if isinstance(start, int) else start.to(dt.int32))
         else:
-            raise TaskError(f"{op}: not scheduled on the consumers", code="unsupported-program", loc=op.loc)
+            raise TaskError(f"{op}: not scheduled on the consumers", code="unsupported-program",
+                            hint="compute the step with tile math, products, reductions and copies of tiles (the "
+                                 "operations nt provides)", loc=op.loc)
 
     def gather(self, op: Gather) -> None:
         """One element of each of this consumer's rows of the tile at a column the vector ``op.index`` holds."""
@@ -1103,7 +1105,9 @@ class _Consumer:
         target = self.arrays[op.target.tensor]
         if not isinstance(tile, RegisterTile) or target.ndim != 2:
             raise TaskError(f"{op}: a tile stored without TMA is a register tile stored into a 2-D tensor",
-                            code="unsupported-program", loc=op.loc)
+                            code="unsupported-program",
+                            hint="store a computed tile into a 2-D tensor, or pass arrays whose rows are a multiple "
+                                 "of 16 bytes (TMA stores)", loc=op.loc)
         plain = RegisterTile(tile.values, tile.dtype, tile.layout)      # an accumulator's values, as any tile's
         plain.store(target, _origin(op.target, self.env, self.row0(op.source)), clip=True)
 
@@ -1115,7 +1119,9 @@ class _Consumer:
             tile = _as_accumulator(tile)            # any computed tile of the accumulator's layout, as float32
         if not isinstance(tile, WGMMAAccumulator):
             raise TaskError(f"{op}: only float32 tiles in the accumulator layout (converted or not) are stored "
-                            "through TMA", code="unsupported-program", loc=op.loc)
+                            "through TMA", code="unsupported-program",
+                            hint="store tiles computed from a product's accumulator, e.g. acc or acc.astype(C.dtype)",
+                            loc=op.loc)
         return tile
 
 
@@ -1383,7 +1389,9 @@ def _as_accumulator(tile: RegisterTile) -> WGMMAAccumulator:
         return tile
     if tile.layout != wgmma_accumulator(*tile.shape):
         raise TaskError(f"a {tile.dtype.name} tile of layout {tile.layout} cannot be stored a slice of columns at a "
-                        "time: only tiles in the accumulator layout can", code="unsupported-program")
+                        "time: only tiles in the accumulator layout can", code="unsupported-program",
+                        hint="store tiles computed from a product's accumulator, which keep its layout, e.g. "
+                             "acc.astype(C.dtype)")
     return WGMMAAccumulator.from_values(*tile.shape, (tile if tile.dtype == dt.float32 else tile.to(dt.float32)).values)
 
 

@@ -29,7 +29,8 @@ def _frozen_items(value, what: str) -> tuple:
         return tuple(sorted(value.items()))
     if isinstance(value, tuple) and all(isinstance(v, tuple) and len(v) == 2 for v in value):
         return tuple(sorted(value))
-    raise MappingError(f"{what}={value!r} must be a dict", code="bad-mapping", loc=user_location())
+    raise MappingError(f"{what}={value!r} must be a dict", code="bad-mapping",
+                       hint=f"pass {what} as a dict, e.g. {what}={{name: value}}, or leave it out", loc=user_location())
 
 
 @dataclass(frozen=True)
@@ -104,58 +105,73 @@ class Mapping:
             _positive_int(f"tiles['{name}']", value)
         for name, value in self.levels:
             if value not in LEVELS:
-                raise _bad(f"levels['{name}']={value!r} must be one of {LEVELS}")
+                raise _bad(f"levels['{name}']={value!r} must be one of {LEVELS}",
+                           hint=f"give '{name}' one of the levels {', '.join(LEVELS)}")
         for name, value in self.memory:
             if value not in MEMORIES:
-                raise _bad(f"memory['{name}']={value!r} must be one of {MEMORIES}")
+                raise _bad(f"memory['{name}']={value!r} must be one of {MEMORIES}",
+                           hint=f"give '{name}' one of the memories {', '.join(MEMORIES)}")
         if self.pipeline is not None:
             _positive_int("pipeline", self.pipeline)
             if self.pipeline < 2:
-                raise _bad(f"pipeline={self.pipeline}: a ring needs at least 2 slots to overlap loads with math")
+                raise _bad(f"pipeline={self.pipeline}: a ring needs at least 2 slots to overlap loads with math",
+                           hint="pass pipeline=2 or more, or leave it out to use as many slots as shared memory holds")
         if not isinstance(self.mma_in_flight, int) or not 0 <= self.mma_in_flight <= 7:
-            raise _bad(f"mma_in_flight={self.mma_in_flight!r} must be an int in 0..7 (wgmma.wait_group's range)")
+            raise _bad(f"mma_in_flight={self.mma_in_flight!r} must be an int in 0..7 (wgmma.wait_group's range)",
+                       hint="pass mma_in_flight=1 (the default) or another int from 0 to 7")
         if self.pipeline is not None and self.pipeline < self.mma_in_flight + 1:
             raise _bad(f"pipeline={self.pipeline} slots cannot feed mma_in_flight={self.mma_in_flight} products: a "
                        f"slot is released only once its product retires, so pipeline must be >= "
-                       f"{self.mma_in_flight + 1}", code="mapping-depth")
+                       f"{self.mma_in_flight + 1}", code="mapping-depth",
+                       hint=f"pass pipeline={self.mma_in_flight + 1} or more, or a smaller mma_in_flight")
         _positive_int("consumers", self.consumers)
         if self.schedule is not None and self.schedule not in (COOPERATIVE, PINGPONG):
-            raise _bad(f"schedule={self.schedule!r} must be 'cooperative' or 'pingpong'")
+            raise _bad(f"schedule={self.schedule!r} must be 'cooperative' or 'pingpong'",
+                       hint="pass schedule='cooperative' or 'pingpong', or leave it out to derive it from levels")
         # Only a tile's task may run at "block" (a cooperative tile); a "warpgroup" task may run the tiles (a
         # ping-pong) or issue the products, which only the program tells apart.
         blocks = [name for name, level in self.levels if level == BLOCK]
         if blocks and self.schedule == PINGPONG:
             raise _bad(f"schedule='pingpong' but levels['{blocks[0]}']='block': only the task running each output "
                        "tile runs at 'block', where its consumer warpgroups share the tile's rows (a cooperative "
-                       "schedule); a ping-pong maps that task to 'warpgroup'", code="mapping-level")
+                       "schedule); a ping-pong maps that task to 'warpgroup'", code="mapping-level",
+                       hint=f"map '{blocks[0]}' to 'warpgroup' for a ping-pong, or use schedule='cooperative'")
         if self.schedule is None and (blocks or WARPGROUP not in dict(self.levels).values()):
             object.__setattr__(self, "schedule", COOPERATIVE)
         if self.turns is None and self.schedule is not None:   # derived: a ping-pong's consumers always take turns
             object.__setattr__(self, "turns", self.schedule == PINGPONG)
         if self.turns is not None and not isinstance(self.turns, bool):
-            raise _bad(f"turns={self.turns!r} must be True or False")
+            raise _bad(f"turns={self.turns!r} must be True or False",
+                       hint="pass turns=True or False, or leave it out to follow the schedule")
         if self.schedule == PINGPONG and self.turns is False:
             raise _bad("schedule='pingpong' (given, or a tile's task at level 'warpgroup') with turns=False: a "
                        "ping-pong's consumers take turns at the main loop "
                        "(without them their K loops would share the tensor cores and hide nothing); leave turns "
-                       "out, it follows the schedule")
+                       "out, it follows the schedule",
+                       hint="leave turns out (or pass turns=True) with a ping-pong; turns=False needs "
+                            "schedule='cooperative'")
         if self.raster not in RASTERS:
-            raise _bad(f"raster={self.raster!r} must be one of {RASTERS}")
+            raise _bad(f"raster={self.raster!r} must be one of {RASTERS}",
+                       hint="pass raster='grouped' (the default), 'snake' or 'row'")
         _positive_int("group", self.group)
         _positive_int("smem_limit", self.smem_limit)
         if self.smem_limit > HOPPER_SHARED_MEMORY_PER_BLOCK:
             raise _bad(f"smem_limit={self.smem_limit} exceeds the {HOPPER_SHARED_MEMORY_PER_BLOCK} bytes a Hopper block "
                        f"can use",
-                       code="mapping-smem")
+                       code="mapping-smem",
+                       hint=f"pass smem_limit={HOPPER_SHARED_MEMORY_PER_BLOCK} or less, or leave it out")
         if self.sm_count is not None:
             _positive_int("sm_count", self.sm_count)
         for role, value in self.registers:
             if role not in ("producer", "consumer"):
-                raise _bad(f"registers['{role}']: the roles are 'producer' and 'consumer'")
+                raise _bad(f"registers['{role}']: the roles are 'producer' and 'consumer'",
+                           hint="name the roles 'producer' and 'consumer', e.g. "
+                                "registers={'producer': 40, 'consumer': 232}")
             if not isinstance(value, int) or value % 8 or not SETMAXNREG_MIN <= value <= SETMAXNREG_MAX:
                 raise _bad(f"registers['{role}']={value!r} must be a multiple of 8 in "
                            f"{SETMAXNREG_MIN}..{SETMAXNREG_MAX} "
-                           "(setmaxnreg)", code="mapping-registers")
+                           "(setmaxnreg)", code="mapping-registers",
+                           hint="use a multiple of 8 such as 40 for the producer and 232 for the consumers")
 
     def tile_values(self) -> dict:
         return dict(self.tiles)
@@ -186,7 +202,8 @@ class Mapping:
         # not dataclasses.replace: a refusal then points at the user's line, not at dataclasses.py
         unknown = set(changes) - {f.name for f in _fields(self)}
         if unknown:
-            raise _bad(f"Mapping has no field {sorted(unknown)[0]!r}")
+            raise _bad(f"Mapping has no field {sorted(unknown)[0]!r}",
+                       hint=f"use the fields of nt.Mapping: {', '.join(f.name for f in _fields(self))}")
         return Mapping(**{f.name: changes.get(f.name, getattr(self, f.name)) for f in _fields(self)})
 
     def __str__(self) -> str:
@@ -239,13 +256,14 @@ def refusal(message: str, *, code: str, changes=(), note: str = "", loc=None) ->
     return error
 
 
-def _bad(message: str, code: str = "bad-mapping") -> MappingError:
-    return MappingError(message, code=code, loc=user_location())
+def _bad(message: str, code: str = "bad-mapping", hint: str | None = None) -> MappingError:
+    return MappingError(message, code=code, hint=hint, loc=user_location())
 
 
 def _positive_int(what: str, value) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise _bad(f"{what}={value!r} must be a positive int")
+        raise _bad(f"{what}={value!r} must be a positive int",
+                   hint=f"pass {what} as a positive Python int (int(x) of a NumPy number)")
 
 
 def derive_registers(mapping: Mapping, producer_roles: int) -> dict:

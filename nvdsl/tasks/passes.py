@@ -56,7 +56,9 @@ def _shape_of(program: Program):
     tiles = body[0]
     if len(tiles.vars) > 4:
         raise _refuse(f"a prange over {len(tiles.vars)} axes: the task layer schedules at most 4 (batch axes, "
-                      "rows, columns)", loc=tiles.loc)
+                      "rows, columns)",
+                      hint="fold the extra axes into at most 4 prange axes, e.g. batch and heads into one",
+                      loc=tiles.loc)
     loops = [node for node in tiles.body if isinstance(node, Loop)]
     for node in loops:
         if node.kind != "srange" or any(isinstance(n, Loop) for n in node.body):
@@ -276,7 +278,8 @@ def split_rows(levels: Levels, body: TileBody) -> Split:
     tile_rows = {program.tensor(op.acc).shape[0] for op in body.ops if isinstance(op, Mma) and op.acc not in summed} \
         or {program.tensor(op.target).shape[0] for op in body.ops if isinstance(op, Fill)} or {MMA_ROWS}
     if len(tile_rows) != 1:
-        raise _refuse(f"the accumulators have different row counts {sorted(tile_rows)}")
+        raise _refuse(f"the accumulators have different row counts {sorted(tile_rows)}",
+                      hint="give every accumulator of the tile the same number of rows (one BM for all of them)")
     tile_rows = tile_rows.pop()
     share = 1 if pingpong else consumers
     lanes = in_registers(program, body.ops, _sections(body))
@@ -372,7 +375,9 @@ def _check_partial_uses(ops, partial: frozenset, columns: frozenset, split: froz
                       hint=f"store it (or add it into an argument) as it is: Xt[...] = {name}", loc=op.loc)
     if (partial | columns) & split:
         raise _refuse(f"{sorted((partial | columns) & split)} would be both a sum the consumers share and shared out "
-                      "by rows")
+                      "by rows",
+                      hint="store or add such a tile into an argument as it is, without splitting its rows among the "
+                           "consumers")
 
 
 def _row_split_changes(mapping: Mapping, tile_rows: int, share: int, granule: int = MMA_ROWS) -> tuple[list, str]:
@@ -435,7 +440,9 @@ def _split_tensors(program: Program, ops, schedule: str, consumers: int = 1) -> 
     both = split & whole
     if both:
         raise _refuse(f"{sorted(both)} would be both split by rows among the consumers (as an accumulator's rows or "
-                      "an A operand) and needed whole (as a B operand)")
+                      "an A operand) and needed whole (as a B operand)",
+                      hint="use the tile either as a B operand or row by row (an A operand, an accumulator), not "
+                           "both")
     return frozenset(split)
 
 
@@ -449,7 +456,9 @@ def check_products(levels: Levels, body: TileBody) -> None:
             t = program.tensor(operand_name(operand))
             if t.dtype not in _MMA_DTYPES:
                 raise TaskError(f"{op}: '{operand_name(operand)}' is {t.dtype.name}; the tensor cores multiply "
-                                "float16, bfloat16 or float8 tiles", code="bad-dtype", loc=op.loc)
+                                "float16, bfloat16 or float8 tiles", code="bad-dtype",
+                                hint=f"convert '{operand_name(operand)}' first, e.g. .astype(nt.bfloat16), or pass a "
+                                     "float16 or bfloat16 array", loc=op.loc)
         m, n = program.tensor(op.acc).shape
         k = program.tensor(operand_name(op.a)).shape[0 if op.transpose_a else -1]
         item = program.tensor(operand_name(op.a)).dtype.itemsize
@@ -465,7 +474,9 @@ def check_products(levels: Levels, body: TileBody) -> None:
                               note=f"make that tile extent at least {wide}", loc=op.loc)
         if item == 1 and not op.transpose_b:
             raise TaskError(f"{op}: a float8 B must be stored K-major, as (N, K), and read as Bt[j, k].T: wgmma "
-                            "transposes only 16-bit operands", code="bad-layout", loc=op.loc)
+                            "transposes only 16-bit operands", code="bad-layout",
+                            hint="store B as (N, K) and read it as Bt[j, k].T, or use float16 or bfloat16 operands",
+                            loc=op.loc)
         if n % 8 or n > 256 or k % k_step:
             mapping = levels.mapping
             changes = (_tunables_at(mapping, n, min(256, max(8, n // 8 * 8))) if n % 8 or n > 256 else []) + \
@@ -532,7 +543,9 @@ def _check_trips(program: Program, tiles: Loop, main: Loop | None) -> None:
     unknown = [v for v in main.below.variables if v not in extents and v not in read]
     if unknown:
         raise _refuse(f"nt.srange(below={main.below}) depends on {unknown}; below= is affine in the prange's "
-                      "variables and in indices read with nt.load_index", loc=main.loc)
+                      "variables and in indices read with nt.load_index",
+                      hint="write below= from the prange's variables and nt.load_index values, e.g. below=(i + 1) * BM",
+                      loc=main.loc)
     if read & set(main.below.variables):
         return
     least = main.below.const + sum(c * (extents[v] - 1) for v, c in main.below.terms if c < 0)
@@ -656,7 +669,9 @@ def place_copies(levels: Levels, body: TileBody, split: Split, loop: MainLoop) -
     pingpong = mapping.schedule == PINGPONG
     for op in argument_loads(body.epilogue):
         if program.tensor(op.target).memory == SHARED:
-            raise _refuse(f"{op}: loads into shared memory after the srange loop are not scheduled yet", loc=op.loc)
+            raise _refuse(f"{op}: loads into shared memory after the srange loop are not scheduled yet",
+                          hint="move the products and reductions that read this tile into the srange loop, or use it "
+                               "in tile math only", loc=op.loc)
     if pingpong and not mapping.warp_specialize:
         raise refusal(f"{levels.stated}: a ping-pong needs warp_specialize=True: a producer warpgroup feeds the "
                       "ring in the order the consumers take their turns", code="bad-mapping",

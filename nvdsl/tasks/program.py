@@ -108,7 +108,9 @@ class Tensor:
         key = key if isinstance(key, tuple) else (key,)
         if len(key) != len(self.shape):
             raise _error(f"{self.name}{list(self.shape)} takes {len(self.shape)} indices, got {len(key)}",
-                         code="bad-tile")
+                         code="bad-tile",
+                         hint=f"give one index per axis of {self.name}, {len(self.shape)} in all (ints or loop "
+                              "variables)")
         _check_privilege(self.region(), "read", "read")
         *leading, last = key
         if len(leading) == 1 and (isinstance(last, TileRef) or
@@ -118,13 +120,17 @@ class Tensor:
             last.name if isinstance(last, Local) else None
         if positions is not None and positions not in trace.positions:
             raise _error(f"{self.name}[..., {last!r}]: a vector index must be positions (nt.arange, or a broadcast of "
-                         "them)", code="bad-tile")
+                         "them)", code="bad-tile",
+                         hint="index the last axis with positions such as nt.arange(BN, start=j * BN), or with an int "
+                              "or loop variable")
         try:
             origin = [Affine.of(x) for x in leading] + [trace.positions[positions] if positions is not None
                                                         else Affine.of(last)]
         except TypeError:
             raise _error(f"{self.name}[{', '.join(map(repr, key))}]: indices must be ints or loop variables (times "
-                         "ints), and positions on the last axis", code="bad-tile") from None
+                         "ints), and positions on the last axis", code="bad-tile",
+                         hint="index with Python ints and loop variables times ints (i * 2 + 1), and nt.arange "
+                              "positions on the last axis") from None
         if positions is None:                      # one element, as a scalar
             out = Local(trace.fresh(self.name + "_value"), (), self.dtype)
             trace.declare(ir.TensorDecl(out.name, (), self.dtype, ir.REGISTER))
@@ -206,7 +212,9 @@ class TileRef(_TileMath):
     def T(self) -> "TileRef":
         """The tile read as its transpose (a K-major operand: ``A @ Bt[j, k].T`` with B stored (N, K))."""
         if len(self.region.matrix_shape) != 2:
-            raise _error(f"only a matrix tile can be transposed, not {self.region}", code="bad-tile")
+            raise _error(f"only a matrix tile can be transposed, not {self.region}", code="bad-tile",
+                         hint="transpose a tile with two axes beyond leading 1s, e.g. Bt[j, k].T with Bt = "
+                              "nt.blocks(B, (BN, BK))")
         return TileRef(self.tensor, self.origin, self.shape, self._privilege, not self.transposed, self.end)
 
     def __matmul__(self, other) -> "_Product":
@@ -225,7 +233,9 @@ class TileRef(_TileMath):
 
     def __setitem__(self, key, value) -> None:
         if key is not Ellipsis:
-            raise _error("assign a whole tile: t[...] = value", code="bad-tile")
+            raise _error("assign a whole tile: t[...] = value", code="bad-tile",
+                         hint="write t[...] = value to overwrite the whole tile, or store one tile of a partition "
+                              "with Ct[i, j] = value")
         _store(self, value)
 
     def _operand(self):
@@ -255,7 +265,8 @@ class Partition:
         index = index if isinstance(index, tuple) else (index,)
         if len(index) != len(self.tile):
             raise _error(f"a tile of a {len(self.tile)}-D partition needs {len(self.tile)} indices, got {len(index)}",
-                         code="bad-tile")
+                         code="bad-tile",
+                         hint=f"give {len(self.tile)} indices, one per axis of the partition (ints or loop variables)")
         end = None
         try:
             origin = [o + Affine.of(x) * t for o, x, t in zip(self.base.origin, index, self.tile)]
@@ -264,10 +275,14 @@ class Partition:
                 end = self.rows.end(index[0])
         except TypeError:
             raise _error(f"tile indices {index!r} must be Python ints or loop variables (times ints)",
-                         code="bad-tile") from None
+                         code="bad-tile",
+                         hint="index tiles with Python ints and nt.prange/nt.srange variables times ints, "
+                              "e.g. At[i, k + 1]") from None
         for axis, (x, g) in enumerate(zip(index, self.grid)):
             if isinstance(x, int) and not 0 <= x < g:
-                raise _error(f"tile index {x} is outside 0..{g - 1} along axis {axis}", code="bad-tile")
+                raise _error(f"tile index {x} is outside 0..{g - 1} along axis {axis}", code="bad-tile",
+                             hint=f"use an index in 0..{g - 1} along axis {axis}: the partition's grid is "
+                                  f"{list(self.grid)}")
         return TileRef(self.base.tensor, tuple(origin), self.tile, self.base._privilege, end=end)
 
     def __setitem__(self, index, value) -> None:
@@ -304,7 +319,8 @@ def blocks(tensor, tile, *, rows: "RowTiles | None" = None) -> Partition:
     base = tensor.region() if isinstance(tensor, Tensor) else tensor
     if not isinstance(base, TileRef):
         raise _error(f"nt.blocks partitions a task's tensor argument or a tile of one, got {tensor!r}",
-                     code="bad-tile")
+                     code="bad-tile",
+                     hint="pass a parameter of the task (or a tile of one), e.g. nt.blocks(C, (BM, BN))")
     tile = tuple(tile)
     if len(tile) != len(base.shape) or not all(t is None or (isinstance(t, int) and t > 0) for t in tile):
         name = base.tensor.name
@@ -314,7 +330,9 @@ def blocks(tensor, tile, *, rows: "RowTiles | None" = None) -> Partition:
                      hint=f"pass '{name}' of the rank the program expects, or a tile of {extents}")
     if rows is not None and (not isinstance(rows, RowTiles) or len(tile) != 2 or not isinstance(tensor, Tensor)):
         raise _error(f"rows= cuts a task's 2-D tensor argument by an nt.row_tiles table, got rows={rows!r} for "
-                     f"{tensor!r}", code="bad-tile")
+                     f"{tensor!r}", code="bad-tile",
+                     hint="pass rows=nt.row_tiles(table) with a 2-D tensor parameter, e.g. nt.blocks(A, (BM, BK), "
+                          "rows=rows)")
     return Partition(base, tile, rows)
 
 
@@ -331,7 +349,9 @@ class RowTiles:
         trace = _current("a row tile's index")
         t = Affine.of(t) if isinstance(t, (int, Affine)) else t
         if not isinstance(t, Affine) or len(t.terms) != 1 or t.terms[0][1] != 1 or t.const:
-            raise _error(f"a row tile is indexed by a prange variable, got {t!r}", code="bad-tile")
+            raise _error(f"a row tile is indexed by a prange variable, got {t!r}", code="bad-tile",
+                         hint="index row tiles by an nt.prange variable alone (no multiple or offset), e.g. "
+                              "rows.group(t)")
         return _read_index(trace, self.table, (t, Affine.of(column)), role)
 
     def group(self, t) -> Affine:
@@ -381,7 +401,8 @@ def load_index(table, *indices) -> Affine:
                      hint="pass the table as an int32 array (numpy.int32, torch.int32) listed in the task's reads=")
     if len(indices) != table.ndim:
         raise _error(f"nt.load_index({table.name}, ...) needs {table.ndim} indices (one per axis of "
-                     f"{list(table.shape)}), got {len(indices)}", code="bad-index")
+                     f"{list(table.shape)}), got {len(indices)}", code="bad-index",
+                     hint=f"give one index per axis of {table.name}, {table.ndim} in all")
     at = []
     for axis, x in enumerate(indices):
         try:
@@ -408,7 +429,9 @@ def load_index(table, *indices) -> Affine:
 class _Product:
     def __init__(self, a, b):
         if not isinstance(a, (TileRef, Local, _TransposedLocal)) or not isinstance(b, (TileRef, Local)):
-            raise _error("'@' multiplies tiles (of a partition, or computed)", code="bad-tile")
+            raise _error("'@' multiplies tiles (of a partition, or computed)", code="bad-tile",
+                         hint="multiply tiles of a partition or computed tiles, e.g. At[i, k] @ Bt[k, j]; scale by "
+                              "numbers with *")
         if isinstance(a, TileRef) and isinstance(b, TileRef):
             _check_contraction(a, b)
         self.a, self.b = a, b
@@ -476,7 +499,9 @@ class Local(_TileMath):
             a_shape, b_shape = _matrix(a), _matrix(b)
             if len(self.shape) != 2 or a_shape[1] != b_shape[0] or (a_shape[0], b_shape[1]) != self.shape:
                 raise _error(f"{self.name} {list(self.shape)} += {_describe(a)} @ {_describe(b)}: the shapes do "
-                             f"not make a product of {list(self.shape)}", code="bad-shape")
+                             f"not make a product of {list(self.shape)}", code="bad-shape",
+                             hint="multiply (M, K) @ (K, N) into an (M, N) accumulator; read a tile stored the other "
+                                  "way with .T")
             transpose_a = isinstance(a, _TransposedLocal) or (isinstance(a, TileRef) and a.transposed)
             if transpose_a and a.dtype.itemsize != 2:
                 raise _error(f"the A operand {_describe(a)} cannot be transposed: wgmma reads a {a.dtype.name} A "
@@ -509,10 +534,13 @@ class Local(_TileMath):
         iteration of a loop, sees ``value``): how a loop carries state such as a running maximum."""
         trace = _current("assigning a computed tile")
         if key is not Ellipsis:
-            raise _error("assign a whole tile: t[...] = value", code="bad-tile")
+            raise _error("assign a whole tile: t[...] = value", code="bad-tile",
+                         hint="write t[...] = value, replacing the whole computed tile")
         if not isinstance(value, Local) or value.shape != self.shape:
             raise _error(f"{self.name}[...] = {value!r}: assign a computed tile of shape {list(self.shape)}",
-                         code="bad-shape")
+                         code="bad-shape",
+                         hint=f"assign a computed tile of shape {list(self.shape)} (tile math or nt.full), not an "
+                              "argument's tile or a number")
         if value.dtype != self.dtype:
             raise _error(f"{self.name}[...] = a {value.dtype.name} tile; {self.name} is {self.dtype.name}",
                          code="bad-dtype", hint="convert it first: value.astype(...)")
@@ -541,7 +569,8 @@ class Local(_TileMath):
     def __invert__(self) -> "Local":
         """``~mask``: where the mask does not hold."""
         if self.dtype != dt.bool_:
-            raise _error(f"'~' negates a mask (a tile of comparisons), got {self!r}", code="bad-dtype")
+            raise _error(f"'~' negates a mask (a tile of comparisons), got {self!r}", code="bad-dtype",
+                         hint="make a mask first with a comparison, e.g. ~(kv_idx <= q_idx)")
         return _map("not", (self.name,), self.shape, dt.bool_)
 
     def __neg__(self) -> "Local":
@@ -552,7 +581,9 @@ class Local(_TileMath):
             return other._elementwise(_SWAPPED[fn], self)
         if isinstance(other, Affine) or (isinstance(other, int) and not isinstance(other, bool) and self.dtype.is_int):
             if not self.dtype.is_int:
-                raise _error(f"comparing a {self.dtype.name} tile with an index", code="bad-dtype")
+                raise _error(f"comparing a {self.dtype.name} tile with an index", code="bad-dtype",
+                             hint="compare integer tiles (nt.arange positions) with indices, or compare a float tile "
+                                  "with a number")
             return _map(fn, (self.name, Affine.of(other)), self.shape, dt.bool_)
         shape = self.shape or _shape(other)
         return _map(fn, (self.name, _as_operand(other, shape, self.dtype)), shape, dt.bool_)
@@ -581,13 +612,15 @@ class Local(_TileMath):
         """The tile's transpose, as the A operand of a product (``dst.astype(dtype).T @ Kt[j]``): staged through
         shared memory and read M-major (16-bit tiles)."""
         if len(self.shape) != 2:
-            raise _error(f"only a matrix tile can be transposed, not {self!r}", code="bad-tile")
+            raise _error(f"only a matrix tile can be transposed, not {self!r}", code="bad-tile",
+                         hint="transpose a 2-D computed tile, e.g. dst.astype(dtype).T @ Kt[j]")
         return _TransposedLocal(self)
 
     def astype(self, dtype: dt.DType) -> "Local":
         """The tile converted to ``dtype``."""
         if not isinstance(dtype, dt.DType):
-            raise _error(f"astype needs an nvdsl dtype, got {dtype!r}", code="bad-dtype")
+            raise _error(f"astype needs an nvdsl dtype, got {dtype!r}", code="bad-dtype",
+                         hint="pass an nvdsl dtype, e.g. t.astype(nt.bfloat16) or t.astype(C.dtype)")
         return _map("cast", (self.name,), self.shape, dtype)
 
     def sum(self, axis: int) -> "Local":
@@ -652,7 +685,8 @@ def _broadcast(value, key) -> "_BroadcastOperand":
     shape = value.region.matrix_shape if isinstance(value, TileRef) else value.shape
     if len(shape) != 1 or key not in ((None, slice(None)), (slice(None), None)):
         raise _error("broadcast a vector tile as v[None, :] (a row, repeated down) or v[:, None] (a column)",
-                     code="bad-tile")
+                     code="bad-tile",
+                     hint="write v[None, :] or v[:, None] on a vector tile (a 1-D tile, such as a sum along an axis)")
     return _BroadcastOperand(value._operand(), 0 if key[0] is None else 1, shape[0], value.dtype)
 
 
@@ -671,7 +705,9 @@ class _BroadcastOperand:
         if isinstance(other, _BroadcastOperand):
             if other.axis == self.axis:
                 raise _error("combine a broadcast row with a broadcast column (v[None, :] - w[:, None]); two rows "
-                             "(or columns) combine as the vectors themselves", code="bad-tile")
+                             "(or columns) combine as the vectors themselves", code="bad-tile",
+                             hint="combine two rows as the vectors themselves (v - w), or broadcast one as a column: "
+                                  "v[None, :] - w[:, None]")
             shape = (self.length, other.length) if self.axis == 1 else (other.length, self.length)
             inputs = (Broadcast(other.source, other.axis), Broadcast(self.source, self.axis)) if reverse else \
                 (Broadcast(self.source, self.axis), Broadcast(other.source, other.axis))
@@ -679,7 +715,9 @@ class _BroadcastOperand:
             return _map(fn, inputs, shape, dtype)
         if isinstance(other, bool) or not isinstance(other, (int, float, Affine, Local)):
             raise _error(f"tile math combines tiles, broadcast vectors, indices and Python numbers, not {other!r}",
-                         code="bad-tile")
+                         code="bad-tile",
+                         hint="combine with a tile, a broadcast vector, a loop index or a Python int or float "
+                              "(float(x) of a NumPy number)")
         operand = other if isinstance(other, Affine) else _as_operand(other, (self.length,), self.dtype)
         dtype = dt.bool_ if fn in _COMPARISONS else \
             _promote(self.dtype, other) if not isinstance(other, Affine) else self.dtype
@@ -723,7 +761,9 @@ def _as_operand(x, shape, dtype: dt.DType | None = None):
     vector."""
     if isinstance(x, bool) or not isinstance(x, (int, float, Affine, Local, TileRef, _BroadcastOperand)):
         raise _error(f"tile math combines tiles, broadcast vectors, indices and Python numbers, not {x!r}",
-                     code="bad-tile")
+                     code="bad-tile",
+                     hint="combine with a tile, a broadcast vector, a loop index or a Python int or float "
+                          "(float(x) of a NumPy number)")
     if isinstance(x, Affine):
         return x
     if isinstance(x, (int, float)):
@@ -732,7 +772,9 @@ def _as_operand(x, shape, dtype: dt.DType | None = None):
         along = shape[1] if x.axis == 0 else shape[0]
         if len(shape) != 2 or x.length != along:
             raise _error(f"a vector of {x.length} broadcast {'down the rows' if x.axis == 0 else 'across the columns'}"
-                         f" does not fit a tile of {list(shape)}", code="bad-shape")
+                         f" does not fit a tile of {list(shape)}", code="bad-shape",
+                         hint="use v[None, :] for a vector with one element per column of the tile, v[:, None] for "
+                              "one per row")
         return Broadcast(x.source, x.axis)
     x_shape = x.region.matrix_shape if isinstance(x, TileRef) else x.shape
     if isinstance(x, Local) and x.shape == ():       # a scalar (nt.scalar) combines with any tile
@@ -742,7 +784,8 @@ def _as_operand(x, shape, dtype: dt.DType | None = None):
         x._operand()                                  # (its privilege check)
         return one_row                                # a tile of one row, (1, N)
     if tuple(x_shape) != tuple(shape):
-        raise _error(f"elementwise operands must have one shape: {list(x_shape)} and {list(shape)}", code="bad-shape")
+        raise _error(f"elementwise operands must have one shape: {list(x_shape)} and {list(shape)}", code="bad-shape",
+                     hint="give both operands one shape, or broadcast a vector with v[None, :] or v[:, None]")
     return x._operand()
 
 
@@ -758,7 +801,8 @@ def _reduce(fn: str, value, axis: int) -> Local:
     trace = _current(f"a {fn} along an axis")
     shape = value.region.matrix_shape if isinstance(value, TileRef) else value.shape
     if len(shape) != 2 or axis not in (0, 1):
-        raise _error(f"{fn}(axis={axis!r}) reduces a matrix tile along axis 0 or 1", code="bad-tile")
+        raise _error(f"{fn}(axis={axis!r}) reduces a matrix tile along axis 0 or 1", code="bad-tile",
+                     hint="reduce a 2-D tile along axis=1 (across each row) or axis=0 (down each column)")
     out = Local(trace.fresh(fn), (shape[1 - axis],), dt.float32)
     trace.declare(ir.TensorDecl(out.name, out.shape, dt.float32, ir.REGISTER))
     trace.add(ir.Reduce, out=out.name, fn=fn, input=value._operand(), axis=axis)
@@ -778,7 +822,8 @@ def _store(tile: TileRef, value) -> None:
     if accumulate:
         if value.tile.region != tile.region:
             raise _error(f"{value.tile.region} += ... is assigned to {tile.region}: add into a tile in place "
-                         "(Ct[i, j] += v)", code="bad-tile")
+                         "(Ct[i, j] += v)", code="bad-tile",
+                         hint="add in place into the tile the sum reads: Ct[i, j] += v")
         value = value.value
         _check_privilege(tile, "reduce", "accumulate into")
         if tile.dtype != dt.float32:
@@ -788,10 +833,14 @@ def _store(tile: TileRef, value) -> None:
     else:
         _check_privilege(tile, "write", "write")
     if not isinstance(value, Local):
-        raise _error(f"assign a computed tile to {tile.region}, got {value!r}", code="bad-tile")
+        raise _error(f"assign a computed tile to {tile.region}, got {value!r}", code="bad-tile",
+                     hint="assign a computed tile (tile math, nt.full), e.g. Ct[i, j] = "
+                          f"acc.astype({tile.tensor.name}.dtype)")
     target = tile.region if value.shape == tile.region.matrix_shape else tile.region.as_tile_of(value.shape)
     if target is None:
-        raise _error(f"a {list(value.shape)} tile cannot be stored into {tile.region}", code="bad-shape")
+        raise _error(f"a {list(value.shape)} tile cannot be stored into {tile.region}", code="bad-shape",
+                     hint=f"store a tile of shape {list(tile.region.matrix_shape)}, the target's, or cut the tensor "
+                          f"into tiles of {list(value.shape)}")
     if value.dtype != tile.dtype:
         raise _error(f"storing a {value.dtype.name} tile into {tile.tensor.name} ({tile.dtype.name})", code="bad-dtype",
                      hint=f"convert it first: value.astype({tile.tensor.name}.dtype)")
@@ -858,9 +907,11 @@ def full(shape, value: float, dtype: dt.DType = dt.float32, *, name: str = "t") 
     trace = _current("nt.full")
     shape = tuple(shape)
     if not shape or not all(isinstance(s, int) and s > 0 for s in shape):
-        raise _error(f"nt.full needs a shape of positive ints, got {shape!r}", code="bad-shape")
+        raise _error(f"nt.full needs a shape of positive ints, got {shape!r}", code="bad-shape",
+                     hint="pass a tuple of positive ints, e.g. nt.full((BM, BN), 0.0)")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _error(f"nt.full fills with a Python number, got {value!r}", code="bad-tile")
+        raise _error(f"nt.full fills with a Python number, got {value!r}", code="bad-tile",
+                     hint="fill with a Python int or float, e.g. 0.0 or -math.inf")
     tile = Local(trace.fresh(name), shape, dtype)
     trace.declare(ir.TensorDecl(tile.name, shape, dtype, ir.REGISTER))
     trace.add(ir.Fill, target=tile.name, value=float(value))
@@ -873,12 +924,14 @@ def arange(length: int, start=0, *, name: str = "pos") -> Local:
     ``nt.where(keys[None, :] <= rows[:, None], s, -math.inf)``."""
     trace = _current("nt.arange")
     if not isinstance(length, int) or isinstance(length, bool) or length <= 0:
-        raise _error(f"nt.arange needs a positive int length, got {length!r}", code="bad-shape")
+        raise _error(f"nt.arange needs a positive int length, got {length!r}", code="bad-shape",
+                     hint="pass a positive Python int, e.g. nt.arange(BM, start=i * BM)")
     try:
         start = Affine.of(start)
     except TypeError:
         raise _error(f"nt.arange's start must be an int or loop variables times ints, got {start!r}",
-                     code="bad-tile") from None
+                     code="bad-tile",
+                     hint="pass start as an int or loop variables times ints, e.g. start=i * BM") from None
     out = Local(trace.fresh(name), (length,), dt.int32)
     trace.declare(ir.TensorDecl(out.name, out.shape, dt.int32, ir.REGISTER))
     trace.add(ir.Iota, out=out.name, start=start, length=length)
@@ -893,7 +946,9 @@ def within(index, low, high) -> ir.Within:
     try:
         return ir.Within(Affine.of(index), Affine.of(low), Affine.of(high))
     except TypeError:
-        raise _error(f"nt.within({index!r}, {low!r}, {high!r}) takes affine indices", code="bad-tile") from None
+        raise _error(f"nt.within({index!r}, {low!r}, {high!r}) takes affine indices", code="bad-tile",
+                     hint="pass ints and loop variables (or nt.load_index values) times ints, e.g. "
+                          "nt.within(j, lo, hi)") from None
 
 
 def where(condition, if_true, if_false, *, unless: "ir.Within | None" = None) -> Local:
@@ -903,13 +958,18 @@ def where(condition, if_true, if_false, *, unless: "ir.Within | None" = None) ->
     where ``lo <= j < hi``; there the mask is neither computed nor applied (the test is one per step)."""
     _current("nt.where")
     if unless is not None and not isinstance(unless, ir.Within):
-        raise _error(f"nt.where's unless= takes nt.within(index, low, high), got {unless!r}", code="bad-tile")
+        raise _error(f"nt.where's unless= takes nt.within(index, low, high), got {unless!r}", code="bad-tile",
+                     hint="pass unless=nt.within(j, lo, hi)")
     if not isinstance(if_true, Local) or len(if_true.shape) not in (1, 2):
-        raise _error(f"nt.where selects from a computed tile or vector, got {if_true!r}", code="bad-tile")
+        raise _error(f"nt.where selects from a computed tile or vector, got {if_true!r}", code="bad-tile",
+                     hint="pass a computed tile or vector as if_true, e.g. nt.where(mask, s, -math.inf) with s from "
+                          "tile math")
     condition_dtype = condition.dtype if isinstance(condition, (Local, _BroadcastOperand)) else None
     if condition_dtype != dt.bool_:
         raise _error(f"nt.where's condition must be a mask (a comparison of positions), got {condition!r}",
-                     code="bad-dtype")
+                     code="bad-dtype",
+                     hint="pass a comparison as the condition, e.g. nt.where(cols[None, :] <= rows[:, None], s, "
+                          "-math.inf)")
     inputs = (_as_operand(condition, if_true.shape), if_true.name, _as_operand(if_false, if_true.shape, if_true.dtype))
     return _map("where", inputs, if_true.shape, if_true.dtype, unless=unless)
 
@@ -919,7 +979,8 @@ def scalar(tensor) -> Local:
     combine with tiles: ``(acc * nt.scalar(scale_a)).astype(C.dtype)``."""
     trace = _current("nt.scalar")
     if not isinstance(tensor, Tensor) or tensor.shape not in ((1,), ()):
-        raise _error(f"nt.scalar needs a task's one-element tensor argument, got {tensor!r}", code="bad-tile")
+        raise _error(f"nt.scalar needs a task's one-element tensor argument, got {tensor!r}", code="bad-tile",
+                     hint="pass a tensor parameter of shape (1,) or (), listed in the task's reads=")
     _check_privilege(tensor.region(), "read", "read")
     out = Local(trace.fresh(tensor.name + "_value"), (), tensor.dtype)
     trace.declare(ir.TensorDecl(out.name, (), tensor.dtype, ir.REGISTER))
@@ -951,7 +1012,8 @@ def _loop(kind: str, extents, below=None, step: int = 1):
     loc, task_chain = user_location(), tuple(trace.tasks)
     extents = tuple(extents)
     if not extents or not all(isinstance(e, int) and not isinstance(e, bool) and e > 0 for e in extents):
-        raise _error(f"nt.{kind} needs positive Python ints (tile counts), got {extents!r}", code="bad-loop")
+        raise _error(f"nt.{kind} needs positive Python ints (tile counts), got {extents!r}", code="bad-loop",
+                     hint=f"pass positive Python ints, such as a partition's grid: nt.{kind}(*Ct.grid)")
     stem = {"prange": "p", "srange": "k"}[kind]
     names = []
     for _ in extents:
@@ -1000,11 +1062,14 @@ def srange(extent: int, *, below=None, step: int = 1):
         except TypeError:
             raise _error(f"nt.srange's below= must be an int or prange variables (or loaded indices) times ints, "
                          f"got {below!r}",
-                         code="bad-loop") from None
+                         code="bad-loop",
+                         hint="pass below= an int or prange variables times ints, e.g. below=(i + 1) * BM") from None
         if not isinstance(step, int) or isinstance(step, bool) or step <= 0:
-            raise _error(f"nt.srange's step={step!r} must be a positive int", code="bad-loop")
+            raise _error(f"nt.srange's step={step!r} must be a positive int", code="bad-loop",
+                         hint="pass step= a positive Python int, e.g. step=BN")
         if not below.terms and below.const <= 0:
-            raise _error(f"nt.srange(below={below.const}) would run no iteration", code="bad-loop")
+            raise _error(f"nt.srange(below={below.const}) would run no iteration", code="bad-loop",
+                         hint="give a positive below=, or leave out the loop where it would run no iteration")
     return _loop("srange", (extent,), below, step)
 
 
@@ -1021,7 +1086,9 @@ class Task:
         unknown = set(privileges) - set(self.parameters)
         if unknown:
             raise TaskError(f"task '{self.name}' declares privileges for {sorted(unknown)}, which are not its "
-                            "parameters", code="privilege", loc=user_location())
+                            "parameters", code="privilege",
+                            hint=f"name only the task's parameters ({', '.join(self.parameters)}) in reads=, reduces= "
+                                 "and writes=", loc=user_location())
 
     def __call__(self, *args, **kwargs):
         raise TaskError(f"task '{self.name}' is not called directly", code="bad-launch",
@@ -1055,9 +1122,12 @@ def launch(t: Task, *args) -> None:
     """
     trace = _current("nt.launch")
     if not isinstance(t, Task):
-        raise _error(f"nt.launch needs a task, got {t!r}", code="bad-launch")
+        raise _error(f"nt.launch needs a task, got {t!r}", code="bad-launch",
+                     hint="pass a function decorated with @nt.task(...) as the first argument")
     if len(args) != len(t.parameters):
-        raise _error(f"task '{t.name}' takes {len(t.parameters)} arguments, got {len(args)}", code="bad-launch")
+        raise _error(f"task '{t.name}' takes {len(t.parameters)} arguments, got {len(args)}", code="bad-launch",
+                     hint=f"pass {len(t.parameters)} arguments, one per parameter of '{t.name}': "
+                          f"{', '.join(t.parameters)}")
     bound = []
     for name, arg in zip(t.parameters, args):
         if isinstance(arg, (Tensor, TileRef, Local)):
@@ -1067,7 +1137,9 @@ def launch(t: Task, *args) -> None:
                              code="privilege", hint="list it in reads=, reduces= or writes=")
             if _LEVELS[arg._privilege] < _LEVELS[wanted]:
                 raise _error(f"task '{t.name}' asks to {wanted} its '{name}', but the caller may only "
-                             f"{_VERBS[arg._privilege]} it", code="privilege")
+                             f"{_VERBS[arg._privilege]} it", code="privilege",
+                             hint=f"declare that tensor in the caller's {_DECLARE[wanted]}, or ask for less in task "
+                                  f"'{t.name}'")
             arg = _narrow(arg, wanted)
         bound.append(arg)
     trace.tasks.append(t.name)
@@ -1094,10 +1166,14 @@ class TraceResult:
 def trace_program(entry: Task, arguments: list[tuple[str, tuple, dt.DType]], tunables: dict) -> TraceResult:
     """Run ``entry`` on tensors named and shaped as ``arguments`` and record its events."""
     if not isinstance(entry, Task):
-        raise TaskError(f"nt.build needs an @nt.task function, got {entry!r}", code="bad-launch", loc=user_location())
+        raise TaskError(f"nt.build needs an @nt.task function, got {entry!r}", code="bad-launch",
+                        hint="decorate the function with @nt.task(reads=..., writes=...) and pass that to nt.build",
+                        loc=user_location())
     if len(arguments) != len(entry.parameters):
         raise TaskError(f"task '{entry.name}' takes {len(entry.parameters)} tensors, got {len(arguments)}",
-                        code="bad-launch", loc=user_location())
+                        code="bad-launch",
+                        hint=f"pass {len(entry.parameters)} arrays, one per parameter: {', '.join(entry.parameters)}",
+                        loc=user_location())
     trace = _Trace(entry.name, tunables)
     tensors = []
     for param, (_, shape, dtype) in zip(entry.parameters, arguments):
@@ -1123,9 +1199,11 @@ def _unary(fn: str, approximate: bool = False):
     def apply(x, **options):
         approx = options.pop("approx", False)
         if options or (approx and not approximate):
-            raise _error(f"nt.{fn} takes no options {sorted(options) or ['approx']}", code="bad-tile")
+            raise _error(f"nt.{fn} takes no options {sorted(options) or ['approx']}", code="bad-tile",
+                         hint=f"call nt.{fn}(x); only exp, exp2, log, log2, tanh, sqrt and rsqrt take approx=True")
         if not isinstance(x, (Local, TileRef)):
-            raise _error(f"nt.{fn} applies to tiles, got {x!r}", code="bad-tile")
+            raise _error(f"nt.{fn} applies to tiles, got {x!r}", code="bad-tile",
+                         hint=f"pass a tile (an argument's tile or tile math), e.g. nt.{fn}(acc)")
         dtype = x.dtype
         name = f"{fn}_approx" if approx else fn
         return _map(name, (x._operand(),), _matrix(x) if isinstance(x, TileRef) else x.shape, dtype)
@@ -1166,7 +1244,8 @@ def log(x, **options) -> Local:
 
 def _as_tile(x, fn: str) -> Local:
     if not isinstance(x, (Local, TileRef)):
-        raise _error(f"nt.{fn} applies to tiles, got {x!r}", code="bad-tile")
+        raise _error(f"nt.{fn} applies to tiles, got {x!r}", code="bad-tile",
+                     hint=f"pass a tile (an argument's tile or tile math), e.g. nt.{fn}(acc)")
     if isinstance(x, TileRef):             # an argument's tile: its values, as a computed tile
         return _map("copy", (x._operand(),), _matrix(x), x.dtype)
     return x
@@ -1185,7 +1264,8 @@ def minimum(a, b) -> Local:
 def _extremum(fn: str, a, b) -> Local:
     base = a if isinstance(a, Local) else b
     if not isinstance(base, Local):
-        raise _error(f"nt.{fn} needs at least one computed tile", code="bad-tile")
+        raise _error(f"nt.{fn} needs at least one computed tile", code="bad-tile",
+                     hint=f"pass a computed tile as one operand, e.g. nt.{fn}(s, 0.0)")
     other = b if base is a else a
     return _map(fn, (_as_operand(a, base.shape, base.dtype), _as_operand(b, base.shape, base.dtype)),
                 base.shape, _promote(base.dtype, other))
@@ -1212,13 +1292,14 @@ def value_and_derivative(fn, x, *args):
     trace = _current("nt.value_and_derivative")
     if not isinstance(x, Local) or not x.dtype.is_float or len(x.shape) != 2:
         raise _error(f"nt.value_and_derivative differentiates with respect to a computed float tile, got {x!r}",
-                     code="bad-tile")
+                     code="bad-tile", hint="pass a 2-D float tile computed by tile math, e.g. s = acc * scale")
     body = trace.bodies[-1]
     start = len(body)
     y = fn(x, *args)
     if not isinstance(y, Local) or y.shape != x.shape or not y.dtype.is_float:
         raise _error(f"nt.value_and_derivative: {getattr(fn, '__name__', fn)} returned {y!r}; it must return a float "
-                     f"tile of the shape of its argument, {list(x.shape)}", code="bad-tile")
+                     f"tile of the shape of its argument, {list(x.shape)}", code="bad-tile",
+                     hint="return elementwise tile math of the argument, e.g. lambda s: cap * nt.tanh(s / cap)")
     events = body[start:]
     tangents: dict[str, object] = {x.name: 1.0}     # derivatives: None (zero), numbers, or tile math operands
     for op in events:
@@ -1228,7 +1309,9 @@ def value_and_derivative(fn, x, *args):
                 tangents[op.out] = tangent
         elif any(name in tangents for name in map(_name_of, op.reads())):
             raise TaskError(f"nt.value_and_derivative: {op} is not elementwise; only elementwise tile math is "
-                            "differentiated", code="bad-tile", loc=op.loc)
+                            "differentiated", code="bad-tile",
+                            hint="use only elementwise tile math in the function: arithmetic, where, maximum, "
+                                 "minimum, exp2, log2, tanh, sqrt", loc=op.loc)
     derivative = tangents.get(y.name)
     return y, 0.0 if derivative is None else derivative
 

@@ -50,6 +50,7 @@ def stage_text(stages: dict, name: str) -> str:
     an event program, a planning pass's decisions, or the explained schedule."""
     if name not in stages:
         raise TaskError(f"no stage {name!r}: the stages are {', '.join(stages)}", code="bad-call",
+                        hint="pass stage= one of the names listed, e.g. stage='schedule' (passes() gives them all)",
                         loc=user_location())
     record = stages[name]
     if isinstance(record, Schedule):
