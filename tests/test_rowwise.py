@@ -554,8 +554,26 @@ def test_library_arguments_are_checked():
         rowwise.rms_norm(x, np.zeros(7, np.float32), x.copy())
     assert bad.value.code == "bad-shape" and "test_rowwise.py" in str(bad.value) and "(8,)" in bad.value.hint
     with pytest.raises(nvdsl.errors.ArgumentError) as bad:
-        rowwise.cross_entropy(x, np.zeros(4, np.int64), np.zeros(4, np.float32))
+        rowwise.cross_entropy(x, np.zeros(4, np.float32), np.zeros(4, np.float32))
     assert bad.value.code == "bad-dtype" and bad.value.hint == "convert it to int32"
+
+
+def test_int64_targets_give_the_int32_targets_loss(backend):
+    """torch's targets are int64 (F.cross_entropy needs them so): they go through an int32 copy, clamped so that a
+    target outside [0, N), however far (an ignore index of -100, 2**40), still picks no logit."""
+    rng = np.random.default_rng(0)
+    logits = (rng.standard_normal((6, 300)) * 3).astype(np.float32)
+    wide = np.array([0, 299, -100, 300, 2 ** 40, -(2 ** 40)], np.int64)
+    narrow = np.array([0, 299, -100, 300, 2 ** 31 - 1, -(2 ** 31)], np.int32)
+    by_int64, by_int32 = np.zeros(6, np.float32), np.zeros(6, np.float32)
+    rowwise.cross_entropy(logits, wide, by_int64)
+    rowwise.cross_entropy(logits, narrow, by_int32)
+    assert np.array_equal(by_int64, by_int32)        # the same kernel on the same int32 targets
+    torch = pytest.importorskip("torch")
+    device = "cuda" if backend == "gpu" else "cpu"
+    loss = torch.zeros(6, device=device)
+    rowwise.cross_entropy(torch.from_numpy(logits).to(device), torch.from_numpy(wide).to(device), loss)
+    assert np.array_equal(loss.cpu().numpy(), by_int32)
 
 
 def test_library_softmax_schedule(request):

@@ -7,8 +7,8 @@
     rowwise.cross_entropy(logits, targets, loss)   # loss[r] = logsumexp(logits[r]) - logits[r, targets[r]]
 
 ``x``, ``y`` and ``logits`` are (M, N) float32, float16 or bfloat16; ``w`` and ``b`` are (N,) of any of those;
-``targets`` (M,) int32 and ``loss`` (M,) float32. Neither M nor N need be a multiple of anything (a vocabulary
-of 50257 works).
+``targets`` (M,) int32 (or int64, as torch's: converted first) and ``loss`` (M,) float32. Neither M nor N need be a
+multiple of anything (a vocabulary of 50257 works).
 
 Each is a short tile program (``nvdsl.tasks``) plus a mapping (:func:`default_mapping`). A block of one consumer
 warpgroup takes ``BM`` = 4 rows of at most 2048 columns (a row per warp) and walks their columns in blocks of ``BN`` =
@@ -368,10 +368,21 @@ def layer_norm(x, w, b, y, *, eps: float = 1e-5, mapping: nt.Mapping | None = No
 
 def cross_entropy(logits, targets, loss, *, mapping: nt.Mapping | None = None, autotune: bool = False) -> None:
     """``loss[r] = logsumexp(logits[r]) - logits[r, targets[r]]`` (natural log) for every row of the (M, N)
-    ``logits`` (float32, float16 or bfloat16); ``targets`` (M,) int32, ``loss`` (M,) float32: torch's
+    ``logits`` (float32, float16 or bfloat16); ``targets`` (M,) int32 or int64, ``loss`` (M,) float32: torch's
     ``cross_entropy(logits, targets, reduction='none')``. A target outside ``[0, N)`` picks no logit (the row's
-    loss is its log-sum-exp)."""
+    loss is its log-sum-exp). int64 targets (torch's) are converted to an int32 copy first (M values, clamped to
+    int32's range so that one outside ``[0, N)`` stays outside), by their own library on their device."""
+    if str(getattr(targets, "dtype", "")) in ("int64", "torch.int64"):
+        targets = _int32_copy(targets)
     _call("cross_entropy", {"logits": logits, "targets": targets, "loss": loss},
           {"logits": "MN", "targets": "M", "loss": "M"},
-          {"logits": _FLOATS, "targets": (dt.int32,), "loss": (dt.float32,)}, "loss", mapping=mapping,
+          {"logits": _FLOATS, "targets": (dt.int32, dt.int64), "loss": (dt.float32,)}, "loss", mapping=mapping,
           autotune=autotune)
+
+
+def _int32_copy(targets):
+    """An int32 copy of int64 ``targets`` (torch's, NumPy's or CuPy's), clamped to int32's range first."""
+    low, high = -2 ** 31, 2 ** 31 - 1
+    if hasattr(targets, "clamp"):           # torch: on the tensor's device and torch's current stream
+        return targets.clamp(low, high).int()
+    return targets.clip(low, high).astype("int32")
