@@ -1037,3 +1037,12 @@ def test_row_blocks_in_shared_memory_refusals():
     with pytest.raises(MappingError, match="resident_X 262144 B") as refused:
         rowwise.kernel("softmax", mapping=whole).plan(wide, wide)
     assert "memory['X']='register'" in refused.value.hint, refused.value.hint
+
+
+def test_the_explanation_names_the_slots_where_a_rows_warps_meet():
+    """A row over several warps sums its parts in shared memory that emission places: explain() said "shared
+    memory: 0 of ..." for it. Rows of one warp (BM = 4 at N = 1000) need none, and the line is not there."""
+    wide, narrow = np.zeros((64, 4096), np.float16), np.zeros((64, 1000), np.float16)
+    text = rowwise.kernel("softmax", n=4096, m=64).explain(wide, wide)
+    assert "and the slots where each row's 4 warps meet for its reductions" in text
+    assert "warps meet" not in rowwise.kernel("softmax", n=1000, m=64).explain(narrow, narrow)

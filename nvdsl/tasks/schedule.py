@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from ..errors import TaskError, user_location
 from . import passes
-from .ir import Loop, Mma, Program, argument_loads, format_program
+from ..layouts import warps_per_row
+from .ir import Loop, Mma, Program, Reduce, argument_loads, format_program, walk
 from .mapping import PINGPONG, Mapping
 from .stages import (BEHIND_IN_FLIGHT, TURN_BARRIER, Schedule, format_joined, format_levels, format_memory_map,
                      format_ones, format_resident, format_store, issued_ahead)
@@ -58,6 +59,13 @@ def stage_text(stages: dict, name: str) -> str:
     return format_program(record) if isinstance(record, Program) else str(record)
 
 
+def _sums_meet_across_warps(s: Schedule) -> bool:
+    """Whether a row-wise tile's rows lie over several warps and the program reduces along them: the partial sums
+    meet in shared memory that emission places (``hopper.tile``'s reduction across warps), beyond the map."""
+    return s.lanes_along_rows and warps_per_row(s.rows, s.row_warps) > 1 and \
+        any(isinstance(op, Reduce) and op.axis == 1 for op, _ in walk(s.program.body))
+
+
 def explain(schedule: Schedule) -> str:
     """The schedule as text: mapping, roles, rings, shared-memory map, and each role's program."""
     s = schedule
@@ -70,6 +78,9 @@ def explain(schedule: Schedule) -> str:
                      f"{sum(t.loaded_bytes for t in r.tiles)} B; empty: {r.empty_arrivals} arrival(s); {r.route()}; "
                      f"tiles: {r.tiles_text()}")
     lines += format_memory_map(s.buffers, s.smem_bytes, s.mapping.smem_limit)
+    if _sums_meet_across_warps(s):
+        lines.append(f"  and the slots where each row's {warps_per_row(s.rows, s.row_warps)} warps meet for its "
+                     "reductions (a few bytes each, placed as they are traced)")
     lines.append("schedule:")
     lines += _producer(s) + _consumer(s)
     lines += [format_joined(j) for j in s.joined] + [format_ones(t) for t in s.ones]
