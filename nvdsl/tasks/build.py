@@ -90,17 +90,19 @@ class TaskKernel:
             recording.run(self, arrays, stream)
 
     def _bound(self, arrays: tuple, named: dict) -> tuple:
-        parameters = [inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD) for p in self.entry.parameters]
+        """The arrays of a call that names some, in the program's parameter order."""
+        parameters = self.entry.parameters
+        unknown = next((n for n in named if n not in parameters), None)
         try:
-            unknown = next((n for n in named if n not in self.entry.parameters), None)
-            if unknown is not None:
-                raise TypeError(f"no parameter is named {unknown!r}")
-            bound = inspect.Signature(parameters).bind(*arrays, **named)
-        except TypeError as error:
-            raise ArgumentError(f"{self.entry.name}({', '.join(self.entry.parameters)}): {error}", code="bad-call",
-                                hint="pass one array per parameter, by position or by its name",
-                                loc=user_location()) from None
-        return tuple(bound.arguments[p] for p in self.entry.parameters)
+            if unknown is None:
+                bound = inspect.Signature([inspect.Parameter(p, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+                                           for p in parameters]).bind(*arrays, **named)
+                return tuple(bound.arguments[p] for p in parameters)
+            problem = f"no parameter is named {unknown!r}"
+        except TypeError as error:          # a missing array, or one given twice
+            problem = str(error)
+        raise ArgumentError(f"{self.entry.name}({', '.join(parameters)}): {problem}", code="bad-call",
+                            hint="pass one array per parameter, by position or by its name", loc=user_location())
 
     def profiled(self, *arrays, stream=None):
         """Run the variant that records its timeline into the last two arrays (see ``nvdsl.profile``)."""
