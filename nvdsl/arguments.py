@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from . import dtypes as dt
 from .errors import ArgumentError, SourceLocation
-from .signature import ARRAY, SCALAR, ArgSpec, row_major_strides
+from .signature import ARRAY, SCALAR, ArgSpec, row_major_strides, span_elements
 from .target import TMA_ADDRESS_BYTES
 
 HOST = "host"
@@ -524,3 +524,77 @@ def check_outputs_writable(outputs: dict, loc) -> None:
     for name, array in outputs.items():
         if array is not None:
             check_writable(array, name, loc)
+
+
+class DisjointOutputs:
+    """The check, per call, that each argument a program writes shares no memory with any other array argument
+    (a task kernel's blocks read and write in no set order, so an output over an input, or over another output,
+    would make the result depend on that order). ``pairs`` are the (written, other) argument indices to test: both
+    host arrays (tested by NumPy) or both device arrays (tested by their addresses). Where two device arrays' spans
+    of memory meet, NumPy's exact test decides, on arrays made from the addresses alone (no memory is read): views
+    that interleave without a common element (slices of one packed buffer) pass."""
+
+    def __init__(self, specs: tuple[ArgSpec, ...], locations, written):
+        self.specs = specs
+        self.pairs = tuple((i, j) for i in sorted(written) for j, spec in enumerate(specs)
+                           if j != i and spec.kind == ARRAY and locations[i] is not None and
+                           locations[i] == locations[j] and not (j in written and j < i))
+        self.locations = locations
+        #: per argument, the bytes its elements reach from its first element's address (0 when it has none)
+        self.spans = tuple(_span_bytes(s) if s.kind == ARRAY else 0 for s in specs)
+        self._apart: dict[tuple, bool] = {}     # (i, j, address i, address j) -> no common element
+
+    def check_host(self, args) -> None:
+        """Refuse a call whose written host (NumPy) array shares memory with another of its host arrays."""
+        for i, j in self.pairs:
+            if self.locations[i] == HOST and np.may_share_memory(args[i], args[j]) and \
+                    np.shares_memory(args[i], args[j]):
+                raise self.error(i, j)
+
+    def check_device(self, addresses) -> None:
+        """Refuse a call whose written device array (``addresses``: each argument's, by index) shares memory with
+        another of its device arrays."""
+        spans = self.spans
+        for i, j in self.pairs:
+            if self.locations[i] != HOST:
+                a, b = addresses[i], addresses[j]
+                if a < b + spans[j] and b < a + spans[i]:
+                    self.refuse_if_shared(i, j, a, b)
+
+    def refuse_if_shared(self, i: int, j: int, a: int, b: int) -> None:
+        """Device arrays ``i`` at ``a`` and ``j`` at ``b``, whose spans meet: refused if they share an element."""
+        key = (i, j, a, b)
+        apart = self._apart.get(key)
+        if apart is None:
+            apart = not np.shares_memory(_at_address(self.specs[i], a), _at_address(self.specs[j], b))
+            if len(self._apart) >= 256:
+                self._apart.clear()
+            self._apart[key] = apart
+        if not apart:
+            raise self.error(i, j)
+
+    def error(self, i: int, j: int) -> ArgumentError:
+        written, other = self.specs[i].name, self.specs[j].name
+        return ArgumentError(f"argument '{written}' shares memory with argument '{other}'; the kernel writes "
+                             f"'{written}' while its blocks, in no set order, read or write '{other}', so the "
+                             "result would depend on that order", code="overlapping-arrays",
+                             hint=f"write '{written}' into an array of its own (torch.empty_like, np.empty_like) "
+                                  "and copy it over after the call")
+
+
+def _span_bytes(spec: ArgSpec) -> int:
+    return span_elements(spec.shape, spec.element_strides) * spec.dtype.itemsize
+
+
+class _AddressOnly:
+    """An ``__array_interface__`` over memory at an address that NumPy never reads (its overlap tests use the
+    address, shape and strides alone)."""
+
+    def __init__(self, spec: ArgSpec, address: int):
+        itemsize = spec.dtype.itemsize
+        self.__array_interface__ = {"data": (address, True), "shape": tuple(spec.shape), "typestr": f"|V{itemsize}",
+                                    "strides": tuple(s * itemsize for s in spec.element_strides), "version": 3}
+
+
+def _at_address(spec: ArgSpec, address: int):
+    return np.asarray(_AddressOnly(spec, address))

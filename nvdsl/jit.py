@@ -29,8 +29,8 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .arguments import (HOST, OnHostViews, arrays_device, check_writable, describe, device_array_info, host_views,
-                        is_cpu_tensor, is_cuda_tensor, signature_key)
+from .arguments import (HOST, DisjointOutputs, OnHostViews, arrays_device, check_writable, describe,
+                        device_array_info, host_views, is_cpu_tensor, is_cuda_tensor, signature_key)
 from .errors import (ArgumentError, InternalError, NoDeviceError, ProtocolCheckWarning, PtxasWarning, SourceLocation,
                      TraceError, UserError, user_location)
 from .frontend.trace import Trace
@@ -87,7 +87,8 @@ class TracedFunction:
     on NumPy arrays only.
     """
 
-    def __init__(self, fn, options: Options | None, *, definition: SourceLocation | None = None, keyed_by=None):
+    def __init__(self, fn, options: Options | None, *, definition: SourceLocation | None = None, keyed_by=None,
+                 disjoint_outputs: bool = False):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.name = _symbol(fn.__name__)
@@ -99,6 +100,7 @@ class TracedFunction:
         self._traced: list[tuple[ArgSpec, ...]] = []   # signatures traced so far, to explain dtype changes
         self._definition = definition or SourceLocation(fn.__code__.co_filename, fn.__code__.co_firstlineno)
         self._keyed_by = keyed_by
+        self._disjoint_outputs = disjoint_outputs    # refuse a call whose written arrays share memory with others
 
     @property
     def options(self) -> Options:
@@ -116,7 +118,7 @@ class TracedFunction:
     def with_options(self, **changes) -> "TracedFunction":
         """The same function under options with ``changes`` applied (e.g. ``dump_dir=...``)."""
         return TracedFunction(self.fn, self.options.replace(**changes), definition=self._definition,
-                              keyed_by=self._keyed_by)
+                              keyed_by=self._keyed_by, disjoint_outputs=self._disjoint_outputs)
 
     def __call__(self, *args, stream=None, **constants):
         try:
@@ -324,9 +326,11 @@ class TracedFunction:
             if locations[i] is not None:
                 check_writable(args[i] if locations[i] == HOST else device_array_info(args[i]), specs[i].name,
                                user_location())
+        disjoint = DisjointOutputs(specs, locations, written) if self._disjoint_outputs else None
         if backend == INTERPRET:
             views = host_views(args)        # CPU torch tensors: the NumPy arrays sharing their memory
-            program = InterpretedProgram(trace.module, specs, locations, written, options.seed, views, constants_key)
+            program = InterpretedProgram(trace.module, specs, locations, written, options.seed, views, constants_key,
+                                         disjoint)
             if any(map(is_cpu_tensor, args)):
                 program = OnHostViews(program, args)
         else:
@@ -335,7 +339,7 @@ class TracedFunction:
             device = get_device(arrays_device(args, options.device))
             loaded = load_module(device, module.cubin, module.ptx, options.chip) if module.plan.launches else None
             program = LoadedProgram(device, module.plan, loaded, specs, locations, written, self.name, args,
-                                    constants_key)
+                                    constants_key, disjoint)
         if key is not None:
             self._programs[key] = program
         return program

@@ -19,12 +19,13 @@ class InterpretedProgram:
     """
 
     def __init__(self, module: ir.Module, specs: tuple[ArgSpec, ...], locations, written: frozenset[int],
-                 seed: int | None, sample_args, constants_key):
+                 seed: int | None, sample_args, constants_key, disjoint=None):
         self.specs = specs
         self.locations = locations
         self.written = written
         self.seed = seed
         self.constants_key = constants_key
+        self.disjoint = disjoint          # arguments.DisjointOutputs, or None where outputs may overlap inputs
         self.keys = tuple(signature_key(a) for a in sample_args)
         self.program = Program(module, fuzz=seed is not None)
 
@@ -46,5 +47,7 @@ class InterpretedProgram:
                 if not lo <= args[i] <= hi:
                     raise ArgumentError(f"argument '{spec.name}'={args[i]} does not fit {spec.dtype.name}",
                                         code="out-of-range", hint="pass a NumPy scalar of a wider type")
+        if self.disjoint is not None:
+            self.disjoint.check_host(args)
         self.program.run(self.specs, args, self.written, seed=self.seed)
         return True

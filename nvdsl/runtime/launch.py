@@ -18,8 +18,8 @@ import numpy as np
 from .. import dtypes as dt
 from ..errors import ArgumentError, CaptureError, CudaError, LaunchConfigError
 from ..signature import ARRAY, ArgSpec, ProgramPlan, TensorMapSpec, span_elements
-from ..arguments import (HOST, ArrayInfo, check_device_layout, check_writable, cpu_tensor_on_gpu, device_array_info,
-                         is_cuda_tensor, is_torch_tensor, tensor_guard, view_strides)
+from ..arguments import (HOST, ArrayInfo, DisjointOutputs, check_device_layout, check_writable, cpu_tensor_on_gpu,
+                         device_array_info, is_cuda_tensor, is_torch_tensor, tensor_guard, view_strides)
 from ..target import TMA_ADDRESS_BYTES
 from .device import Device, check, device_table, driver
 from .tensormap import DeviceTensorMaps, is_capturing
@@ -125,9 +125,10 @@ class LoadedProgram:
 
     def __init__(self, device: Device, plan: ProgramPlan, module, specs: tuple[ArgSpec, ...],
                  locations: tuple[str | None, ...], written: frozenset[int], name: str, sample_args,
-                 constants_key=()):
+                 constants_key=(), disjoint: DisjointOutputs | None = None):
         """``sample_args`` are the first call's arguments: their types (part of the signature) pick the
-        binders; ``constants_key`` is the keyed form of its compile-time constants."""
+        binders; ``constants_key`` is the keyed form of its compile-time constants; ``disjoint``, where given,
+        refuses calls whose written arrays share memory with other arrays."""
         cu = driver()
         self._cu = cu
         self.device = device
@@ -135,6 +136,7 @@ class LoadedProgram:
         self.specs = specs
         self.module = module
         self.constants_key = constants_key
+        self._disjoint = disjoint
         self._lock = threading.Lock()
         self._slots = [dt.ctype(dt.uint64 if s.kind == ARRAY else s.dtype)() for s in specs]
         # Scratch arrays (nvdsl.empty / zeros) are parameters after the arguments, allocated per call.
@@ -264,6 +266,9 @@ class LoadedProgram:
             for bind in self._binders:
                 if not bind(args):
                     return False
+            if self._disjoint is not None:
+                self._disjoint.check_host(args)
+                self._disjoint.check_device([slot.value for slot in self._slots])
             if self._host or self._scratch:
                 self._run_with_memory(args, stream)
             elif self._tensormaps:
@@ -415,6 +420,7 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
     for i in range(count):
         if guard is None or i not in guarded:
             lines += one_by_one[i]
+    lines += _disjoint_lines(program, names)
     if program._tensormaps:
         # LoadedProgram.capturing, its common case (one device) inlined
         lines.append("        captured = (torch_capturing() if len(DEVICES) <= 1 else capturing(stream))"
@@ -440,6 +446,24 @@ def _fused_run(program: LoadedProgram, plan: ProgramPlan, locations, sample_args
     lines += ["    finally:", "        release()", "    return True"]
     exec(compile("\n".join(lines), f"<nvdsl run of {program.name}>", "exec"), names)
     return names["run"]
+
+
+def _disjoint_lines(program: LoadedProgram, names: dict) -> list[str]:
+    """The lines of the generated run that test, once the slots hold the call's addresses, whether a written array
+    and another array's spans of memory meet (``DisjointOutputs.check_device`` inlined): where they do,
+    ``refuse_if_shared`` decides."""
+    disjoint = program._disjoint
+    if disjoint is None:
+        return []
+    spans = disjoint.spans
+    pairs = [(i, j) for i, j in disjoint.pairs if spans[i] and spans[j]]
+    involved = sorted({k for pair in pairs for k in pair})
+    names["refuse_if_shared"] = disjoint.refuse_if_shared
+    lines = [f"        q{k} = slot{k}.value" for k in involved]
+    for i, j in pairs:
+        lines += [f"        if q{i} < q{j} + {spans[j]} and q{j} < q{i} + {spans[i]}:",
+                  f"            refuse_if_shared({i}, {j}, q{i}, q{j})"]
+    return lines
 
 
 def _bound_alone(program: LoadedProgram, i: int, names: dict, spec: ArgSpec, where, sample, addressed: bool

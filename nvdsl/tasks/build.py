@@ -47,9 +47,11 @@ class TaskKernel:
         # the user's call (host's frames are nvdsl's).
         code = entry.fn.__code__
         definition = SourceLocation(code.co_filename, code.co_firstlineno)
-        self._function = TracedFunction(self._host(recording=False), None, definition=definition, keyed_by=self)
+        # A task kernel's blocks run in no set order: an output sharing memory with another array is refused.
+        self._function = TracedFunction(self._host(recording=False), None, definition=definition, keyed_by=self,
+                                        disjoint_outputs=True)
         self._recording = TracedFunction(self._host(recording=True), None, definition=definition,
-                                         keyed_by=_Recording(self))
+                                         keyed_by=_Recording(self), disjoint_outputs=True)
 
     def _host(self, recording: bool):
         """The host function the hub traces: the program's arguments (and, ``recording``, a timeline's header and
