@@ -212,11 +212,23 @@ def test_a_task_program_refuses_a_tile_stored_from_an_argument_shorter_than_it(s
     (dict(registers={"consumer": 300}), "mapping-registers", "24..256"),
     (dict(memory={"A": "texture"}), "bad-mapping", "one of"),
     (dict(smem_limit=300_000), "mapping-smem", "232448"),
+    (dict(consumer=1), "bad-mapping", "no field 'consumer'"),        # a misspelt field: a mapping error, not TypeError
 ])
 def test_mapping_fields_are_checked_when_made(fields, code, words):
     with pytest.raises(nvdsl.MappingError) as info:
         nt.Mapping(**fields)
     assert info.value.code == code and words in str(info.value), str(info.value)
+    assert info.value.hint and "test_tasks.py" in str(info.value)           # the caller's line
+
+
+def test_a_misspelt_mapping_field_is_refused_with_the_nearest_one():
+    with pytest.raises(nvdsl.MappingError, match="did you mean consumers=") as info:
+        nt.Mapping(consumer=1)
+    assert info.value.loc is not None and "test_tasks.py" in info.value.loc.filename
+    with pytest.raises(nvdsl.MappingError, match="by name"):
+        nt.Mapping({"BM": 64})
+    with pytest.raises(nvdsl.MappingError, match="did you mean tiles="):
+        nt.Mapping().replace(tile={"BM": 64})
 
 
 def test_program_mistakes_are_named():

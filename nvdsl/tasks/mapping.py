@@ -9,6 +9,8 @@ before anything is traced.
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 from dataclasses import dataclass, field
 
 from ..errors import MappingError, user_location
@@ -200,10 +202,7 @@ class Mapping:
 
     def _remade(self, changes: dict) -> "Mapping":
         # not dataclasses.replace: a refusal then points at the user's line, not at dataclasses.py
-        unknown = set(changes) - {f.name for f in _fields(self)}
-        if unknown:
-            raise _bad(f"Mapping has no field {sorted(unknown)[0]!r}",
-                       hint=f"use the fields of nt.Mapping: {', '.join(f.name for f in _fields(self))}")
+        _refuse_unknown_fields(changes)
         return Mapping(**{f.name: changes.get(f.name, getattr(self, f.name)) for f in _fields(self)})
 
     def __str__(self) -> str:
@@ -218,6 +217,32 @@ class Mapping:
 
 def _fields(mapping: Mapping):
     return [f for f in dataclasses.fields(mapping) if f.init]
+
+
+def _refuse_unknown_fields(given) -> None:
+    """Refuse a name among ``given`` that is no field of a mapping, proposing the nearest field."""
+    names = [f.name for f in _fields(Mapping)]
+    unknown = sorted(set(given) - set(names))
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], names, n=1)
+        hint = f"did you mean {near[0]}=...? " if near else ""
+        raise _bad(f"Mapping has no field {unknown[0]!r}", hint=f"{hint}the fields of nt.Mapping: {', '.join(names)}")
+
+
+def _init_by_name(generated):
+    """The dataclass's ``__init__``, its fields taken by name only, and an unknown name refused as a mapping
+    error at the user's line (not Python's TypeError)."""
+    @functools.wraps(generated)
+    def __init__(self, *positional, **fields):
+        if positional:
+            raise _bad(f"nt.Mapping takes its fields by name, got {len(positional)} positional argument(s)",
+                       hint="pass them by name: nt.Mapping(tiles={'BM': 128}, consumers=2, ...)")
+        _refuse_unknown_fields(fields)
+        generated(self, **fields)
+    return __init__
+
+
+Mapping.__init__ = _init_by_name(Mapping.__init__)
 
 
 def change_text(change: dict) -> str:
