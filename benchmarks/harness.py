@@ -14,6 +14,12 @@ Timing methods (each measurement records which one it used in ``extra["timing"]`
   for systems that run on a stream torch cannot see (JAX).
 * ``host`` (:func:`time_host`): host time per call of a tight loop of calls,
   with and without the final synchronisation (launch overhead).
+
+Beside the device-timed systems, :class:`ClockSampler` reads the SM clock from ``nvidia-smi`` every
+:data:`CLOCK_PERIOD_MS` while they run and records the median of the samples taken during each one's timed calls
+(``extra["sm_clock_mhz"]``): under a load that keeps the tensor cores busy the card sets its clock by its power limit,
+so two systems timed side by side may run at different clocks, and a table's ratio per SM cycle says how much of a
+ratio is the clock's.
 """
 
 from __future__ import annotations
@@ -418,6 +424,7 @@ class _Ready:
     role: str | None
     times: list[float] = field(default_factory=list)
     inner: int | None = None
+    windows: list[tuple[float, float]] = field(default_factory=list)     # host times of its timed calls
 
 
 def _prepared_system(suite, system, params, prepare, *, flops=None, nbytes=None, role=None) -> _Ready:
@@ -432,10 +439,12 @@ def _timed_in_rounds(ready: list[_Ready], args) -> list[Measurement]:
     """Time each prepared system ``args.rounds`` times in turn, ``args.reps`` repetitions in all, and summarise."""
     rounds = max(1, getattr(args, "rounds", 1))
     shares = [args.reps // rounds + (r < args.reps % rounds) for r in range(rounds)]
+    sampler = clock_sampler()
     for reps in (share for share in shares if share):
         for r in ready:
             if r.failure is not None:
                 continue
+            started = time.time()
             try:
                 if r.prepared.timing == "wallclock":
                     times, r.inner = time_wallclock(r.prepared.fn, r.prepared.sync, warmup=args.warmup, reps=reps)
@@ -443,12 +452,16 @@ def _timed_in_rounds(ready: list[_Ready], args) -> list[Measurement]:
                     times = time_cuda(r.prepared.fn, warmup=args.warmup, reps=reps, flush_l2=args.flush_l2,
                                       queue_ahead=not getattr(args, "host_bound", False))
                 r.times += times
+                r.windows.append((started, time.time()))
             except Exception as e:
                 r.failure = Measurement.failure(r.suite, r.system, r.params, e, role=r.role)
+    clocks = sampler.clocks([r.windows for r in ready]) if sampler is not None else [None] * len(ready)
     measurements = []
-    for r in ready:
+    for r, clock in zip(ready, clocks):
         if r.failure is None:
             extra = dict(r.prepared.extra)
+            if clock is not None:
+                extra.update(sm_clock_mhz=clock[0], sm_clock_samples=f"{clock[1]} from {clock[2]} to {clock[3]} MHz")
             if r.prepared.check is not None:
                 extra["check"] = r.prepared.check.to_json()
             if r.prepared.timing == "wallclock":
@@ -512,6 +525,84 @@ def selected(args, system: str) -> bool:
     """Whether ``--systems`` (a comma-separated list; empty means all) asks for this system."""
     wanted = getattr(args, "systems", None)
     return not wanted or system in {s.strip() for s in wanted.split(",")}
+
+
+# --------------------------------------------------------------------------- the SM clock while timed
+
+#: Milliseconds between two readings of the SM clock (:class:`ClockSampler`).
+CLOCK_PERIOD_MS = 20
+#: Seconds the sampler waits, after a system's last timed call, for nvidia-smi's readings of it to come in.
+CLOCK_SETTLE_S = 0.2
+
+
+class ClockSampler:
+    """The SM clock as ``nvidia-smi --query-gpu=timestamp,clocks.sm -lms CLOCK_PERIOD_MS`` prints it, one reading a
+    line, read by a thread (:meth:`start`) or fed line by line (:meth:`feed`); :meth:`clocks` summarises the readings
+    taken inside stretches of host time (each system's timed calls)."""
+
+    def __init__(self):
+        self.readings: list[tuple[float, int]] = []      # (host time in seconds, MHz)
+        self.process = None
+
+    @classmethod
+    def start(cls) -> "ClockSampler | None":
+        """A sampler reading from an ``nvidia-smi`` started now, or None without one."""
+        import threading
+
+        exe = shutil.which("nvidia-smi")
+        if exe is None:
+            return None
+        index = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip() or "0"
+        sampler = cls()
+        try:
+            sampler.process = subprocess.Popen(
+                [exe, "--query-gpu=timestamp,clocks.sm", "--format=csv,noheader,nounits", f"-lms={CLOCK_PERIOD_MS}",
+                 "-i", index], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        except OSError:
+            return None
+        threading.Thread(target=lambda: [sampler.feed(line) for line in sampler.process.stdout], daemon=True).start()
+        return sampler
+
+    def feed(self, line: str) -> None:
+        """Take one line of nvidia-smi's output (``2026/12/02 02:43:14.123, 1980``); others are skipped."""
+        try:
+            stamp, mhz = (part.strip() for part in line.split(","))
+            when = datetime.datetime.strptime(stamp, "%Y/%m/%d %H:%M:%S.%f").timestamp()
+            self.readings.append((when, int(float(mhz))))
+        except ValueError:
+            pass
+
+    def clocks(self, windows: list[list[tuple[float, float]]], settle_s: float = CLOCK_SETTLE_S
+               ) -> list[tuple[int, int, int, int] | None]:
+        """Per system, (median, readings, lowest, highest) of the MHz read inside its ``windows`` of host time, or
+        None where none was; waits ``settle_s`` for the last readings when they are still to come."""
+        ends = [end for w in windows for _, end in w]
+        if self.process is not None and ends and settle_s and (not self.readings or self.readings[-1][0] < max(ends)):
+            time.sleep(settle_s)
+        found = []
+        for spans in windows:
+            mhz = sorted(m for when, m in list(self.readings) if any(a <= when <= b for a, b in spans))
+            found.append((mhz[len(mhz) // 2], len(mhz), mhz[0], mhz[-1]) if mhz else None)
+        return found
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+
+
+_CLOCK_SAMPLER: list = []         # [the run's sampler, or None], started at the first timing
+
+
+def clock_sampler() -> ClockSampler | None:
+    """The run's :class:`ClockSampler` (started at the first call, stopped at exit), or None without nvidia-smi."""
+    if not _CLOCK_SAMPLER:
+        import atexit
+
+        sampler = ClockSampler.start()
+        if sampler is not None:
+            atexit.register(sampler.stop)
+        _CLOCK_SAMPLER.append(sampler)
+    return _CLOCK_SAMPLER[0]
 
 
 # --------------------------------------------------------------------------- environment

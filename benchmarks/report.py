@@ -124,7 +124,9 @@ def _grid(module, measurements: list[Measurement]) -> list[str]:
     rows = group_rows(measurements)
     extras = list(dict.fromkeys(k for row in rows for k in (derived(row) if derived else {})))
     ratio = "nvdsl / best peer" + ("" if higher else " (time)")
-    header = ["shape"] + systems + (["best peer", ratio] if has_peers else []) + extras
+    clocked = has_peers and any(CLOCK in m.extra for m in measurements)
+    header = ["shape"] + systems + (["best peer", ratio] if has_peers else []) + \
+        (["SM MHz while timed (nvdsl / peer)", ratio + " per SM cycle"] if clocked else []) + extras
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         by_system = {m.system: m for m in row}
@@ -134,10 +136,27 @@ def _grid(module, measurements: list[Measurement]) -> list[str]:
             peer, ours = _best(row, PEER, metric, higher), default[0] if default else _best(row, NVDSL, metric, higher)
             cells.append(f"{peer.system} {_fmt(value(peer, metric))}" if peer else "—")
             cells.append(f"{value(ours, metric) / value(peer, metric):.2f}×" if peer and ours else "—")
+            if clocked:
+                cells += _per_cycle(ours, peer, metric, higher)
         found = derived(row) if derived else {}
         cells += [found.get(k, "—") for k in extras]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+#: The extra that holds a measurement's median SM clock while it was timed (see ``harness.ClockSampler``).
+CLOCK = "sm_clock_mhz"
+
+
+def _per_cycle(ours: Measurement | None, peer: Measurement | None, metric: str, higher: bool) -> list[str]:
+    """The clocks nvdsl's system and the best peer ran at, and their ratio with the clocks taken out (each one's
+    work per SM cycle: the ratio a kernel bound by its SM's pipes would show at one clock)."""
+    clocks = [m.extra.get(CLOCK) if m is not None else None for m in (ours, peer)]
+    if None in clocks:
+        return ["—", "—"]
+    ratio = value(ours, metric) / value(peer, metric)
+    per_cycle = ratio * clocks[1] / clocks[0] if higher else ratio * clocks[0] / clocks[1]
+    return [f"{clocks[0]} / {clocks[1]}", f"{per_cycle:.2f}×"]
 
 
 _QUIET = {"traceback", "check", "configs_tried", "compile_stages_s", "calls_per_repeat", "l2_flush"}

@@ -4,6 +4,7 @@ Triton peers compile for sm_90a."""
 
 import os
 import subprocess
+import datetime
 import sys
 import tempfile
 from types import SimpleNamespace
@@ -99,6 +100,7 @@ def test_rounds_time_the_systems_of_a_shape_in_turn(monkeypatch):
         calls.append((fn(), reps))
         return [1.0] * reps
     monkeypatch.setattr(harness, "time_cuda", fake_time_cuda)
+    monkeypatch.setattr(harness, "_CLOCK_SAMPLER", [None])        # no nvidia-smi read, even on a GPU machine
     monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=SimpleNamespace(empty_cache=lambda: None)))
 
     def broken(ops, args):
@@ -110,6 +112,61 @@ def test_rounds_time_the_systems_of_a_shape_in_turn(monkeypatch):
     assert calls == [("nvdsl", 3), ("peer", 3), ("nvdsl", 2), ("peer", 2), ("nvdsl", 2), ("peer", 2)]
     assert [(m.system, m.reps, m.extra.get("rounds")) for m in measured[:2]] == [("nvdsl", 7, 3), ("peer", 7, 3)]
     assert measured[2].system == "broken" and "no such peer" in measured[2].error
+
+def _smi_line(when: float, mhz) -> str:
+    """A line of ``nvidia-smi --query-gpu=timestamp,clocks.sm --format=csv,noheader,nounits`` at host time ``when``."""
+    return datetime.datetime.fromtimestamp(when).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3] + f", {mhz}\n"
+
+
+def test_the_clock_sampler_summarises_the_readings_inside_each_systems_timed_calls():
+    from benchmarks import harness
+    sampler = harness.ClockSampler()
+    base = 1_790_000_000.0
+    for i, mhz in enumerate([1980, 1500, 1520, 1490, "[N/A]", 1600, 1610]):
+        sampler.feed(_smi_line(base + 0.1 * i, mhz))
+    sampler.feed("not a reading\n")
+    windows = [[(base + 0.05, base + 0.35)], [(base + 0.45, base + 0.65), (base - 1, base - 0.5)], [(base + 5, base + 6)]]
+    assert sampler.clocks(windows) == [(1500, 3, 1490, 1520), (1610, 2, 1600, 1610), None]
+
+
+def test_each_system_records_the_sm_clock_it_was_timed_at(monkeypatch):
+    """The readings taken while a system's calls were timed, over all its rounds, and no other system's."""
+    from benchmarks import harness
+    sampler = harness.ClockSampler()
+    now = [1_790_000_000.0]
+
+    def tick():
+        now[0] += 0.01
+        return now[0]
+
+    def fake_time_cuda(fn, *, warmup, reps, flush_l2, queue_ahead):
+        sampler.feed(_smi_line(tick(), fn()))          # a reading while this system's calls run
+        return [1.0] * reps
+    monkeypatch.setattr(harness, "time_cuda", fake_time_cuda)
+    monkeypatch.setattr(harness, "time", SimpleNamespace(time=tick, sleep=lambda s: None))
+    monkeypatch.setattr(harness, "_CLOCK_SAMPLER", [sampler])
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=SimpleNamespace(empty_cache=lambda: None)))
+    systems = {"nvdsl": lambda ops, args: harness.Prepared(lambda: 1500),
+               "cublas": lambda ops, args: harness.Prepared(lambda: 1600)}
+    args = SimpleNamespace(rounds=2, reps=4, warmup=1, flush_l2=False, systems="")
+    measured = harness.run_shapes("gemm", [{"K": 1}], lambda p: None, systems, lambda p: 2e9, args)
+    assert [(m.system, m.extra["sm_clock_mhz"], m.extra["sm_clock_samples"]) for m in measured] == \
+        [("nvdsl", 1500, "2 from 1500 to 1500 MHz"), ("cublas", 1600, "2 from 1600 to 1600 MHz")]
+
+
+def test_the_table_gives_the_clocks_and_the_ratio_per_sm_cycle():
+    """nvdsl and cuBLAS tie in time, but nvdsl ran at 1500 MHz and cuBLAS at 1600: per SM cycle nvdsl does 1.07x the
+    work (a GEMM bound by its tensor pipes would lead by that at one clock)."""
+    shape = {"dtype": "bf16", "M": 8192, "N": 8192, "K": 4096, "sweep": "M=N=8192"}
+    rows = [Measurement.from_times("gemm", "cublas", shape, [1.0], flops=1e12, correct=True,
+                                   extra={"sm_clock_mhz": 1600}),
+            Measurement.from_times("gemm", "nvdsl", shape, [1.0], flops=1e12, correct=True,
+                                   extra={"sm_clock_mhz": 1500})]
+    lines = report.table(gemm, rows).splitlines()
+    assert "| SM MHz while timed (nvdsl / peer) | nvdsl / best peer per SM cycle |" in lines[2]
+    assert lines[4].endswith("| 1.00× | 1500 / 1600 | 1.07× |"), lines[4]
+    assert "SM MHz" not in report.table(gemm, [Measurement.from_times("gemm", "nvdsl", shape, [1.0], flops=1e12)])
+
 
 def _recording_torch(log: list):
     """A stand-in for ``torch.cuda`` that records the order of what is issued on the stream."""
