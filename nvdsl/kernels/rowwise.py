@@ -11,7 +11,8 @@
 multiple of anything (a vocabulary of 50257 works).
 
 Each is a short tile program (``nvdsl.tasks``) plus a mapping (:func:`default_mapping`). A block of one consumer
-warpgroup takes ``BM`` = 4 rows of at most 2048 columns (a row per warp) and walks their columns in blocks of ``BN`` =
+warpgroup takes ``BM`` = 16 rows of at most 256 columns (four a warp) in one tile of 128 or 256 columns, ``BM`` = 4
+rows of at most 2048 columns (a row per warp) and walks their columns in blocks of ``BN`` =
 2048 (``nt.srange(Xt.grid[1])``), or one wider row (over the four warps, whose sums meet in shared memory) in blocks
 of 8192 (4096 for cross-entropy, 2048 for rows that move an element a lane),
 masking columns past N with ``nt.arange`` positions:
@@ -55,6 +56,16 @@ from . import checks
 # 9% (8 x 1024 at (4096, 1000)); for cross-entropy (`tools/cross_entropy_pick_probe.py`) within 1% of 4 x 1024.
 ROWS = 4
 COLUMNS = 2048
+# Narrow rows (at most NARROW_COLUMNS: a head's QK-norm over 128 features, a few hundred classes): NARROW_ROWS to a
+# block, in tiles NARROW_TILE_COLUMNS[0] wide (rows of at most that many columns) or [1]. Against 4 x 2048 (H200,
+# bf16, 2026-12-02, `--shapes 131072x128,65536x256 --tiles 4x256,16x256,32x256,16x128,64x128`), of the device
+# copy's bandwidth: (131072, 128) 16 x 128 softmax 45 -> 74%, RMSNorm 46 -> 86, LayerNorm 46 -> 83, cross-entropy
+# 24 -> 48; (65536, 256) 16 x 256 83 -> 87, 84 -> 98, 82 -> 96, 43 -> 63: the fastest of those tiles for every
+# program at both shapes, or within 1.2% (RMSNorm: 16 x 256 at 128 columns, 32 x 256 at 256). 4 x 256 ran as
+# 4 x 2048; 16 x 256 at 128 columns lost to 16 x 128 elsewhere (half its lanes idle), and 64 x 128 did.
+NARROW_COLUMNS = 256
+NARROW_ROWS = 16
+NARROW_TILE_COLUMNS = (128, 256)
 # Wider rows: a block of one row, spread over the warpgroup's four warps (their sums meet in shared memory),
 # WIDE_COLUMNS a step where the rows move in 16-byte vectors, SCALAR_WIDE_COLUMNS where they move an element a lane,
 # CROSS_ENTROPY_WIDE_COLUMNS for cross-entropy. Against 4 x 2048, `--tiles 1x2048,1x4096,1x8192,2x4096` on an H200 and
@@ -105,14 +116,18 @@ _FLOATS = (dt.float32, dt.float16, dt.bfloat16)
 def default_mapping(name: str = "softmax", n: int | None = None, vectors: bool = True, itemsize: int = 2,
                     m: int | None = None) -> nt.Mapping:
     """How row-wise program ``name`` runs over ``m`` rows (None: many) of ``n`` columns (None: narrow rows) of
-    ``itemsize``-byte elements that move in 16-byte vectors or not: no producer, one block per row tile; narrow rows
-    (at most :data:`COLUMNS`) ``ROWS`` to a block, a row per warp of one consumer warpgroup; wider ones one to a
+    ``itemsize``-byte elements that move in 16-byte vectors or not: no producer, one block per row tile; the
+    narrowest rows (at most :data:`NARROW_COLUMNS`) ``NARROW_ROWS`` to a block, in tiles of
+    :data:`NARROW_TILE_COLUMNS`; rows of at most :data:`COLUMNS` ``ROWS`` to a block, a row per warp of one consumer
+    warpgroup; wider ones one to a
     block, each pass reading it into registers, or, for the programs of two passes over rows in vectors of
     :data:`RESIDENT_BYTES` (and RMSNorm's up to :data:`VOCABULARY_BYTES`), kept in shared memory for the tile unless
     there are fewer than :data:`FEW_ROWS`; few rows past :data:`RESIDENT_BYTES`, and RMSNorm's kept rows past it, held
     by several consumer warpgroups together."""
     memory, consumers = {}, 1
-    if n is None or n <= COLUMNS:
+    if n is not None and n <= NARROW_COLUMNS:
+        rows, columns = NARROW_ROWS, next(c for c in NARROW_TILE_COLUMNS if n <= c)
+    elif n is None or n <= COLUMNS:
         rows, columns = ROWS, COLUMNS
     else:
         rows = 1
@@ -303,8 +318,8 @@ def kernel(name: str, *, eps: float | None = None, mapping: nt.Mapping | None = 
 #: The mappings ``autotune=True`` times, as (BM, BN, consumer warpgroups): those :func:`default_mapping` chooses from
 #: with each pass reading the rows into registers; for the programs of two passes also :data:`AUTOTUNED_RESIDENT`
 #: with the rows kept in shared memory (where they fit).
-AUTOTUNED = ((ROWS, COLUMNS, 1), (1, SCALAR_WIDE_COLUMNS, 1), (1, CROSS_ENTROPY_WIDE_COLUMNS, 1), (1, WIDE_COLUMNS, 1),
-             (1, WIDE_COLUMNS, FEW_ROWS_CONSUMERS))
+AUTOTUNED = ((ROWS, COLUMNS, 1), *((NARROW_ROWS, c, 1) for c in NARROW_TILE_COLUMNS), (1, SCALAR_WIDE_COLUMNS, 1),
+             (1, CROSS_ENTROPY_WIDE_COLUMNS, 1), (1, WIDE_COLUMNS, 1), (1, WIDE_COLUMNS, FEW_ROWS_CONSUMERS))
 AUTOTUNED_RESIDENT = ((1, RESIDENT_NARROW_COLUMNS, 1), (1, RESIDENT_COLUMNS, 1),
                       (1, RESIDENT_NARROW_COLUMNS, VOCABULARY_CONSUMERS),
                       (1, RESIDENT_COLUMNS, FEW_ROWS_RESIDENT_CONSUMERS))
