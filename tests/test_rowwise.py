@@ -13,7 +13,7 @@ import pytest
 import nvdsl
 import nvdsl.tasks as nt
 from nvdsl.errors import MappingError, TaskError
-from nvdsl.kernels import rowwise
+from nvdsl.kernels import attention, rowwise
 from nvdsl.testing import assert_matches_golden, requires_gpu
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
@@ -447,6 +447,31 @@ def test_library_rows_of_16_byte_multiples_move_in_vector_accesses():
     assert "one element a lane, since 'Y': its rows are 2008 bytes apart, not a multiple of 16" in \
         explain(unaligned, x)
     assert "'X': its rows hold 1001 elements, not a multiple of 8" in explain(odd, odd)
+
+
+@pytest.mark.parametrize("columns, run, loads", [(128, 4, ("ld.global.v4.b16", "ld.global.v2.b32")),
+                                                 (64, 2, ("ld.global.v2.b16", "ld.global.b32"))])
+def test_tiles_narrower_than_a_warps_16_byte_runs_move_in_shorter_vectors(columns, run, loads):
+    """A row-wise tile of 128 columns over one warp's lanes holds runs of 4 columns a lane (8 bytes of bfloat16), of
+    64 runs of 2: read and written as vectors of that many elements (before, one element at a time: 16-byte runs
+    need 256 columns a warp). The interpreter checks each vector access's alignment; the backward's row dot products
+    (rows of D = 64 or 128 columns) read so too."""
+    rng = np.random.default_rng(24)
+    x = _inputs(rng, (37, columns), BF16, 3.0)
+    mapping = rowwise.default_mapping().replace(tiles={"BM": 16, "BN": columns})
+    s = np.full(x.shape, np.nan, np.float32)
+    rowwise.softmax(x, s, mapping=mapping)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, 1))
+    kernel = rowwise.kernel("softmax", mapping=mapping)
+    y = np.zeros_like(x)
+    ptx = kernel.compile(y, x).ptx
+    assert any(load in ptx for load in loads) and "ld.global.b16" not in ptx, ptx
+    assert f"runs of {run} columns a lane (the tiles' rows are {columns} columns)" in kernel.explain(y, x)
+    delta = nt.build(attention.delta_program(), attention.backward_mappings(columns)[0])
+    o = np.zeros((1, 2, 64, columns), BF16)
+    assert "ld.global.b16" not in delta.compile(np.zeros((1, 2, 64), np.float32), o, o).ptx
 
 
 @requires_gpu

@@ -334,7 +334,8 @@ class RegisterTile(_Fragment):
                             array[index] = converted[0]
                         else:               # a run lies wholly inside the array or wholly past its end
                             packed = vector.from_elements(_vector_type(array, len(run)), [c.ir for c in converted])
-                            vector.store(packed, array.ir, array._indices(index, "write"), alignment=VECTOR_BYTES)
+                            vector.store(packed, array.ir, array._indices(index, "write"),
+                                         alignment=len(run) * array.dtype.itemsize)
             return
         _check_block(array, self.layout.shape, at, f"{type(self).__name__}.store")
         with at_user_line():
@@ -533,7 +534,8 @@ def _load_filled(array: Array, layout: FragmentLayout, at, fill) -> list[ir.Valu
             else:       # the last run of a row ends at the row's end (its extent is a multiple of the run)
                 clamped[-1] = minimum(index[-1], lasts[-1] + 1 - len(run))
                 packed = vector.load(_vector_type(array, len(run)), array.ir,
-                                     array._indices(fixed + tuple(clamped), "read"), alignment=VECTOR_BYTES)
+                                     array._indices(fixed + tuple(clamped), "read"),
+                                     alignment=len(run) * array.dtype.itemsize)
                 loaded = [Value(vector.extract(packed, [], [e]), array.dtype) for e in range(len(run))]
             inside = None
             for i, last in zip(index, lasts):
@@ -548,14 +550,20 @@ def _vector_type(array: Array, length: int) -> ir.VectorType:
 
 
 def _vector_runs(array: Array, layout: FragmentLayout, at) -> list[tuple[int, ...]] | None:
-    """The values of ``layout`` at ``at`` grouped into runs of :data:`VECTOR_BYTES` along the last axis of the global
-    ``array`` that one aligned vector access each reads or writes (see :func:`vector_length`), or None where that
-    is not so for every value: each run starts at a multiple of its length (the layout's part and ``at``'s,
-    traced offsets by their exact form)."""
+    """The values of ``layout`` at ``at`` grouped into runs along the last axis of the global ``array`` that one
+    aligned vector access each reads or writes, or None where no such runs hold every value: runs of
+    :data:`VECTOR_BYTES` where the array allows them (see :func:`vector_length`), else of half as many elements, and so
+    on down to two (a layout whose threads hold 4 consecutive 16-bit elements moves them 8 bytes at a time). Each run
+    starts at a multiple of its length (the layout's part and ``at``'s, traced offsets by their exact form), so a
+    16-byte aligned row is aligned for the shorter vectors too."""
     length = vector_length(array)
-    if length == 1 or not all(_multiple_of(a, length) for a in at[-1:]):
-        return None
-    return _runs_of(layout, length)
+    while length > 1:
+        if all(_multiple_of(a, length) for a in at[-1:]):
+            runs = _runs_of(layout, length)
+            if runs is not None:
+                return runs
+        length //= 2
+    return None
 
 
 def _box_runs(flat: Array, layout: FragmentLayout, at, boxes) -> list[tuple[int, ...]] | None:

@@ -1398,12 +1398,12 @@ def _as_accumulator(tile: RegisterTile) -> WGMMAAccumulator:
 def _tile_layout(rows: int, columns: int, row_run: int, warps: int = 4):
     """The layout of a consumer's ``rows`` x ``columns`` tiles: wgmma's accumulator's (``row_run`` 0), or in a
     row-wise program (``Schedule.lanes_along_rows``, decided by ``passes.in_registers``) rows along a warp's lanes,
-    ``row_run`` consecutive columns a lane where the tile is wide enough (see ``staging.row_run``), over ``warps``
+    ``row_run`` consecutive columns a lane where the tile is wide enough (see ``staging.row_run``; half as many, or a
+    quarter, where a row of the tile is only that wide: 4 at 128 columns), over ``warps``
     warps (``Schedule.row_warps``)."""
     if not row_run:
         return wgmma_accumulator(rows, columns)
-    run = row_run if columns % (32 * row_run * warps_per_row(rows, warps)) == 0 else 1
-    return rows_across_lanes(rows, columns, run, warps)
+    return rows_across_lanes(rows, columns, staging.tile_run(columns, warps_per_row(rows, warps), row_run), warps)
 
 
 def _zero_tile(rows: int, columns: int, row_run: int = 0, warps: int = 4) -> RegisterTile:

@@ -99,6 +99,16 @@ def row_run(layouts: dict) -> int:
     return 1 if _vector_problems(layouts) else ROW_RUN
 
 
+def tile_run(columns: int, warps: int, row_run: int = ROW_RUN) -> int:
+    """The consecutive columns a lane holds of a row-wise tile ``columns`` wide whose rows lie along the lanes of
+    ``warps`` warps: ``row_run`` (:func:`row_run`'s), halved until the lanes cover each row a whole number of times
+    (4 at 128 columns over one warp); 1 where none does."""
+    run = row_run
+    while run > 1 and columns % (32 * run * warps):
+        run //= 2
+    return run
+
+
 def _vector_problems(layouts: dict) -> list[str]:
     return [f"'{name}': {why}" for name, (shape, itemsize, strides, unaligned) in sorted(layouts.items())
             if len(shape) >= 2 and (why := vector_problem(shape, itemsize, strides, unaligned)) is not None]
@@ -111,6 +121,14 @@ def row_layout_text(s: Schedule, layouts: dict) -> str:
     warps = warps_per_row(s.rows, s.row_warps)
     spread = "" if warps == 1 else f"; each row along the lanes of {warps} warps, whose sums meet in shared memory"
     problems = _vector_problems(layouts)
+    columns = max((t.shape[-1] for t in s.program.tensors if not t.privilege and len(t.shape) == 2), default=0)
+    run = tile_run(columns, warps) if columns else ROW_RUN
+    if not problems and run == 1:
+        return f"row-wise tiles: one element a lane, since the tiles' rows of {columns} columns are too short for " \
+               f"runs{spread}\n"
+    if not problems and run < ROW_RUN:
+        return (f"row-wise tiles: runs of {run} columns a lane (the tiles' rows are {columns} columns), loaded and "
+                f"stored in vectors of {run} elements{spread}\n")
     if not problems:
         return (f"row-wise tiles: runs of {ROW_RUN} columns a lane, loaded and stored in {VECTOR_BYTES}-byte "
                 f"vectors{spread}\n")
