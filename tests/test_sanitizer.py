@@ -87,12 +87,14 @@ PROGRAMS = {
     # rows past the last column block's middle, loads past N masked and the output stored by each thread's clipped
     # stores: rows of 300 float32 (1200 bytes) in 16-byte vectors, rows of 1001 one element at a time; wide rows one
     # to a block over the four warps (their sums meeting in shared memory), 4100 in vectors (16400-byte rows: kept in
-    # shared memory for the tile, loaded by TMA onto an mbarrier per column block), 2051 an element a lane; few rows of
+    # shared memory for the tile, loaded by TMA onto an mbarrier per column block), 2051 an element a lane, 128 and 200
+    # sixteen rows to a block (tiles of 128 and 256 columns: runs of 4 and 8 columns a lane); few rows of
     # 20000 and 33000 (80 and 132 KB) held by two warpgroups together (in shared memory) and by four (in registers)
     # (cross-entropy's target logits read one a row, targets outside the row among them: nothing read outside it)
     "kernels.rowwise": ("import numpy as np; from nvdsl.kernels.rowwise import softmax, cross_entropy; "
                         "rng = np.random.default_rng(0)\n"
-                        "for shape in ((100, 300), (37, 1001), (5, 4100), (3, 2051), (3, 20000), (2, 33000)):\n"
+                        "for shape in ((100, 300), (40, 128), (33, 200), (37, 1001), (5, 4100), (3, 2051), (3, 20000),"
+                        " (2, 33000)):\n"
                         "    x = rng.standard_normal(shape).astype(np.float32); "
                         "y = np.zeros_like(x); softmax(x, y); e = np.exp(x - x.max(1, keepdims=True)); "
                         "assert np.abs(y - e / e.sum(1, keepdims=True)).max() < 1e-5\n"
