@@ -233,6 +233,20 @@ def test_dq_summed_in_the_dk_dv_program_or_by_its_own_pass(monkeypatch, determin
     assert refused.value.code == "read-only" and "'dk'" in str(refused.value)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_dq_summed_at_d128_leaves_each_consumers_key_rows_until_every_product_read_them(causal):
+    """deterministic=False at D 128, one key head per query head: each consumer's part of dQ (its columns) reads
+    every consumer's rows of the block's K tile, so dK no longer goes out through a consumer's rows of that tile
+    (before, the interpreter caught a consumer writing its dK rows there while the other's last dQ product could
+    still read them: ``wgmma-operand-overwritten``). Against float64."""
+    q, k, v, o, lse = problem(1, 2, 2, 150, 150, 128, "bfloat16", 4)
+    library.attention(q, k, v, o, lse, causal=causal)
+    do, = problem(1, 2, 2, 150, 150, 128, "bfloat16", 11)[:1]
+    grads = np.zeros_like(q), np.zeros_like(k), np.zeros_like(v)
+    library.attention_backward(q, k, v, o, lse, do, *grads, causal=causal, deterministic=False)
+    check((q, k, v, o, do), grads, causal)
+
+
 def test_a_repeated_call_plans_once_and_still_checks_each_arrays_layout(backend):
     """A training loop's next step (the same signature) skips the argument checks and the planning; the kernels'
     own calls still check each array (a read-only gradient is refused), and another signature plans anew."""

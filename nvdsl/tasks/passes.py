@@ -874,6 +874,8 @@ def _stores(program: Program, body: TileBody, split: Split, mapping: Mapping) ->
     # moves nothing through shared memory computes in tiles whose rows lie along a warp's lanes (emission's
     # ``rows_across_lanes``): its stores are coalesced, each thread storing its own elements.
     products = any(isinstance(op, Mma) for op in body.ops)
+    read_whole = {operand_name(x) for op in body.ops if isinstance(op, Mma) and op.acc in split.columns
+                  for x in (op.a, op.b)}
     lanes = in_registers(program, body.ops, _sections(body))
     for op in body.ops:
         if not (isinstance(op, Copy) and isinstance(op.target, Region) and len(op.target.matrix_shape) == 2):
@@ -905,10 +907,13 @@ def _stores(program: Program, body: TileBody, split: Split, mapping: Mapping) ->
             slice_columns -= box[-1]
         names = tuple(f"staging_{op.source}_{c}" for c in range(split.consumers))
         # A tile loaded once per tile with this one's shape, type and rows per consumer (attention's Q for
-        # its O) holds each consumer's rows of the output once its products have read it.
+        # its O) holds each consumer's rows of the output once its products have read it; not one that a product
+        # whose columns the consumers share reads whole (the fused backward's dQ += dS.T @ K reads every
+        # consumer's rows of K): another consumer's product may still read the rows a consumer would store through.
         reuse = next((t for t in tile_loads if t.source.matrix_shape == local.shape and
                       program.tensor(t.target).dtype == local.dtype and not pingpong and share == 1 and
-                      (t.target in split.split) == (op.source in split.split)), None)
+                      (t.target in split.split) == (op.source in split.split) and t.target not in read_whole),
+                     None)
         # (at most 128 columns: storing 256 at once from the tile spilled attention's consumers at D = 256)
         if reuse is not None and columns <= 128:
             stores.append(StorePlan(op.source, op.target, local.dtype, box, columns, (), reuse.target,
