@@ -328,47 +328,20 @@ def test_library_wide_rows_take_a_block_each(n, dtype, columns, shared):
     step where they move in 16-byte vectors (4104 bf16; 4100 float32, 16400-byte rows, which many rows would keep
     in shared memory but five read into registers), 2048 where they move an element a lane (2051 bf16: 4102-byte
     rows); every program against float64, a last ragged block among them."""
-    rng = np.random.default_rng(21)
-    rows = 5
-    x, w, b = _inputs(rng, (rows, n), dtype, 3.0), _inputs(rng, (n,), dtype), _inputs(rng, (n,), dtype)
-    x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
-    itemsize = np.dtype(dtype).itemsize
-    explained = rowwise.kernel("softmax", n=n, vectors=n * itemsize % 16 == 0, itemsize=itemsize, m=rows
-                               ).explain(x, x)
+    explained = _every_program_against_float64(np.random.default_rng(21), 5, n, dtype, columns)
     assert f"BM: 1, BN: {columns}" in explained and "each row along the lanes of 4 warps" in explained, explained
     assert ("keep X[p0:+1, 0:+8192] in shared memory" in explained) == shared, explained
-    blocks = -(-n // 128)
-    s = np.full(x.shape, np.nan, np.float32)
-    rowwise.softmax(x, s)
-    e = np.exp(x64 - x64.max(axis=1, keepdims=True))
-    assert_within(s, e / e.sum(axis=1, keepdims=True), softmax_bound(x64, np.float32, blocks))
-    y = np.full_like(x, np.nan)
-    rowwise.rms_norm(x, w, y)
-    assert_within(y, rms_norm_reference(x64, w64, 1e-6), rms_norm_bound(x64, w64, 1e-6, dtype))
-    y = np.full(x.shape, np.nan, np.float32)
-    rowwise.layer_norm(x, w, b, y)
-    assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5),
-                  layer_norm_bound(x64, w64, b64, 1e-5, np.float32, columns))
-    targets = np.array([0, n - 1, -100, n // 2, n], np.int32)              # -100 and n: ignored, the row's lse
-    loss = np.full(rows, np.nan, np.float32)
-    rowwise.cross_entropy(x, targets, loss)
-    assert_within(loss, cross_entropy_reference(x64, targets), cross_entropy_bound(x64, targets, blocks))
 
 
-@pytest.mark.parametrize("n, dtype, columns", [(128, BF16, 128), (100, BF16, 128), (256, np.float32, 256),
-                                               (200, BF16, 256), (257, BF16, 2048)])
-def test_library_narrow_rows_take_sixteen_to_a_block(n, dtype, columns):
-    """Rows of at most 256 columns (a head's QK-norm of 128) run 16 to a block, in one tile of 128 or 256 columns
-    (``default_mapping``; 4 x 2048 before, which read them at under half the bandwidth); 257 columns, 4 to a block as
-    before. 37 rows: the last block ragged. Every program against float64."""
-    rng = np.random.default_rng(23)
-    rows = 37
+def _every_program_against_float64(rng, rows: int, n: int, dtype, columns: int) -> str:
+    """Softmax, RMSNorm, LayerNorm (``columns`` a step) and cross-entropy over ``rows`` random rows of ``n`` columns
+    by the library's default mapping, each against float64 (targets -100 and n among them: ignored, the row's lse);
+    softmax's ``explain()`` for those rows."""
     x, w, b = _inputs(rng, (rows, n), dtype, 3.0), _inputs(rng, (n,), dtype), _inputs(rng, (n,), dtype)
     x64, w64, b64 = (a.astype(np.float64) for a in (x, w, b))
     itemsize = np.dtype(dtype).itemsize
     explained = rowwise.kernel("softmax", n=n, vectors=n * itemsize % 16 == 0, itemsize=itemsize, m=rows
                                ).explain(x, x)
-    assert f"BM: {16 if n <= 256 else 4}, BN: {columns}" in explained, explained
     blocks = -(-n // 128)
     s = np.full(x.shape, np.nan, np.float32)
     rowwise.softmax(x, s)
@@ -382,10 +355,21 @@ def test_library_narrow_rows_take_sixteen_to_a_block(n, dtype, columns):
     assert_within(y, layer_norm_reference(x64, w64, b64, 1e-5),
                   layer_norm_bound(x64, w64, b64, 1e-5, np.float32, columns))
     targets = rng.integers(0, n, rows).astype(np.int32)
-    targets[:2] = (-100, n)                                              # ignored: the row's lse
+    targets[:2] = (-100, n)
     loss = np.full(rows, np.nan, np.float32)
     rowwise.cross_entropy(x, targets, loss)
     assert_within(loss, cross_entropy_reference(x64, targets), cross_entropy_bound(x64, targets, blocks))
+    return explained
+
+
+@pytest.mark.parametrize("n, dtype, columns", [(128, BF16, 128), (100, BF16, 128), (256, np.float32, 256),
+                                               (200, BF16, 256), (257, BF16, 2048)])
+def test_library_narrow_rows_take_sixteen_to_a_block(n, dtype, columns):
+    """Rows of at most 256 columns (a head's QK-norm of 128) run 16 to a block, in one tile of 128 or 256 columns
+    (``default_mapping``; 4 x 2048 before, which read them at under half the bandwidth); 257 columns, 4 to a block as
+    before. 37 rows: the last block ragged. Every program against float64."""
+    explained = _every_program_against_float64(np.random.default_rng(23), 37, n, dtype, columns)
+    assert f"BM: {16 if n <= 256 else 4}, BN: {columns}" in explained, explained
 
 
 @pytest.mark.parametrize("rows", [2, 3])
