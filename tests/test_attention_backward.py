@@ -2,8 +2,10 @@
 derived from the arithmetic (the 16-bit roundings of P, dS, O and the outputs; float32 sums). In the interpreter
 (CI) and on the GPU: ragged lengths, causal and not, grouped-query and multi-query heads, head dims 64, 128 and
 256, float16 and bfloat16, strided (B, L, H, D) views; on the GPU also against torch autograd through
-``scaled_dot_product_attention`` and bitwise repeatability."""
+``scaled_dot_product_attention`` and bitwise repeatability. Each run also draws a few problems at random
+(:func:`random_problems`, ``--matrix-seed``)."""
 
+import random
 import re
 
 import numpy as np
@@ -20,6 +22,44 @@ from test_tasks import golden
 UNIT_ROUNDOFF = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
 SUBNORMAL_HALF_SPACING = {"float16": 2.0 ** -25, "bfloat16": 2.0 ** -134}   # absolute rounding error below normal
 U32 = 2.0 ** -24
+
+
+#: Backward problems drawn per run from :func:`random_problems`' space (the run's ``--matrix-seed``).
+RANDOM_PROBLEMS = 4
+
+
+def random_problems(seed: int, count: int = RANDOM_PROBLEMS) -> list[tuple]:
+    """``count`` backward problems (heads, key heads, L, Lk, head_dim, causal, dtype, deterministic) drawn with
+    ``seed``: every head_dim, grouped and multi-query heads or one key head per query head, ragged and unequal
+    lengths, both dQ modes. The space holds configurations no fixed case covers (the fused dQ at D 128 with a key
+    head per query head raced before its tile stopped being reused for dK's stores); a failure names its seed."""
+    rng = random.Random(seed)
+    heads = ((2, 2), (2, 1), (4, 2))
+    lengths = ((64, 64), (150, 150), (130, 200), (200, 130))
+    return [(*rng.choice(heads), *rng.choice(lengths), rng.choice((64, 128, 256)), rng.random() < 0.5,
+             rng.choice(("float16", "bfloat16")), rng.random() < 0.5) for _ in range(count)]
+
+
+def pytest_generate_tests(metafunc):
+    if "random_problem" in metafunc.fixturenames:
+        seed = metafunc.config.getoption("--matrix-seed")
+        problems = random_problems(seed)
+        metafunc.parametrize("random_problem", problems, ids=[
+            f"seed{seed}-h{h}-hkv{hkv}-L{l}x{lk}-d{d}-{'causal' if causal else 'full'}-{dtype}-"
+            f"{'deterministic' if deterministic else 'summed'}"
+            for h, hkv, l, lk, d, causal, dtype, deterministic in problems])
+
+
+def test_random_problems_match_float64(random_problem):
+    """A few problems drawn from the space above per run (``--matrix-seed N`` draws a run's again), each against the
+    float64 backward's error bounds."""
+    h, hkv, l, lk, d, causal, dtype, deterministic = random_problem
+    q, k, v, o, lse = problem(1, h, hkv, l, lk, d, dtype, 5)
+    library.attention(q, k, v, o, lse, causal=causal)
+    do, = problem(1, h, hkv, l, lk, d, dtype, 12)[:1]
+    grads = np.zeros_like(q), np.full_like(k, 3), np.full_like(v, 3)
+    library.attention_backward(q, k, v, o, lse, do, *grads, causal=causal, deterministic=deterministic)
+    check((q, k, v, o, do), grads, causal)
 
 
 @pytest.fixture(autouse=True)
