@@ -1,4 +1,4 @@
-"""Run on the GPU machine: ``source .gpu-bundle/setup.sh && python3 tools/backward_probe.py [OUT_DIR [profile]]``.
+"""Run on the GPU machine: ``source .gpu-bundle/setup.sh && python3 tools/backward_probe.py [OUT_DIR [profile [D ...]]]``.
 
 Where attention_backward's time goes: each kernel of the deterministic path (D, dQ, dK/dV) and of the
 fused one (``deterministic=False``: D, the float32 sum's fill, dK/dV/dQ, dQ's cast) timed alone on the device
@@ -43,9 +43,9 @@ def kernels(d, causal, B=4, H=16, L=4096):
     }
 
 
-def main(out, profiled):
+def main(out, profiled, head_dims=(64, 128)):
     os.makedirs(out, exist_ok=True)
-    for d in (64, 128):
+    for d in head_dims:
         for causal in (False, True):
             calls = kernels(d, causal)
             for fn in calls.values():
@@ -61,4 +61,5 @@ def main(out, profiled):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/backward-probe", sys.argv[2:3] == ["profile"])
+    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/backward-probe", sys.argv[2:3] == ["profile"],
+         tuple(int(d) for d in sys.argv[3:]) or (64, 128))
