@@ -355,6 +355,59 @@ def product_read_in_its_step(C, A, B):
         Ct[i, j] = (acc + twice).astype(C.dtype)
 
 
+@nt.task(reads=("A", "B", "U", "R"), writes=("C",))
+def products_less_vectors(C, A, B, U, R):
+    """C = sum over k of (A_k B_k - u_k[None, :] + r_k[:, None]): vectors per step read along a tile's columns
+    (as the attention backward's log-sum-exp of its step's queries) and along its rows."""
+    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 64), nt.tunable("BK", 64)
+    Ct, At, Bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(B, (BK, BN))
+    Ut, Rt = nt.blocks(U, (BN,)), nt.blocks(R, (BM,))
+    for i, j in nt.prange(*Ct.grid):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in nt.srange(At.grid[1]):
+            s = nt.zeros((BM, BN), name="s")
+            s += At[i, k] @ Bt[k, j]
+            acc += s - Ut[k * Ct.grid[1] + j][None, :] + Rt[k * Ct.grid[0] + i][:, None]
+        Ct[i, j] = acc.astype(C.dtype)
+
+
+@pytest.mark.parametrize("memory", [{}, {"U": "shared", "R": "shared"}])
+def test_vectors_in_shared_memory_come_through_the_ring_unswizzled(memory):
+    """``memory={"U": "shared"}`` puts an argument's vectors in the ring beside the product's tiles, loaded by TMA
+    in one unswizzled box and read by each consumer at the tile's columns or its own rows; by default its threads
+    load them from global memory. Both give the same numbers (the interpreter checks every access)."""
+    rng = np.random.default_rng(5)
+    m, n, k = 256, 128, 192
+    steps = k // 64
+    a, b = rng.standard_normal((m, k)).astype(np.float16), rng.standard_normal((k, n)).astype(np.float16)
+    u = rng.standard_normal(steps * n).astype(np.float32)
+    r = rng.standard_normal(steps * m).astype(np.float32)
+    c = np.zeros((m, n), np.float32)
+    kernel = nt.build(products_less_vectors, nt.Mapping(pipeline=2, consumers=2, persistent=False, memory=memory))
+    text = kernel.explain(c, a, b, u, r)
+    assert ("U_s0 float32[64] from U[k0*128+p1*64:+64] (box [64], swizzle 0)" in text) == bool(memory), text
+    assert ("R_s0 float32[128] from R[k0*256+p0*128:+128] (box [128], swizzle 0)" in text) == bool(memory), text
+    kernel(c, a, b, u, r)
+    us, rs = u.reshape(steps, n).astype(np.float64), r.reshape(steps, m).astype(np.float64)
+    expected = a.astype(np.float64) @ b.astype(np.float64) - us.sum(axis=0)[None, :] + rs.sum(axis=0)[:, None]
+    # float32 sums of exact float16 products and of the vectors' elements: a few float32 eps of the magnitudes
+    bound = 8 * k * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64) +
+                                                np.abs(us).sum(axis=0)[None, :] + np.abs(rs).sum(axis=0)[:, None])
+    assert np.all(np.abs(c - expected) <= bound)
+
+
+@pytest.mark.parametrize("extent, dtype, words", [(8, nvdsl.float8_e4m3fn, "(8 bytes)"),
+                                                   (512, nvdsl.float32, "up to 256 elements")])
+def test_a_vector_tma_cannot_move_is_refused_with_registers_as_the_way(extent, dtype, words):
+    from nvdsl.errors import MappingError
+    from nvdsl.tasks.passes import _vector_box
+    load = ir.Copy(0, source=ir.Region("U", (ir.Affine(),), (extent,)), target="U_s0")
+    with pytest.raises(MappingError) as refused:
+        _vector_box(load, dtype)
+    assert refused.value.code == "mapping-memory" and words in str(refused.value)
+    assert list(refused.value.changes) == [{"memory": {"U": "register"}}]
+
+
 @pytest.mark.parametrize("in_flight", [1, 2])
 def test_a_product_issued_ahead_retires_before_the_math_that_reads_it(in_flight):
     """A product the step reads, followed by one that stays in flight, goes out first as a group of its own;

@@ -710,9 +710,12 @@ def backward_mappings(d: int) -> tuple[nt.Mapping, nt.Mapping, nt.Mapping]:
     producer warpgroup and two consumers of 64 rows with 3-slot rings, stepping by 64 keys (dQ) or 64 queries
     (dK, dV). Measured on an H100 at B4 H16 L4096: 3 slots against 2 took dQ from 537 to 650 TFLOP/s (its
     three products) and dK/dV from 503 to 620 (its four) at D = 128; 128-key steps left dQ's products
-    serialized by ptxas for want of registers. At D = 256 a consumer's accumulator of 64 x 256 takes half its
-    registers and a tile of 64 rows 32 KiB: one consumer of 64 rows, 64 per step, 2-slot rings, and dK and dV
-    each by its own program (see :func:`dkdv_program`)."""
+    serialized by ptxas for want of registers. dK/dV's steps take their queries' LSE and D through the ring
+    beside Q and dO (read from shared memory where they are used): loaded by each thread from global memory, they
+    arrived only after the step's first products, and the fused dK/dV/dQ kernel's consumers stalled on them (ncu
+    on an H200, B4 H16 L4096 D128: 17% of its warps' stall samples at the two subtractions). At D = 256 a
+    consumer's accumulator of 64 x 256 takes half its registers and a tile of 64 rows 32 KiB: one consumer of 64
+    rows, 64 per step, 2-slot rings, and dK and dV each by its own program (see :func:`dkdv_program`)."""
     delta = nt.Mapping(tiles={"BM": DELTA_ROWS}, consumers=1, warp_specialize=False, persistent=False)
     if d > 128:
         one = nt.Mapping(tiles={"BM": ROWS, "BN": 64}, pipeline=2, consumers=1, persistent=False)
@@ -722,7 +725,7 @@ def backward_mappings(d: int) -> tuple[nt.Mapping, nt.Mapping, nt.Mapping]:
     dq = nt.Mapping(tiles={"BM": 2 * ROWS, "BN": 64}, pipeline=3, consumers=2, persistent=False,
                     registers=registers)
     dkdv = nt.Mapping(tiles={"BM": BACKWARD_QUERIES, "BN": BACKWARD_KEYS}, pipeline=3, consumers=2,
-                      persistent=False, registers=registers)
+                      persistent=False, registers=registers, memory={"LSE": "shared", "DELTA": "shared"})
     return delta, dq, dkdv
 
 
@@ -754,8 +757,8 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
             in any order, so dQ may differ in its last bits from run to run (dK and dV do not). At D 128 the
             consumer warpgroups stage dS side by side in shared memory and each computes half of dQ's columns
             (FlashAttention-3's); at D 64 each adds its own keys' part, staged while dK's product runs. Faster
-            only at long L (bf16 B4 H16, L 1k to 16k: H200 0.79-0.98x the default at D 128, where its consumers
-            spill registers; H100 and H200 0.90-1.10x at D 64, ahead at L 16k).
+            from L 4096 (bf16 B4 H16 on an H200, D 64 and 128: 0.81-0.97x the default at L 1024, 0.91-1.15x
+            at L 4096 and 16384; at D 128 its consumers spill a few registers).
 
     D = 64, 128 or 256 (at 256 the scores are computed three times: a consumer cannot hold dK and dV at once,
     and dQ has its own pass); L and Lk need not be multiples of anything. Float32 scratch (the row dot products

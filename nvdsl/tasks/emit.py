@@ -866,7 +866,7 @@ class _Consumer:
     def pending_vector(self, x) -> bool:
         """Whether operand ``x`` is a vector read from an argument, loaded once a tile gives it a layout."""
         v = self.values.get(operand_name(x) if isinstance(x, (str, Broadcast)) else None)
-        return isinstance(v, _Pending) and _is_vector(v.region) and not self.scalar(operand_name(x))
+        return (isinstance(v, _Pending) and _is_vector(v.region) or _in_ring(v)) and not self.scalar(operand_name(x))
 
     def resolve(self, name: str, columns=None):
         """Local ``name`` as a value: for a ``columns`` (start, stop) window of the tile, only those columns."""
@@ -904,7 +904,7 @@ class _Consumer:
             return self.resident_tile(v, like, columns)
         if isinstance(v, _Pending) and isinstance(like, RegisterTile) and len(v.region.matrix_shape) == 2:
             return self.argument_tile(v.region, like, columns)
-        if isinstance(v, _Pending) and isinstance(like, RegisterTile) and _is_vector(v.region):
+        if (isinstance(v, _Pending) and _is_vector(v.region) or _in_ring(v)) and isinstance(like, RegisterTile):
             # an argument's vector: one value per row of ``like`` (or per column, along ``axis`` 0)
             return self.vector(x, 1 if axis is None else axis, like, columns)
         return v.acc.to(v.dtype) if isinstance(v, _Cast) else v
@@ -946,6 +946,11 @@ class _Consumer:
             # a vector along the last axis of a higher-rank argument (a row's log-sum-exp of (B, H, L)): read from
             # the elements the array spans, from where its row starts
             return kind.load(like, array.span(), start + _row_start(array, origin), fill=fill)
+        if _in_ring(v):
+            # an argument's vector the producer copied into the ring (``memory={name: "shared"}``): read from
+            # there, at the tile's columns (axis 0) or the consumer's rows (axis 1)
+            kind = ColumnVector if axis == 0 else RowVector
+            return kind.load(like, v, (columns[0] if columns else 0) if axis == 0 else self.row0(name))
         return self.resolve(name, columns)
 
     def map(self, op: Map) -> None:
@@ -1361,6 +1366,11 @@ class _Cast:
 
     def __init__(self, acc, dtype: dt.DType):
         self.acc, self.dtype = acc, dtype
+
+
+def _in_ring(v) -> bool:
+    """Whether a local's value is an argument's vector copied into a ring's slot (``memory={name: "shared"}``)."""
+    return isinstance(v, Array) and v.ndim == 1
 
 
 def _is_vector(region: Region) -> bool:

@@ -790,9 +790,12 @@ def _rings(program: Program, body: TileBody, split: Split, phases: Phases | None
         offset, tiles = 0, []
         for op in loads:
             local = program.tensor(op.target)
-            box_rows = split.rows if op.target in split.split and op.target not in m_major else local.shape[-2]
-            rows = None if op.target in m_major else _rows_worth_loading(program, body, op, box_rows, mapping)
-            box, swizzle = _box(local.shape, local.dtype, rows or box_rows, mapping)
+            if len(op.source.matrix_shape) == 1:
+                (box, swizzle), rows = _vector_box(op, local.dtype), None
+            else:
+                box_rows = split.rows if op.target in split.split and op.target not in m_major else local.shape[-2]
+                rows = None if op.target in m_major else _rows_worth_loading(program, body, op, box_rows, mapping)
+                box, swizzle = _box(local.shape, local.dtype, rows or box_rows, mapping)
             tiles.append(RingTile(op.target, op.source, local.dtype, box, swizzle, offset, rows=rows))
             offset += _aligned(tiles[-1].nbytes)
         rings.append(RingPlan(f"ring_{per}" + (f"_{phase}" if phase else ""), per, 0, tuple(tiles), offset,
@@ -932,6 +935,18 @@ def _taken_in_turn(rings: list[RingPlan]) -> list[RingPlan]:
     return [replace(r, in_turn=True) if r.per == "step" else
             replace(r, name=f"{r.name}{c}", consumers=(f"consumer{c}",))
             for r in rings for c in (range(2) if r.per == "tile" else (0,))]
+
+
+def _vector_box(load: Copy, dtype: dt.DType) -> tuple[tuple[int, ...], int]:
+    """The TMA box of a vector tile (``memory={name: "shared"}``: a step's log-sum-exp), unswizzled, so that its
+    threads read it in order: one box of up to 256 elements."""
+    region = load.source
+    extent, item = region.shape[-1], dtype.itemsize
+    if extent * item % TMA_STRIDE_BYTES or extent > MAX_BOX:
+        raise refusal(f"{load}: a vector of {extent} elements ({extent * item} bytes) cannot be copied into shared "
+                      f"memory by TMA, which moves vectors of multiples of {TMA_STRIDE_BYTES} bytes, up to {MAX_BOX} "
+                      "elements", code="mapping-memory", changes=[{"memory": {region.tensor: ir.REGISTER}}])
+    return tuple(1 for _ in region.shape[:-1]) + (extent,), 0
 
 
 def _box(tile_shape, dtype: dt.DType, rows: int, mapping: Mapping) -> tuple[tuple[int, ...], int]:
