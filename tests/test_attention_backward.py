@@ -219,6 +219,27 @@ def test_the_summed_dq_part_is_stored_while_dks_product_runs():
                      r"wgmma.wait_group.sync.aligned\s+1;" + no_wait + r"cp.reduce.async.bulk", ptx, re.S)
 
 
+@pytest.mark.parametrize("d", [64, 128, 256])
+def test_the_dk_dv_steps_read_their_vectors_from_the_ring(d):
+    """Each dK/dV step's log-sum-exp and D (one value per query of the step) come by TMA with the step's Q and dO
+    and are read from shared memory: loaded by each thread from global memory where they are used, they arrived
+    after the step's first products and the consumers waited on them (ncu, H200, the fused kernel at D 128: 17%
+    of its stall samples). No global load is left in the kernels' SASS."""
+    q = np.zeros((1, 2, 512, d), np.float16)
+    lse, parts = np.zeros((1, 2, 512), np.float32), np.zeros((1, 2, 512, d), np.float32)
+    mapping = library.backward_mappings(d)[2]
+    programs = {"dk": (q, q, q, q, q, lse, lse), "dv": (q, q, q, q, lse)} if d > 128 else \
+        {"dkdv": (q, q, q, q, q, q, lse, lse), "dkdvdq": (parts, parts, parts, q, q, q, q, lse, lse)}
+    for parts_name, args in programs.items():
+        kernel = nt.build(library.dkdv_program(True, d ** -0.5, parts=parts_name), mapping)
+        text = kernel.explain(*args)
+        assert "LSE_s0 float32[1, 1, 64] from LSE[" in text and "(box [1, 1, 64], swizzle 0)" in text, parts_name
+        assert ("DELTA_s0 float32[1, 1, 64]" in text) == (parts_name != "dv"), parts_name
+        compiled = kernel.compile(*args)
+        if compiled.cubin is not None and find_tool("nvdisasm"):
+            assert "LDG" not in sass_opcodes(compiled.sass()), parts_name
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_head_dim_256_runs_dq_dk_and_dv_each_on_one_consumer(causal):
     """At D = 256 a 64 x 256 float32 accumulator takes half a consumer's registers: dQ, dK and dV are each a

@@ -715,18 +715,23 @@ def backward_mappings(d: int) -> tuple[nt.Mapping, nt.Mapping, nt.Mapping]:
     arrived only after the step's first products, and the fused dK/dV/dQ kernel's consumers stalled on them (ncu
     on an H200, B4 H16 L4096 D128: 17% of its warps' stall samples at the two subtractions). At D = 256 a
     consumer's accumulator of 64 x 256 takes half its registers and a tile of 64 rows 32 KiB: one consumer of 64
-    rows, 64 per step, 2-slot rings, and dK and dV each by its own program (see :func:`dkdv_program`)."""
+    rows, 64 per step, 2-slot rings, and dK and dV each by its own program (see :func:`dkdv_program`), their
+    vectors through the ring too (ptxas: the causal dK kernel's spills 248 -> 124 bytes)."""
     delta = nt.Mapping(tiles={"BM": DELTA_ROWS}, consumers=1, warp_specialize=False, persistent=False)
     if d > 128:
         one = nt.Mapping(tiles={"BM": ROWS, "BN": 64}, pipeline=2, consumers=1, persistent=False)
-        return delta, one, one
+        return delta, one, one.replace(memory=STEP_VECTORS_IN_RING)
     consumer = (REGISTER_FILE // 128 - PRODUCER_REGISTERS) // 2 // 8 * 8
     registers = {"producer": PRODUCER_REGISTERS, "consumer": consumer}
     dq = nt.Mapping(tiles={"BM": 2 * ROWS, "BN": 64}, pipeline=3, consumers=2, persistent=False,
                     registers=registers)
     dkdv = nt.Mapping(tiles={"BM": BACKWARD_QUERIES, "BN": BACKWARD_KEYS}, pipeline=3, consumers=2,
-                      persistent=False, registers=registers, memory={"LSE": "shared", "DELTA": "shared"})
+                      persistent=False, registers=registers, memory=STEP_VECTORS_IN_RING)
     return delta, dq, dkdv
+
+
+#: The dK/dV programs' per-step vectors (their queries' log-sum-exp and D), loaded by TMA into the step ring.
+STEP_VECTORS_IN_RING = {"LSE": "shared", "DELTA": "shared"}
 
 
 def _dkdv_parts(d: int, fused: bool = False) -> tuple[str, ...]:
