@@ -574,12 +574,19 @@ class DisjointOutputs:
             raise self.error(i, j)
 
     def error(self, i: int, j: int) -> ArgumentError:
-        written, other = self.specs[i].name, self.specs[j].name
-        return ArgumentError(f"argument '{written}' shares memory with argument '{other}'; the kernel writes "
-                             f"'{written}' while its blocks, in no set order, read or write '{other}', so the "
-                             "result would depend on that order", code="overlapping-arrays",
-                             hint=f"write '{written}' into an array of its own (torch.empty_like, np.empty_like) "
-                                  "and copy it over after the call")
+        return overlapping_arrays(self.specs[i].name, self.specs[j].name)
+
+
+def overlapping_arrays(written: str, other: str, loc=None) -> ArgumentError:
+    """The refusal of a call whose array ``written`` shares memory with its array ``other``; ``arrays`` holds
+    both names (a library function renames them to its own parameters': ``kernels.checks.by_callers_names``)."""
+    error = ArgumentError(f"argument '{written}' shares memory with argument '{other}'; the kernel writes "
+                          f"'{written}' while its blocks, in no set order, read or write '{other}', so the "
+                          "result would depend on that order", code="overlapping-arrays",
+                          hint=f"write '{written}' into an array of its own (torch.empty_like, np.empty_like) "
+                               "and copy it over after the call", loc=loc)
+    error.arrays = (written, other)
+    return error
 
 
 def _span_bytes(spec: ArgSpec) -> int:

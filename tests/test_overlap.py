@@ -31,15 +31,21 @@ def softmax64(x: np.ndarray) -> np.ndarray:
 
 
 def test_an_output_over_an_input_is_refused(backend):
+    """A library function's refusal names its own parameters (``c``, ``a``), not its program's (``C``, ``A``)."""
     rng = np.random.default_rng(0)
     a, b = (rng.standard_normal((64, 64)).astype(HALF) for _ in range(2))
-    assert_refused(lambda: gemm.gemm(a, b, a), "C", "A")
+    assert_refused(lambda: gemm.gemm(a, b, a), "c", "a")
+    assert_refused(lambda: gemm.linear(a, b, np.zeros(64, HALF), b), "c", "w")
     x = rng.standard_normal((8, 100)).astype(np.float32)
-    assert_refused(lambda: rowwise.softmax(x, x), "Y", "X")
+    assert_refused(lambda: rowwise.softmax(x, x), "y", "x")
     buffer = rng.standard_normal((8, 160)).astype(np.float32)
-    assert_refused(lambda: rowwise.softmax(buffer[:, :100], buffer[:, 60:]), "Y", "X")     # 40 columns in common
+    assert_refused(lambda: rowwise.softmax(buffer[:, :100], buffer[:, 60:]), "y", "x")     # 40 columns in common
     q = rng.standard_normal((1, 2, 64, 64)).astype(HALF)
-    assert_refused(lambda: attention.attention(q, q.copy(), q.copy(), q), "O", "Q")
+    assert_refused(lambda: attention.attention(q, q.copy(), q.copy(), q), "o", "q")
+    k, v, o, lse = q.copy(), q.copy(), np.zeros_like(q), np.zeros((1, 2, 64), np.float32)
+    attention.attention(q, k, v, o, lse)
+    assert_refused(lambda: attention.attention_backward(q, k, v, o, lse, o, q, np.zeros_like(k), np.zeros_like(v)),
+                   "dq", "q")
 
 
 def test_views_of_one_buffer_without_a_common_element_are_used_as_they_are(backend):
@@ -97,13 +103,13 @@ def test_overlapping_torch_tensors_are_refused_on_the_gpu():
     a, b = (torch.randn(256, 256, dtype=torch.float16, device="cuda") for _ in range(2))
     c = torch.empty_like(a)
     gemm.gemm(a, b, c)                                          # the generated run, with its checks inlined
-    assert_refused(lambda: gemm.gemm(a, b, a), "C", "A")
-    assert_refused(lambda: gemm.gemm(a, b, b), "C", "B")
+    assert_refused(lambda: gemm.gemm(a, b, a), "c", "a")
+    assert_refused(lambda: gemm.gemm(a, b, b), "c", "b")
     buffer = torch.randn(2, 128, 4, 4, 64, dtype=torch.float16, device="cuda")
     q, k, v, o = (buffer[:, :, j].transpose(1, 2) for j in range(4))
     attention.attention(q, k, v, o)                             # one packed buffer: no element in common
     expected = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
     # fp16 inputs, float32 accumulation, fp16 output: within a few fp16 ulps of the float32 reference
     torch.testing.assert_close(o.float(), expected, rtol=2e-3, atol=2e-3)
-    assert_refused(lambda: attention.attention(q, k, v, buffer[:, :, 1].transpose(1, 2)), "O", "K")
+    assert_refused(lambda: attention.attention(q, k, v, buffer[:, :, 1].transpose(1, 2)), "o", "k")
     torch.cuda.synchronize()

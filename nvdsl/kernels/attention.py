@@ -316,10 +316,13 @@ def _forward(kernel, mask_mod, causal: bool, tiles: dict, q, k, v, o, lse, mod_a
     extra = mod_args
     if mask_mod is not None:
         extra = (visited_blocks(q, mask_mod, causal, k.shape[2], mod_args, tiles["BM"], tiles["BN"]),) + mod_args
-    if lse is None:
-        kernel(o, q, k, v, *extra)
-    else:
-        kernel(o, lse, q, k, v, *extra)
+    try:
+        if lse is None:
+            kernel(o, q, k, v, *extra)
+        else:
+            kernel(o, lse, q, k, v, *extra)
+    except ArgumentError as error:
+        raise checks.by_callers_names(error, ("q", "k", "v", "o", "lse")) from None
 
 
 def _variant(score_mod, mask_mod, mod_args, loc, what: str) -> Variant:
@@ -820,6 +823,12 @@ class _BackwardPlan:
     fused: bool = False                     # dQ added up by the dK/dV program (see attention_backward)
 
     def run(self, q, k, v, o, lse, do, dq, dk, dv, mod_args) -> None:
+        try:
+            self._run(q, k, v, o, lse, do, dq, dk, dv, mod_args)
+        except ArgumentError as error:
+            raise checks.by_callers_names(error, ("q", "k", "v", "o", "lse", "do", "dq", "dk", "dv")) from None
+
+    def _run(self, q, k, v, o, lse, do, dq, dk, dv, mod_args) -> None:
         batch, heads, seq_q, d = self.shape
         seq_k, causal, scale, variant = self.seq_k, self.causal, self.scale, self.variant
         delta_mapping, dq_mapping, dkdv_mapping = backward_mappings(d)

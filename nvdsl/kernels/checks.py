@@ -10,8 +10,8 @@ where a library function plans a call (once per signature where it keeps plans).
 from __future__ import annotations
 
 from .. import dtypes as dt
-from ..arguments import check_outputs_writable, describe
-from ..errors import ArgumentError
+from ..arguments import check_outputs_writable, describe, overlapping_arrays
+from ..errors import ArgumentError, UserError
 from ..signature import ARRAY, ArgSpec
 from ..tasks import Mapping
 
@@ -158,3 +158,14 @@ def _check_reduced_extents(what: str, specs: dict[str, ArgSpec], axes: dict[str,
                                 f"element of '{written}' {tuple(shape)} would be computed over an empty axis",
                                 code="empty", hint=f"skip the call and fill '{written}' yourself (for a product, a "
                                 f"sum over {letter} = 0 is zero)", loc=loc)
+
+
+def by_callers_names(error: UserError, callers) -> UserError:
+    """``error`` as the caller of a library function should read it: a refusal of overlapping arrays by one of
+    the library's programs names the program's parameters ('C', 'X'), here the function's own (``callers``:
+    'c', 'x') where they are the same but for case; any other error as it is."""
+    arrays = getattr(error, "arrays", None)
+    if arrays is None:
+        return error
+    named = [next((c for c in callers if c.lower() == name.lower()), name) for name in arrays]
+    return overlapping_arrays(*named)._replaced(loc=error.loc, origin=error.origin)

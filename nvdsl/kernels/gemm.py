@@ -328,7 +328,10 @@ def linear(a, w, bias, c, *, activation: str = "none", mapping: nt.Mapping | Non
         steps = _linear_steps(a, w, bias, c, activation, mapping)
         _PLANNED.remember(signature, steps)
     kernel, transposed, _ = steps
-    kernel(c, a, w.T if transposed else w, bias)
+    try:
+        kernel(c, a, w.T if transposed else w, bias)
+    except ArgumentError as error:
+        raise checks.by_callers_names(error, ("a", "w", "bias", "c")) from None
 
 
 def _linear_steps(a, w, bias, c, activation: str, mapping: nt.Mapping | None) -> tuple:
@@ -517,11 +520,14 @@ def gemm(a, b, c, *, b_layout: str = "KN", mapping: nt.Mapping | None = None, sp
     if a_transposed:
         a = a.T
     partials = _partials_like(c, partials_shape) if partials_shape is not None else None
-    if partials is not None:
-        kernel(partials, a, b)
-        _sum_partials(c, partials)
-    else:
-        kernel(c, a, b)
+    try:
+        if partials is not None:
+            kernel(partials, a, b)
+            _sum_partials(c, partials)
+        else:
+            kernel(c, a, b)
+    except ArgumentError as error:
+        raise checks.by_callers_names(error, ("a", "b", "c")) from None
 
 
 def _gemm_steps(a, b, c, b_layout: str, mapping: nt.Mapping | None, splits: int | None,
@@ -634,7 +640,10 @@ def grouped_gemm(a, b, c, group_sizes, *, mapping: nt.Mapping | None = None) -> 
     if type(a).__module__.startswith("torch"):       # a device array beside a's, not a copy per call
         import torch
         table = torch.from_numpy(table).to(a.device)
-    _kernel(grouped_matmul, mapping)(c, a, b, table)
+    try:
+        _kernel(grouped_matmul, mapping)(c, a, b, table)
+    except ArgumentError as error:
+        raise checks.by_callers_names(error, ("a", "b", "c")) from None
 
 
 def scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None = None) -> None:
@@ -649,4 +658,7 @@ def scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None = None)
                   {"a": "MK", "b": "NK", "c": "MN", "scale_a": "1", "scale_b": "1"},
                   {"a": checks.FLOAT8, "b": checks.FLOAT8, "c": checks.OUTPUTS, "scale_a": (dt.float32,),
                    "scale_b": (dt.float32,)})
-    _kernel(scaled_matmul, mapping or FP8_MAPPING)(c, a, b, scale_a, scale_b)
+    try:
+        _kernel(scaled_matmul, mapping or FP8_MAPPING)(c, a, b, scale_a, scale_b)
+    except ArgumentError as error:
+        raise checks.by_callers_names(error, ("a", "b", "c", "scale_a", "scale_b")) from None

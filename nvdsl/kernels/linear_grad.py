@@ -90,4 +90,7 @@ def linear_grad(a, w, bias, dy, dz, *, activation: str, mapping: nt.Mapping | No
                    "dy": checks.OUTPUTS}, written="dz", alike=("a", "w"))
     if mapping is None:
         mapping = linear_mapping(activation, *_output_shape(dz, 2))
-    _kernel(linear_grad_program(activation), mapping)(dz, a, w, bias, dy)
+    try:
+        _kernel(linear_grad_program(activation), mapping)(dz, a, w, bias, dy)
+    except ArgumentError as error:
+        raise checks.by_callers_names(error, ("a", "w", "bias", "dy", "dz")) from None

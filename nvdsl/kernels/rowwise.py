@@ -348,13 +348,16 @@ def _call(name: str, arrays: dict, axes: dict, allowed: dict, written: str, *, e
     checks.check_mapping(name, mapping, loc)
     extents, specs = checks.checked(name, arrays, axes, allowed, loc, written=written)
     ordered = [arrays[key] for key in PARAMETERS[name]]
-    if autotune and mapping is None:
-        _autotuned(_program(name, eps))(*ordered)
-        return
-    vectors = staging.row_run(staging.spec_layouts(specs)) > 1
-    rows = specs[PARAMETERS[name][1]]                  # x, or the logits
-    kernel(name, eps=eps, mapping=mapping, n=extents["N"], vectors=vectors, itemsize=rows.dtype.itemsize,
-           m=extents["M"])(*ordered)
+    try:
+        if autotune and mapping is None:
+            _autotuned(_program(name, eps))(*ordered)
+            return
+        vectors = staging.row_run(staging.spec_layouts(specs)) > 1
+        rows = specs[PARAMETERS[name][1]]                  # x, or the logits
+        kernel(name, eps=eps, mapping=mapping, n=extents["N"], vectors=vectors, itemsize=rows.dtype.itemsize,
+               m=extents["M"])(*ordered)
+    except ArgumentError as error:
+        raise checks.by_callers_names(error, arrays) from None
 
 
 def softmax(x, y, *, mapping: nt.Mapping | None = None, autotune: bool = False) -> None:
