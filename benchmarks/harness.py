@@ -17,7 +17,8 @@ Timing methods (each measurement records which one it used in ``extra["timing"]`
 
 Beside the device-timed systems, :class:`ClockSampler` reads the SM clock from ``nvidia-smi`` every
 :data:`CLOCK_PERIOD_MS` while they run and records the median of the samples taken during each one's timed calls
-(``extra["sm_clock_mhz"]``): under a load that keeps the tensor cores busy the card sets its clock by its power limit,
+(``extra["sm_clock_mhz"]``; for calls timed in less than a period, of the readings a period either side of them):
+under a load that keeps the tensor cores busy the card sets its clock by its power limit,
 so two systems timed side by side may run at different clocks, and a table's ratio per SM cycle says how much of a
 ratio is the clock's.
 """
@@ -461,7 +462,9 @@ def _timed_in_rounds(ready: list[_Ready], args) -> list[Measurement]:
         if r.failure is None:
             extra = dict(r.prepared.extra)
             if clock is not None:
-                extra.update(sm_clock_mhz=clock[0], sm_clock_samples=f"{clock[1]} from {clock[2]} to {clock[3]} MHz")
+                extra.update(sm_clock_mhz=clock[0], sm_clock_samples=f"{clock[1]} from {clock[2]} to {clock[3]} MHz"
+                             if clock[1] else f"none while timed (shorter than a reading's {CLOCK_PERIOD_MS} ms); "
+                             f"the readings a period either side: {clock[2]} to {clock[3]} MHz")
             if r.prepared.check is not None:
                 extra["check"] = r.prepared.check.to_json()
             if r.prepared.timing == "wallclock":
@@ -574,14 +577,21 @@ class ClockSampler:
 
     def clocks(self, windows: list[list[tuple[float, float]]], settle_s: float = CLOCK_SETTLE_S
                ) -> list[tuple[int, int, int, int] | None]:
-        """Per system, (median, readings, lowest, highest) of the MHz read inside its ``windows`` of host time, or
-        None where none was; waits ``settle_s`` for the last readings when they are still to come."""
+        """Per system, (median, readings, lowest, highest) of the MHz read inside its ``windows`` of host time; for
+        a system timed in less than a reading's period, of the readings within a period of its windows, with 0
+        readings; None where there is none; waits ``settle_s`` for the last readings when they are still to come."""
         ends = [end for w in windows for _, end in w]
         if self.process is not None and ends and settle_s and (not self.readings or self.readings[-1][0] < max(ends)):
             time.sleep(settle_s)
         found = []
+        readings = list(self.readings)
         for spans in windows:
-            mhz = sorted(m for when, m in list(self.readings) if any(a <= when <= b for a, b in spans))
+            mhz = sorted(m for when, m in readings if any(a <= when <= b for a, b in spans))
+            if not mhz and spans:       # calls timed in less than a period: the readings a period either side
+                near = CLOCK_PERIOD_MS * 1e-3
+                mhz = sorted(m for when, m in readings if any(a - near <= when <= b + near for a, b in spans))
+                found.append((mhz[len(mhz) // 2], 0, mhz[0], mhz[-1]) if mhz else None)
+                continue
             found.append((mhz[len(mhz) // 2], len(mhz), mhz[0], mhz[-1]) if mhz else None)
         return found
 

@@ -127,6 +127,9 @@ def test_the_clock_sampler_summarises_the_readings_inside_each_systems_timed_cal
     sampler.feed("not a reading\n")
     windows = [[(base + 0.05, base + 0.35)], [(base + 0.45, base + 0.65), (base - 1, base - 0.5)], [(base + 5, base + 6)]]
     assert sampler.clocks(windows) == [(1500, 3, 1490, 1520), (1610, 2, 1600, 1610), None]
+    # calls timed between two readings (shorter than a period): the readings a period either side, as 0 readings
+    period = harness.CLOCK_PERIOD_MS * 1e-3
+    assert sampler.clocks([[(base + 0.1 + period * 0.25, base + 0.1 + period * 0.5)]]) == [(1500, 0, 1500, 1500)]
 
 
 def test_each_system_records_the_sm_clock_it_was_timed_at(monkeypatch):
