@@ -396,6 +396,27 @@ def test_vectors_in_shared_memory_come_through_the_ring_unswizzled(memory):
     assert np.all(np.abs(c - expected) <= bound)
 
 
+@nt.task(reads=("A", "B", "V"), writes=("C",))
+def product_plus_row_vector(C, A, B, V):
+    """C = A B + v[:, None], the vector added after the loop."""
+    Ct, At, Bt, Vt = nt.blocks(C, (128, 64)), nt.blocks(A, (128, 64)), nt.blocks(B, (64, 64)), nt.blocks(V, (128,))
+    for i, j in nt.prange(*Ct.grid):
+        acc = nt.zeros((128, 64), nt.float32)
+        for k in nt.srange(At.grid[1]):
+            acc += At[i, k] @ Bt[k, j]
+        Ct[i, j] = (acc + Vt[i][:, None]).astype(C.dtype)
+
+
+def test_a_vector_mapped_to_shared_memory_after_the_loop_is_refused_with_a_change_that_plans():
+    """Vectors the epilogue reads come from global memory: asking for them in shared memory is refused, the hint
+    naming the change under which the program plans."""
+    args = (np.zeros((128, 64), np.float32), np.zeros((128, 64), f16), np.zeros((64, 64), f16),
+            np.zeros(128, np.float32))
+    refused(product_plus_row_vector, nt.Mapping(memory={"V": "shared"}), args, "mapping-memory", "'V'",
+            "map with memory['V']='register'")
+    nt.build(product_plus_row_vector, nt.Mapping(memory={"V": "register"})).explain(*args)
+
+
 @pytest.mark.parametrize("extent, dtype, words", [(8, nvdsl.float8_e4m3fn, "(8 bytes)"),
                                                    (512, nvdsl.float32, "up to 256 elements")])
 def test_a_vector_tma_cannot_move_is_refused_with_registers_as_the_way(extent, dtype, words):
