@@ -322,22 +322,44 @@ def time_host(fn: Callable[[], Any], *, calls: int = 500, repeats: int = 40, war
     after the final ``torch.cuda.synchronize()`` (includes draining the queue).
     When the two agree, the GPU was not the bottleneck.
     """
-    import torch
+    return time_host_in_turn({"fn": fn}, calls=calls, repeats=repeats, warmup=warmup)["fn"]
 
-    for _ in range(warmup):
-        fn()
-    host, wall = [], []
-    for _ in range(repeats):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()
-        t2 = time.perf_counter()
-        host.append((t1 - t0) / calls * 1e6)
-        wall.append((t2 - t0) / calls * 1e6)
-    return HostTiming(host, wall, calls)
+
+def time_host_in_turn(fns: dict[str, Callable[[], Any]], *, calls: int = 500, repeats: int = 40, warmup: int = 500,
+                      clock: Callable[[], float] = time.perf_counter, sync: Callable[[], Any] | None = None
+                      ) -> dict[str, HostTiming]:
+    """:func:`time_host` of several calls, timed in turn: each repeat times every one of them (``calls`` back to
+    back each), starting one further along the list each time, so that a drift of the host's speed (a VM's
+    neighbours, the clock) reaches them alike and the repeats pair up (see :func:`paired_differences`).
+    ``clock`` and ``sync`` (default ``torch.cuda.synchronize``) are injectable."""
+    if sync is None:
+        import torch
+        sync = torch.cuda.synchronize
+    names = list(fns)
+    for name in names:
+        for _ in range(warmup):
+            fns[name]()
+    timings = {name: HostTiming([], [], calls) for name in names}
+    for r in range(repeats):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            fn, timing = fns[name], timings[name]
+            sync()
+            t0 = clock()
+            for _ in range(calls):
+                fn()
+            t1 = clock()
+            sync()
+            t2 = clock()
+            timing.host_us.append((t1 - t0) / calls * 1e6)
+            timing.wall_us.append((t2 - t0) / calls * 1e6)
+    return timings
+
+
+def paired_differences(a: list[float], b: list[float]) -> tuple[float, float, float]:
+    """(median, 10th, 90th percentile) of ``a[r] - b[r]`` over the repeats ``r`` of two calls timed in turn."""
+    differences = sorted(x - y for x, y in zip(a, b))
+    n = len(differences)
+    return differences[n // 2], differences[n // 10], differences[min(n - 1, n * 9 // 10)]
 
 
 # --------------------------------------------------------------------------- running one system

@@ -118,6 +118,33 @@ def _smi_line(when: float, mhz) -> str:
     return datetime.datetime.fromtimestamp(when).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3] + f", {mhz}\n"
 
 
+def test_host_timings_take_the_systems_in_turn_and_pair_their_repeats():
+    """The launch suite's systems are timed in turn within each repeat, starting one further along each time, and
+    its added overhead is the median of nvdsl's time minus the bare launch's repeat by repeat: a host that slows
+    down between repeats (here twice as slow from the third on) moves both alike."""
+    from benchmarks import harness
+    from benchmarks.suites import launch
+    now, order = [0.0], []
+
+    def system(name, cost_us):
+        def call():
+            order.append(name)
+            now[0] += cost_us * 1e-6 * (2 if len(order) > 12 else 1)
+        return call
+    timings = harness.time_host_in_turn({"nvdsl": system("nvdsl", 5.0), launch.BARE: system(launch.BARE, 3.0)},
+                                        calls=3, repeats=4, warmup=0, clock=lambda: now[0], sync=lambda: None)
+    assert order == ["nvdsl"] * 3 + [launch.BARE] * 6 + ["nvdsl"] * 6 + [launch.BARE] * 3 + \
+        [launch.BARE] * 3 + ["nvdsl"] * 3
+    assert timings["nvdsl"].host_us == pytest.approx([5, 5, 10, 10]) and \
+        timings[launch.BARE].host_us == pytest.approx([3, 3, 6, 6])
+    assert harness.paired_differences(timings["nvdsl"].host_us, timings[launch.BARE].host_us) == \
+        pytest.approx((4, 2, 4))
+    row = [Measurement.from_times("launch", "nvdsl", {}, [t * 1e-3 for t in timings["nvdsl"].host_us],
+                                  extra={"over_bare_us": 2.0, "over_bare_p10_p90_us": [1.5, 2.5]}),
+           Measurement.from_times("launch", launch.BARE, {}, [t * 1e-3 for t in timings[launch.BARE].host_us])]
+    assert launch.derived_columns(row) == {"added overhead (µs)": "2.00 (1.50 to 2.50)"}
+
+
 def test_the_clock_sampler_summarises_the_readings_inside_each_systems_timed_calls():
     from benchmarks import harness
     sampler = harness.ClockSampler()
