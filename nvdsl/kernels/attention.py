@@ -765,8 +765,9 @@ def attention_backward(q, k, v, o, lse, do, dq, dk, dv, *, causal: bool = False,
             in any order, so dQ may differ in its last bits from run to run (dK and dV do not). At D 128 the
             consumer warpgroups stage dS side by side in shared memory and each computes half of dQ's columns
             (FlashAttention-3's); at D 64 each adds its own keys' part, staged while dK's product runs. Faster
-            from L 4096 (bf16 B4 H16 on an H200, D 64 and 128: 0.81-0.97x the default at L 1024, 0.91-1.15x
-            at L 4096 and 16384; at D 128 its consumers spill a few registers).
+            at long L (bf16 B4 H16 on an H200, D 64 and 128: 0.81-0.97x the default at L 1024, 0.91-1.15x
+            at L 4096 and 16384, behind only causal at D 128, L 4096; at D 128 its consumers spill a few
+            registers).
 
     D = 64, 128 or 256 (at 256 the scores are computed three times: a consumer cannot hold dK and dV at once,
     and dQ has its own pass); L and Lk need not be multiples of anything. Float32 scratch (the row dot products
