@@ -47,7 +47,8 @@ def ablations(run, args) -> dict:
     from cuda.bindings import driver as cu
     call = re.search(r"launch_kernel\((F0, .*)\)\[0\]", run.source).group(1)
     names = dict(run.__globals__)
-    for what, stream in (("its launch alone, stream an int", 0), ("its launch alone, stream a CUstream", cu.CUstream(0))):
+    for what, stream in (("its launch alone, stream an int", 0),
+                         ("its launch alone, stream a CUstream", cu.CUstream(0))):
         names["stream"] = stream
         launch = eval(f"lambda: launch_kernel({call})", names)
         row[what] = per_call(launch)
