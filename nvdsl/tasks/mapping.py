@@ -52,9 +52,9 @@ class Mapping:
             materialized whole: the consumer warpgroups each hold their rows). An argument's: where its tiles are
             copied to be computed on; an argument that a row-wise program's passes over column blocks read, in
             ``"shared"``, has its row block kept in shared memory for the tile (loaded once by TMA, every pass
-            reading it there); a vector argument of a program with products (a step's log-sum-exp), in
-            ``"shared"``, comes through the ring by TMA beside the products' tiles instead of each thread loading
-            its elements from global memory where the program uses them.
+            reading it there); a vector argument that a program with products reads in its ``srange`` loop (a
+            step's log-sum-exp), in ``"shared"``, comes through the ring by TMA beside the products' tiles instead
+            of each thread loading its elements from global memory where the program uses them.
         pipeline: slots of the ring that feeds the sequential loop (None: as many as shared memory holds, up to 8).
         mma_in_flight: wgmma products left running while the next is issued (P); ``pipeline >= P + 1``.
         warp_specialize: a producer warpgroup issues the loads and consumer warpgroups compute; off, the
