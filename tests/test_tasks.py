@@ -371,11 +371,20 @@ def products_less_vectors(C, A, B, U, R):
         Ct[i, j] = acc.astype(C.dtype)
 
 
-@pytest.mark.parametrize("memory", [{}, {"U": "shared", "R": "shared"}])
-def test_vectors_in_shared_memory_come_through_the_ring_unswizzled(memory):
+VECTORS_IN_RING = {"U": "shared", "R": "shared"}
+
+
+@pytest.mark.parametrize("memory, schedule", [
+    ({}, {}), (VECTORS_IN_RING, {}),
+    (VECTORS_IN_RING, {"schedule": "pingpong", "tiles": {"BM": 64}, "persistent": True}),
+    (VECTORS_IN_RING, {"warp_specialize": False, "consumers": 1, "tiles": {"BM": 64}}),
+    (VECTORS_IN_RING, {"persistent": True}),
+])
+def test_vectors_in_shared_memory_come_through_the_ring_unswizzled(memory, schedule):
     """``memory={"U": "shared"}`` puts an argument's vectors in the ring beside the product's tiles, loaded by TMA
     in one unswizzled box and read by each consumer at the tile's columns or its own rows; by default its threads
-    load them from global memory. Both give the same numbers (the interpreter checks every access)."""
+    load them from global memory. Both give the same numbers (the interpreter checks every access), under two
+    cooperative consumers, a ping-pong, one consumer issuing its own loads, and persistent blocks."""
     rng = np.random.default_rng(5)
     m, n, k = 256, 128, 192
     steps = k // 64
@@ -383,10 +392,14 @@ def test_vectors_in_shared_memory_come_through_the_ring_unswizzled(memory):
     u = rng.standard_normal(steps * n).astype(np.float32)
     r = rng.standard_normal(steps * m).astype(np.float32)
     c = np.zeros((m, n), np.float32)
-    kernel = nt.build(products_less_vectors, nt.Mapping(pipeline=2, consumers=2, persistent=False, memory=memory))
+    fields = {"pipeline": 2, "consumers": 2, "persistent": False, "memory": memory, **schedule}
+    kernel = nt.build(products_less_vectors, nt.Mapping(**fields))
     text = kernel.explain(c, a, b, u, r)
-    assert ("U_s0 float32[64] from U[k0*128+p1*64:+64] (box [64], swizzle 0)" in text) == bool(memory), text
-    assert ("R_s0 float32[128] from R[k0*256+p0*128:+128] (box [128], swizzle 0)" in text) == bool(memory), text
+    if not schedule:
+        assert ("U_s0 float32[64] from U[k0*128+p1*64:+64] (box [64], swizzle 0)" in text) == bool(memory), text
+        assert ("R_s0 float32[128] from R[k0*256+p0*128:+128] (box [128], swizzle 0)" in text) == bool(memory), text
+    else:
+        assert "U_s0 float32[64] from U[" in text and "R_s0 float32[" in text and "swizzle 0" in text, text
     kernel(c, a, b, u, r)
     us, rs = u.reshape(steps, n).astype(np.float64), r.reshape(steps, m).astype(np.float64)
     expected = a.astype(np.float64) @ b.astype(np.float64) - us.sum(axis=0)[None, :] + rs.sum(axis=0)[:, None]
