@@ -949,7 +949,8 @@ def _vector_box(load: Copy, dtype: dt.DType) -> tuple[tuple[int, ...], int]:
     if extent * item % TMA_STRIDE_BYTES or extent > MAX_BOX:
         raise refusal(f"{load}: a vector of {extent} elements ({extent * item} bytes) cannot be copied into shared "
                       f"memory by TMA, which moves vectors of multiples of {TMA_STRIDE_BYTES} bytes, up to {MAX_BOX} "
-                      "elements", code="mapping-memory", changes=[{"memory": {region.tensor: ir.REGISTER}}])
+                      "elements", code="mapping-memory", changes=[{"memory": {region.tensor: ir.REGISTER}}],
+                      loc=load.loc)
     return tuple(1 for _ in region.shape[:-1]) + (extent,), 0
 
 
