@@ -90,10 +90,12 @@ def cases():
         for causal in (False, True):
             yield f"attention_dq_d{d}_causal{int(causal)}", lambda d=d, c=causal, m=dq: nt.build(
                 att.dq_program(c, d ** -0.5), m).compile(q, q, kv, kv, q, rows, rows)
-            for parts in att._dkdv_parts(d):
+            fused = att._dkdv_parts(d, fused=True) if d in att.FUSED_DQ_HEAD_DIMS else ()
+            for parts in att._dkdv_parts(d) + fused:
                 grads = f32(2, 4, 700, d)
                 args = {"dkdv": (grads, grads, q, kv, kv, q, rows, rows), "dk": (grads, q, kv, kv, q, rows, rows),
-                        "dv": (grads, q, kv, q, rows)}[parts]
+                        "dv": (grads, q, kv, q, rows),
+                        "dkdvdq": (grads, grads, f32(2, 4, 1000, d), q, kv, kv, q, rows, rows)}[parts]
                 yield f"attention_{parts}_d{d}_causal{int(causal)}", lambda d=d, c=causal, m=dkdv, p=parts, a=args: \
                     nt.build(att.dkdv_program(c, d ** -0.5, parts=p), m).compile(*a)
         yield f"attention_delta_d{d}", lambda m=delta: nt.build(att.delta_program(), m).compile(rows, q, q)
