@@ -866,7 +866,7 @@ class _Consumer:
     def pending_vector(self, x) -> bool:
         """Whether operand ``x`` is a vector read from an argument, loaded once a tile gives it a layout."""
         v = self.values.get(operand_name(x) if isinstance(x, (str, Broadcast)) else None)
-        return (isinstance(v, _Pending) and _is_vector(v.region) or _in_ring(v)) and not self.scalar(operand_name(x))
+        return _argument_vector(v) and not self.scalar(operand_name(x))
 
     def resolve(self, name: str, columns=None):
         """Local ``name`` as a value: for a ``columns`` (start, stop) window of the tile, only those columns."""
@@ -904,7 +904,7 @@ class _Consumer:
             return self.resident_tile(v, like, columns)
         if isinstance(v, _Pending) and isinstance(like, RegisterTile) and len(v.region.matrix_shape) == 2:
             return self.argument_tile(v.region, like, columns)
-        if (isinstance(v, _Pending) and _is_vector(v.region) or _in_ring(v)) and isinstance(like, RegisterTile):
+        if _argument_vector(v) and isinstance(like, RegisterTile):
             # an argument's vector: one value per row of ``like`` (or per column, along ``axis`` 0)
             return self.vector(x, 1 if axis is None else axis, like, columns)
         return v.acc.to(v.dtype) if isinstance(v, _Cast) else v
@@ -1366,6 +1366,12 @@ class _Cast:
 
     def __init__(self, acc, dtype: dt.DType):
         self.acc, self.dtype = acc, dtype
+
+
+def _argument_vector(v) -> bool:
+    """Whether a local's value is an argument's vector, read where a tile gives it a layout: from global memory
+    (pending) or from the ring's slot it was copied into."""
+    return isinstance(v, _Pending) and _is_vector(v.region) or _in_ring(v)
 
 
 def _in_ring(v) -> bool:
