@@ -205,6 +205,25 @@ def test_the_backward_schedules_are_explained(request):
     assert "add dq -> DQ[" in text and "(an atomic reduction)" in text
 
 
+def test_p_is_computed_with_ex2_approx_but_in_the_fused_kernel_past_d64():
+    """The backward's P = exp2(...) takes ex2.approx where it measured faster (dK/dV and dQ at D 64 and 128, the
+    fused dK/dV/dQ at D 64), and the accurate exp2 in the fused kernel at D 128, which ran slower with it."""
+    def explained(d, parts=None):
+        q, lse = np.zeros((1, 2, 512, d), np.float16), np.zeros((1, 2, 512), np.float32)
+        sums = np.zeros((1, 2, 512, d), np.float32)
+        _, dq_mapping, dkdv_mapping = library.backward_mappings(d)
+        if parts is None:
+            return nt.build(library.dq_program(True, d ** -0.5), dq_mapping).explain(q, q, q, q, q, lse, lse)
+        arrays = (sums, sums) + ((sums,) if parts == "dkdvdq" else ()) + (q, q, q, q, lse, lse)
+        return nt.build(library.dkdv_program(True, d ** -0.5, parts=parts), dkdv_mapping).explain(*arrays)
+
+    for d in (64, 128):
+        assert "exp2_approx(" in explained(d) and "exp2_approx(" in explained(d, "dkdv"), d
+    assert "exp2_approx(" in explained(64, "dkdvdq")
+    fused = explained(128, "dkdvdq")
+    assert "exp2_approx(" not in fused and "exp2(" in fused
+
+
 def test_the_summed_dq_part_is_stored_while_dks_product_runs():
     """deterministic=False at D 64: a step's part of dQ goes out as a wgmma group of its own ahead of dK's
     product, and is staged and added into the float32 sum once dK's is issued (``wait_group 1``), not after both

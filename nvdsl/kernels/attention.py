@@ -550,15 +550,25 @@ def delta_program() -> nt.Task:
     return attention_delta
 
 
-def _probabilities(s, scale: float, lse_row, keep, variant: Variant, positions, mods):
+def _probabilities(s, scale: float, lse_row, keep, variant: Variant, positions, mods, approx: bool = True):
     """The backward's ``P = exp(S · scale - LSE)`` of raw scores ``s`` (zero where ``keep`` is False; ``lse_row`` a
     broadcast row's log-sum-exp in base 2), and the derivative of the ``score_mod`` at each score (None
     without one): dS of the raw scores is ``P (dP - D)`` times it. (The mask stays in every step: skipping it on
-    blocks kept whole, as the forward does, measured slower here: 213 against 233 TFLOP/s, H100, window 1024.)"""
+    blocks kept whole, as the forward does, measured slower here: 213 against 233 TFLOP/s, H100, window 1024.)
+    ``approx``: ``ex2.approx`` (2 ulp, as the forward's LSE is computed with; P is rounded to 16 bits before its
+    products), see :func:`_approximate_exp`."""
     if not variant.score_mod:
-        return nt.where(keep, nt.exp2(s * (scale * LOG2_E) - lse_row), 0.0), None
+        return nt.where(keep, nt.exp2(s * (scale * LOG2_E) - lse_row, approx=approx), 0.0), None
     modded, slope = nt.value_and_derivative(lambda x: variant.score(x, *positions, mods), s * scale)
-    return nt.where(keep, nt.exp2(modded * LOG2_E - lse_row), 0.0), slope
+    return nt.where(keep, nt.exp2(modded * LOG2_E - lse_row, approx=approx), 0.0), slope
+
+
+def _approximate_exp(fused_dq: bool, d: int) -> bool:
+    """Whether a backward program computes P with ``ex2.approx``: each does but the fused dK/dV/dQ one past
+    head_dim 64. Measured on an H200 (bf16 B4 H16, ``--rounds 5``, one run each): approx took dK/dV+dQ 1-5%
+    faster at D 64 and 128 and the fused kernel 1-3% at D 64, but the fused one at D 128 0.3-10% slower
+    (causal L 16384: 455 -> 410 TFLOP/s), where ptxas spilled more (80 -> 100 B)."""
+    return not fused_dq or d <= 64
 
 
 @functools.lru_cache(maxsize=None)
@@ -641,6 +651,7 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN, parts: st
             DQt = nt.blocks(named["DQ"], (1, 1, BM, d))
         blocks = Qt.grid[2]
         mods = Variant.arrays(extra, variant.mask_mod)
+        approx = _approximate_exp(with_dq, d)
         for b, hk, g, j in nt.prange(batch, kv_heads, group, Kt.grid[2]):
             h = hk * group + g
             keys = nt.arange(BN, start=j * BN, name="keys")
@@ -670,9 +681,10 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN, parts: st
                     if variant.mask_mod:
                         keep = variant.keep(keep, b, h, rows[None, :], keys[:, None], mods)
                     pt, slope = _probabilities(st, scale, Lt[b, h, i][None, :] * LOG2_E, keep, variant,
-                                               (b, h, rows[None, :], keys[:, None]), mods)
+                                               (b, h, rows[None, :], keys[:, None]), mods, approx)
                 else:
-                    pt, slope = nt.exp(st * scale - Lt[b, h, i][None, :]), None
+                    pt = nt.exp2(st * (scale * LOG2_E) - Lt[b, h, i][None, :] * LOG2_E, approx=approx)
+                    slope = None
                     if causal:
                         pt = nt.where(keys[:, None] <= rows[None, :], pt, 0.0)
                 if with_dv:
