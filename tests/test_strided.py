@@ -257,6 +257,34 @@ def test_attention_writes_lse_into_a_slice(backend):
 
 # --- device arrays in place ----------------------------------------------------------------------------------
 
+def test_a_task_reads_a_vector_along_a_strided_last_axis(backend):
+    """A scale per row of A and block of K, given M-major (its transpose read as (blocks, M)): the vector's
+    elements are ``blocks`` apart; they were read as consecutive ones, a wrong product with no error."""
+    import nvdsl.tasks as nt
+
+    @nt.task(reads=("A", "B", "S"), writes=("C",))
+    def row_scaled_blocks(C, A, B, S):
+        Ct, At, Bt = nt.blocks(C, (128, 128)), nt.blocks(A, (128, 64)), nt.blocks(B, (128, 64))
+        St = nt.blocks(S, (1, 128))
+        for i, j in nt.prange(*Ct.grid):
+            acc = nt.zeros((128, 128), nt.float32)
+            for k in nt.srange(At.grid[1]):
+                part = nt.zeros((128, 128), nt.float32, name="part")
+                part += At[i, k] @ Bt[j, k].T
+                acc[...] = acc + part * St[k, i][:, None]
+            Ct[i, j] = acc.astype(C.dtype)
+
+    rng = np.random.default_rng(5)
+    m, n, k = 200, 130, 192
+    a, b = (rng.standard_normal(shape).astype(np.float16) for shape in ((m, k), (n, k)))
+    scales = 2.0 ** rng.integers(-2, 3, (m, k // 64))            # powers of two: a's rows scaled exactly
+    kernel = nt.build(row_scaled_blocks, library.MAPPING.replace(tiles={}, sm_count=2))
+    for given in (np.ascontiguousarray(scales.T, np.float32), scales.astype(np.float32).T):
+        c = np.full((m, n), np.nan, np.float32)
+        kernel(c, a, b, given)
+        assert_product_close(c, a.astype(np.float64) * np.repeat(scales, 64, axis=1), b.T)
+
+
 @requires_gpu
 def test_torch_views_run_in_place_on_the_gpu():
     torch = pytest.importorskip("torch")

@@ -647,19 +647,23 @@ class _Vector(_Fragment):
 
     @classmethod
     def load(cls, tile: RegisterTile, array: Array, start=0, *, fill=None):
-        """A vector over ``tile``'s rows (or columns) read from the 1-D ``array`` at ``start + index``.
+        """A vector over ``tile``'s rows (or columns) read from the 1-D ``array`` at ``start + index``; from an
+        array of more axes with ``fill``, along its last axis, ``start`` then giving an index per axis (a row's
+        log-sum-exps of a (B, H, L) array at ``(b, h, i * 64)``, whatever the array's strides).
 
         With ``fill`` (a number), elements whose index is at or past the array's end read as ``fill``
         instead (for a tile that overhangs a ragged edge); nothing is read outside the array.
         """
         current_kernel(f"{cls.__name__}.load")
         layout = _vector_layout(cls, tile)
+        at = tuple(start) if isinstance(start, tuple) else (start,)
         if fill is None:
-            return cls(_load(array, layout, (start,), f"{cls.__name__}.load"), array.dtype, layout)
-        if not isinstance(array, Array) or array.ndim != 1:
-            raise _error(f"{cls.__name__}.load needs a 1-D array, got {array!r}", code="bad-tile",
-                         hint="pass a 1-D array, e.g. x.flatten() of a larger one")
-        return cls(_load_filled(array, layout, (start,), fill), array.dtype, layout)
+            return cls(_load(array, layout, at, f"{cls.__name__}.load"), array.dtype, layout)
+        if not isinstance(array, Array) or array.ndim != len(at):
+            raise _error(f"{cls.__name__}.load(fill=) needs a 1-D array, or start= with an index per axis of the "
+                         f"array, got {array!r} at {start!r}", code="bad-tile",
+                         hint="pass a 1-D array, or start=(i0, i1, ...) with one index per axis")
+        return cls(_load_filled(array, layout, at, fill), array.dtype, layout)
 
     def store(self, array: Array, start=0, *, stop=None) -> None:
         """Write element ``i`` into ``array[start + i]``, once: of the threads holding copies of an

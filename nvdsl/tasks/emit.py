@@ -943,6 +943,10 @@ class _Consumer:
             fill = 0 if array.dtype.is_int else 0.0
             if len(origin) == 1:
                 return kind.load(like, array, start, fill=fill)
+            if array.strides is not None and array.strides[-1] != 1:
+                # along a last axis of another stride (a scale per row given M-major, read as its transpose):
+                # indexed axis by axis
+                return kind.load(like, array, (*origin[:-1], start), fill=fill)
             # a vector along the last axis of a higher-rank argument (a row's log-sum-exp of (B, H, L)): read from
             # the elements the array spans, from where its row starts
             return kind.load(like, array.span(), start + _row_start(array, origin), fill=fill)
