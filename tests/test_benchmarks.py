@@ -305,7 +305,7 @@ def test_gemm_takes_b_as_the_transposed_view_of_a_linear_layers_weight():
 def test_gemm_family_shapes_are_the_issues():
     shapes = gemm_family.shapes(_args())
     assert [p["op"] for p in shapes] == (["dual"] * 2 + ["rowsum"] * 2 + ["batched"] * 2 + ["grouped"] * 2 +
-                                         ["linear"] * 6 + ["fp8"] * 2)
+                                         ["linear"] * 6 + ["fp8"] * 2 + ["fp8-block"] * 2)
     for p in shapes:
         assert p["K"] == 4096 and p["dtype"] in ("fp16", "bf16")
         assert (p["M"], p["N"]) == {"batched": (4096, 4096), "grouped": (32768, 4096)}.get(p["op"], (8192, 8192))
@@ -313,10 +313,13 @@ def test_gemm_family_shapes_are_the_issues():
     assert [(p["activation"], p["dtype"]) for p in shapes if p["op"] == "linear"] == [
         (act, dtype) for dtype in ("fp16", "bf16") for act in ("relu", "gelu", "silu")]
 
-    assert [(p["inputs"], p["dtype"]) for p in shapes if p["op"] == "fp8"] == [("e4m3", "fp16"), ("e4m3", "bf16")]
+    for op in ("fp8", "fp8-block"):
+        assert [(p["inputs"], p["dtype"]) for p in shapes if p["op"] == op] == [("e4m3", "fp16"), ("e4m3", "bf16")]
+    assert gemm_family.row_label(shapes[-1]) == "fp8-block e4m3→bf16 8192×8192×4096"
+    assert list(gemm_family.systems("fp8-block")) == ["nvdsl", "torch"]
 
     quick = gemm_family.shapes(_args(quick=True))
-    assert {(p["dtype"], p["K"]) for p in quick} == {("fp16", 4096)} and len(quick) == 8
+    assert {(p["dtype"], p["K"]) for p in quick} == {("fp16", 4096)} and len(quick) == 9
     swept = gemm_family.shapes(_args(k="1024,16384", dtypes="bf16"))
     assert sorted({p["K"] for p in swept}) == [1024, 16384] and {p["dtype"] for p in swept} == {"bf16"}
     with pytest.raises(SystemExit):

@@ -351,8 +351,8 @@ def test_scaled_gemm_scales_are_one_element():
     assert "(1,)" in info.value.hint
 
 
-@pytest.mark.parametrize("name", ["gemm", "linear", "grouped_gemm", "scaled_gemm", "softmax", "cross_entropy",
-                                  "attention"])
+@pytest.mark.parametrize("name", ["gemm", "linear", "grouped_gemm", "scaled_gemm", "block_scaled_gemm", "softmax",
+                                  "cross_entropy", "attention"])
 def test_a_library_mapping_that_is_not_a_mapping_is_named(name):
     """A dict where an nt.Mapping belongs (the tiles written out by hand) was a TypeError or an AttributeError from
     deep inside the library (an unhashable dict, no tile_values) in all but attention."""
@@ -363,6 +363,8 @@ def test_a_library_mapping_that_is_not_a_mapping_is_named(name):
              "linear": lambda m: gemm.linear(half, half, half[0].copy(), half.copy(), mapping=m),
              "grouped_gemm": lambda m: gemm.grouped_gemm(half, half[None], half.copy(), [64], mapping=m),
              "scaled_gemm": lambda m: gemm.scaled_gemm(half, half, half.copy(), one, one, mapping=m),
+             "block_scaled_gemm": lambda m: gemm.block_scaled_gemm(half, half, half.copy(), f32[:, :1], one[None],
+                                                                   mapping=m),
              "softmax": lambda m: rowwise.softmax(f32, f32.copy(), mapping=m),
              "cross_entropy": lambda m: rowwise.cross_entropy(f32, np.zeros(64, np.int32), f32[0].copy(), mapping=m),
              "attention": lambda m: attention.attention(*[half[None, None]] * 3, half[None, None].copy(), mapping=m)}

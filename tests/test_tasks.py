@@ -664,6 +664,103 @@ def test_float8_gemm_with_scales_matches_torch(a_type, b_type, c_dtype, m, n, k)
     assert not torch.isnan(c).any() and error < {"float32": 1e-3, "float16": 3e-3, "bfloat16": 6e-3}[c_dtype], error
 
 
+#: The tensor cores add float8 products with about 14 bits of mantissa: a bound on each addition's relative error.
+FLOAT8_SUM_ROUNDOFF = 2.0 ** -12
+
+
+def block_scaled_reference(a, b, scale_a, scale_b, c_dtype):
+    """``sum_k (a_k @ b_k.T) * scale_a[:, k] * scale_b[n // 128, k]`` in float64 over blocks of 128 values of K,
+    and a bound on ``|c - it|`` for any order of the sums: each block's 128 products (exact) summed by the tensor
+    cores (``FLOAT8_SUM_ROUNDOFF``), its two scalings and the float32 sum over blocks (Higham's gamma_n), and c's
+    rounding."""
+    from helpers import roundoff
+    u32 = roundoff(np.float32)[0]
+    gamma = lambda n, u: n * u / (1 - n * u)
+    blocks = scale_a.shape[1]
+    exact, magnitude = 0.0, 0.0
+    for kb in range(blocks):
+        part = slice(kb * 128, (kb + 1) * 128)
+        scale = scale_a[:, kb, None] * np.repeat(scale_b[:, kb], 128)[None, :b.shape[0]]
+        exact = exact + (a[:, part] @ b[:, part].T) * scale
+        magnitude = magnitude + (np.abs(a[:, part]) @ np.abs(b[:, part]).T) * np.abs(scale)
+    per_block = gamma(128, FLOAT8_SUM_ROUNDOFF) * (1 + gamma(2, u32)) + gamma(2, u32)
+    bound = magnitude * (per_block + gamma(blocks, u32) * (1 + per_block))
+    u_out, tiny = roundoff(c_dtype)
+    return exact, bound + u_out * (np.abs(exact) + bound) + tiny
+
+
+@pytest.mark.parametrize("m_major", [True, False])
+def test_block_scaled_float8_matmul_runs_on_its_bytes(m_major):
+    """DeepSeek-V3's block scales in the interpreter, on float8 bytes: ragged M, N and K (a partial last block of K
+    and of B's rows), scale_a read as the transpose of an (M, K/128) array given M-major (torch's) or row-major."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from nvdsl.interpreter.program import Program
+    from nvdsl.kernels.gemm import BLOCK_SCALED_MAPPING, block_scaled_matmul
+    m, n, k = 200, 300, 336
+    rng = np.random.default_rng(m_major)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e5m2)
+    scale_a = rng.uniform(0.25, 4, (m, 3)).astype(np.float32)
+    scale_b = rng.uniform(0.25, 4, (3, 3)).astype(np.float32)
+    given = np.ascontiguousarray(scale_a.T) if m_major else scale_a.T
+    c = np.full((m, n), np.nan, np.float32)
+    trace = nt.build(block_scaled_matmul, BLOCK_SCALED_MAPPING.replace(sm_count=2)).trace(
+        c, float8(m, k), float8(n, k, code=12), given, scale_b)
+    Program(trace.module).run(trace.specs, (c, a.view(np.uint8), b.view(np.uint8), given, scale_b), trace.written)
+    exact, bound = block_scaled_reference(a.astype(np.float64), b.astype(np.float64), scale_a, scale_b, np.float32)
+    assert (np.abs(c - exact) <= bound).all(), np.abs(c - exact).max()
+
+
+def test_block_scaled_float8_products_compile_without_spills():
+    """Each block's product in a sum of its own (a second 64 x 128 accumulator per consumer) fits the registers."""
+    from nvdsl.kernels.gemm import BLOCK_SCALED_MAPPING, block_scaled_matmul
+    m, n, k = 1024, 1024, 1024
+    compiled = nt.build(block_scaled_matmul, BLOCK_SCALED_MAPPING).compile(
+        np.zeros((m, n), np.float32), float8(m, k), float8(n, k), np.ones((k // 128, m), np.float32),
+        np.ones((n // 128, k // 128), np.float32))
+    resources, = compiled.resources.values()
+    assert resources.spill_stores == 0 and "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in compiled.ptx
+    if find_tool("nvdisasm"):
+        assert "QGMMA" in sass_opcodes(compiled.sass())
+
+
+def test_block_scaled_gemm_names_the_scales_shape_it_needs():
+    from helpers import FakeDLPackDeviceArray
+    from nvdsl.kernels.gemm import block_scaled_gemm
+    f32 = lambda *shape: FakeDLPackDeviceArray(shape, 2, 32)
+    a, b, c = float8(256, 300), float8(200, 300), f32(256, 200)
+    with pytest.raises(nvdsl.ArgumentError) as info:
+        block_scaled_gemm(a, b, c, f32(256, 3), f32(1, 3))
+    assert info.value.code == "bad-shape" and "'scale_b' has shape (1, 3)" in str(info.value)
+    assert "(2, 3)" in info.value.hint and info.value.loc.filename == __file__
+    with pytest.raises(nvdsl.ArgumentError) as info:
+        block_scaled_gemm(a, b, c, f32(256, 2), f32(2, 3))
+    assert info.value.code == "bad-shape" and "'scale_a'" in str(info.value) and "(256, 3)" in info.value.hint
+
+
+@requires_gpu
+@pytest.mark.parametrize("m, n, k, c_dtype, m_major", [
+    (1000, 1000, 1024, "bfloat16", True),
+    (512, 768, 4096, "float32", False),
+    (130, 257, 200, "float16", True)])         # rows of 200 bytes: staged; partial blocks of K and of B's rows
+def test_block_scaled_float8_gemm_matches_float64(m, n, k, c_dtype, m_major):
+    torch = pytest.importorskip("torch")
+    from nvdsl.kernels.gemm import block_scaled_gemm
+    a = (_random(torch, (m, k), torch.float32, 21) * 2).to(torch.float8_e4m3fn)
+    b = (_random(torch, (n, k), torch.float32, 22) * 2).to(torch.float8_e4m3fn)
+    blocks = -(-k // 128)
+    scale_a = torch.rand(blocks, m, device="cuda") + 0.5
+    scale_a = scale_a.T if m_major else scale_a.T.contiguous()          # (m, blocks), M-major or row-major
+    scale_b = torch.rand(-(-n // 128), blocks, device="cuda") + 0.5
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=getattr(torch, c_dtype))
+    block_scaled_gemm(a, b, c, scale_a, scale_b)
+    torch.cuda.synchronize()
+    exact, bound = block_scaled_reference(a.double().cpu().numpy(), b.double().cpu().numpy(),
+                                          scale_a.double().cpu().numpy(), scale_b.double().cpu().numpy(),
+                                          getattr(torch, c_dtype))
+    assert (np.abs(c.double().cpu().numpy() - exact) <= bound).all()
+
+
 @pytest.mark.parametrize("mapping, change", [
     (MAPPING.replace(consumers=1), {"consumers": 2}),
     (MAPPING.replace(tiles={"BM": 128, "BN": 256, "BK": 64}, schedule="pingpong"), {"schedule": "cooperative"})])

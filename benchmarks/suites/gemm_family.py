@@ -12,6 +12,9 @@
 * ``fp8``: ``C = (A @ Bᵀ)·s_a·s_b`` with A (M, K) and B (N, K) float8 e4m3, per-tensor float32 scales,
   C fp16 or bf16 (the row's dtype), 2·M·N·K FLOPs. A and B are drawn from N(0, 1) and cast to e4m3, the
   scales K^-1/4 each, so C is O(1).
+* ``fp8-block``: the same with DeepSeek-V3's block scales (``block_scaled_gemm``): a float32 scale per row of A
+  and 128 values of K (given M-major, as torch takes them) and per 128 x 128 block of B, each drawn from
+  K^-1/4 · U(0.5, 1.5).
 
 M = N = 8192 (4096 for ``batched``), K = 4096 (``--k`` for others), fp16 and bf16 (``--quick``: fp16).
 A is drawn with scale K^-1/2, so every product is O(1) whatever K (the dual GEMM's product of two
@@ -67,6 +70,8 @@ SECTION_TITLES = {
     "grouped": "Grouped GEMM (mixture of experts): C[rows of g] = A[rows of g]·B[g], 8 ragged groups, TFLOP/s (2·M·N·K)",
     "linear": "Linear with bias and activation: C = act(A·Wᵀ + bias), TFLOP/s (2·M·N·K)",
     "fp8": "float8 GEMM: C = (A·Bᵀ)·s_a·s_b, A and B e4m3, per-tensor scales, TFLOP/s (2·M·N·K)",
+    "fp8-block": "float8 GEMM with block scales: a scale per row of A and 128 of K, per 128 x 128 block of B, A and "
+                 "B e4m3, TFLOP/s (2·M·N·K)",
 }
 PLOT = {"kind": "bars", "peak": True}
 
@@ -92,7 +97,7 @@ def shapes(args) -> list[dict]:
                 elif op == "linear":
                     found += [{"op": op, "activation": act, "dtype": dtype, "M": MN, "N": MN, "K": k}
                               for act in ACTIVATIONS]
-                elif op == "fp8":      # dtype: C's; the inputs are float8 e4m3
+                elif op in ("fp8", "fp8-block"):      # dtype: C's; the inputs are float8 e4m3
                     found.append({"op": op, "inputs": "e4m3", "dtype": dtype, "M": MN, "N": MN, "K": k})
                 else:
                     found.append({"op": op, "dtype": dtype, "M": MN, "N": MN, "K": k})
@@ -111,9 +116,9 @@ def plain_gemm_flops(p: dict) -> float:
 
 def row_label(p: dict) -> str:
     name = (f"linear+{p['activation']}" if p["op"] == "linear" else
-            f"fp8 {p['inputs']}→" if p["op"] == "fp8" else p["op"])
+            f"{p['op']} {p['inputs']}→" if p["op"] in ("fp8", "fp8-block") else p["op"])
     batch = f"{p['batch']}×" if "batch" in p else f"{p['groups']} groups " if "groups" in p else ""
-    return f"{name}{'' if p['op'] == 'fp8' else ' '}{p['dtype']} {batch}{p['M']}×{p['N']}×{p['K']}"
+    return f"{name}{'' if 'inputs' in p else ' '}{p['dtype']} {batch}{p['M']}×{p['N']}×{p['K']}"
 
 
 def _ratio(ours: harness.Measurement | None, other: harness.Measurement | None) -> str:
@@ -218,6 +223,23 @@ def _fp8_operands(p: dict):
                            c=torch.empty((M, N), dtype=_dtype(p), device="cuda"))
 
 
+def _fp8_block_operands(p: dict):
+    import torch
+
+    M, N, K = p["M"], p["N"], p["K"]
+    a = harness.randn((M, K), torch.float8_e4m3fn, seed=1)
+    b = harness.randn((N, K), torch.float8_e4m3fn, seed=2)
+    blocks, g = -(-K // 128), torch.Generator(device="cuda").manual_seed(3)
+    scale = K ** -0.25
+    scale_a = (torch.rand(blocks, M, device="cuda", generator=g) + 0.5).mul_(scale).T       # (M, blocks), M-major
+    scale_b = (torch.rand(-(-N // 128), blocks, device="cuda", generator=g) + 0.5).mul_(scale)
+    with harness.exact_fp32():      # each value of A and B times its block's scale: the sum of scaled blocks
+        ref = (a.float() * scale_a.repeat_interleave(128, 1)[:, :K]) @ \
+              (b.float() * scale_b.repeat_interleave(128, 0).repeat_interleave(128, 1)[:N, :K]).T
+    return SimpleNamespace(a=a, b=b, scale_a=scale_a, scale_b=scale_b, ref=ref, rtol=FP8_RTOL[p["dtype"]],
+                           c=torch.empty((M, N), dtype=_dtype(p), device="cuda"))
+
+
 # --------------------------------------------------------------------------- nvdsl
 
 @functools.lru_cache(maxsize=None)
@@ -278,6 +300,15 @@ def _nvdsl_grouped(ops, args) -> harness.Prepared:
     kernel = nvdsl_kernel("grouped")
     table = torch.from_numpy(row_tile_table(ops.sizes, kernel.mapping.tile_values()["BM"])).cuda()
     return _nvdsl_prepared(kernel, lambda: kernel(ops.c, ops.a, ops.b, table), ops.c, ops.ref)
+
+
+def _nvdsl_fp8_block(ops, args) -> harness.Prepared:
+    from nvdsl.kernels.gemm import BLOCK_SCALED_MAPPING, block_scaled_gemm
+
+    call = lambda: block_scaled_gemm(ops.a, ops.b, ops.c, ops.scale_a, ops.scale_b)
+    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, ops.rtol),
+                            {"call": "nvdsl.kernels.gemm.block_scaled_gemm(a, b, c, scale_a, scale_b)",
+                             "mapping": str(BLOCK_SCALED_MAPPING)})
 
 
 def _nvdsl_fp8(ops, args) -> harness.Prepared:
@@ -406,6 +437,25 @@ def _torch_fp8(fast_accum: bool) -> Callable:
     return prepare
 
 
+def _torch_fp8_block(ops, args) -> harness.Prepared:
+    """``torch._scaled_mm`` with blockwise scales (cuBLAS's, where the machine's torch and CUDA have them): its B
+    is column-major, so B's block scales go as the transpose, tried as a view and then copied."""
+    import torch
+
+    errors = []
+    for name, scale_b in (("scale_b.t()", ops.scale_b.t()), ("scale_b.t().contiguous()", ops.scale_b.t().contiguous())):
+        call = lambda scale_b=scale_b: torch._scaled_mm(ops.a, ops.b.t(), ops.scale_a, scale_b, out_dtype=ops.c.dtype)
+        try:
+            out = call()
+        except RuntimeError as error:
+            errors.append(f"{name}: {error}")
+            continue
+        torch.cuda.synchronize()
+        return harness.Prepared(call, harness.check_close(out, ops.ref, ops.rtol),
+                                {"call": f"torch._scaled_mm(a, b.t(), scale_a, {name}, out_dtype=c.dtype)"})
+    raise RuntimeError("torch._scaled_mm took no block-scale layout: " + " | ".join(errors))
+
+
 def _plain_nvdsl(ops, args) -> harness.Prepared:
     from nvdsl.kernels.gemm import gemm
 
@@ -436,13 +486,16 @@ def systems(op: str, activation: str = "none") -> dict[str, Callable | harness.S
         return {NVDSL: _nvdsl_batched, TRITON: _triton_batched, TORCH: _torch_batched}
     if op == "fp8":
         return {NVDSL: _nvdsl_fp8, TORCH_FAST_ACCUM: _torch_fp8(True), TORCH: _torch_fp8(False)}
+    if op == "fp8-block":
+        return {NVDSL: _nvdsl_fp8_block, TORCH: _torch_fp8_block}
     if op == "grouped":
         return {NVDSL: _nvdsl_grouped, TRITON: _triton_grouped, TORCH: _torch_grouped_mm, TORCH_LOOP: _torch_grouped_loop}
     return {NVDSL: _nvdsl_linear(activation), TRITON: _triton_linear(activation), TORCH: _torch_linear(activation)}
 
 
 OPERANDS = {"dual": _dual_operands, "rowsum": _rowsum_operands, "batched": _batched_operands,
-            "linear": _linear_operands, "fp8": _fp8_operands, "grouped": _grouped_operands}
+            "linear": _linear_operands, "fp8": _fp8_operands, "fp8-block": _fp8_block_operands,
+            "grouped": _grouped_operands}
 
 
 def run(args) -> list[harness.Measurement]:

@@ -12,6 +12,7 @@ sharing each 128 x 256 tile's rows, one wgmma product in flight, a TMA-store epi
     gemm(a, b, c)                    # 3-D a (batch, M, K), b (batch, K, N), c (batch, M, N): batched
     grouped_gemm(a, b, c, sizes)     # a (M, K), b (groups, K, N), c (M, N): rows of group g times b[g]
     linear(a, w, bias, c, activation="gelu")   # act(a @ w.T + bias), w (N, K), bias (N,)
+    block_scaled_gemm(a, b, c, scale_a, scale_b)   # float8 with a scale per row and 128 of K, per 128 x 128 of b
 
 M, N and K need not be multiples of the tile: TMA reads past the edges as zeros and clips the stores.
 Arrays may be strided views: a column slice of a wider activation, an output slice of a larger buffer, a batch
@@ -193,6 +194,28 @@ def scaled_matmul(C, A, B, scale_a, scale_b):
         Ct[i, j] = (acc * nt.scalar(scale_a) * nt.scalar(scale_b)).astype(C.dtype)
 
 
+#: Values of K (and, for B, of N) sharing one scale in :func:`block_scaled_matmul` (DeepSeek-V3's blocks).
+SCALE_BLOCK = 128
+
+
+@nt.task(reads=("A", "B", "scale_a", "scale_b"), writes=("C",))
+def block_scaled_matmul(C, A, B, scale_a, scale_b):
+    """``C = sum over blocks k of (A[:, k] @ B[:, k].T) * scale_a[k][:, None] * scale_b[:, k]``: A (M, K) and B
+    (N, K) float8 in blocks of 128 values of K; ``scale_a`` (K/128, M) float32, a scale per block and row of A;
+    ``scale_b`` (N/128, K/128) float32, a scale per 128 x 128 block of B. Each block's product is accumulated on
+    its own, scaled and added into a float32 sum (the tensor cores' float8 sums stay within one block)."""
+    BM, BN, BK = nt.tunable("BM", 128), SCALE_BLOCK, SCALE_BLOCK
+    Ct, At, Bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(B, (BN, BK))
+    SAt = nt.blocks(scale_a, (1, BM))
+    for i, j in nt.prange(*Ct.grid):
+        acc = nt.zeros((BM, BN), nt.float32)
+        for k in nt.srange(At.grid[1]):
+            part = nt.zeros((BM, BN), nt.float32, name="part")
+            part += At[i, k] @ Bt[j, k].T
+            acc[...] = acc + part * SAt[k, i][:, None] * scale_b[j, k]
+        Ct[i, j] = acc.astype(C.dtype)
+
+
 @nt.task(reads=("A", "B", "tiles"), writes=("C",))
 def grouped_matmul(C, A, B, tiles):
     """A grouped GEMM (a mixture of experts' layer): the rows of A (M, K) and C (M, N) are groups one after
@@ -296,6 +319,10 @@ def _narrow_tiles_in_two_splits(m: int, n: int, batch: int, sm_count: int) -> bo
 FP8_MAPPING = MAPPING.replace(tiles={"BM": 128, "BN": 256, "BK": 128})
 
 
+#: The mapping of ``block_scaled_matmul``: tiles of 128 x 128 (one scale of B per tile and K step), K tiles of 128.
+BLOCK_SCALED_MAPPING = MAPPING.replace(tiles={"BM": 128})
+
+
 @functools.lru_cache(maxsize=None)
 def _kernel(program: nt.Task, mapping: nt.Mapping) -> nt.TaskKernel:
     return nt.build(program, mapping)
@@ -396,13 +423,16 @@ def _output_reader(kind: type):
 
 
 def _checked_once(options: tuple, arrays: dict, axes: dict, allowed: dict, *, written: str = "c",
-                  alike: tuple = ()) -> None:
+                  alike: tuple = (), extents_check=None) -> None:
     """:func:`checks.checked` for a call unlike any checked before (kinds, dtypes, shapes, strides and
-    writeability of its arrays: ``signature_key``), and the output ``written`` writeable, by the caller's names."""
+    writeability of its arrays: ``signature_key``), and the output ``written`` writeable, by the caller's names;
+    then ``extents_check(extents, loc)`` (the problem's extents by letter) where given."""
     key = (options, tuple(map(signature_key, arrays.values())))
     if _CHECKED_CALLS.find(key):
         return
-    checks.checked(options[0], arrays, axes, allowed, user_location(), written=written, alike=alike)
+    extents, _ = checks.checked(options[0], arrays, axes, allowed, user_location(), written=written, alike=alike)
+    if extents_check is not None:
+        extents_check(extents, user_location())
     _CHECKED_CALLS.remember(key, True)
 
 
@@ -644,6 +674,44 @@ def grouped_gemm(a, b, c, group_sizes, *, mapping: nt.Mapping | None = None) -> 
         _kernel(grouped_matmul, mapping)(c, a, b, table)
     except ArgumentError as error:
         raise checks.by_callers_names(error, ("a", "b", "c")) from None
+
+
+def _check_scale_blocks(extents: dict, loc) -> None:
+    """``block_scaled_gemm``'s scales (extents ``a``: scale_a's blocks of K; ``b``, ``k``: scale_b's blocks of N
+    and of K): a scale per row of a and block of K, and per block of b's rows and of K."""
+    m, n, k = extents["M"], extents["N"], extents["K"]
+    blocks = -(-k // SCALE_BLOCK)
+    for name, given, needed, per in (("scale_a", (m, extents["a"]), (m, blocks), "row of a"),
+                                     ("scale_b", (extents["b"], extents["k"]), (-(-n // SCALE_BLOCK), blocks),
+                                      f"{SCALE_BLOCK} rows of b")):
+        if given != needed:
+            raise ArgumentError(f"block_scaled_gemm: '{name}' has shape {given}; with a ({m}, {k}) and b ({n}, {k}) "
+                                f"it must be {needed}, a scale per {per} and {SCALE_BLOCK} values of K (the last "
+                                "block may be partial)", code="bad-shape", hint=f"pass '{name}' of shape {needed}",
+                                loc=loc)
+
+
+def block_scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None = None) -> None:
+    """``c[:] = sum over blocks k of (a[:, k] @ b[:, k].T) * scale_a[:, k, None] * scale_b[n // 128, k]``, the
+    blocks being 128 values of K: float8 with DeepSeek-V3's block scales (``torch._scaled_mm``'s blockwise
+    scaling).
+
+    ``a`` (M, K) and ``b`` (N, K) float8 (e4m3 or e5m2); ``scale_a`` (M, ceil(K / 128)) float32, a scale per row of
+    ``a`` and block of K (any strides: torch's M-major layout, ``s.T.contiguous().T``, is read in place);
+    ``scale_b`` (ceil(N / 128), ceil(K / 128)) float32, a scale per 128 x 128 block of ``b``; ``c`` float16,
+    bfloat16 or float32. Each block's product is summed by the tensor cores (about 14 bits of mantissa over its 128
+    products) and added into a float32 sum after its scaling, so the error does not grow with K as
+    :func:`scaled_gemm`'s does.
+    """
+    checks.check_mapping("block_scaled_gemm", mapping, user_location())
+    _checked_once(("block_scaled_gemm",), {"a": a, "b": b, "c": c, "scale_a": scale_a, "scale_b": scale_b},
+                  {"a": "MK", "b": "NK", "c": "MN", "scale_a": "Ma", "scale_b": "bk"},
+                  {"a": checks.FLOAT8, "b": checks.FLOAT8, "c": checks.OUTPUTS, "scale_a": (dt.float32,),
+                   "scale_b": (dt.float32,)}, extents_check=_check_scale_blocks)
+    try:
+        _kernel(block_scaled_matmul, mapping or BLOCK_SCALED_MAPPING)(c, a, b, scale_a.T, scale_b)
+    except ArgumentError as error:
+        raise checks.by_callers_names(error, ("a", "b", "c", "scale_a", "scale_b")) from None
 
 
 def scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None = None) -> None:
