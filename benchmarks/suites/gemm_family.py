@@ -14,7 +14,7 @@
   scales K^-1/4 each, so C is O(1).
 * ``fp8-block``: the same with DeepSeek-V3's block scales (``block_scaled_gemm``): a float32 scale per row of A
   and 128 values of K (given M-major, as torch takes them) and per 128 x 128 block of B, each drawn from
-  K^-1/4 · U(0.5, 1.5).
+  K^-1/4 · U(0.5, 1.5); nvdsl under its default mapping (``nvdsl``) and its ping-pong (``nvdsl-pingpong``).
 
 M = N = 8192 (4096 for ``batched``), K = 4096 (``--k`` for others), fp16 and bf16 (``--quick``: fp16).
 A is drawn with scale K^-1/2, so every product is O(1) whatever K (the dual GEMM's product of two
@@ -77,6 +77,7 @@ PLOT = {"kind": "bars", "peak": True}
 
 NVDSL, TRITON, TORCH, GEMM_NVDSL, GEMM_CUBLAS = "nvdsl", "triton", "torch", "gemm-nvdsl", "gemm-cublas"
 TORCH_FAST_ACCUM = "torch-fast-accum"
+NVDSL_PINGPONG = "nvdsl-pingpong"
 TORCH_LOOP = "torch-loop"
 PLAIN_COLUMNS = {GEMM_NVDSL: "nvdsl / plain nvdsl GEMM", GEMM_CUBLAS: "nvdsl / plain cuBLAS GEMM"}
 WITH_PLAIN_GEMM = ("dual", "rowsum")
@@ -302,13 +303,16 @@ def _nvdsl_grouped(ops, args) -> harness.Prepared:
     return _nvdsl_prepared(kernel, lambda: kernel(ops.c, ops.a, ops.b, table), ops.c, ops.ref)
 
 
-def _nvdsl_fp8_block(ops, args) -> harness.Prepared:
-    from nvdsl.kernels.gemm import BLOCK_SCALED_MAPPING, block_scaled_gemm
+def _nvdsl_fp8_block(mapping_name: str) -> Callable:
+    def prepare(ops, args) -> harness.Prepared:
+        from nvdsl.kernels import gemm
 
-    call = lambda: block_scaled_gemm(ops.a, ops.b, ops.c, ops.scale_a, ops.scale_b)
-    return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, ops.rtol),
-                            {"call": "nvdsl.kernels.gemm.block_scaled_gemm(a, b, c, scale_a, scale_b)",
-                             "mapping": str(BLOCK_SCALED_MAPPING)})
+        mapping = getattr(gemm, mapping_name)
+        call = lambda: gemm.block_scaled_gemm(ops.a, ops.b, ops.c, ops.scale_a, ops.scale_b, mapping=mapping)
+        return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, ops.rtol),
+                                {"call": f"nvdsl.kernels.gemm.block_scaled_gemm(a, b, c, scale_a, scale_b, "
+                                         f"mapping={mapping_name})", "mapping": str(mapping)})
+    return prepare
 
 
 def _nvdsl_fp8(ops, args) -> harness.Prepared:
@@ -487,7 +491,8 @@ def systems(op: str, activation: str = "none") -> dict[str, Callable | harness.S
     if op == "fp8":
         return {NVDSL: _nvdsl_fp8, TORCH_FAST_ACCUM: _torch_fp8(True), TORCH: _torch_fp8(False)}
     if op == "fp8-block":
-        return {NVDSL: _nvdsl_fp8_block, TORCH: _torch_fp8_block}
+        return {NVDSL: _nvdsl_fp8_block("BLOCK_SCALED_MAPPING"),
+                NVDSL_PINGPONG: _nvdsl_fp8_block("BLOCK_SCALED_PINGPONG_MAPPING"), TORCH: _torch_fp8_block}
     if op == "grouped":
         return {NVDSL: _nvdsl_grouped, TRITON: _triton_grouped, TORCH: _torch_grouped_mm, TORCH_LOOP: _torch_grouped_loop}
     return {NVDSL: _nvdsl_linear(activation), TRITON: _triton_linear(activation), TORCH: _torch_linear(activation)}
