@@ -12,7 +12,7 @@ from nvdsl.kernels.attention import attention
 from nvdsl.signature import TensorMapSpec, span_elements
 from nvdsl.target import rule_violations, vector_problem
 from nvdsl.testing import requires_gpu
-from helpers import assert_product_close, product_error_bound
+from helpers import assert_product_close, product_error_bound, roundoff
 from test_attention import check as check_attention
 
 SENTINEL = 7.0
@@ -283,6 +283,32 @@ def test_a_task_reads_a_vector_along_a_strided_last_axis(backend):
         c = np.full((m, n), np.nan, np.float32)
         kernel(c, a, b, given)
         assert_product_close(c, a.astype(np.float64) * np.repeat(scales, 64, axis=1), b.T)
+
+
+def test_a_vector_past_its_rows_end_reads_the_fill_not_the_next_row(backend):
+    """A weight per column read from row 0 of a (2, N) array, N not a multiple of the tile: the tile's columns past
+    N read the next row's elements (here inf), and 0 * inf made every row's sum NaN."""
+    import nvdsl.tasks as nt
+
+    @nt.task(reads=("X", "W"), writes=("Y",))
+    def weighted_rows(Y, X, W):
+        Xt, Wt, Yt = nt.blocks(X, (64, 64)), nt.blocks(W, (1, 64)), nt.blocks(Y, (64,))
+        for i in nt.prange(Xt.grid[0]):
+            acc = nt.zeros((64,), name="acc")
+            for j in nt.srange(Xt.grid[1]):
+                x = nt.zeros((64, 64), name="x")
+                x += Xt[i, j]
+                acc[...] = acc + (x * Wt[0, j][None, :]).sum(axis=1)
+            Yt[i] = acc
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((64, 100)).astype(np.float32)
+    w = np.stack([rng.standard_normal(100), np.full(100, np.inf)]).astype(np.float32)
+    y = np.full(64, np.nan, np.float32)
+    nt.build(weighted_rows)(y, x, w)
+    products = x.astype(np.float64) * w[0]
+    bound = 100 * roundoff(np.float32)[0] * np.abs(products).sum(axis=1) * 1.01     # gamma_100 of the float32 sums
+    assert np.isfinite(y).all() and (np.abs(y - products.sum(axis=1)) <= bound).all()
 
 
 @requires_gpu

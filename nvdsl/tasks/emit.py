@@ -941,15 +941,9 @@ class _Consumer:
             offset = (columns[0] if columns else 0) if axis == 0 else self.row0(name)
             start = origin[-1] + offset if offset else origin[-1]
             fill = 0 if array.dtype.is_int else 0.0
-            if len(origin) == 1:
-                return kind.load(like, array, start, fill=fill)
-            if array.strides is not None and array.strides[-1] != 1:
-                # along a last axis of another stride (a scale per row given M-major, read as its transpose):
-                # indexed axis by axis
-                return kind.load(like, array, (*origin[:-1], start), fill=fill)
-            # a vector along the last axis of a higher-rank argument (a row's log-sum-exp of (B, H, L)): read from
-            # the elements the array spans, from where its row starts
-            return kind.load(like, array.span(), start + _row_start(array, origin), fill=fill)
+            # along the last axis at the other axes' indices (a row's log-sum-exp of (B, H, L); a scale per row
+            # given M-major, read as its transpose): through the array's strides, the fill past the row's end
+            return kind.load(like, array, (*origin[:-1], start) if len(origin) > 1 else start, fill=fill)
         if _in_ring(v):
             # an argument's vector the producer copied into the ring (``memory={name: "shared"}``): read from
             # there, at the tile's columns (axis 0) or the consumer's rows (axis 1)
