@@ -1,11 +1,14 @@
-"""Run on the GPU machine: ``source .gpu-bundle/setup.sh && python3 tools/backward_probe.py [OUT_DIR [profile
-[D ...]]]`` (D: the head dims to probe, 64 and 128 by default).
+"""Run on the GPU machine: ``source .gpu-bundle/setup.sh && python3 tools/backward_probe.py [OUT_DIR [profile |
+delta-rows [D ...]]]`` (D: the head dims to probe, 64 and 128 by default).
 
 Where attention_backward's time goes: each kernel of the deterministic path (D, dQ, dK/dV) and of the
 fused one (``deterministic=False``: D, the float32 sum's fill, dK/dV/dQ, dQ's cast) timed alone on the device
 (CUDA events around queued calls), bf16 B4 H16 L4096, D 64 and 128, causal or not; then a profile summary
 (``nvdsl.profile``) of the dK/dV and dK/dV/dQ kernels where asked (``profile``), their timelines saved in
-OUT_DIR."""
+OUT_DIR. ``delta-rows``: instead, the D kernel alone under each count of rows per block (``DELTA_ROWS`` picks one):
+at 4 rows a thread has one load of each array in flight (4 or 8 bytes; ncu on an H200 read it at 35% of DRAM's
+bandwidth, cuDNN's at 78%), at 16 rows four of each (ptxas, sm_90a), at L 1024 and 4096, beside a copy of O of
+the same bytes (``torch``'s) for the bandwidth the machine gives."""
 import os
 import sys
 
@@ -44,6 +47,24 @@ def kernels(d, causal, B=4, H=16, L=4096):
     }
 
 
+def delta_rows(head_dims, rows=(4, 8, 16, 32), B=4, H=16):
+    """Device time of the D kernel under each count of rows per block, and of copying O and dO."""
+    import nvdsl.tasks as nt
+    for d in head_dims:
+        for L in (1024, 4096):
+            o, do = (torch.randn(B, H, L, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+            delta = torch.empty(B, H, L, device="cuda", dtype=torch.float32)
+            copies = torch.empty_like(o), torch.empty_like(do)
+            times = {"copy O, dO": sorted(device_us(lambda: (copies[0].copy_(o), copies[1].copy_(do)), reps=5)
+                                          for _ in range(5))[2]}
+            for r in rows:
+                kernel = nt.build(A.delta_program(), nt.Mapping(tiles={"BM": r}, consumers=1, warp_specialize=False,
+                                                                persistent=False))
+                kernel(delta, o, do)
+                times[f"{r} rows"] = sorted(device_us(lambda: kernel(delta, o, do), reps=5) for _ in range(5))[2]
+            print(f"D={d} L={L}: " + ", ".join(f"{n} {t:.1f} us" for n, t in times.items()), flush=True)
+
+
 def main(out, profiled, head_dims=(64, 128)):
     os.makedirs(out, exist_ok=True)
     for d in head_dims:
@@ -62,5 +83,8 @@ def main(out, profiled, head_dims=(64, 128)):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/backward-probe", sys.argv[2:3] == ["profile"],
-         tuple(int(d) for d in sys.argv[3:]) or (64, 128))
+    dims = tuple(int(d) for d in sys.argv[3:]) or (64, 128)
+    if sys.argv[2:3] == ["delta-rows"]:
+        delta_rows(dims)
+    else:
+        main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/backward-probe", sys.argv[2:3] == ["profile"], dims)

@@ -171,16 +171,17 @@ def covers(region: Region, loops, shape: tuple[int, ...]) -> bool:
     return True
 
 
-def copy(source: Array, target: Array) -> None:
+def copy(source: Array, target: Array, unroll: int = COPY_UNROLL) -> None:
     """Launch a kernel copying ``source`` into ``target`` (one shape and dtype, any strides): a block per row
-    (each index of every axis but the last), its threads along the row, each loading :data:`COPY_UNROLL`
-    elements before storing them (loads in flight together), then the row's tail one element at a time."""
+    (each index of every axis but the last), its threads along the row, each loading ``unroll`` elements before
+    storing them (loads in flight together), then the row's tail one element at a time
+    (``tools/staging_copy_probe.py`` times the choices)."""
     from ..frontend.control import for_range      # MLIR: imported when traced
     from ..frontend.launch import gpu_launch
     shape = source.shape
     rows, cols = math.prod(shape[:-1]), shape[-1]
-    chunk = COPY_THREADS * COPY_UNROLL
-    whole = cols // chunk * chunk                     # columns copied COPY_UNROLL at a time per thread
+    chunk = COPY_THREADS * unroll
+    whole = cols // chunk * chunk                     # columns copied ``unroll`` at a time per thread
 
     @gpu_launch(grid=(rows, 1, 1), block=(COPY_THREADS, 1, 1))
     def copy_kernel(ctx):
@@ -190,7 +191,7 @@ def copy(source: Array, target: Array) -> None:
             rest = rest // extent if extent > 1 else rest
         if whole:
             for j in for_range(ctx.thread_id.x, whole, chunk):
-                values = [source[(*index, j + u * COPY_THREADS)] for u in range(COPY_UNROLL)]
+                values = [source[(*index, j + u * COPY_THREADS)] for u in range(unroll)]
                 for u, value in enumerate(values):
                     target[(*index, j + u * COPY_THREADS)] = value
         if whole < cols:
