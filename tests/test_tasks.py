@@ -738,6 +738,9 @@ def test_block_scaled_gemm_names_the_scales_shape_it_needs():
     with pytest.raises(nvdsl.ArgumentError) as info:
         block_scaled_gemm(a, b, c, f32(256, 2), f32(2, 3))
     assert info.value.code == "bad-shape" and "'scale_a'" in str(info.value) and "(256, 3)" in info.value.hint
+    with pytest.raises(nvdsl.ArgumentError) as info:             # a bare DLPack export: no view to read it through
+        block_scaled_gemm(a, b, c, f32(256, 3), f32(2, 3))
+    assert info.value.code == "bad-argument" and "'.T'" in str(info.value) and info.value.loc.filename == __file__
 
 
 @requires_gpu

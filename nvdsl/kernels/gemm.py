@@ -703,16 +703,21 @@ def block_scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None =
     ``a`` and block of K (any strides: torch's M-major layout, ``s.T.contiguous().T``, is read in place);
     ``scale_b`` (ceil(N / 128), ceil(K / 128)) float32, a scale per 128 x 128 block of ``b``; ``c`` float16,
     bfloat16 or float32. Each block's product is summed by the tensor cores (about 14 bits of mantissa over its 128
-    products) and added into a float32 sum after its scaling, so the error does not grow with K as
-    :func:`scaled_gemm`'s does.
+    products) and added into a float32 sum after its scaling: their coarser roundings add up over 128 products, not
+    over all of K as in :func:`scaled_gemm`.
     """
     checks.check_mapping("block_scaled_gemm", mapping, user_location())
     _checked_once(("block_scaled_gemm",), {"a": a, "b": b, "c": c, "scale_a": scale_a, "scale_b": scale_b},
                   {"a": "MK", "b": "NK", "c": "MN", "scale_a": "Ma", "scale_b": "bk"},
                   {"a": checks.FLOAT8, "b": checks.FLOAT8, "c": checks.OUTPUTS, "scale_a": (dt.float32,),
                    "scale_b": (dt.float32,)}, extents_check=_check_scale_blocks)
+    rows_of_blocks = getattr(scale_a, "T", None)        # (K/128, M): the program reads a block's scales as a row
+    if rows_of_blocks is None:
+        raise ArgumentError(f"block_scaled_gemm: 'scale_a' ({type(scale_a).__name__}) has no transposed view '.T', "
+                            "which the kernel reads", code="bad-argument",
+                            hint="pass scale_a as a NumPy array or a torch, CuPy or JAX array", loc=user_location())
     try:
-        _kernel(block_scaled_matmul, mapping or BLOCK_SCALED_MAPPING)(c, a, b, scale_a.T, scale_b)
+        _kernel(block_scaled_matmul, mapping or BLOCK_SCALED_MAPPING)(c, a, b, rows_of_blocks, scale_b)
     except ArgumentError as error:
         raise checks.by_callers_names(error, ("a", "b", "c", "scale_a", "scale_b")) from None
 
