@@ -689,11 +689,14 @@ def block_scaled_reference(a, b, scale_a, scale_b, c_dtype):
     return exact, bound + u_out * (np.abs(exact) + bound) + tiny
 
 
-@pytest.mark.parametrize("m_major, schedule", [(True, "cooperative"), (False, "cooperative"), (True, "pingpong")])
-def test_block_scaled_float8_matmul_runs_on_its_bytes(m_major, schedule):
+@pytest.mark.parametrize("m_major, schedule, memory", [
+    (True, "cooperative", {}), (False, "cooperative", {}), (True, "pingpong", {}),
+    (True, "cooperative", {"scale_a": "shared"}), (False, "pingpong", {"scale_a": "shared"})])
+def test_block_scaled_float8_matmul_runs_on_its_bytes(m_major, schedule, memory):
     """DeepSeek-V3's block scales in the interpreter, on float8 bytes: ragged M, N and K (a partial last block of K
     and of B's rows), scale_a read as the transpose of an (M, K/128) array given M-major (torch's) or row-major;
-    under the default mapping and the ping-pong one the benchmark times beside it (64-row tiles taken in turns)."""
+    under the default mapping and the ones the benchmark times beside it (64-row tiles taken in turns; A's scales
+    through the ring, by TMA, a row-major scale_a's transpose through a staging copy)."""
     ml_dtypes = pytest.importorskip("ml_dtypes")
     from nvdsl.interpreter.program import Program
     from nvdsl.kernels.gemm import BLOCK_SCALED_MAPPING, BLOCK_SCALED_PINGPONG_MAPPING, block_scaled_matmul
@@ -706,7 +709,7 @@ def test_block_scaled_float8_matmul_runs_on_its_bytes(m_major, schedule):
     given = np.ascontiguousarray(scale_a.T) if m_major else scale_a.T
     c = np.full((m, n), np.nan, np.float32)
     mapping = BLOCK_SCALED_MAPPING if schedule == "cooperative" else BLOCK_SCALED_PINGPONG_MAPPING
-    trace = nt.build(block_scaled_matmul, mapping.replace(sm_count=2)).trace(
+    trace = nt.build(block_scaled_matmul, mapping.replace(sm_count=2, memory=memory)).trace(
         c, float8(m, k), float8(n, k, code=12), given, scale_b)
     Program(trace.module).run(trace.specs, (c, a.view(np.uint8), b.view(np.uint8), given, scale_b), trace.written)
     exact, bound = block_scaled_reference(a.astype(np.float64), b.astype(np.float64), scale_a, scale_b, np.float32)

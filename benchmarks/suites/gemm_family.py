@@ -14,7 +14,8 @@
   scales K^-1/4 each, so C is O(1).
 * ``fp8-block``: the same with DeepSeek-V3's block scales (``block_scaled_gemm``): a float32 scale per row of A
   and 128 values of K (given M-major, as torch takes them) and per 128 x 128 block of B, each drawn from
-  K^-1/4 · U(0.5, 1.5); nvdsl under its default mapping (``nvdsl``) and its ping-pong (``nvdsl-pingpong``).
+  K^-1/4 · U(0.5, 1.5); nvdsl under its default mapping (``nvdsl``) and its ping-pong (``nvdsl-pingpong``), each
+  also with A's scales brought into the ring by TMA (``-scales-in-ring``).
 
 M = N = 8192 (4096 for ``batched``), K = 4096 (``--k`` for others), fp16 and bf16 (``--quick``: fp16).
 A is drawn with scale K^-1/2, so every product is O(1) whatever K (the dual GEMM's product of two
@@ -303,15 +304,21 @@ def _nvdsl_grouped(ops, args) -> harness.Prepared:
     return _nvdsl_prepared(kernel, lambda: kernel(ops.c, ops.a, ops.b, table), ops.c, ops.ref)
 
 
-def _nvdsl_fp8_block(mapping_name: str) -> Callable:
+def _nvdsl_fp8_block(mapping_name: str, scales_in_ring: bool = False) -> Callable:
+    """nvdsl's block-scaled GEMM under ``nvdsl.kernels.gemm``'s mapping of that name; with ``scales_in_ring``, A's
+    scales of each K step brought by TMA into the step's ring slot (``memory={"scale_a": "shared"}``) rather than
+    loaded by each consumer thread."""
     def prepare(ops, args) -> harness.Prepared:
         from nvdsl.kernels import gemm
 
         mapping = getattr(gemm, mapping_name)
+        if scales_in_ring:
+            mapping = mapping.replace(memory={"scale_a": "shared"})
         call = lambda: gemm.block_scaled_gemm(ops.a, ops.b, ops.c, ops.scale_a, ops.scale_b, mapping=mapping)
+        written = f"{mapping_name}.replace(memory={{'scale_a': 'shared'}})" if scales_in_ring else mapping_name
         return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, ops.rtol),
                                 {"call": f"nvdsl.kernels.gemm.block_scaled_gemm(a, b, c, scale_a, scale_b, "
-                                         f"mapping={mapping_name})", "mapping": str(mapping)})
+                                         f"mapping={written})", "mapping": str(mapping)})
     return prepare
 
 
@@ -492,7 +499,11 @@ def systems(op: str, activation: str = "none") -> dict[str, Callable | harness.S
         return {NVDSL: _nvdsl_fp8, TORCH_FAST_ACCUM: _torch_fp8(True), TORCH: _torch_fp8(False)}
     if op == "fp8-block":
         return {NVDSL: _nvdsl_fp8_block("BLOCK_SCALED_MAPPING"),
-                NVDSL_PINGPONG: _nvdsl_fp8_block("BLOCK_SCALED_PINGPONG_MAPPING"), TORCH: _torch_fp8_block}
+                NVDSL_PINGPONG: _nvdsl_fp8_block("BLOCK_SCALED_PINGPONG_MAPPING"),
+                f"{NVDSL}-scales-in-ring": _nvdsl_fp8_block("BLOCK_SCALED_MAPPING", scales_in_ring=True),
+                f"{NVDSL_PINGPONG}-scales-in-ring": _nvdsl_fp8_block("BLOCK_SCALED_PINGPONG_MAPPING",
+                                                                      scales_in_ring=True),
+                TORCH: _torch_fp8_block}
     if op == "grouped":
         return {NVDSL: _nvdsl_grouped, TRITON: _triton_grouped, TORCH: _torch_grouped_mm, TORCH_LOOP: _torch_grouped_loop}
     return {NVDSL: _nvdsl_linear(activation), TRITON: _triton_linear(activation), TORCH: _torch_linear(activation)}
