@@ -73,6 +73,10 @@ def cases():
     f8 = lambda *s: FakeDLPackDeviceArray(s, 10, 8)   # noqa: E731  a float8 e4m3fn device array's description
     yield "scaled_gemm", lambda: nt.build(g.scaled_matmul, g.FP8_MAPPING.replace(sm_count=132)).compile(
         f16(m, n), f8(m, 512), f8(n, 512), f32(1), f32(1))
+    for name, mapping in (("block_scaled_gemm", g.BLOCK_SCALED_MAPPING),
+                          ("block_scaled_gemm_pingpong", g.BLOCK_SCALED_PINGPONG_MAPPING)):
+        yield name, lambda mapping=mapping: nt.build(g.block_scaled_matmul, mapping.replace(sm_count=132)).compile(
+            f16(m, n), f8(m, 512), f8(n, 512), f32(4, m), f32(-(-n // 128), 4))
     table = g.row_tile_table([300, 0, 700], 128)
     yield "grouped_gemm", lambda: nt.build(g.grouped_matmul, base).compile(f16(m, n), f16(m, k), f16(3, k, n), table)
     for d in att.HEAD_DIMS:
