@@ -324,6 +324,10 @@ BLOCK_SCALED_MAPPING = MAPPING.replace(tiles={"BM": 128})
 #: Its ping-pong: each consumer a whole 64 x 128 tile, taking turns, so that one scales and adds its block's
 #: product while the other's runs (the benchmark's ``nvdsl-pingpong``; which is faster is not measured yet).
 BLOCK_SCALED_PINGPONG_MAPPING = BLOCK_SCALED_MAPPING.replace(tiles={"BM": 64}, schedule="pingpong")
+#: The mappings ``block_scaled_gemm(..., autotune=True)`` times: both above, each also with A's scales of a K step
+#: brought by TMA into the step's ring slot instead of loaded by each consumer thread.
+AUTOTUNED_BLOCK_SCALED = tuple(m for base in (BLOCK_SCALED_MAPPING, BLOCK_SCALED_PINGPONG_MAPPING)
+                               for m in (base, base.replace(memory={"scale_a": "shared"})))
 
 
 @functools.lru_cache(maxsize=None)
@@ -332,10 +336,10 @@ def _kernel(program: nt.Task, mapping: nt.Mapping) -> nt.TaskKernel:
 
 
 @functools.lru_cache(maxsize=None)
-def _autotuned(program: nt.Task) -> nt.Autotuned:
-    """``program`` under the fastest of the tilings :func:`default_mapping` chooses from, per device and shape
-    class (``nt.autotune``)."""
-    return nt.autotune(program, list(AUTOTUNED_TILINGS))
+def _autotuned(program: nt.Task, candidates: tuple = AUTOTUNED_TILINGS) -> nt.Autotuned:
+    """``program`` under the fastest of ``candidates`` (by default the tilings :func:`default_mapping` chooses
+    from), per device and shape class (``nt.autotune``)."""
+    return nt.autotune(program, list(candidates))
 
 
 def linear_mapping(activation: str = "none", m: int | None = None, n: int | None = None) -> nt.Mapping:
@@ -694,7 +698,8 @@ def _check_scale_blocks(extents: dict, loc) -> None:
                                 loc=loc)
 
 
-def block_scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None = None) -> None:
+def block_scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None = None,
+                      autotune: bool = False) -> None:
     """``c[:] = sum over blocks k of (a[:, k] @ b[:, k].T) * scale_a[:, k, None] * scale_b[n // 128, k]``, the
     blocks being 128 values of K: float8 with DeepSeek-V3's block scales (``torch._scaled_mm``'s blockwise
     scaling).
@@ -705,8 +710,18 @@ def block_scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None =
     bfloat16 or float32. Each block's product is summed by the tensor cores (about 14 bits of mantissa over its 128
     products) and added into a float32 sum after its scaling: their coarser roundings add up over 128 products, not
     over all of K as in :func:`scaled_gemm`.
+
+    ``mapping``: how the program runs (default :data:`BLOCK_SCALED_MAPPING`); or ``autotune=True``: the fastest of
+    :data:`AUTOTUNED_BLOCK_SCALED`, timed on the device at the first call of each shape class and kept on disk
+    (``nt.autotune``). Results are those of any mapping.
     """
     checks.check_mapping("block_scaled_gemm", mapping, user_location())
+    if autotune is not False and (autotune is not True or mapping is not None):
+        raise ArgumentError(f"block_scaled_gemm: autotune={autotune!r}" + (" with a mapping" if autotune is True
+                                                                           else "") + "; it times the library's "
+                            "mappings, and takes True or False", code="bad-argument",
+                            hint="pass mapping=... to run one mapping, or autotune=True without one",
+                            loc=user_location())
     _checked_once(("block_scaled_gemm",), {"a": a, "b": b, "c": c, "scale_a": scale_a, "scale_b": scale_b},
                   {"a": "MK", "b": "NK", "c": "MN", "scale_a": "Ma", "scale_b": "bk"},
                   {"a": checks.FLOAT8, "b": checks.FLOAT8, "c": checks.OUTPUTS, "scale_a": (dt.float32,),
@@ -716,8 +731,10 @@ def block_scaled_gemm(a, b, c, scale_a, scale_b, *, mapping: nt.Mapping | None =
         raise ArgumentError(f"block_scaled_gemm: 'scale_a' ({type(scale_a).__name__}) has no transposed view '.T', "
                             "which the kernel reads", code="bad-argument",
                             hint="pass scale_a as a NumPy array or a torch, CuPy or JAX array", loc=user_location())
+    kernel = _autotuned(block_scaled_matmul, AUTOTUNED_BLOCK_SCALED) if autotune else \
+        _kernel(block_scaled_matmul, mapping or BLOCK_SCALED_MAPPING)
     try:
-        _kernel(block_scaled_matmul, mapping or BLOCK_SCALED_MAPPING)(c, a, b, rows_of_blocks, scale_b)
+        kernel(c, a, b, rows_of_blocks, scale_b)
     except ArgumentError as error:
         raise checks.by_callers_names(error, ("a", "b", "c", "scale_a", "scale_b")) from None
 
