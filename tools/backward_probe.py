@@ -1,5 +1,5 @@
 """Run on the GPU machine: ``source .gpu-bundle/setup.sh && python3 tools/backward_probe.py [OUT_DIR [profile |
-delta-rows [D ...]]]`` (D: the head dims to probe, 64 and 128 by default).
+delta-rows | masks [D ...]]]`` (D: the head dims to probe, 64 and 128 by default).
 
 Where attention_backward's time goes: each kernel of the deterministic path (D, dQ, dK/dV) and of the
 fused one (``deterministic=False``: D, the float32 sum's fill, dK/dV/dQ, dQ's cast) timed alone on the device
@@ -8,7 +8,9 @@ fused one (``deterministic=False``: D, the float32 sum's fill, dK/dV/dQ, dQ's ca
 OUT_DIR. ``delta-rows``: instead, the D kernel alone under each count of rows per block (``DELTA_ROWS`` picks one):
 at 4 rows a thread has one load of each array in flight (4 or 8 bytes; ncu on an H200 read it at 35% of DRAM's
 bandwidth, cuDNN's at 78%), at 16 rows four of each (ptxas, sm_90a), at L 1024 and 4096, beside a copy of O of
-the same bytes (``torch``'s) for the bandwidth the machine gives."""
+the same bytes (``torch``'s) for the bandwidth the machine gives. ``masks``: the causal dK/dV and dK/dV/dQ kernels
+as built (a loop over the steps no mask changes, then one over the others) and with the mask applied in every step
+(one loop: ptxas spilled 608 B in the fused kernel at D 128 as built, 120 B so, its SASS 4820 -> 2682 lines)."""
 import os
 import sys
 
@@ -65,6 +67,39 @@ def delta_rows(head_dims, rows=(4, 8, 16, 32), B=4, H=16):
             print(f"D={d} L={L}: " + ", ".join(f"{n} {t:.1f} us" for n, t in times.items()), flush=True)
 
 
+def masks(head_dims, B=4, H=16, L=4096):
+    """Device time of the causal dK/dV kernels as built and with their causal mask in every step."""
+    import nvdsl.tasks as nt
+    import nvdsl.tasks.emit as emit
+    built = emit._unmasked_steps
+    for d in head_dims:
+        calls, ptx = {}, {}
+        for every_step in (False, True):
+            emit._unmasked_steps = (lambda s, env, trips: None) if every_step else built
+            q, k, v, do = (torch.randn(B, H, L, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+            lse, delta = (torch.randn(B, H, L, device="cuda") for _ in range(2))
+            dk, dv, dq32 = torch.empty_like(q), torch.empty_like(q), torch.zeros(B, H, L, d, device="cuda")
+            _, _, mapping = A.backward_mappings(d)
+            # a kernel is cached by its program and mapping: the variant's mapping differs in its SM count, which a
+            # grid of a block per tile (persistent=False) does not read, and its PTX is checked to differ below
+            mapping = mapping.replace(sm_count=1) if every_step else mapping
+            dkdv = nt.build(A.dkdv_program(True, d ** -0.5), mapping)
+            fused = nt.build(A.dkdv_program(True, d ** -0.5, parts="dkdvdq"), mapping)
+            tag = "every step" if every_step else "as built"
+            arguments = {"dkdv": (dkdv, (dk, dv, q, k, v, do, lse, delta)),
+                         "dkdvdq": (fused, (dk, dv, dq32, q, k, v, do, lse, delta))}
+            for name, (kernel, a) in arguments.items():
+                ptx[name, every_step] = kernel.compile(*a).ptx
+                calls[f"{name} {tag}"] = lambda kernel=kernel, a=a: kernel(*a)
+                calls[f"{name} {tag}"]()            # its first call traced now, under this emission
+            torch.cuda.synchronize()
+        emit._unmasked_steps = built
+        assert all(ptx[name, False] != ptx[name, True] for name in ("dkdv", "dkdvdq")), "the variants are one kernel"
+        torch.cuda.synchronize()
+        times = {name: sorted(device_us(fn, reps=5) for _ in range(5))[2] for name, fn in calls.items()}
+        print(f"D={d} causal L={L}: " + ", ".join(f"{n} {t:.0f} us" for n, t in times.items()), flush=True)
+
+
 def main(out, profiled, head_dims=(64, 128)):
     os.makedirs(out, exist_ok=True)
     for d in head_dims:
@@ -86,5 +121,7 @@ if __name__ == "__main__":
     dims = tuple(int(d) for d in sys.argv[3:]) or (64, 128)
     if sys.argv[2:3] == ["delta-rows"]:
         delta_rows(dims)
+    elif sys.argv[2:3] == ["masks"]:
+        masks(dims)
     else:
         main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/backward-probe", sys.argv[2:3] == ["profile"], dims)
