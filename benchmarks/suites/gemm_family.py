@@ -450,26 +450,40 @@ def _torch_fp8(fast_accum: bool) -> Callable:
 
 def _torch_fp8_block(ops, args) -> harness.Prepared:
     """``torch._scaled_mm`` with blockwise scales (cuBLAS's, where the machine's torch and CUDA have them): its B
-    is column-major, so B's block scales go as the transpose, tried as a view and then copied, then as they are
-    (the first layout it takes, and whose result checks, is timed)."""
+    is column-major, so B's block scales go as the transpose (PyTorch's own tests pass the 128 x 128 scales as
+    ``(N / 128, K / 128).t()``, K's blocks padded to a multiple of 4), tried as a view and then copied, then as they
+    are; then ``torch.nn.functional.scaled_mm`` with the recipes named (``BlockWise1x128`` for A,
+    ``BlockWise128x128`` for B), where this torch has it. The first call that runs and whose result checks is
+    timed."""
     import torch
 
+    attempts = [(f"torch._scaled_mm(a, b.t(), scale_a, {name}, out_dtype=c.dtype)",
+                 lambda scale_b=scale_b: torch._scaled_mm(ops.a, ops.b.t(), ops.scale_a, scale_b,
+                                                          out_dtype=ops.c.dtype))
+                for name, scale_b in (("scale_b.t()", ops.scale_b.t()),
+                                      ("scale_b.t().contiguous()", ops.scale_b.t().contiguous()),
+                                      ("scale_b", ops.scale_b))]
+    functional = torch.nn.functional
+    if hasattr(functional, "scaled_mm") and hasattr(functional, "ScalingType"):
+        recipes = functional.ScalingType
+        attempts.append(("F.scaled_mm(a, b.t(), scale_a, BlockWise1x128, scale_b.t(), BlockWise128x128, "
+                         "output_dtype=c.dtype)",
+                         lambda: functional.scaled_mm(ops.a, ops.b.t(), ops.scale_a, recipes.BlockWise1x128,
+                                                      ops.scale_b.t(), recipes.BlockWise128x128,
+                                                      output_dtype=ops.c.dtype)))
     errors = []
-    for name, scale_b in (("scale_b.t()", ops.scale_b.t()), ("scale_b.t().contiguous()", ops.scale_b.t().contiguous()),
-                          ("scale_b", ops.scale_b)):
-        call = lambda scale_b=scale_b: torch._scaled_mm(ops.a, ops.b.t(), ops.scale_a, scale_b, out_dtype=ops.c.dtype)
+    for name, call in attempts:
         try:
             out = call()
-        except RuntimeError as error:
+        except (RuntimeError, TypeError, ValueError) as error:
             errors.append(f"{name}: {error}")
             continue
         torch.cuda.synchronize()
         check = harness.check_close(out, ops.ref, ops.rtol)
         if check.ok:
-            return harness.Prepared(call, check,
-                                    {"call": f"torch._scaled_mm(a, b.t(), scale_a, {name}, out_dtype=c.dtype)"})
+            return harness.Prepared(call, check, {"call": name})
         errors.append(f"{name}: {check.describe()}")
-    raise RuntimeError("torch._scaled_mm gave no checked result with block scales: " + " | ".join(errors))
+    raise RuntimeError("torch gave no checked result with block scales: " + " | ".join(errors))
 
 
 def _plain_nvdsl(ops, args) -> harness.Prepared:
