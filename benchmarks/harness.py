@@ -609,12 +609,11 @@ class ClockSampler:
         readings = list(self.readings)
         for spans in windows:
             mhz = sorted(m for when, m in readings if any(a <= when <= b for a, b in spans))
+            inside = len(mhz)
             if not mhz and spans:       # calls timed in less than a period: the readings a period either side
                 near = CLOCK_PERIOD_MS * 1e-3
                 mhz = sorted(m for when, m in readings if any(a - near <= when <= b + near for a, b in spans))
-                found.append((mhz[len(mhz) // 2], 0, mhz[0], mhz[-1]) if mhz else None)
-                continue
-            found.append((mhz[len(mhz) // 2], len(mhz), mhz[0], mhz[-1]) if mhz else None)
+            found.append((mhz[len(mhz) // 2], inside, mhz[0], mhz[-1]) if mhz else None)
         return found
 
     def stop(self) -> None:

@@ -934,22 +934,20 @@ class _Consumer:
             return (rows if axis == 1 else cols) + shift
         if isinstance(v, _Deferred) and v.positions:
             return self.compute(v.op, columns, like, axis)
-        if isinstance(v, _Pending):
-            kind = ColumnVector if axis == 0 else RowVector
-            array = self.arrays[v.region.tensor]
-            origin = [_evaluate(a, self.env) for a in v.region.origin]
-            offset = (columns[0] if columns else 0) if axis == 0 else self.row0(name)
-            start = origin[-1] + offset if offset else origin[-1]
-            fill = 0 if array.dtype.is_int else 0.0
-            # along the last axis at the other axes' indices (a row's log-sum-exp of (B, H, L); a scale per row
-            # given M-major, read as its transpose): through the array's strides, the fill past the row's end
-            return kind.load(like, array, (*origin[:-1], start) if len(origin) > 1 else start, fill=fill)
-        if _in_ring(v):
-            # an argument's vector the producer copied into the ring (``memory={name: "shared"}``): read from
-            # there, at the tile's columns (axis 0) or the consumer's rows (axis 1)
-            kind = ColumnVector if axis == 0 else RowVector
-            return kind.load(like, v, (columns[0] if columns else 0) if axis == 0 else self.row0(name))
-        return self.resolve(name, columns)
+        if not _argument_vector(v):
+            return self.resolve(name, columns)
+        # an argument's vector, at the tile's columns (axis 0) or the consumer's rows (axis 1)
+        kind = ColumnVector if axis == 0 else RowVector
+        offset = (columns[0] if columns else 0) if axis == 0 else self.row0(name)
+        if _in_ring(v):                  # copied into the ring by the producer (``memory={name: "shared"}``)
+            return kind.load(like, v, offset)
+        array = self.arrays[v.region.tensor]
+        origin = [_evaluate(a, self.env) for a in v.region.origin]
+        start = origin[-1] + offset if offset else origin[-1]
+        fill = 0 if array.dtype.is_int else 0.0
+        # along the last axis at the other axes' indices (a row's log-sum-exp of (B, H, L); a scale per row given
+        # M-major, read as its transpose): through the array's strides, the fill past the row's end
+        return kind.load(like, array, (*origin[:-1], start) if len(origin) > 1 else start, fill=fill)
 
     def map(self, op: Map) -> None:
         inputs = [x for x in op.inputs if isinstance(x, (str, Broadcast))]

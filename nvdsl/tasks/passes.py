@@ -668,11 +668,11 @@ def place_copies(levels: Levels, body: TileBody, split: Split, loop: MainLoop) -
     mapping, program = levels.mapping, body.program
     pingpong = mapping.schedule == PINGPONG
     for op in argument_loads(body.epilogue):
-        if program.tensor(op.target).memory == SHARED and op.source.tensor in dict(mapping.memory):
-            raise refusal(f"{op}: memory['{op.source.tensor}']='shared' would copy its tile into shared memory "
-                          "after the srange loop, which is not scheduled yet", code="mapping-memory",
-                          changes=[{"memory": {op.source.tensor: ir.REGISTER}}], loc=op.loc)
         if program.tensor(op.target).memory == SHARED:
+            if op.source.tensor in dict(mapping.memory):
+                raise refusal(f"{op}: memory['{op.source.tensor}']='shared' would copy its tile into shared memory "
+                              "after the srange loop, which is not scheduled yet", code="mapping-memory",
+                              changes=[{"memory": {op.source.tensor: ir.REGISTER}}], loc=op.loc)
             raise _refuse(f"{op}: loads into shared memory after the srange loop are not scheduled yet",
                           hint="move the products and reductions that read this tile into the srange loop, or use it "
                                "in tile math only", loc=op.loc)
