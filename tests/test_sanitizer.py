@@ -163,6 +163,27 @@ PROGRAMS = {
         "s = q.astype(np.float64) @ kk.transpose(0, 1, 3, 2) / 8; "
         "p = np.exp(s - s.max(-1, keepdims=True)); ref = p / p.sum(-1, keepdims=True) @ vv; "
         "e = np.abs(o - ref).max(); assert e < 4e-3, e; print('PASS')"),
+    # float8 with DeepSeek-V3's block scales (torch's arrays: NumPy has no float8): ragged M, N and a partial last
+    # block of K; scale_a M-major, then row-major (its transpose staged); 128-row tiles, 64-row tiles in turns, and
+    # A's scales through the ring (the bound: 128 products summed at 2^-12 by the tensor cores, gamma_128 < 2^-4).
+    # nvdsl's driver first: cuda-python looks up every driver entry point it knows when first used, and after
+    # torch's cuInit memcheck reports each one this driver lacks (34 on an H200's) as a failed API call of the host.
+    "kernels.block-scaled-gemm": (
+        "import nvdsl; nvdsl.device_count(); import torch; from nvdsl.kernels.gemm import BLOCK_SCALED_MAPPING as cooperative, "
+        "BLOCK_SCALED_PINGPONG_MAPPING as pingpong, block_scaled_gemm; torch.manual_seed(0); m, n, k = 200, 300, 336; "
+        "a, b = (torch.randn(s, device='cuda').to(torch.float8_e4m3fn) for s in ((m, k), (n, k))); "
+        "sa, sb = torch.rand(3, m, device='cuda').T + 0.5, torch.rand(3, 3, device='cuda') + 0.5; "
+        "blocks = [slice(j * 128, (j + 1) * 128) for j in range(3)]; rows = torch.arange(n, device='cuda') // 128; "
+        "parts = [a[:, s].double() @ b[:, s].double().T for s in blocks]; "
+        "sizes = [a[:, s].double().abs() @ b[:, s].double().abs().T for s in blocks]; "
+        "ref = sum(p * sa[:, j, None] * sb[rows, j] for j, p in enumerate(parts)); "
+        "bound = sum(p * sa[:, j, None] * sb[rows, j] for j, p in enumerate(sizes)) * 2.0 ** -4 + 1e-6\n"
+        "for mapping, scales in ((cooperative, sa), (pingpong, sa.contiguous()), "
+        "(cooperative.replace(memory={'scale_a': 'shared'}), sa)):\n"
+        "    c = torch.full((m, n), float('nan'), device='cuda'); "
+        "block_scaled_gemm(a, b, c, scales, sb, mapping=mapping); "
+        "assert ((c.double() - ref).abs() <= bound).all(), (c.double() - ref).abs().max()\n"
+        "print('PASS')"),
     # a profiled GEMM (nvdsl.profile): each role's records written beside the arrays, a ragged edge, 2 tiles a block
     "tasks.profile": (
         "import numpy as np, nvdsl; from nvdsl.kernels.gemm import gemm; "
