@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--variants", default="",
                         help="attention_variants: comma-separated variants (softcap, sliding_window, document, "
                              "causal_mask_mod, varlen) instead of all")
+    parser.add_argument("--ops", default="",
+                        help="gemm_family: comma-separated operations (dual, rowsum, batched, grouped, linear, fp8, "
+                             "fp8-block) instead of all")
     parser.add_argument("--tiles", default="",
                         help="rowwise: also nvdsl under these comma-separated BMxBN tiles (rows per block x columns per "
                              "step), each a system of its own, e.g. 8x1024,4x2048; BMxBN:shared keeps x's row block in "

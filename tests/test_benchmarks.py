@@ -316,13 +316,17 @@ def test_gemm_family_shapes_are_the_issues():
     for op in ("fp8", "fp8-block"):
         assert [(p["inputs"], p["dtype"]) for p in shapes if p["op"] == op] == [("e4m3", "fp16"), ("e4m3", "bf16")]
     assert gemm_family.row_label(shapes[-1]) == "fp8-block e4m3→bf16 8192×8192×4096"
-    assert list(gemm_family.systems("fp8-block")) == ["nvdsl", "nvdsl-pingpong", "nvdsl-scales-in-ring",
-                                                      "nvdsl-pingpong-scales-in-ring", "torch"]
+    assert list(gemm_family.systems("fp8-block")) == ["nvdsl", "nvdsl-pingpong", "nvdsl-scales-by-threads",
+                                                      "nvdsl-pingpong-scales-by-threads", "torch"]
 
     quick = gemm_family.shapes(_args(quick=True))
     assert {(p["dtype"], p["K"]) for p in quick} == {("fp16", 4096)} and len(quick) == 9
     swept = gemm_family.shapes(_args(k="1024,16384", dtypes="bf16"))
     assert sorted({p["K"] for p in swept}) == [1024, 16384] and {p["dtype"] for p in swept} == {"bf16"}
+    chosen = gemm_family.shapes(_args(ops="fp8-block,dual", dtypes="bf16"))
+    assert [p["op"] for p in chosen] == ["dual", "fp8-block"]
+    with pytest.raises(SystemExit, match="unknown --ops \\['fp4'\\]"):
+        gemm_family.shapes(_args(ops="fp4"))
     with pytest.raises(SystemExit):
         gemm_family.shapes(_args(dtypes="fp8"))
 

@@ -14,8 +14,9 @@
   scales K^-1/4 each, so C is O(1).
 * ``fp8-block``: the same with DeepSeek-V3's block scales (``block_scaled_gemm``): a float32 scale per row of A
   and 128 values of K (given M-major, as torch takes them) and per 128 x 128 block of B, each drawn from
-  K^-1/4 · U(0.5, 1.5); nvdsl under its default mapping (``nvdsl``) and its ping-pong (``nvdsl-pingpong``), each
-  also with A's scales brought into the ring by TMA (``-scales-in-ring``).
+  K^-1/4 · U(0.5, 1.5); nvdsl under its default mapping (``nvdsl``: A's scales brought into the ring by TMA) and
+  its ping-pong (``nvdsl-pingpong``), each also with A's scales loaded by each consumer thread
+  (``-scales-by-threads``).
 
 M = N = 8192 (4096 for ``batched``), K = 4096 (``--k`` for others), fp16 and bf16 (``--quick``: fp16).
 A is drawn with scale K^-1/2, so every product is O(1) whatever K (the dual GEMM's product of two
@@ -87,8 +88,12 @@ WITH_PLAIN_GEMM = ("dual", "rowsum")
 def shapes(args) -> list[dict]:
     """The shapes this run measures, grouped by operation, as the params recorded with each measurement."""
     dtypes, k_values = harness.sweep(args, K_VALUES, QUICK_K, DTYPES)
+    ops = [op for op in getattr(args, "ops", "").split(",") if op] or list(SECTION_TITLES)
+    unknown = sorted(set(ops) - set(SECTION_TITLES))
+    if unknown:
+        raise SystemExit(f"gemm_family: unknown --ops {unknown}; choose from {', '.join(SECTION_TITLES)}")
     found = []
-    for op in SECTION_TITLES:
+    for op in (op for op in SECTION_TITLES if op in ops):
         for dtype in dtypes:
             for k in k_values:
                 if op == "batched":
@@ -304,18 +309,18 @@ def _nvdsl_grouped(ops, args) -> harness.Prepared:
     return _nvdsl_prepared(kernel, lambda: kernel(ops.c, ops.a, ops.b, table), ops.c, ops.ref)
 
 
-def _nvdsl_fp8_block(mapping_name: str, scales_in_ring: bool = False) -> Callable:
-    """nvdsl's block-scaled GEMM under ``nvdsl.kernels.gemm``'s mapping of that name; with ``scales_in_ring``, A's
-    scales of each K step brought by TMA into the step's ring slot (``memory={"scale_a": "shared"}``) rather than
-    loaded by each consumer thread."""
+def _nvdsl_fp8_block(mapping_name: str, scales_by_threads: bool = False) -> Callable:
+    """nvdsl's block-scaled GEMM under ``nvdsl.kernels.gemm``'s mapping of that name; with ``scales_by_threads``,
+    A's scales loaded by each consumer thread (``memory={}``) rather than brought by TMA into each K step's ring
+    slot."""
     def prepare(ops, args) -> harness.Prepared:
         from nvdsl.kernels import gemm
 
         mapping = getattr(gemm, mapping_name)
-        if scales_in_ring:
-            mapping = mapping.replace(memory={"scale_a": "shared"})
+        if scales_by_threads:
+            mapping = mapping.replace(memory={})
         call = lambda: gemm.block_scaled_gemm(ops.a, ops.b, ops.c, ops.scale_a, ops.scale_b, mapping=mapping)
-        written = f"{mapping_name}.replace(memory={{'scale_a': 'shared'}})" if scales_in_ring else mapping_name
+        written = f"{mapping_name}.replace(memory={{}})" if scales_by_threads else mapping_name
         return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, ops.rtol),
                                 {"call": f"nvdsl.kernels.gemm.block_scaled_gemm(a, b, c, scale_a, scale_b, "
                                          f"mapping={written})", "mapping": str(mapping)})
@@ -519,9 +524,9 @@ def systems(op: str, activation: str = "none") -> dict[str, Callable | harness.S
     if op == "fp8-block":
         return {NVDSL: _nvdsl_fp8_block("BLOCK_SCALED_MAPPING"),
                 NVDSL_PINGPONG: _nvdsl_fp8_block("BLOCK_SCALED_PINGPONG_MAPPING"),
-                f"{NVDSL}-scales-in-ring": _nvdsl_fp8_block("BLOCK_SCALED_MAPPING", scales_in_ring=True),
-                f"{NVDSL_PINGPONG}-scales-in-ring": _nvdsl_fp8_block("BLOCK_SCALED_PINGPONG_MAPPING",
-                                                                      scales_in_ring=True),
+                f"{NVDSL}-scales-by-threads": _nvdsl_fp8_block("BLOCK_SCALED_MAPPING", scales_by_threads=True),
+                f"{NVDSL_PINGPONG}-scales-by-threads": _nvdsl_fp8_block("BLOCK_SCALED_PINGPONG_MAPPING",
+                                                                         scales_by_threads=True),
                 TORCH: _torch_fp8_block}
     if op == "grouped":
         return {NVDSL: _nvdsl_grouped, TRITON: _triton_grouped, TORCH: _torch_grouped_mm, TORCH_LOOP: _torch_grouped_loop}
