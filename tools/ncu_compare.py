@@ -4,7 +4,9 @@
 
 runs each system of ``CASE`` (``gemm``: bf16 8192 x 8192 x 4096, nvdsl against cuBLAS through ``torch.matmul``;
 ``attention``: bf16 B4 H16 L4096 D128 forward, nvdsl against cuDNN through ``scaled_dot_product_attention``;
-``backward``: the same shape's backward, nvdsl's kernels against cuDNN's) once to compile and warm up outside the
+``backward``: the same shape's backward, nvdsl's kernels against cuDNN's; ``fp8-block``: float8 8192 x 8192 x 4096
+with block scales into bf16, ``block_scaled_gemm`` under its default mapping and with A's scales loaded by the
+threads, against the first torch call the ``gemm_family`` benchmark's check accepts) once to compile and warm up outside the
 profiled range, then once inside it (``cudaProfilerStart``/``Stop``), so that ncu profiles exactly one call of
 each. Without ncu it prints each system's median time over 20 calls (CUDA events), to check the shapes run.
 
@@ -70,10 +72,26 @@ def backward_systems():
             "cuDNN": lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True)}
 
 
+def fp8_block_systems():
+    import os
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))     # the project root
+    from types import SimpleNamespace
+
+    from benchmarks.suites import gemm_family
+    from nvdsl.kernels import gemm
+    ops = gemm_family._fp8_block_operands({"M": M, "N": N, "K": K, "dtype": "bf16"})
+    by_threads = gemm.BLOCK_SCALED_MAPPING.replace(memory={})
+    return {"nvdsl": lambda: gemm.block_scaled_gemm(ops.a, ops.b, ops.c, ops.scale_a, ops.scale_b),
+            "nvdsl scales by threads": lambda: gemm.block_scaled_gemm(ops.a, ops.b, ops.c, ops.scale_a, ops.scale_b,
+                                                                      mapping=by_threads),
+            "torch": gemm_family._torch_fp8_block(ops, SimpleNamespace()).fn}
+
+
 def main(case: str) -> None:
     import torch
 
-    systems = {"gemm": gemm_systems, "attention": attention_systems, "backward": backward_systems}[case]()
+    systems = {"gemm": gemm_systems, "attention": attention_systems, "backward": backward_systems,
+               "fp8-block": fp8_block_systems}[case]()
     for call in systems.values():          # compile, load, pick algorithms: outside the profiled range
         call()
         call()
