@@ -723,7 +723,7 @@ def dkdv_program(causal: bool, scale: float, variant: Variant = PLAIN, parts: st
 
 @functools.lru_cache(maxsize=None)
 def backward_mappings(d: int) -> tuple[nt.Mapping, nt.Mapping, nt.Mapping]:
-    """How the backward's programs run: D row-wise (4 rows per block, no producer); dQ and dK/dV each as a
+    """How the backward's programs run: D row-wise (DELTA_ROWS rows per block, no producer); dQ and dK/dV each as a
     producer warpgroup and two consumers of 64 rows with 3-slot rings, stepping by 64 keys (dQ) or 64 queries
     (dK, dV). Measured on an H100 at B4 H16 L4096: 3 slots against 2 took dQ from 537 to 650 TFLOP/s (its
     three products) and dK/dV from 503 to 620 (its four) at D = 128; 128-key steps left dQ's products
