@@ -317,7 +317,7 @@ def test_gemm_family_shapes_are_the_issues():
         assert [(p["inputs"], p["dtype"]) for p in shapes if p["op"] == op] == [("e4m3", "fp16"), ("e4m3", "bf16")]
     assert gemm_family.row_label(shapes[-1]) == "fp8-block e4m3→bf16 8192×8192×4096"
     assert list(gemm_family.systems("fp8-block")) == ["nvdsl", "nvdsl-pingpong", "nvdsl-scales-by-threads",
-                                                      "nvdsl-pingpong-scales-by-threads", "torch"]
+                                                      "nvdsl-pingpong-scales-by-threads", "nvdsl-turns", "torch"]
 
     quick = gemm_family.shapes(_args(quick=True))
     assert {(p["dtype"], p["K"]) for p in quick} == {("fp16", 4096)} and len(quick) == 9

@@ -5,6 +5,7 @@ program giving the same numbers under many mappings."""
 import dataclasses
 import math
 import os
+import re
 
 import numpy as np
 import pytest
@@ -691,12 +692,14 @@ def block_scaled_reference(a, b, scale_a, scale_b, c_dtype):
 
 @pytest.mark.parametrize("m_major, schedule, memory", [
     (True, "cooperative", {}), (False, "cooperative", {}), (True, "pingpong", {}),
-    (True, "cooperative", {"scale_a": "shared"}), (False, "pingpong", {"scale_a": "shared"})])
+    (True, "cooperative", {"scale_a": "shared"}), (False, "pingpong", {"scale_a": "shared"}),
+    (True, "turns", {"scale_a": "shared"})])
 def test_block_scaled_float8_matmul_runs_on_its_bytes(m_major, schedule, memory):
     """DeepSeek-V3's block scales in the interpreter, on float8 bytes: ragged M, N and K (a partial last block of K
     and of B's rows), scale_a read as the transpose of an (M, K/128) array given M-major (torch's) or row-major;
     under the default mapping and the ones the benchmark times beside it (64-row tiles taken in turns; A's scales
-    through the ring, by TMA, a row-major scale_a's transpose through a staging copy)."""
+    through the ring, by TMA, a row-major scale_a's transpose through a staging copy; the consumers taking turns
+    at each step's product)."""
     ml_dtypes = pytest.importorskip("ml_dtypes")
     from nvdsl.interpreter.program import Program
     from nvdsl.kernels.gemm import BLOCK_SCALED_MAPPING, BLOCK_SCALED_PINGPONG_MAPPING, block_scaled_matmul
@@ -708,7 +711,8 @@ def test_block_scaled_float8_matmul_runs_on_its_bytes(m_major, schedule, memory)
     scale_b = rng.uniform(0.25, 4, (3, 3)).astype(np.float32)
     given = np.ascontiguousarray(scale_a.T) if m_major else scale_a.T
     c = np.full((m, n), np.nan, np.float32)
-    mapping = BLOCK_SCALED_MAPPING if schedule == "cooperative" else BLOCK_SCALED_PINGPONG_MAPPING
+    mapping = {"cooperative": BLOCK_SCALED_MAPPING, "pingpong": BLOCK_SCALED_PINGPONG_MAPPING,
+               "turns": BLOCK_SCALED_MAPPING.replace(turns=True)}[schedule]
     trace = nt.build(block_scaled_matmul, mapping.replace(sm_count=2, memory=memory)).trace(
         c, float8(m, k), float8(n, k, code=12), given, scale_b)
     Program(trace.module).run(trace.specs, (c, a.view(np.uint8), b.view(np.uint8), given, scale_b), trace.written)
@@ -716,15 +720,22 @@ def test_block_scaled_float8_matmul_runs_on_its_bytes(m_major, schedule, memory)
     assert (np.abs(c - exact) <= bound).all(), np.abs(c - exact).max()
 
 
-def test_block_scaled_float8_products_compile_without_spills():
-    """Each block's product in a sum of its own (a second 64 x 128 accumulator per consumer) fits the registers."""
+@pytest.mark.parametrize("turns", [False, True])
+def test_block_scaled_float8_products_compile_without_spills(turns):
+    """Each block's product in a sum of its own (a second 64 x 128 accumulator per consumer) fits the registers;
+    with turns, each consumer waits for its turn before its step's product and hands the turn on (named barriers)
+    before waiting for it, as ``explain`` says."""
     from nvdsl.kernels.gemm import BLOCK_SCALED_MAPPING, block_scaled_matmul
     m, n, k = 1024, 1024, 1024
-    compiled = nt.build(block_scaled_matmul, BLOCK_SCALED_MAPPING).compile(
-        np.zeros((m, n), np.float32), float8(m, k), float8(n, k), np.ones((k // 128, m), np.float32),
-        np.ones((n // 128, k // 128), np.float32))
+    args = (np.zeros((m, n), np.float32), float8(m, k), float8(n, k), np.ones((k // 128, m), np.float32),
+            np.ones((n // 128, k // 128), np.float32))
+    built = nt.build(block_scaled_matmul, BLOCK_SCALED_MAPPING.replace(turns=turns))
+    compiled = built.compile(*args)
     resources, = compiled.resources.values()
     assert resources.spill_stores == 0 and "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" in compiled.ptx
+    turn_barriers = re.findall(r"barrier\.(sync|arrive) %r\d+, %r\d+;", compiled.ptx)
+    assert sorted(set(turn_barriers)) == (["arrive", "sync"] if turns else [])
+    assert ("at this consumer's turn at the tensor cores" in built.explain(*args)) == turns
     if find_tool("nvdisasm"):
         assert "QGMMA" in sass_opcodes(compiled.sass())
 

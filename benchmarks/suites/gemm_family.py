@@ -16,7 +16,8 @@
   and 128 values of K (given M-major, as torch takes them) and per 128 x 128 block of B, each drawn from
   K^-1/4 · U(0.5, 1.5); nvdsl under its default mapping (``nvdsl``: A's scales brought into the ring by TMA) and
   its ping-pong (``nvdsl-pingpong``), each also with A's scales loaded by each consumer thread
-  (``-scales-by-threads``).
+  (``-scales-by-threads``), and the default with its consumers taking turns at each step's product
+  (``nvdsl-turns``).
 
 M = N = 8192 (4096 for ``batched``), K = 4096 (``--k`` for others), fp16 and bf16 (``--quick``: fp16).
 A is drawn with scale K^-1/2, so every product is O(1) whatever K (the dual GEMM's product of two
@@ -309,18 +310,17 @@ def _nvdsl_grouped(ops, args) -> harness.Prepared:
     return _nvdsl_prepared(kernel, lambda: kernel(ops.c, ops.a, ops.b, table), ops.c, ops.ref)
 
 
-def _nvdsl_fp8_block(mapping_name: str, scales_by_threads: bool = False) -> Callable:
-    """nvdsl's block-scaled GEMM under ``nvdsl.kernels.gemm``'s mapping of that name; with ``scales_by_threads``,
-    A's scales loaded by each consumer thread (``memory={}``) rather than brought by TMA into each K step's ring
-    slot."""
+def _nvdsl_fp8_block(mapping_name: str, **changes) -> Callable:
+    """nvdsl's block-scaled GEMM under ``nvdsl.kernels.gemm``'s mapping of that name, with ``changes``
+    (``memory={}``: A's scales loaded by each consumer thread rather than brought by TMA into each K step's ring
+    slot; ``turns=True``: the consumers taking turns at each step's product)."""
     def prepare(ops, args) -> harness.Prepared:
         from nvdsl.kernels import gemm
 
-        mapping = getattr(gemm, mapping_name)
-        if scales_by_threads:
-            mapping = mapping.replace(memory={})
+        mapping = getattr(gemm, mapping_name).replace(**changes)
         call = lambda: gemm.block_scaled_gemm(ops.a, ops.b, ops.c, ops.scale_a, ops.scale_b, mapping=mapping)
-        written = f"{mapping_name}.replace(memory={{}})" if scales_by_threads else mapping_name
+        written = mapping_name + (f".replace({', '.join(f'{k}={v!r}' for k, v in changes.items())})" if changes
+                                  else "")
         return harness.Prepared(call, harness.checked_call(call, ops.c, ops.ref, ops.rtol),
                                 {"call": f"nvdsl.kernels.gemm.block_scaled_gemm(a, b, c, scale_a, scale_b, "
                                          f"mapping={written})", "mapping": str(mapping)})
@@ -524,9 +524,9 @@ def systems(op: str, activation: str = "none") -> dict[str, Callable | harness.S
     if op == "fp8-block":
         return {NVDSL: _nvdsl_fp8_block("BLOCK_SCALED_MAPPING"),
                 NVDSL_PINGPONG: _nvdsl_fp8_block("BLOCK_SCALED_PINGPONG_MAPPING"),
-                f"{NVDSL}-scales-by-threads": _nvdsl_fp8_block("BLOCK_SCALED_MAPPING", scales_by_threads=True),
-                f"{NVDSL_PINGPONG}-scales-by-threads": _nvdsl_fp8_block("BLOCK_SCALED_PINGPONG_MAPPING",
-                                                                         scales_by_threads=True),
+                f"{NVDSL}-scales-by-threads": _nvdsl_fp8_block("BLOCK_SCALED_MAPPING", memory={}),
+                f"{NVDSL_PINGPONG}-scales-by-threads": _nvdsl_fp8_block("BLOCK_SCALED_PINGPONG_MAPPING", memory={}),
+                f"{NVDSL}-turns": _nvdsl_fp8_block("BLOCK_SCALED_MAPPING", turns=True),
                 TORCH: _torch_fp8_block}
     if op == "grouped":
         return {NVDSL: _nvdsl_grouped, TRITON: _triton_grouped, TORCH: _torch_grouped_mm, TORCH_LOOP: _torch_grouped_loop}

@@ -473,6 +473,7 @@ class _Consumer:
         self._slice: dict = {}           # values of deferred math computed for the current column slice
         self.slot: tuple = ()             # the tiles of the step ring's slot the main loop holds
         self.unmask = False              # in steps where no mask of the main loop changes a value
+        self.step_turn = None            # cooperative turns: (_Turn, hand over unless False) until the step's issue
         self.row_blocks = block.resident
         # the shared locals the passes read from a row block kept in shared memory: local -> (its tensor, the pass's
         # variable that picks the column block)
@@ -598,9 +599,17 @@ class _Consumer:
                         _put(ring, self.step, self.ring_tmas, env)
 
         body = [op for op in s.main.body if op not in loads]
+        trips = extent if read else _trips(s, env)
+        turn = _Turn(self.ctx, self.c, s.consumers, self.timeline) if s.turns and not s.pingpong else None
+        last = s.consumers - 1
+        if turn is not None and self.c == last:
+            with when(trips > 0) if read else contextlib.nullcontext():
+                turn.hand_over()                     # opens consumer 0's first turn
 
         def step(k):
             env[s.main.vars[0]] = k
+            if turn is not None:                     # the last consumer's last step hands over to no one
+                self.step_turn = (turn, None if self.c != last else k + 1 < trips)
             if ring is not None:
                 with self.get(ring) as tiles:
                     for plan_tile, view in zip(self.step.tiles, tiles):
@@ -626,7 +635,6 @@ class _Consumer:
             self.values.update(after)
             self.unmask = False
 
-        trips = extent if read else _trips(s, env)
         unmasked = _unmasked_steps(s, env, trips)
         if unmasked is None:
             steps(0, trips, masked=True)
@@ -646,12 +654,27 @@ class _Consumer:
         for group, kind in product_groups(ops, self.s.waited):
             if kind == OP:
                 self.run(group[0])
+            elif self.step_turn is not None:
+                self.issue_at_turn(group)
             elif kind == AHEAD:                 # left running: the next group goes out first
                 self.issue(group, in_flight=min(self.ctx.wgmma_in_flight + 1, 7))
             elif kind == BEHIND:                # the group ahead retires here, for its readers
                 self.issue(group, in_flight=min(BEHIND_IN_FLIGHT, self.in_flight(*group)))
             else:
                 self.issue(group, in_flight=self.in_flight(*group))
+
+    def issue_at_turn(self, products) -> None:
+        """A one-phase step's first products (read by the step: the planner checks), issued at this consumer's
+        turn at the tensor cores and left running while it hands the turn on, then waited for: the next
+        consumer's products run while this one computes on its own."""
+        turn, hand_over = self.step_turn
+        self.step_turn = None
+        turn.wait()
+        self.issue(products, in_flight=min(self.ctx.wgmma_in_flight + 1, 7))
+        with when(hand_over) if hand_over is not None else contextlib.nullcontext():
+            turn.hand_over()
+        with self.timeline.span(PRODUCT_WAIT):
+            wgmma_wait(self.in_flight(*products))
 
     def issue(self, products, in_flight: int) -> None:
         """``products`` as one wgmma group (a lone product on its own), then at most ``in_flight`` groups left

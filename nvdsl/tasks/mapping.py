@@ -70,7 +70,8 @@ class Mapping:
             derived when the kernel is planned (``explain()`` prints it). A schedule given with levels
             that say otherwise is refused.
         turns: consumers take turns at the tensor cores (named barriers): cooperative consumers of a
-            two-phase loop (attention's) at each step's products, so that one's math overlaps another's
+            two-phase loop (attention's), or of a one-phase loop whose step reads the products it issues first
+            (a block-scaled GEMM's scaling), at each step's products, so that one's math overlaps another's
             products (FlashAttention-3's ping-pong); ping-pong consumers at whole main loops (always on:
             without turns their K loops would share the tensor cores and overlap nothing). None (the
             default): on for ``"pingpong"``, off for ``"cooperative"``.

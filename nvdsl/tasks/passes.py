@@ -27,9 +27,9 @@ from .ir import (SHARED, Affine, Broadcast, Copy, Fill, FirstColumn, Gather, Loo
                  argument_loads)
 from .mapping import (BLOCK, COOPERATIVE, HOST, PINGPONG, WARPGROUP, Mapping, check_registers, derive_registers,
                       refusal)
-from .stages import (ONES_COLUMNS, Allocation, Buffer, Joined, Levels, MainLoop, OnesTile, Persistence, Phases,
-                     Pipeline, Products, Registers, ResidentRows, RingPlan, RingTile, Split, StagedOperand, StorePlan,
-                     TileBody, Transfers, Unmasked, row_warps)
+from .stages import (GROUP, ONES_COLUMNS, OP, Allocation, Buffer, Joined, Levels, MainLoop, OnesTile, Persistence,
+                     Phases, Pipeline, Products, Registers, ResidentRows, RingPlan, RingTile, Split, StagedOperand,
+                     StorePlan, TileBody, Transfers, Unmasked, product_groups, row_warps)
 
 TILE_ALIGNMENT = swizzle_alignment(128)   # ring tiles and staging buffers: 128-byte swizzled TMA tiles
 STAGING_BYTES = 16 * 1024             # per consumer: the epilogue writes the output in slices of this size
@@ -504,14 +504,25 @@ def order_main_loop(levels: Levels, body: TileBody) -> MainLoop:
     if phases is not None and not mapping.warp_specialize:
         raise refusal("a two-phase loop (a product fed by another's results, as attention's) is scheduled "
                       "with warp specialization only", code="bad-mapping", changes=[{"warp_specialize": True}])
-    if mapping.turns and not pingpong and (phases is None or mapping.consumers < 2):
-        raise refusal("turns=True makes cooperative consumers take turns at a two-phase loop's products; this "
-                      "program or mapping has none to take", code="bad-mapping",
+    waited = _waited(main) if phases is None else frozenset()
+    if mapping.turns and not pingpong and (mapping.consumers < 2 or not mapping.warp_specialize or
+                                           phases is None and not _first_products_waited(main, waited)):
+        raise refusal("turns=True makes cooperative consumers (warp-specialized, 2 or more) take turns at each step's "
+                      "products: a two-phase loop's, or a one-phase loop's whose step reads the products it issues "
+                      "first; this program or mapping has none to take", code="bad-mapping",
                       changes=[{"turns": False}, {"schedule": PINGPONG, "consumers": 2}],
                       note="schedule='pingpong' makes 2 consumers take turns at whole main loops")
     read = frozenset(index.name for index in body.program.indices)
     unmasked = _unmasked(main, body.prologue + tuple(main.body), read) if main is not None else None
-    return MainLoop(phases=phases, unmasked=unmasked, waited=_waited(main) if phases is None else frozenset())
+    return MainLoop(phases=phases, unmasked=unmasked, waited=waited)
+
+
+def _first_products_waited(main: Loop | None, waited: frozenset) -> bool:
+    """Whether a one-phase step's first products go out as one group that the step waits for (a block's product
+    that its scaling reads): the group cooperative consumers take turns at (see ``emit``)."""
+    groups = product_groups(main.body, waited) if main is not None else []
+    first = next(((group, kind) for group, kind in groups if kind != OP), None)
+    return first is not None and first[1] == GROUP and any(op.id in waited for op in first[0])
 
 
 def _waited(main: Loop | None) -> frozenset:

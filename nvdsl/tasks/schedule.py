@@ -193,6 +193,10 @@ def _main_loop(s: Schedule) -> list[str]:
             return "  [waited for: the step reads it]"
         return f"  [{min(BEHIND_IN_FLIGHT, s.in_flight)} product(s) left in flight]" if op.id in behind else in_flight
     lines += [f"        {op}" + (note(op) if isinstance(op, Mma) else "") for op in body]
+    if s.turns and not s.pingpong:
+        lines.append(f"      the step's first products at this consumer's turn at the tensor cores (named barrier "
+                     f"{TURN_BARRIER}+c), left running while it hands the turn to the next consumer; the last "
+                     "consumer opens consumer 0's first turn and hands over after all but its last step")
     if ring is not None:
         lines.append("      release: each slot once the products reading it retired")
     return lines
