@@ -130,6 +130,26 @@ def reference(q, k, v, o, do, causal, scale, dtype=None, exact_o=False, score_mo
     return [(g, bound + u * np.abs(g) + tiny) for g, bound in out]
 
 
+@pytest.mark.parametrize("d, causal", [(64, True), (128, False)])
+def test_dkdv_consumers_taking_turns_compute_the_same_bits(d, causal, backend):
+    """``turns=True`` on the dK/dV program (each consumer issues its step's S and dP products at its turn at the
+    tensor cores, then hands the turn on) changes when the products run, not what the kernel computes: dK and dV
+    are the bits of the kernel as built (ragged L: a partial last step of queries)."""
+    q, k, v, o, lse = problem(1, 2, 2, 200, 200, d, "float16", seed=3)
+    library.attention(q, k, v, o, lse, causal=causal)
+    do, = problem(1, 2, 2, 200, 200, d, "float16", seed=4)[:1]
+    delta = (do.astype(np.float32) * o.astype(np.float32)).sum(-1)
+    _, _, mapping = library.backward_mappings(d)
+    program = library.dkdv_program(causal, d ** -0.5)
+    grads = []
+    for turns in (False, True):
+        dk, dv = np.zeros_like(k), np.zeros_like(v)
+        nt.build(program, mapping.replace(turns=turns))(dk, dv, q, k, v, do, lse, delta)
+        grads.append((dk, dv))
+    (dk, dv), (dk_turns, dv_turns) = grads
+    assert np.array_equal(dk, dk_turns) and np.array_equal(dv, dv_turns) and np.abs(dk).max() > 0
+
+
 def run_backward(b, h, hkv, l, lk, d, causal, dtype, seed=0):
     q, k, v, o, lse = problem(b, h, hkv, l, lk, d, dtype, seed)
     library.attention(q, k, v, o, lse, causal=causal)

@@ -1,5 +1,5 @@
 """Run on the GPU machine: ``source .gpu-bundle/setup.sh && python3 tools/backward_probe.py [OUT_DIR [profile |
-delta-rows | masks [D ...]]]`` (D: the head dims to probe, 64 and 128 by default).
+delta-rows | masks | turns [D ...]]]`` (D: the head dims to probe, 64 and 128 by default).
 
 Where attention_backward's time goes: each kernel of the deterministic path (D, dQ, dK/dV) and of the
 fused one (``deterministic=False``: D, the float32 sum's fill, dK/dV/dQ, dQ's cast) timed alone on the device
@@ -10,7 +10,9 @@ at 4 rows a thread has one load of each array in flight (4 or 8 bytes; ncu on an
 bandwidth, cuDNN's at 78%), at 16 rows four of each (ptxas, sm_90a), at L 1024 and 4096, beside a copy of O of
 the same bytes (``torch``'s) for the bandwidth the machine gives. ``masks``: the causal dK/dV and dK/dV/dQ kernels
 as built (a loop over the steps no mask changes, then one over the others) and with the mask applied in every step
-(one loop: ptxas spilled 608 B in the fused kernel at D 128 as built, 120 B so, its SASS 4820 -> 2682 lines)."""
+(one loop: ptxas spilled 608 B in the fused kernel at D 128 as built, 120 B so, its SASS 4820 -> 2682 lines).
+``turns``: the dK/dV and dK/dV/dQ kernels as built and with their two consumers taking turns at each step's S and
+dP products (``turns=True``), causal or not."""
 import os
 import sys
 
@@ -117,11 +119,36 @@ def main(out, profiled, head_dims=(64, 128)):
                     p.save_png(os.path.join(out, f"backward-{name}-d{d}.png"))
 
 
+def turns(head_dims, B=4, H=16, L=4096):
+    """Device time of the dK/dV and dK/dV/dQ kernels as built and with their consumers taking turns at each step's
+    first products (``turns=True``), causal or not."""
+    import nvdsl.tasks as nt
+    for d in head_dims:
+        for causal in (False, True):
+            q, k, v, do = (torch.randn(B, H, L, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
+            lse, delta = (torch.randn(B, H, L, device="cuda") for _ in range(2))
+            dk, dv, dq32 = torch.empty_like(q), torch.empty_like(q), torch.zeros(B, H, L, d, device="cuda")
+            _, _, mapping = A.backward_mappings(d)
+            calls = {}
+            for taking in (False, True):
+                for parts, a in (("dkdv", (dk, dv, q, k, v, do, lse, delta)),
+                                 ("dkdvdq", (dk, dv, dq32, q, k, v, do, lse, delta))):
+                    kernel = nt.build(A.dkdv_program(causal, d ** -0.5, parts=parts), mapping.replace(turns=taking))
+                    kernel(*a)
+                    calls[f"{parts} {'turns' if taking else 'as built'}"] = lambda kernel=kernel, a=a: kernel(*a)
+            torch.cuda.synchronize()
+            times = {name: sorted(device_us(fn, reps=5) for _ in range(5))[2] for name, fn in calls.items()}
+            print(f"D={d} causal={causal} L={L}: " + ", ".join(f"{n} {t:.0f} us" for n, t in times.items()),
+                  flush=True)
+
+
 if __name__ == "__main__":
     dims = tuple(int(d) for d in sys.argv[3:]) or (64, 128)
     if sys.argv[2:3] == ["delta-rows"]:
         delta_rows(dims)
     elif sys.argv[2:3] == ["masks"]:
         masks(dims)
+    elif sys.argv[2:3] == ["turns"]:
+        turns(dims)
     else:
         main(sys.argv[1] if len(sys.argv) > 1 else "/tmp/backward-probe", sys.argv[2:3] == ["profile"], dims)
