@@ -76,7 +76,7 @@ CASES = [
     ("a two-phase loop without a producer", attention_program(),
      task_mapping(64, False, 256).replace(warp_specialize=False), _attention_args(), {"warp_specialize": True},
      "bad-mapping"),
-    ("turns without a two-phase loop", matmul, MAPPING.replace(turns=True), _GEMM, {"turns": False}, "bad-mapping"),
+    ("turns where no step reads its products", matmul, MAPPING.replace(turns=True), _GEMM, {"turns": False}, "bad-mapping"),
     ("a ping-pong without a producer", matmul, MAPPING.replace(tiles={"BM": 128, "BN": 128, "BK": 64},
                                                                schedule="pingpong", warp_specialize=False), _GEMM,
      {"warp_specialize": True}, "bad-mapping"),
