@@ -6,9 +6,9 @@ runs each system of ``CASE`` (``gemm``: bf16 8192 x 8192 x 4096, nvdsl against c
 ``attention``: bf16 B4 H16 L4096 D128 forward, nvdsl against cuDNN through ``scaled_dot_product_attention``;
 ``backward``: the same shape's backward, nvdsl's kernels against cuDNN's; ``fp8-block``: float8 8192 x 8192 x 4096
 with block scales into bf16, ``block_scaled_gemm`` under its default mapping and with A's scales loaded by the
-threads, against the first torch call the ``gemm_family`` benchmark's check accepts) once to compile and warm up outside the
-profiled range, then once inside it (``cudaProfilerStart``/``Stop``), so that ncu profiles exactly one call of
-each. Without ncu it prints each system's median time over 20 calls (CUDA events), to check the shapes run.
+threads, against the first torch call the ``gemm_family`` benchmark's check accepts) once to compile and warm up
+outside the profiled range, then once inside it (``cudaProfilerStart``/``Stop``), so that ncu profiles exactly one
+call of each. Without ncu it prints each system's median time over 20 calls (CUDA events), to check the shapes run.
 
     python3 tools/ncu_compare.py --summary REPORT.txt ...
 
