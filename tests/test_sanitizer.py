@@ -164,8 +164,8 @@ PROGRAMS = {
         "p = np.exp(s - s.max(-1, keepdims=True)); ref = p / p.sum(-1, keepdims=True) @ vv; "
         "e = np.abs(o - ref).max(); assert e < 4e-3, e; print('PASS')"),
     # float8 with DeepSeek-V3's block scales (torch's arrays: NumPy has no float8): ragged M, N and a partial last
-    # block of K; scale_a M-major, then row-major (its transpose staged); 128-row tiles, 64-row tiles in turns, and
-    # A's scales through the ring (the bound: 128 products summed at 2^-12 by the tensor cores, gamma_128 < 2^-4).
+    # block of K; scale_a M-major, then row-major (its transpose staged); 128-row tiles, 64-row tiles in turns, A's
+    # scales through the ring and by the threads, the consumers taking turns at each step's product (the bound: 128 products summed at 2^-12 by the tensor cores, gamma_128 < 2^-4).
     # nvdsl's driver first: cuda-python looks up every driver entry point it knows when first used, and after
     # torch's cuInit memcheck reports each one this driver lacks (34 on an H200's) as a failed API call of the host.
     "kernels.block-scaled-gemm": (
@@ -179,7 +179,7 @@ PROGRAMS = {
         "ref = sum(p * sa[:, j, None] * sb[rows, j] for j, p in enumerate(parts)); "
         "bound = sum(p * sa[:, j, None] * sb[rows, j] for j, p in enumerate(sizes)) * 2.0 ** -4 + 1e-6\n"
         "for mapping, scales in ((cooperative, sa), (pingpong, sa.contiguous()), "
-        "(cooperative.replace(memory={'scale_a': 'shared'}), sa)):\n"
+        "(cooperative.replace(memory={}), sa), (cooperative.replace(turns=True), sa)):\n"
         "    c = torch.full((m, n), float('nan'), device='cuda'); "
         "block_scaled_gemm(a, b, c, scales, sb, mapping=mapping); "
         "assert ((c.double() - ref).abs() <= bound).all(), (c.double() - ref).abs().max()\n"

@@ -795,7 +795,8 @@ def test_block_scaled_float8_gemm_matches_float64(m, n, k, c_dtype, m_major, tmp
     exact, bound = block_scaled_reference(a.double().cpu().numpy(), b.double().cpu().numpy(),
                                           scale_a.double().cpu().numpy(), scale_b.double().cpu().numpy(),
                                           getattr(torch, c_dtype))
-    for options in ({}, {"autotune": True}):
+    from nvdsl.kernels.gemm import BLOCK_SCALED_MAPPING
+    for options in ({}, {"autotune": True}, {"mapping": BLOCK_SCALED_MAPPING.replace(turns=True)}):
         c = torch.full((m, n), float("nan"), device="cuda", dtype=getattr(torch, c_dtype))
         block_scaled_gemm(a, b, c, scale_a, scale_b, **options)
         torch.cuda.synchronize()
