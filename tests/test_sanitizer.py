@@ -165,7 +165,8 @@ PROGRAMS = {
         "e = np.abs(o - ref).max(); assert e < 4e-3, e; print('PASS')"),
     # float8 with DeepSeek-V3's block scales (torch's arrays: NumPy has no float8): ragged M, N and a partial last
     # block of K; scale_a M-major, then row-major (its transpose staged); 128-row tiles, 64-row tiles in turns, A's
-    # scales through the ring and by the threads, the consumers taking turns at each step's product (the bound: 128 products summed at 2^-12 by the tensor cores, gamma_128 < 2^-4).
+    # scales through the ring and by the threads, the consumers taking turns at each step's product (the bound: 128
+    # products summed at 2^-12 by the tensor cores, gamma_128 < 2^-4).
     # nvdsl's driver first: cuda-python looks up every driver entry point it knows when first used, and after
     # torch's cuInit memcheck reports each one this driver lacks (34 on an H200's) as a failed API call of the host.
     "kernels.block-scaled-gemm": (

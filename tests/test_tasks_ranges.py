@@ -22,17 +22,30 @@ f16 = np.float16
 
 # --- a one-phase loop: a GEMM over each row tile's own range of K blocks ---------------------------------------
 
-@nt.task(reads=("A", "B", "R"), writes=("C",))
-def ranged_gemm(C, A, B, R):
-    """``C[i] = A[i, lo:hi] @ B[lo:hi]`` over the K blocks [lo, hi) = R[i] of row tile i."""
-    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 128), nt.tunable("BK", 64)
-    Ct, At, Bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(B, (BK, BN))
-    for i, j in nt.prange(*Ct.grid):
-        lo, hi = nt.load_index(R, i, 0), nt.load_index(R, i, 1)
-        acc = nt.zeros((BM, BN))
-        for t in nt.srange(At.grid[1], below=hi - lo):
-            acc += At[i, lo + t] @ Bt[lo + t, j]
-        Ct[i, j] = acc.astype(C.dtype)
+def ranged_gemm_program(halved_steps: bool = False) -> nt.Task:
+    """``C[i] = A[i, lo:hi] @ B[lo:hi]`` over the K blocks [lo, hi) = R[i] of row tile i; with ``halved_steps``,
+    each step's product is read in its step, halved and added (exactly: ``C`` is half the product), so that
+    cooperative consumers may take turns at it."""
+
+    @nt.task(reads=("A", "B", "R"), writes=("C",))
+    def ranged_gemm(C, A, B, R):
+        BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 128), nt.tunable("BK", 64)
+        Ct, At, Bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(B, (BK, BN))
+        for i, j in nt.prange(*Ct.grid):
+            lo, hi = nt.load_index(R, i, 0), nt.load_index(R, i, 1)
+            acc = nt.zeros((BM, BN))
+            for t in nt.srange(At.grid[1], below=hi - lo):
+                if halved_steps:
+                    part = nt.zeros((BM, BN), name="part")
+                    part += At[i, lo + t] @ Bt[lo + t, j]
+                    acc[...] = acc + part * 0.5
+                else:
+                    acc += At[i, lo + t] @ Bt[lo + t, j]
+            Ct[i, j] = acc.astype(C.dtype)
+    return ranged_gemm
+
+
+ranged_gemm = ranged_gemm_program()
 
 
 def gemm_problem(ranges, n=256, k_blocks=8, seed=0):
@@ -83,29 +96,13 @@ def test_the_same_kernel_follows_the_table_it_is_given(backend):
         check_gemm(c, a, b, r)
 
 
-@nt.task(reads=("A", "B", "R"), writes=("C",))
-def ranged_halved_steps(C, A, B, R):
-    """``C[i] = sum over the K blocks t in R[i] of (A[i, t] @ B[t]) / 2``: each step's product read in its step,
-    halved and added (exactly), so that cooperative consumers may take turns at it."""
-    BM, BN, BK = nt.tunable("BM", 128), nt.tunable("BN", 128), nt.tunable("BK", 64)
-    Ct, At, Bt = nt.blocks(C, (BM, BN)), nt.blocks(A, (BM, BK)), nt.blocks(B, (BK, BN))
-    for i, j in nt.prange(*Ct.grid):
-        lo, hi = nt.load_index(R, i, 0), nt.load_index(R, i, 1)
-        acc = nt.zeros((BM, BN))
-        for t in nt.srange(At.grid[1], below=hi - lo):
-            part = nt.zeros((BM, BN), name="part")
-            part += At[i, lo + t] @ Bt[lo + t, j]
-            acc[...] = acc + part * 0.5
-        Ct[i, j] = acc.astype(C.dtype)
-
-
 @pytest.mark.parametrize("persistent", [False, True])
 def test_consumers_take_turns_at_the_steps_of_each_tile_s_own_range(persistent, backend):
     """Turns over ranges read on the GPU: a tile with no step skips its turns (no opening hand-over), the last
     consumer skips its hand-over after the tile's last step, and a persistent block's tiles each start afresh."""
     c, a, b, r = gemm_problem(RANGES)
     mapping = nt.Mapping(pipeline=3, consumers=2, turns=True, persistent=persistent, sm_count=6, raster="row")
-    nt.build(ranged_halved_steps, mapping)(c, a, b, r)
+    nt.build(ranged_gemm_program(halved_steps=True), mapping)(c, a, b, r)
     check_gemm(c * 2, a, b, r)
 
 
