@@ -130,22 +130,28 @@ def reference(q, k, v, o, do, causal, scale, dtype=None, exact_o=False, score_mo
     return [(g, bound + u * np.abs(g) + tiny) for g, bound in out]
 
 
-@pytest.mark.parametrize("d, causal", [(64, True), (128, False)])
-def test_dkdv_consumers_taking_turns_compute_the_same_bits(d, causal, backend):
-    """``turns=True`` on the dK/dV program (each consumer issues its step's S and dP products at its turn at the
-    tensor cores, then hands the turn on) changes when the products run, not what the kernel computes: dK and dV
-    are the bits of the kernel as built (ragged L: a partial last step of queries)."""
+def dkdv_under_turns(d: int, causal: bool, turns: bool):
+    """The dK/dV program's kernel under its mapping with ``turns``, and its arguments (dK and dV zeroed) for a
+    ragged problem (L 200: a partial last step of queries), O and LSE from the forward."""
     q, k, v, o, lse = problem(1, 2, 2, 200, 200, d, "float16", seed=3)
     library.attention(q, k, v, o, lse, causal=causal)
     do, = problem(1, 2, 2, 200, 200, d, "float16", seed=4)[:1]
     delta = (do.astype(np.float32) * o.astype(np.float32)).sum(-1)
     _, _, mapping = library.backward_mappings(d)
-    program = library.dkdv_program(causal, d ** -0.5)
+    kernel = nt.build(library.dkdv_program(causal, d ** -0.5), mapping.replace(turns=turns))
+    return kernel, (np.zeros_like(k), np.zeros_like(v), q, k, v, do, lse, delta)
+
+
+@pytest.mark.parametrize("d, causal", [(64, True), (128, False)])
+def test_dkdv_consumers_taking_turns_compute_the_same_bits(d, causal, backend):
+    """``turns=True`` on the dK/dV program (each consumer issues its step's S and dP products at its turn at the
+    tensor cores, then hands the turn on) changes when the products run, not what the kernel computes: dK and dV
+    are the bits of the kernel as built."""
     grads = []
     for turns in (False, True):
-        dk, dv = np.zeros_like(k), np.zeros_like(v)
-        nt.build(program, mapping.replace(turns=turns))(dk, dv, q, k, v, do, lse, delta)
-        grads.append((dk, dv))
+        kernel, args = dkdv_under_turns(d, causal, turns)
+        kernel(*args)
+        grads.append(args[:2])
     (dk, dv), (dk_turns, dv_turns) = grads
     assert np.array_equal(dk, dk_turns) and np.array_equal(dv, dv_turns) and np.abs(dk).max() > 0
 
@@ -153,13 +159,8 @@ def test_dkdv_consumers_taking_turns_compute_the_same_bits(d, causal, backend):
 def test_dkdv_turns_hold_under_any_warp_order():
     """The turns' named barriers hold whichever order the interpreter runs the warps and lands the copies in
     (``nvdsl.fuzz``: no deadlock, race or other result under 4 seeded schedules)."""
-    q, k, v, o, lse = problem(1, 2, 2, 200, 200, 64, "float16", seed=3)
-    library.attention(q, k, v, o, lse, causal=True)
-    do, = problem(1, 2, 2, 200, 200, 64, "float16", seed=4)[:1]
-    delta = (do.astype(np.float32) * o.astype(np.float32)).sum(-1)
-    _, _, mapping = library.backward_mappings(64)
-    kernel = nt.build(library.dkdv_program(True, 64 ** -0.5), mapping.replace(turns=True))
-    report = nvdsl.fuzz(kernel, np.zeros_like(k), np.zeros_like(v), q, k, v, do, lse, delta, seeds=4)
+    kernel, args = dkdv_under_turns(64, True, turns=True)
+    report = nvdsl.fuzz(kernel, *args, seeds=4)
     assert report.ok, report
 
 
