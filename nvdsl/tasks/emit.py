@@ -473,7 +473,6 @@ class _Consumer:
         self._slice: dict = {}           # values of deferred math computed for the current column slice
         self.slot: tuple = ()             # the tiles of the step ring's slot the main loop holds
         self.unmask = False              # in steps where no mask of the main loop changes a value
-        self.step_turn = None            # cooperative turns: (_Turn, hand over unless False) until the step's issue
         self.row_blocks = block.resident
         # the shared locals the passes read from a row block kept in shared memory: local -> (its tensor, the pass's
         # variable that picks the column block)
@@ -608,18 +607,18 @@ class _Consumer:
 
         def step(k):
             env[s.main.vars[0]] = k
-            if turn is not None:                     # the last consumer's last step hands over to no one
-                self.step_turn = (turn, None if self.c != last else k + 1 < trips)
+            # the last consumer's last step hands over to no one
+            at_turn = None if turn is None else (turn, None if self.c != last else k + 1 < trips)
             if ring is not None:
                 with self.get(ring) as tiles:
                     for plan_tile, view in zip(self.step.tiles, tiles):
                         self.values[plan_tile.local] = view
                     self.slot = tiles
                     with self.timeline.span(STEP):
-                        self.run_all(body)
+                        self.run_all(body, at_turn)
             else:
                 with self.timeline.span(STEP):
-                    self.run_all(body)
+                    self.run_all(body, at_turn)
             if issuer and ring is not None:
                 with when((k + s.lookahead < extent) & self.wg.thread_index.eq(0)):
                     env[s.main.vars[0]] = k + s.lookahead
@@ -647,15 +646,18 @@ class _Consumer:
             steps(split, trips, masked=True)
 
     # -- operations ------------------------------------------------------------------------------------------
-    def run_all(self, ops) -> None:
+    def run_all(self, ops, at_turn: tuple | None = None) -> None:
         """Run ``ops`` in order, consecutive products as wgmma groups (one fence, one commit: accumulators fed by
         the same tiles stay in one pipeline stage) as ``stages.product_groups`` splits them: a group issued ahead
-        of the next one is left running, and waited for where it is read."""
+        of the next one is left running, and waited for where it is read. ``at_turn``: (the consumer's turn, a
+        condition for handing it on or None for always): the first group goes out at the turn (see
+        :meth:`issue_at_turn`)."""
         for group, kind in product_groups(ops, self.s.waited):
             if kind == OP:
                 self.run(group[0])
-            elif self.step_turn is not None:
-                self.issue_at_turn(group)
+            elif at_turn is not None:
+                self.issue_at_turn(group, *at_turn)
+                at_turn = None
             elif kind == AHEAD:                 # left running: the next group goes out first
                 self.issue(group, in_flight=min(self.ctx.wgmma_in_flight + 1, 7))
             elif kind == BEHIND:                # the group ahead retires here, for its readers
@@ -663,12 +665,10 @@ class _Consumer:
             else:
                 self.issue(group, in_flight=self.in_flight(*group))
 
-    def issue_at_turn(self, products) -> None:
+    def issue_at_turn(self, products, turn: _Turn, hand_over) -> None:
         """A one-phase step's first products (read by the step: the planner checks), issued at this consumer's
-        turn at the tensor cores and left running while it hands the turn on, then waited for: the next
-        consumer's products run while this one computes on its own."""
-        turn, hand_over = self.step_turn
-        self.step_turn = None
+        turn at the tensor cores and left running while it hands the turn on (where ``hand_over``, if given,
+        holds), then waited for: the next consumer's products run while this one computes on its own."""
         turn.wait()
         self.issue(products, in_flight=min(self.ctx.wgmma_in_flight + 1, 7))
         with when(hand_over) if hand_over is not None else contextlib.nullcontext():
